@@ -1,0 +1,520 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * A NeuronCore: on-core memories, program fetch and validation, and the
+ * cooperative scheduler that runs the four engine streams of a job in the
+ * calling thread, round-robin, until each has ended or all live ones are
+ * blocked on semaphores. Control instructions (END, NOP, NOTIFY, SEM_*,
+ * LOOP) are executed here; the engines' own instructions live in sync.c,
+ * tensor.c and vector.c. hw/isa.md is the specification.
+ */
+#include <stdlib.h>
+
+#include "model_internal.h"
+
+/* Instructions a stream runs before the scheduler moves to the next one. */
+#define NM_QUANTUM 32
+
+nm_core *nm_core_new(uint32_t sbuf_bytes, uint32_t psum_bytes) {
+    if (sbuf_bytes == 0 || sbuf_bytes % (NEURON_PARTITIONS * 4) ||
+        psum_bytes < NEURON_PARTITIONS * NEURON_PSUM_BANK_SIZE ||
+        psum_bytes % (NEURON_PARTITIONS * NEURON_PSUM_BANK_SIZE))
+        return NULL;
+
+    nm_core *c = calloc(1, sizeof(*c));
+    if (!c)
+        return NULL;
+    c->sbuf_pp = sbuf_bytes / NEURON_PARTITIONS;
+    c->psum_pp = psum_bytes / NEURON_PARTITIONS;
+    /* calloc: untouched pages of a large SBUF cost nothing. */
+    c->sbuf = calloc(NEURON_PARTITIONS, c->sbuf_pp);
+    c->psum = calloc(NEURON_PARTITIONS, c->psum_pp);
+    bool ok = c->sbuf && c->psum;
+    for (int i = 0; i < NM_SCRATCH_BUFS; i++) {
+        c->scratch[i] = malloc(NEURON_MAX_FREE_ELEMS * sizeof(float));
+        ok = ok && c->scratch[i];
+    }
+    c->mm_a = malloc(sizeof(float) * NEURON_MM_MAX_K * NEURON_MM_MAX_M);
+    c->mm_b = malloc(sizeof(float) * NEURON_MM_MAX_K * NEURON_MM_MAX_N);
+    c->mm_c = malloc(sizeof(float) * NEURON_MM_MAX_M * NEURON_MM_MAX_N);
+    if (!ok || !c->mm_a || !c->mm_b || !c->mm_c) {
+        nm_core_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+void nm_core_free(nm_core *c) {
+    if (!c)
+        return;
+    free(c->sbuf);
+    free(c->psum);
+    for (int i = 0; i < NM_SCRATCH_BUFS; i++)
+        free(c->scratch[i]);
+    free(c->mm_a);
+    free(c->mm_b);
+    free(c->mm_c);
+    free(c);
+}
+
+/* Zero what earlier jobs may have written: no job sees another's data. */
+static void clear_memories(nm_core *c) {
+    if (c->sbuf_dirty) {
+        for (uint32_t p = 0; p < NEURON_PARTITIONS; p++)
+            memset(c->sbuf + (size_t)p * c->sbuf_pp, 0, c->sbuf_dirty);
+        c->sbuf_dirty = 0;
+    }
+    if (c->psum_dirty) {
+        for (uint32_t p = 0; p < NEURON_PARTITIONS; p++)
+            memset(c->psum + (size_t)p * c->psum_pp, 0, c->psum_dirty);
+        c->psum_dirty = 0;
+    }
+}
+
+void nm_core_reset(nm_core *c) {
+    clear_memories(c);
+}
+
+void nm_mark_dirty(nm_exec *ex, const nm_tap *t) {
+    uint32_t end = t->offset + t->extent;
+    if (t->space == NEURON_SPACE_SBUF && end > ex->core->sbuf_dirty)
+        ex->core->sbuf_dirty = end;
+    else if (t->space == NEURON_SPACE_PSUM && end > ex->core->psum_dirty)
+        ex->core->psum_dirty = end;
+}
+
+bool nm_tap_is_zero(const struct neuron_tap *raw) {
+    static const struct neuron_tap zero;
+    return memcmp(raw, &zero, sizeof(zero)) == 0;
+}
+
+uint32_t nm_tap_decode(nm_exec *ex, const struct neuron_tap *raw, unsigned allowed_spaces,
+                       bool optional, nm_tap *t) {
+    memset(t, 0, sizeof(*t));
+    if (raw->space == NEURON_SPACE_NONE) {
+        if (optional && nm_tap_is_zero(raw))
+            return NEURON_JOB_STATUS_OK;
+        return NEURON_JOB_STATUS_DECODE;
+    }
+    if (raw->space > NEURON_SPACE_PSUM || !(allowed_spaces & (1u << raw->space)))
+        return NEURON_JOB_STATUS_DECODE;
+    if (raw->dtype == NEURON_DT_INVALID || raw->dtype >= NEURON_DT_COUNT)
+        return NEURON_JOB_STATUS_DTYPE;
+    if (raw->part_count == 0 || raw->part_start + raw->part_count > NEURON_PARTITIONS)
+        return NEURON_JOB_STATUS_PARTITION;
+
+    t->space = raw->space;
+    t->dtype = raw->dtype;
+    t->esize = NEURON_DT_SIZE(raw->dtype);
+    t->part_start = raw->part_start;
+    t->part_count = raw->part_count;
+    t->offset = nm_le32(raw->offset);
+    for (int i = 0; i < 2; i++) {
+        t->count[i] = nm_le16(raw->count[i]);
+        t->stride[i] = nm_le16(raw->stride[i]);
+    }
+    if (t->count[0] == 0 || t->count[1] == 0 ||
+        (uint64_t)t->count[0] * t->count[1] > NEURON_MAX_FREE_ELEMS)
+        return NEURON_JOB_STATUS_SHAPE;
+    t->elems = t->count[0] * t->count[1];
+    if (t->offset % t->esize)
+        return NEURON_JOB_STATUS_ALIGN;
+
+    uint64_t extent = ((uint64_t)(t->count[1] - 1) * t->stride[1] +
+                       (uint64_t)(t->count[0] - 1) * t->stride[0] + 1) *
+                      t->esize;
+    bool sbuf = t->space == NEURON_SPACE_SBUF;
+    uint32_t size = sbuf ? ex->core->sbuf_pp : ex->core->psum_pp;
+    if (t->offset > size || extent > size - t->offset)
+        return sbuf ? NEURON_JOB_STATUS_SBUF_RANGE : NEURON_JOB_STATUS_PSUM_RANGE;
+    t->extent = (uint32_t)extent;
+    t->pitch = size;
+    t->base = (sbuf ? ex->core->sbuf : ex->core->psum) + (size_t)t->part_start * size + t->offset;
+    return NEURON_JOB_STATUS_OK;
+}
+
+void nm_tap_load(const nm_tap *t, uint32_t p, float *restrict out) {
+    const uint8_t *row = t->base + (size_t)p * t->pitch;
+    if (t->count[1] == 1 || t->stride[1] == t->count[0] * t->stride[0]) {
+        nm_load_f32(out, row, t->dtype, t->elems, t->stride[0]);
+        return;
+    }
+    for (uint32_t j1 = 0; j1 < t->count[1]; j1++)
+        nm_load_f32(out + (size_t)j1 * t->count[0], row + (size_t)j1 * t->stride[1] * t->esize,
+                    t->dtype, t->count[0], t->stride[0]);
+}
+
+void nm_tap_store(const nm_tap *t, uint32_t p, const float *restrict in) {
+    uint8_t *row = t->base + (size_t)p * t->pitch;
+    if (t->count[1] == 1 || t->stride[1] == t->count[0] * t->stride[0]) {
+        nm_store_f32(row, in, t->dtype, t->elems, t->stride[0]);
+        return;
+    }
+    for (uint32_t j1 = 0; j1 < t->count[1]; j1++)
+        nm_store_f32(row + (size_t)j1 * t->stride[1] * t->esize, in + (size_t)j1 * t->count[0],
+                     t->dtype, t->count[0], t->stride[0]);
+}
+
+/* ---- program fetch ---- */
+
+static bool bytes_zero(const void *p, size_t n) {
+    const uint8_t *b = p;
+    for (size_t i = 0; i < n; i++)
+        if (b[i])
+            return false;
+    return true;
+}
+
+static void fault(nm_job *job, uint32_t status, uint32_t info, uint16_t engine) {
+    job->status = status;
+    job->info = info;
+    job->fault_engine = engine;
+}
+
+/* Returns the image (malloc'd) or NULL with the job's status set. */
+static uint8_t *fetch_program(nm_job *job, struct neuron_prog_header *h) {
+    uint32_t st;
+
+    if (job->program_size < sizeof(*h)) {
+        fault(job, NEURON_JOB_STATUS_BAD_PROGRAM, NEURON_PROG_ERR_SIZE, 0);
+        return NULL;
+    }
+    st = nm_binding_read(job, job->program_binding, job->program_offset, h, sizeof(*h),
+                         NEURON_BIND_EXEC);
+    if (st != NEURON_JOB_STATUS_OK) {
+        fault(job, st, st == NEURON_JOB_STATUS_HOST_DMA ? 0 : job->program_binding, 0);
+        return NULL;
+    }
+    uint32_t image = nm_le32(h->image_size);
+    if (nm_le32(h->magic) != NEURON_PROG_MAGIC) {
+        fault(job, NEURON_JOB_STATUS_BAD_PROGRAM, NEURON_PROG_ERR_MAGIC, 0);
+        return NULL;
+    }
+    if (nm_le16(h->version_major) != NEURON_ISA_VERSION_MAJOR ||
+        nm_le16(h->version_minor) > NEURON_ISA_VERSION_MINOR) {
+        fault(job, NEURON_JOB_STATUS_BAD_PROGRAM, NEURON_PROG_ERR_VERSION, 0);
+        return NULL;
+    }
+    if (nm_le32(h->header_size) != sizeof(*h) || h->flags || h->reserved) {
+        fault(job, NEURON_JOB_STATUS_BAD_PROGRAM, NEURON_PROG_ERR_HEADER, 0);
+        return NULL;
+    }
+    if (image < sizeof(*h) || image > job->program_size || image > NEURON_PROG_MAX_SIZE) {
+        fault(job, NEURON_JOB_STATUS_BAD_PROGRAM, NEURON_PROG_ERR_SIZE, 0);
+        return NULL;
+    }
+    for (int e = 0; e < NEURON_NUM_ENGINES; e++) {
+        uint64_t off = nm_le32(h->stream[e].offset), n = nm_le32(h->stream[e].count);
+        if (n == 0 && off == 0)
+            continue;
+        if (off % sizeof(struct neuron_insn) || off < sizeof(*h) ||
+            off + n * sizeof(struct neuron_insn) > image) {
+            fault(job, NEURON_JOB_STATUS_BAD_PROGRAM, NEURON_PROG_ERR_STREAM, 0);
+            return NULL;
+        }
+    }
+    uint8_t *buf = malloc(image);
+    if (!buf) {
+        fault(job, NEURON_JOB_STATUS_HOST_DMA, 0, 0);
+        return NULL;
+    }
+    st = nm_binding_read(job, job->program_binding, job->program_offset, buf, image,
+                         NEURON_BIND_EXEC);
+    if (st != NEURON_JOB_STATUS_OK) {
+        fault(job, st, st == NEURON_JOB_STATUS_HOST_DMA ? 0 : job->program_binding, 0);
+        free(buf);
+        return NULL;
+    }
+    /* The header may have changed between the two reads: use the checked copy. */
+    memcpy(buf, h, sizeof(*h));
+    return buf;
+}
+
+/* ---- execution ---- */
+
+enum step { STEP_RAN, STEP_BLOCKED, STEP_DONE, STEP_FAULT };
+
+/* Which engines may run each opcode (bit NEURON_ENGINE_*). */
+static unsigned opcode_engines(uint8_t op) {
+    const unsigned all = (1u << NEURON_ENGINE_TENSOR) | (1u << NEURON_ENGINE_VECTOR) |
+                         (1u << NEURON_ENGINE_SCALAR) | (1u << NEURON_ENGINE_SYNC);
+    const unsigned vs = (1u << NEURON_ENGINE_VECTOR) | (1u << NEURON_ENGINE_SCALAR);
+    switch (op) {
+    case NEURON_OP_END:
+    case NEURON_OP_NOP:
+    case NEURON_OP_NOTIFY:
+    case NEURON_OP_SEM_SIGNAL:
+    case NEURON_OP_SEM_WAIT:
+    case NEURON_OP_LOOP:
+        return all;
+    case NEURON_OP_DMA_LOAD:
+    case NEURON_OP_DMA_STORE:
+        return 1u << NEURON_ENGINE_SYNC;
+    case NEURON_OP_MATMUL:
+    case NEURON_OP_TRANSPOSE:
+        return 1u << NEURON_ENGINE_TENSOR;
+    case NEURON_OP_ACTIVATE:
+        return 1u << NEURON_ENGINE_SCALAR;
+    case NEURON_OP_TENSOR_TENSOR:
+    case NEURON_OP_REDUCE:
+    case NEURON_OP_IOTA:
+        return 1u << NEURON_ENGINE_VECTOR;
+    case NEURON_OP_TENSOR_SCALAR:
+    case NEURON_OP_COPY:
+    case NEURON_OP_MEMSET:
+        return vs;
+    default:
+        return 0;
+    }
+}
+
+/* Control instructions use only the header words (and imm[0] for LOOP). */
+static bool control_fields_ok(const struct neuron_insn *in, bool uses_imm0) {
+    return bytes_zero(in->op, sizeof(in->op)) && (uses_imm0 || in->imm[0] == 0) && in->imm[1] == 0;
+}
+
+static enum step exec_control(nm_exec *ex, nm_stream *s, const struct neuron_insn *in,
+                              nm_result *r) {
+    uint32_t arg = nm_le32(in->arg);
+    r->cycles = NM_COST_CONTROL;
+
+    switch (in->opcode) {
+    case NEURON_OP_END:
+    case NEURON_OP_NOP:
+        if (in->flags || in->func || in->func2 || arg || !control_fields_ok(in, false))
+            goto decode;
+        if (in->opcode == NEURON_OP_END) {
+            s->done = true;
+            return STEP_DONE;
+        }
+        s->pc++;
+        return STEP_RAN;
+    case NEURON_OP_NOTIFY:
+        if (in->flags || in->func || in->func2 || !control_fields_ok(in, false))
+            goto decode;
+        if (ex->job->notify)
+            ex->job->notify(ex->job->notify_opaque, ex->job->job_id, arg);
+        s->pc++;
+        return STEP_RAN;
+    case NEURON_OP_SEM_SIGNAL:
+        if (in->flags || in->func2 || !control_fields_ok(in, false))
+            goto decode;
+        if (in->func >= NEURON_NUM_SEMAPHORES || arg > UINT32_MAX - ex->sem[in->func]) {
+            r->status = NEURON_JOB_STATUS_SEMAPHORE;
+            return STEP_FAULT;
+        }
+        ex->sem[in->func] += arg;
+        if (s->clock + r->cycles > ex->sem_time[in->func])
+            ex->sem_time[in->func] = s->clock + r->cycles;
+        s->pc++;
+        return STEP_RAN;
+    case NEURON_OP_SEM_WAIT:
+        if ((in->flags & ~NEURON_SEM_F_DECREMENT) || in->func2 || !control_fields_ok(in, false))
+            goto decode;
+        if (in->func >= NEURON_NUM_SEMAPHORES) {
+            r->status = NEURON_JOB_STATUS_SEMAPHORE;
+            return STEP_FAULT;
+        }
+        if (ex->sem[in->func] < arg) {
+            s->blocked = true;
+            return STEP_BLOCKED;
+        }
+        s->blocked = false;
+        if (in->flags & NEURON_SEM_F_DECREMENT)
+            ex->sem[in->func] -= arg;
+        if (ex->sem_time[in->func] > s->clock)
+            s->clock = ex->sem_time[in->func];
+        s->pc++;
+        return STEP_RAN;
+    case NEURON_OP_LOOP: {
+        if (in->flags || in->func2 || !control_fields_ok(in, true))
+            goto decode;
+        if (in->func >= NEURON_NUM_LOOP_COUNTERS || arg >= s->pc)
+            goto decode;
+        uint32_t n = nm_le32(in->imm[0]);
+        uint32_t *ctr = &s->loop[in->func];
+        if (n == NEURON_LOOP_INFINITE) {
+            s->pc = arg;
+            return STEP_RAN;
+        }
+        if (*ctr == 0)
+            *ctr = n;
+        if (--*ctr) {
+            s->pc = arg;
+        } else {
+            s->pc++;
+        }
+        return STEP_RAN;
+    }
+    default:
+        break;
+    }
+decode:
+    r->status = NEURON_JOB_STATUS_DECODE;
+    return STEP_FAULT;
+}
+
+static enum step step(nm_exec *ex, nm_stream *s) {
+    struct neuron_insn in;
+    nm_result r = {NEURON_JOB_STATUS_OK, false, 0, 0, 0, 0};
+    nm_job *job = ex->job;
+    enum step res = STEP_RAN;
+
+    if (s->pc >= s->count) {
+        /* Ran past the last instruction without END. */
+        r.status = NEURON_JOB_STATUS_DECODE;
+        goto failed;
+    }
+    if (ex->insn_limit && job->instructions >= ex->insn_limit) {
+        r.status = NEURON_JOB_STATUS_LIMIT;
+        goto failed;
+    }
+    memcpy(&in, s->code + (size_t)s->pc * sizeof(in), sizeof(in));
+    if (!(opcode_engines(in.opcode) & (1u << s->engine))) {
+        r.status = NEURON_JOB_STATUS_DECODE;
+        goto failed;
+    }
+
+    switch (in.opcode) {
+    case NEURON_OP_DMA_LOAD:
+    case NEURON_OP_DMA_STORE:
+        nm_exec_dma(ex, &in, &r);
+        break;
+    case NEURON_OP_MATMUL:
+        nm_exec_matmul(ex, &in, &r);
+        break;
+    case NEURON_OP_TRANSPOSE:
+        nm_exec_transpose(ex, &in, &r);
+        break;
+    case NEURON_OP_ACTIVATE:
+        nm_exec_activate(ex, &in, &r);
+        break;
+    case NEURON_OP_TENSOR_TENSOR:
+        nm_exec_tensor_tensor(ex, &in, &r);
+        break;
+    case NEURON_OP_TENSOR_SCALAR:
+        nm_exec_tensor_scalar(ex, &in, &r);
+        break;
+    case NEURON_OP_REDUCE:
+        nm_exec_reduce(ex, &in, &r);
+        break;
+    case NEURON_OP_COPY:
+        nm_exec_copy(ex, &in, &r);
+        break;
+    case NEURON_OP_MEMSET:
+        nm_exec_memset(ex, &in, &r);
+        break;
+    case NEURON_OP_IOTA:
+        nm_exec_iota(ex, &in, &r);
+        break;
+    default:
+        res = exec_control(ex, s, &in, &r);
+        if (res == STEP_BLOCKED)
+            return res;
+        if (res == STEP_FAULT)
+            goto failed;
+        job->instructions++;
+        s->clock += r.cycles;
+        return res;
+    }
+    if (r.status != NEURON_JOB_STATUS_OK)
+        goto failed;
+    s->pc++;
+    job->instructions++;
+    job->flops += r.flops;
+    job->dma_bytes += r.dma_bytes;
+    s->clock += r.cycles;
+    return STEP_RAN;
+
+failed:
+    if (r.status == NEURON_JOB_STATUS_ABORTED)
+        fault(job, r.status, 0, 0);
+    else
+        fault(job, r.status, r.info_is_slot ? r.slot : s->pc, s->engine);
+    return STEP_FAULT;
+}
+
+static void run_streams(nm_exec *ex) {
+    nm_job *job = ex->job;
+
+    for (;;) {
+        bool progress = false, live = false;
+
+        for (int e = 0; e < NEURON_NUM_ENGINES; e++) {
+            nm_stream *s = &ex->stream[e];
+            if (s->done)
+                continue;
+            for (int q = 0; q < NM_QUANTUM && !s->done; q++) {
+                if (nm_aborted(ex)) {
+                    fault(job, NEURON_JOB_STATUS_ABORTED, 0, 0);
+                    return;
+                }
+                enum step st = step(ex, s);
+                if (st == STEP_FAULT)
+                    return;
+                if (st == STEP_BLOCKED)
+                    break;
+                progress = true;
+            }
+            live = live || !s->done;
+        }
+        if (!live)
+            return;
+        if (!progress) {
+            /* Every live stream waits on a semaphore nobody will signal. */
+            for (int e = 0; e < NEURON_NUM_ENGINES; e++) {
+                nm_stream *s = &ex->stream[e];
+                if (!s->done) {
+                    fault(job, NEURON_JOB_STATUS_SEMAPHORE, s->pc, s->engine);
+                    return;
+                }
+            }
+        }
+    }
+}
+
+void nm_core_run(nm_core *core, nm_job *job) {
+    struct neuron_prog_header h;
+    nm_exec *ex;
+
+    job->status = NEURON_JOB_STATUS_OK;
+    job->info = 0;
+    job->fault_engine = 0;
+    job->cycles = 0;
+    job->instructions = 0;
+    job->flops = 0;
+    job->dma_bytes = 0;
+
+    clear_memories(core);
+    if (job->abort && atomic_load(job->abort)) {
+        fault(job, NEURON_JOB_STATUS_ABORTED, 0, 0);
+        return;
+    }
+    uint8_t *image = fetch_program(job, &h);
+    if (!image)
+        return;
+
+    ex = calloc(1, sizeof(*ex));
+    if (!ex) {
+        free(image);
+        fault(job, NEURON_JOB_STATUS_HOST_DMA, 0, 0);
+        return;
+    }
+    ex->core = core;
+    ex->job = job;
+    ex->insn_limit = nm_le64(h.insn_limit);
+    for (int e = 0; e < NEURON_NUM_ENGINES; e++) {
+        nm_stream *s = &ex->stream[e];
+        s->engine = (uint16_t)(e + 1);
+        s->count = nm_le32(h.stream[e].count);
+        s->code = image + nm_le32(h.stream[e].offset);
+        s->done = s->count == 0;
+    }
+
+    run_streams(ex);
+
+    for (int e = 0; e < NEURON_NUM_ENGINES; e++)
+        if (ex->stream[e].clock > job->cycles)
+            job->cycles = ex->stream[e].clock;
+    free(ex);
+    free(image);
+}

@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Element conversions between the ISA's data types and fp32, the type of
+ * all arithmetic. Conversions to narrower types round to nearest, ties to
+ * even; NaN stays NaN (quiet), overflow goes to infinity (fp16) and fp32 to
+ * int32 rounds to nearest even and saturates, NaN giving 0.
+ */
+#include <math.h>
+
+#include "model_internal.h"
+
+uint16_t nm_f32_to_bf16(float f) {
+    uint32_t u = nm_f32_bits(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((u >> 16) | 0x0040u); /* quiet NaN, sign kept */
+    uint32_t lsb = (u >> 16) & 1u;
+    u += 0x7fffu + lsb;
+    return (uint16_t)(u >> 16);
+}
+
+float nm_bf16_to_f32(uint16_t h) {
+    return nm_f32_from_bits((uint32_t)h << 16);
+}
+
+uint16_t nm_f32_to_f16(float f) {
+    uint32_t u = nm_f32_bits(f);
+    uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+    uint32_t absu = u & 0x7fffffffu;
+
+    if (absu > 0x7f800000u) /* NaN */
+        return (uint16_t)(sign | 0x7e00u | ((absu >> 13) & 0x3ffu));
+    if (absu >= 0x477ff000u) /* rounds to >= 65520: infinity */
+        return (uint16_t)(sign | 0x7c00u);
+
+    int32_t exp = (int32_t)(absu >> 23) - 127 + 15;
+    uint32_t mant = absu & 0x7fffffu;
+    if (exp <= 0) {
+        /* Subnormal half (or zero): value = mant' * 2^-24. */
+        if (exp < -10)
+            return sign; /* below half of the smallest subnormal */
+        mant |= 0x800000u;
+        uint32_t shift = (uint32_t)(14 - exp); /* 13 + (1 - exp) */
+        uint32_t half = mant >> shift;
+        uint32_t rem = mant & ((1u << shift) - 1u);
+        uint32_t mid = 1u << (shift - 1);
+        if (rem > mid || (rem == mid && (half & 1u)))
+            half++;
+        return (uint16_t)(sign | half);
+    }
+    uint32_t half = ((uint32_t)exp << 10) | (mant >> 13);
+    uint32_t rem = mant & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (half & 1u)))
+        half++; /* may carry into the exponent: still correct */
+    return (uint16_t)(sign | half);
+}
+
+float nm_f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1fu;
+    uint32_t mant = h & 0x3ffu;
+
+    if (exp == 0x1f)
+        return nm_f32_from_bits(sign | 0x7f800000u | (mant << 13));
+    if (exp == 0) {
+        if (mant == 0)
+            return nm_f32_from_bits(sign);
+        /* Subnormal: exact in fp32. */
+        float v = (float)mant * 0x1p-24f;
+        return sign ? -v : v;
+    }
+    return nm_f32_from_bits(sign | ((exp + 112u) << 23) | (mant << 13));
+}
+
+int32_t nm_f32_to_i32(float f) {
+    if (isnan(f))
+        return 0;
+    if (f >= 2147483648.0f)
+        return INT32_MAX;
+    if (f <= -2147483648.0f)
+        return INT32_MIN;
+    return (int32_t)nearbyintf(f);
+}
+
+void nm_load_f32(float *restrict dst, const uint8_t *restrict src, uint32_t dtype, size_t n,
+                 size_t stride) {
+    switch (dtype) {
+    case NEURON_DT_FP32:
+        if (stride == 1) {
+            memcpy(dst, src, n * 4);
+            return;
+        }
+        for (size_t i = 0; i < n; i++)
+            memcpy(&dst[i], src + i * stride * 4, 4);
+        return;
+    case NEURON_DT_BF16:
+        for (size_t i = 0; i < n; i++) {
+            uint16_t h;
+            memcpy(&h, src + i * stride * 2, 2);
+            dst[i] = nm_bf16_to_f32(nm_le16(h));
+        }
+        return;
+    case NEURON_DT_FP16:
+        for (size_t i = 0; i < n; i++) {
+            uint16_t h;
+            memcpy(&h, src + i * stride * 2, 2);
+            dst[i] = nm_f16_to_f32(nm_le16(h));
+        }
+        return;
+    case NEURON_DT_INT32:
+        for (size_t i = 0; i < n; i++) {
+            uint32_t v;
+            memcpy(&v, src + i * stride * 4, 4);
+            dst[i] = (float)(int32_t)nm_le32(v);
+        }
+        return;
+    default:
+        return;
+    }
+}
+
+void nm_store_f32(uint8_t *restrict dst, const float *restrict src, uint32_t dtype, size_t n,
+                  size_t stride) {
+    switch (dtype) {
+    case NEURON_DT_FP32:
+        if (stride == 1) {
+            memcpy(dst, src, n * 4);
+            return;
+        }
+        for (size_t i = 0; i < n; i++)
+            memcpy(dst + i * stride * 4, &src[i], 4);
+        return;
+    case NEURON_DT_BF16:
+        for (size_t i = 0; i < n; i++) {
+            uint16_t h = nm_le16(nm_f32_to_bf16(src[i]));
+            memcpy(dst + i * stride * 2, &h, 2);
+        }
+        return;
+    case NEURON_DT_FP16:
+        for (size_t i = 0; i < n; i++) {
+            uint16_t h = nm_le16(nm_f32_to_f16(src[i]));
+            memcpy(dst + i * stride * 2, &h, 2);
+        }
+        return;
+    case NEURON_DT_INT32:
+        for (size_t i = 0; i < n; i++) {
+            uint32_t v = nm_le32((uint32_t)nm_f32_to_i32(src[i]));
+            memcpy(dst + i * stride * 4, &v, 4);
+        }
+        return;
+    default:
+        return;
+    }
+}

@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * NeuronCore interpreter internals shared by core.c and the per-engine
+ * files (sync.c, tensor.c, vector.c) and dtype.c. Not part of the
+ * boundary to device.c: that is job.h.
+ */
+#ifndef NEURON_MODEL_INTERNAL_H
+#define NEURON_MODEL_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "job.h"
+#include "neuron_isa.h"
+
+/* ---- little-endian field access (the model also builds on BE hosts) ---- */
+
+static inline uint16_t nm_le16(uint16_t v) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    return __builtin_bswap16(v);
+#else
+    return v;
+#endif
+}
+
+static inline uint32_t nm_le32(uint32_t v) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    return __builtin_bswap32(v);
+#else
+    return v;
+#endif
+}
+
+static inline uint64_t nm_le64(uint64_t v) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    return __builtin_bswap64(v);
+#else
+    return v;
+#endif
+}
+
+static inline float nm_f32_from_bits(uint32_t u) {
+    float f;
+    memcpy(&f, &u, sizeof(f));
+    return f;
+}
+
+static inline uint32_t nm_f32_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof(u));
+    return u;
+}
+
+/* ---- dtype.c ---- */
+
+uint16_t nm_f32_to_bf16(float f);
+float nm_bf16_to_f32(uint16_t h);
+uint16_t nm_f32_to_f16(float f);
+float nm_f16_to_f32(uint16_t h);
+int32_t nm_f32_to_i32(float f);
+
+/* Convert @n elements of @dtype at @src (element stride @stride) to fp32. */
+void nm_load_f32(float *restrict dst, const uint8_t *restrict src, uint32_t dtype, size_t n,
+                 size_t stride);
+/* Convert @n fp32 values to @dtype at @dst (element stride @stride). */
+void nm_store_f32(uint8_t *restrict dst, const float *restrict src, uint32_t dtype, size_t n,
+                  size_t stride);
+
+/* ---- core state ---- */
+
+#define NM_SCRATCH_BUFS 3
+
+struct nm_core {
+    uint32_t sbuf_pp; /* bytes per partition */
+    uint32_t psum_pp;
+    uint8_t *sbuf; /* [NEURON_PARTITIONS][sbuf_pp] */
+    uint8_t *psum; /* [NEURON_PARTITIONS][psum_pp] */
+    /* Bytes per partition that may be non-zero (cleared at job start). */
+    uint32_t sbuf_dirty;
+    uint32_t psum_dirty;
+    /* Per-partition fp32 rows for elementwise work, NEURON_MAX_FREE_ELEMS each. */
+    float *scratch[NM_SCRATCH_BUFS];
+    /* Packed matmul operands and result. */
+    float *mm_a; /* stationary, [K][M] */
+    float *mm_b; /* moving, [K][N] */
+    float *mm_c; /* result, [M][N] */
+};
+
+typedef struct nm_stream {
+    uint16_t engine; /* NEURON_ENGINE_* */
+    const uint8_t *code;
+    uint32_t count;
+    uint32_t pc;
+    bool done;
+    bool blocked;
+    uint32_t loop[NEURON_NUM_LOOP_COUNTERS];
+    uint64_t clock; /* cycles, see the cost model in hw/isa.md */
+} nm_stream;
+
+/* One run of one job on one core. */
+typedef struct nm_exec {
+    nm_core *core;
+    nm_job *job;
+    nm_stream stream[NEURON_NUM_ENGINES];
+    uint32_t sem[NEURON_NUM_SEMAPHORES];
+    uint64_t sem_time[NEURON_NUM_SEMAPHORES];
+    uint64_t insn_limit;
+    /* Set by a fault: the info value to report. */
+    uint32_t info;
+} nm_exec;
+
+/* A decoded, validated on-core operand. */
+typedef struct nm_tap {
+    uint8_t *base; /* element 0 of partition part_start */
+    uint32_t space;
+    uint32_t dtype;
+    uint32_t esize;
+    uint32_t part_start;
+    uint32_t part_count;
+    uint32_t pitch; /* bytes between partitions */
+    uint32_t count[2];
+    uint32_t stride[2]; /* elements */
+    uint32_t elems;     /* count[0] * count[1] */
+    uint32_t extent;    /* bytes per partition, from offset */
+    uint32_t offset;
+} nm_tap;
+
+static inline bool nm_aborted(const nm_exec *ex) {
+    return ex->job->abort && atomic_load_explicit(ex->job->abort, memory_order_relaxed);
+}
+
+/* Mark bytes [0, end) of each partition of @space as possibly non-zero. */
+void nm_mark_dirty(nm_exec *ex, const nm_tap *t);
+
+/*
+ * Decode and validate operand @raw into @t. @allowed_spaces is a mask of
+ * 1 << NEURON_SPACE_*; @optional allows NEURON_SPACE_NONE (t->space = 0).
+ * Returns NEURON_JOB_STATUS_OK or the fault status.
+ */
+uint32_t nm_tap_decode(nm_exec *ex, const struct neuron_tap *raw, unsigned allowed_spaces,
+                       bool optional, nm_tap *t);
+bool nm_tap_is_zero(const struct neuron_tap *raw);
+
+/* Pointer to element (p, linear free index j) of @t. */
+static inline uint8_t *nm_tap_elem(const nm_tap *t, uint32_t p, uint32_t j) {
+    uint32_t j1 = j / t->count[0], j0 = j % t->count[0];
+    return t->base + (size_t)p * t->pitch +
+           ((size_t)j1 * t->stride[1] + (size_t)j0 * t->stride[0]) * t->esize;
+}
+
+/* Gather partition @p of @t as fp32 into @out (t->elems values). */
+void nm_tap_load(const nm_tap *t, uint32_t p, float *restrict out);
+/* Scatter t->elems fp32 values into partition @p of @t, converting. */
+void nm_tap_store(const nm_tap *t, uint32_t p, const float *restrict in);
+
+/*
+ * Engine executors: validate and run one instruction of @s. Return
+ * NEURON_JOB_STATUS_OK or a fault status (ex->info is then set by the
+ * caller unless the executor set a binding slot via *info_set).
+ */
+typedef struct nm_result {
+    uint32_t status;
+    bool info_is_slot; /* info = binding slot instead of instruction index */
+    uint32_t slot;
+    uint64_t cycles;
+    uint64_t flops;
+    uint64_t dma_bytes;
+} nm_result;
+
+void nm_exec_dma(nm_exec *ex, const struct neuron_insn *in, nm_result *r);
+void nm_exec_matmul(nm_exec *ex, const struct neuron_insn *in, nm_result *r);
+void nm_exec_transpose(nm_exec *ex, const struct neuron_insn *in, nm_result *r);
+void nm_exec_activate(nm_exec *ex, const struct neuron_insn *in, nm_result *r);
+void nm_exec_tensor_tensor(nm_exec *ex, const struct neuron_insn *in, nm_result *r);
+void nm_exec_tensor_scalar(nm_exec *ex, const struct neuron_insn *in, nm_result *r);
+void nm_exec_reduce(nm_exec *ex, const struct neuron_insn *in, nm_result *r);
+void nm_exec_copy(nm_exec *ex, const struct neuron_insn *in, nm_result *r);
+void nm_exec_memset(nm_exec *ex, const struct neuron_insn *in, nm_result *r);
+void nm_exec_iota(nm_exec *ex, const struct neuron_insn *in, nm_result *r);
+
+/* Cost model (hw/isa.md, "Cycle accounting"). */
+#define NM_COST_ISSUE 64u  /* fixed cost of every compute or DMA instruction */
+#define NM_COST_CONTROL 1u /* END, NOP, NOTIFY, SEM_*, LOOP */
+#define NM_DMA_BYTES_PER_CYCLE 64u
+#define NM_MM_FP32_FACTOR 4u /* fp32 matmul passes take 4 cycles per column */
+
+/* fp32 C[M][N] (+)= A[K][M]^T B[K][N], all row-major and contiguous. */
+void nm_matmul_f32(float *restrict c, const float *restrict a, const float *restrict b, uint32_t m,
+                   uint32_t n, uint32_t k, bool accumulate);
+
+#endif /* NEURON_MODEL_INTERNAL_H */

@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The Sync engine: DMA between bindings and SBUF (DMA_LOAD, DMA_STORE).
+ * The whole memory-side extent of an instruction is checked against its
+ * binding before the first byte moves, so a faulting DMA changes nothing.
+ */
+#include "model_internal.h"
+
+/* [lo, lo + len) of @slot is accessible with @need. */
+static uint32_t check_extent(const nm_job *job, uint32_t slot, uint64_t lo, uint64_t len,
+                             uint32_t need) {
+    if (slot >= job->bindings.count)
+        return NEURON_JOB_STATUS_BINDING_INDEX;
+    const struct neuron_binding *b = &job->bindings.slot[slot];
+    uint64_t size = nm_le64(b->size);
+    if (lo > size || len > size - lo)
+        return NEURON_JOB_STATUS_BINDING_RANGE;
+    if ((nm_le32(b->flags) & need) != need)
+        return NEURON_JOB_STATUS_BINDING_ACCESS;
+    return NEURON_JOB_STATUS_OK;
+}
+
+static uint32_t xfer(const nm_job *job, bool load, uint32_t slot, uint64_t off, uint8_t *sbuf,
+                     size_t len) {
+    return load ? nm_binding_read(job, slot, off, sbuf, len, NEURON_BIND_READ)
+                : nm_binding_write(job, slot, off, sbuf, len);
+}
+
+void nm_exec_dma(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
+    const struct neuron_dram *d = &in->dma.dram;
+    bool load = in->opcode == NEURON_OP_DMA_LOAD;
+    nm_tap t;
+
+    if (in->flags || in->func || in->func2 || in->arg || in->imm[0] || in->imm[1] ||
+        in->dma.reserved[0] || in->dma.reserved[1] || d->reserved[0] || d->reserved[1] ||
+        d->reserved[2]) {
+        r->status = NEURON_JOB_STATUS_DECODE;
+        return;
+    }
+    r->status = nm_tap_decode(ex, &in->dma.sbuf, 1u << NEURON_SPACE_SBUF, false, &t);
+    if (r->status != NEURON_JOB_STATUS_OK)
+        return;
+
+    uint64_t off = nm_le64(d->offset);
+    uint64_t ps = nm_le32(d->part_stride), s0 = nm_le32(d->stride[0]), s1 = nm_le32(d->stride[1]);
+    uint32_t es = t.esize;
+    if (off % es || ps % es || s0 % es || s1 % es) {
+        r->status = NEURON_JOB_STATUS_ALIGN;
+        return;
+    }
+    /* Each term < 2^32 * 2^16: the span cannot overflow 64 bits. */
+    uint64_t span = (uint64_t)(t.part_count - 1) * ps + (uint64_t)(t.count[1] - 1) * s1 +
+                    (uint64_t)(t.count[0] - 1) * s0 + es;
+    r->status =
+        check_extent(ex->job, d->slot, off, span, load ? NEURON_BIND_READ : NEURON_BIND_WRITE);
+    if (r->status != NEURON_JOB_STATUS_OK) {
+        r->info_is_slot = true;
+        r->slot = d->slot;
+        return;
+    }
+    if (load)
+        nm_mark_dirty(ex, &t);
+
+    bool row_contig = s0 == es && t.stride[0] == 1;
+    bool part_contig =
+        row_contig &&
+        (t.count[1] == 1 || (s1 == (uint64_t)t.count[0] * es && t.stride[1] == t.count[0]));
+    for (uint32_t p = 0; p < t.part_count; p++) {
+        if (nm_aborted(ex)) {
+            r->status = NEURON_JOB_STATUS_ABORTED;
+            return;
+        }
+        uint64_t poff = off + p * ps;
+        uint8_t *row = t.base + (size_t)p * t.pitch;
+        uint32_t st = NEURON_JOB_STATUS_OK;
+        if (part_contig) {
+            st = xfer(ex->job, load, d->slot, poff, row, (size_t)t.elems * es);
+        } else {
+            for (uint32_t j1 = 0; j1 < t.count[1] && st == NEURON_JOB_STATUS_OK; j1++) {
+                uint64_t roff = poff + j1 * s1;
+                uint8_t *srow = row + (size_t)j1 * t.stride[1] * es;
+                if (row_contig) {
+                    st = xfer(ex->job, load, d->slot, roff, srow, (size_t)t.count[0] * es);
+                    continue;
+                }
+                for (uint32_t j0 = 0; j0 < t.count[0] && st == NEURON_JOB_STATUS_OK; j0++)
+                    st = xfer(ex->job, load, d->slot, roff + j0 * s0,
+                              srow + (size_t)j0 * t.stride[0] * es, es);
+            }
+        }
+        if (st != NEURON_JOB_STATUS_OK) {
+            /* Only a host access can fail after the extent check. */
+            r->status = st;
+            return;
+        }
+    }
+    uint64_t bytes = (uint64_t)t.part_count * t.elems * es;
+    r->dma_bytes = bytes;
+    r->cycles = NM_COST_ISSUE + (bytes + NM_DMA_BYTES_PER_CYCLE - 1) / NM_DMA_BYTES_PER_CYCLE;
+}

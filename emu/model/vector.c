@@ -1,0 +1,324 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The Vector and Scalar engines: elementwise instructions (ACTIVATE,
+ * TENSOR_TENSOR, TENSOR_SCALAR, COPY, MEMSET, IOTA) and free-axis
+ * reductions. Each partition's operands are gathered into fp32 rows, the
+ * operation runs over the rows, and the result is converted back into the
+ * destination; every source row is read before the destination row is
+ * written, so a destination may overlap its sources.
+ */
+#include <math.h>
+
+#include "model_internal.h"
+
+#define ONCHIP ((1u << NEURON_SPACE_SBUF) | (1u << NEURON_SPACE_PSUM))
+
+static float alu(uint32_t op, float a, float b) {
+    switch (op) {
+    case NEURON_ALU_ADD:
+        return a + b;
+    case NEURON_ALU_SUB:
+        return a - b;
+    case NEURON_ALU_MUL:
+        return a * b;
+    case NEURON_ALU_MAX:
+        return fmaxf(a, b);
+    case NEURON_ALU_MIN:
+        return fminf(a, b);
+    case NEURON_ALU_DIV:
+        return a / b;
+    default:
+        return a;
+    }
+}
+
+static void alu_rows(uint32_t op, float *y, const float *a, const float *b, uint32_t n) {
+    switch (op) {
+    case NEURON_ALU_ADD:
+        for (uint32_t i = 0; i < n; i++)
+            y[i] = a[i] + b[i];
+        return;
+    case NEURON_ALU_SUB:
+        for (uint32_t i = 0; i < n; i++)
+            y[i] = a[i] - b[i];
+        return;
+    case NEURON_ALU_MUL:
+        for (uint32_t i = 0; i < n; i++)
+            y[i] = a[i] * b[i];
+        return;
+    default:
+        for (uint32_t i = 0; i < n; i++)
+            y[i] = alu(op, a[i], b[i]);
+        return;
+    }
+}
+
+static float act(uint32_t f, float x) {
+    switch (f) {
+    case NEURON_ACT_IDENTITY:
+        return x;
+    case NEURON_ACT_RELU:
+        return fmaxf(x, 0.0f);
+    case NEURON_ACT_GELU_TANH:
+        return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+    case NEURON_ACT_GELU:
+        return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f));
+    case NEURON_ACT_SIGMOID:
+        return 1.0f / (1.0f + expf(-x));
+    case NEURON_ACT_TANH:
+        return tanhf(x);
+    case NEURON_ACT_EXP:
+        return expf(x);
+    case NEURON_ACT_SILU:
+        return x / (1.0f + expf(-x));
+    default:
+        return x;
+    }
+}
+
+/*
+ * Decode dst and the first @nsrc sources; all must have dst's shape. The
+ * caller has checked that unused operands are zero.
+ */
+static uint32_t decode_ew(nm_exec *ex, const struct neuron_insn *in, int nsrc, nm_tap *d, nm_tap *a,
+                          nm_tap *b) {
+    uint32_t st;
+    if ((st = nm_tap_decode(ex, &in->op[NEURON_INSN_DST], ONCHIP, false, d)))
+        return st;
+    if (nsrc >= 1 && (st = nm_tap_decode(ex, &in->op[NEURON_INSN_SRC0], ONCHIP, false, a)))
+        return st;
+    if (nsrc >= 2 && (st = nm_tap_decode(ex, &in->op[NEURON_INSN_SRC1], ONCHIP, false, b)))
+        return st;
+    if (nsrc >= 1 && (a->part_count != d->part_count || a->elems != d->elems))
+        return NEURON_JOB_STATUS_SHAPE;
+    if (nsrc >= 2 && (b->part_count != d->part_count || b->elems != d->elems))
+        return NEURON_JOB_STATUS_SHAPE;
+    return NEURON_JOB_STATUS_OK;
+}
+
+/* An optional per-partition scalar operand: [part_count, 1]. */
+static uint32_t decode_scalar(nm_exec *ex, const struct neuron_tap *raw, const nm_tap *d,
+                              nm_tap *t) {
+    uint32_t st = nm_tap_decode(ex, raw, ONCHIP, true, t);
+    if (st)
+        return st;
+    if (t->space && (t->part_count != d->part_count || t->elems != 1))
+        return NEURON_JOB_STATUS_SHAPE;
+    return NEURON_JOB_STATUS_OK;
+}
+
+static void finish_ew(nm_exec *ex, const nm_tap *d, nm_result *r, uint64_t flops_per_elem) {
+    nm_mark_dirty(ex, d);
+    r->flops = flops_per_elem * d->part_count * d->elems;
+    r->cycles = NM_COST_ISSUE + d->elems;
+}
+
+void nm_exec_activate(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
+    nm_tap d, s, bias;
+    if (in->flags || in->func == 0 || in->func >= NEURON_ACT_COUNT || in->func2 || in->arg) {
+        r->status = NEURON_JOB_STATUS_DECODE;
+        return;
+    }
+    if ((r->status = decode_ew(ex, in, 1, &d, &s, NULL)) ||
+        (r->status = decode_scalar(ex, &in->op[NEURON_INSN_SRC1], &d, &bias)))
+        return;
+
+    const float scale = nm_f32_from_bits(nm_le32(in->imm[0]));
+    const float bimm = nm_f32_from_bits(nm_le32(in->imm[1]));
+    float *x = ex->core->scratch[0];
+    for (uint32_t p = 0; p < d.part_count; p++) {
+        if (nm_aborted(ex)) {
+            r->status = NEURON_JOB_STATUS_ABORTED;
+            return;
+        }
+        float b = bimm;
+        if (bias.space) {
+            float bv;
+            nm_tap_load(&bias, p, &bv);
+            b = bv + bimm;
+        }
+        nm_tap_load(&s, p, x);
+        for (uint32_t i = 0; i < d.elems; i++)
+            x[i] = act(in->func, x[i] * scale + b);
+        nm_tap_store(&d, p, x);
+    }
+    finish_ew(ex, &d, r, 1);
+}
+
+void nm_exec_tensor_tensor(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
+    nm_tap d, a, b;
+    if (in->flags || in->func == 0 || in->func >= NEURON_ALU_COUNT || in->func2 || in->arg ||
+        in->imm[0] || in->imm[1]) {
+        r->status = NEURON_JOB_STATUS_DECODE;
+        return;
+    }
+    if ((r->status = decode_ew(ex, in, 2, &d, &a, &b)))
+        return;
+    float *x = ex->core->scratch[0], *y = ex->core->scratch[1];
+    for (uint32_t p = 0; p < d.part_count; p++) {
+        if (nm_aborted(ex)) {
+            r->status = NEURON_JOB_STATUS_ABORTED;
+            return;
+        }
+        nm_tap_load(&a, p, x);
+        nm_tap_load(&b, p, y);
+        alu_rows(in->func, x, x, y, d.elems);
+        nm_tap_store(&d, p, x);
+    }
+    finish_ew(ex, &d, r, 1);
+}
+
+void nm_exec_tensor_scalar(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
+    nm_tap d, s, sc;
+    const uint32_t op0 = in->func, op1 = in->func2;
+    if ((in->flags & ~(NEURON_TS_F_REVERSE0 | NEURON_TS_F_REVERSE1)) || op0 == 0 ||
+        op0 >= NEURON_ALU_COUNT || op1 >= NEURON_ALU_COUNT || in->arg ||
+        (op1 == NEURON_ALU_NONE && ((in->flags & NEURON_TS_F_REVERSE1) || in->imm[1])) ||
+        (!nm_tap_is_zero(&in->op[NEURON_INSN_SRC1]) && in->imm[0])) {
+        r->status = NEURON_JOB_STATUS_DECODE;
+        return;
+    }
+    if ((r->status = decode_ew(ex, in, 1, &d, &s, NULL)) ||
+        (r->status = decode_scalar(ex, &in->op[NEURON_INSN_SRC1], &d, &sc)))
+        return;
+
+    const bool rev0 = in->flags & NEURON_TS_F_REVERSE0, rev1 = in->flags & NEURON_TS_F_REVERSE1;
+    const float s2 = nm_f32_from_bits(nm_le32(in->imm[1]));
+    float *x = ex->core->scratch[0];
+    for (uint32_t p = 0; p < d.part_count; p++) {
+        if (nm_aborted(ex)) {
+            r->status = NEURON_JOB_STATUS_ABORTED;
+            return;
+        }
+        float s1 = nm_f32_from_bits(nm_le32(in->imm[0]));
+        if (sc.space)
+            nm_tap_load(&sc, p, &s1);
+        nm_tap_load(&s, p, x);
+        for (uint32_t i = 0; i < d.elems; i++) {
+            float v = rev0 ? alu(op0, s1, x[i]) : alu(op0, x[i], s1);
+            if (op1 != NEURON_ALU_NONE)
+                v = rev1 ? alu(op1, s2, v) : alu(op1, v, s2);
+            x[i] = v;
+        }
+        nm_tap_store(&d, p, x);
+    }
+    finish_ew(ex, &d, r, op1 == NEURON_ALU_NONE ? 1 : 2);
+}
+
+void nm_exec_reduce(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
+    nm_tap d, s;
+    if (in->flags || in->func == 0 || in->func >= NEURON_RED_COUNT || in->func2 || in->arg ||
+        in->imm[0] || in->imm[1] || !nm_tap_is_zero(&in->op[NEURON_INSN_SRC1])) {
+        r->status = NEURON_JOB_STATUS_DECODE;
+        return;
+    }
+    if ((r->status = nm_tap_decode(ex, &in->op[NEURON_INSN_DST], ONCHIP, false, &d)) ||
+        (r->status = nm_tap_decode(ex, &in->op[NEURON_INSN_SRC0], ONCHIP, false, &s)))
+        return;
+    if (d.part_count != s.part_count || d.elems != 1) {
+        r->status = NEURON_JOB_STATUS_SHAPE;
+        return;
+    }
+    float *x = ex->core->scratch[0];
+    for (uint32_t p = 0; p < d.part_count; p++) {
+        if (nm_aborted(ex)) {
+            r->status = NEURON_JOB_STATUS_ABORTED;
+            return;
+        }
+        nm_tap_load(&s, p, x);
+        float v = x[0];
+        for (uint32_t i = 1; i < s.elems; i++) {
+            if (in->func == NEURON_RED_SUM)
+                v += x[i];
+            else if (in->func == NEURON_RED_MAX)
+                v = fmaxf(v, x[i]);
+            else
+                v = fminf(v, x[i]);
+        }
+        nm_tap_store(&d, p, &v);
+    }
+    nm_mark_dirty(ex, &d);
+    r->flops = (uint64_t)s.part_count * s.elems;
+    r->cycles = NM_COST_ISSUE + s.elems;
+}
+
+void nm_exec_copy(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
+    nm_tap d, s;
+    if (in->flags || in->func || in->func2 || in->arg || in->imm[0] || in->imm[1] ||
+        !nm_tap_is_zero(&in->op[NEURON_INSN_SRC1])) {
+        r->status = NEURON_JOB_STATUS_DECODE;
+        return;
+    }
+    if ((r->status = decode_ew(ex, in, 1, &d, &s, NULL)))
+        return;
+    float *x = ex->core->scratch[0];
+    uint8_t *raw = (uint8_t *)ex->core->scratch[1];
+    for (uint32_t p = 0; p < d.part_count; p++) {
+        if (nm_aborted(ex)) {
+            r->status = NEURON_JOB_STATUS_ABORTED;
+            return;
+        }
+        if (s.dtype == d.dtype) {
+            /* Same type: bit-exact (int32 beyond 2^24, NaN payloads). */
+            for (uint32_t i = 0; i < s.elems; i++)
+                memcpy(raw + (size_t)i * s.esize, nm_tap_elem(&s, p, i), s.esize);
+            for (uint32_t i = 0; i < s.elems; i++)
+                memcpy(nm_tap_elem(&d, p, i), raw + (size_t)i * s.esize, s.esize);
+            continue;
+        }
+        nm_tap_load(&s, p, x);
+        nm_tap_store(&d, p, x);
+    }
+    finish_ew(ex, &d, r, 0);
+}
+
+void nm_exec_memset(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
+    nm_tap d;
+    if (in->flags || in->func || in->func2 || in->arg || in->imm[1] ||
+        !nm_tap_is_zero(&in->op[NEURON_INSN_SRC0]) || !nm_tap_is_zero(&in->op[NEURON_INSN_SRC1])) {
+        r->status = NEURON_JOB_STATUS_DECODE;
+        return;
+    }
+    if ((r->status = decode_ew(ex, in, 0, &d, NULL, NULL)))
+        return;
+    uint8_t val[4];
+    uint32_t bits = nm_le32(in->imm[0]);
+    if (d.dtype == NEURON_DT_INT32 || d.dtype == NEURON_DT_FP32) {
+        memcpy(val, &in->imm[0], 4);
+    } else {
+        float f = nm_f32_from_bits(bits);
+        nm_store_f32(val, &f, d.dtype, 1, 1);
+    }
+    for (uint32_t p = 0; p < d.part_count; p++)
+        for (uint32_t i = 0; i < d.elems; i++)
+            memcpy(nm_tap_elem(&d, p, i), val, d.esize);
+    finish_ew(ex, &d, r, 0);
+}
+
+void nm_exec_iota(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
+    nm_tap d;
+    if (in->flags || in->func || in->func2 || !nm_tap_is_zero(&in->op[NEURON_INSN_SRC0]) ||
+        !nm_tap_is_zero(&in->op[NEURON_INSN_SRC1])) {
+        r->status = NEURON_JOB_STATUS_DECODE;
+        return;
+    }
+    if ((r->status = decode_ew(ex, in, 0, &d, NULL, NULL)))
+        return;
+    const int64_t base = (int32_t)nm_le32(in->arg);
+    const int64_t pstep = (int32_t)nm_le32(in->imm[0]);
+    const int64_t fstep = (int32_t)nm_le32(in->imm[1]);
+    for (uint32_t p = 0; p < d.part_count; p++) {
+        for (uint32_t i = 0; i < d.elems; i++) {
+            int64_t v = base + (int64_t)p * pstep + (int64_t)i * fstep;
+            uint8_t *e = nm_tap_elem(&d, p, i);
+            if (d.dtype == NEURON_DT_INT32) {
+                uint32_t u = nm_le32((uint32_t)v); /* low 32 bits */
+                memcpy(e, &u, 4);
+            } else {
+                float f = (float)v;
+                nm_store_f32(e, &f, d.dtype, 1, 1);
+            }
+        }
+    }
+    finish_ew(ex, &d, r, 0);
+}

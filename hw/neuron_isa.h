@@ -1,0 +1,300 @@
+/* SPDX-License-Identifier: (GPL-2.0 WITH Linux-syscall-note) OR MIT */
+/*
+ * neuron instruction set: the program image a NeuronCore executes and the
+ * encoding of its instructions.
+ *
+ * A job's program image (read through a binding with NEURON_BIND_EXEC)
+ * starts with struct neuron_prog_header, which locates one instruction
+ * stream per engine (Tensor, Vector, Scalar, Sync). Every instruction is a
+ * 64-byte struct neuron_insn. hw/isa.md is the prose reference: semantics,
+ * validation order, fault statuses, numerics and the cycle cost model.
+ *
+ * All multi-byte fields are little endian. Every reserved field, every
+ * unused operand and every flag bit not defined for an opcode must be zero,
+ * else the instruction faults with NEURON_JOB_STATUS_DECODE.
+ */
+#ifndef NEURON_ISA_H
+#define NEURON_ISA_H
+
+#include <linux/types.h>
+#ifdef __KERNEL__
+#include <linux/build_bug.h>
+#include <linux/stddef.h>
+#else
+#include <assert.h>
+#include <stddef.h>
+#endif
+
+#define NEURON_ISA_VERSION_MAJOR	1
+#define NEURON_ISA_VERSION_MINOR	0
+
+/* On-core memories. SBUF bytes per core: NEURON_REG_SBUF_SIZE. */
+#define NEURON_SBUF_DEFAULT_SIZE	(24u << 20) /* 192 KiB per partition */
+#define NEURON_PSUM_SIZE		(2u << 20)  /* 16 KiB per partition */
+#define NEURON_PSUM_BANK_SIZE		2048u	    /* per partition */
+#define NEURON_PSUM_BANKS		8
+#define NEURON_NUM_SEMAPHORES		16	    /* per core */
+#define NEURON_NUM_LOOP_COUNTERS	8	    /* per engine stream */
+/* Free-axis elements (count[0] * count[1]) of one operand, per partition. */
+#define NEURON_MAX_FREE_ELEMS		65536u
+#define NEURON_MM_MAX_K			128	    /* contraction: partitions */
+#define NEURON_MM_MAX_M			128	    /* stationary free size */
+#define NEURON_MM_MAX_N			512	    /* moving free size */
+
+/*
+ * Engines. Each has one instruction stream in the program image
+ * (stream[NEURON_ENGINE_INDEX(engine)]); the ids are also the values of
+ * neuron_cpl_entry.fault_engine, where 0 means "no engine" (a fault found
+ * before any stream ran, e.g. in the program header).
+ */
+#define NEURON_ENGINE_NONE		0
+#define NEURON_ENGINE_TENSOR		1 /* matmul, transpose */
+#define NEURON_ENGINE_VECTOR		2 /* elementwise, reductions, iota */
+#define NEURON_ENGINE_SCALAR		3 /* activation, elementwise */
+#define NEURON_ENGINE_SYNC		4 /* DMA between bindings and SBUF */
+#define NEURON_NUM_ENGINES		4
+#define NEURON_ENGINE_INDEX(engine)	((engine) - 1)
+
+/* ------------------------------------------------------------------------
+ * Program image
+ */
+
+#define NEURON_PROG_MAGIC		0x4752504e /* "NPRG" in memory order */
+#define NEURON_PROG_MAX_SIZE		(16u << 20)
+
+/**
+ * struct neuron_prog_stream - one engine's instruction stream
+ * @offset: byte offset of the first instruction from the start of the
+ *	image; a multiple of sizeof(struct neuron_insn), >= header_size
+ * @count: instructions in the stream; 0 means the engine has nothing to do
+ */
+struct neuron_prog_stream {
+	__le32 offset;
+	__le32 count;
+};
+
+/**
+ * struct neuron_prog_header - start of a program image
+ * @magic: NEURON_PROG_MAGIC
+ * @version_major: NEURON_ISA_VERSION_MAJOR
+ * @version_minor: <= NEURON_ISA_VERSION_MINOR of the device
+ * @header_size: sizeof(struct neuron_prog_header)
+ * @image_size: bytes of the whole image, header included;
+ *	<= the job's program_size and <= NEURON_PROG_MAX_SIZE
+ * @stream: instruction streams, indexed by NEURON_ENGINE_INDEX()
+ * @insn_limit: executed-instruction budget of the whole job (all streams,
+ *	loop iterations included); 0 means no budget. Exceeding it ends the
+ *	job with NEURON_JOB_STATUS_LIMIT.
+ * @flags: must be zero
+ * @reserved: must be zero
+ *
+ * Streams may share bytes (they are read-only).
+ */
+struct neuron_prog_header {
+	__le32 magic;
+	__le16 version_major;
+	__le16 version_minor;
+	__le32 header_size;
+	__le32 image_size;
+	struct neuron_prog_stream stream[NEURON_NUM_ENGINES];
+	__le64 insn_limit;
+	__le32 flags;
+	__le32 reserved;
+};
+
+/*
+ * neuron_cpl_entry.info of a NEURON_JOB_STATUS_BAD_PROGRAM completion:
+ * which check of the header failed.
+ */
+#define NEURON_PROG_ERR_SIZE		1 /* program_size / image_size */
+#define NEURON_PROG_ERR_MAGIC		2
+#define NEURON_PROG_ERR_VERSION		3
+#define NEURON_PROG_ERR_HEADER		4 /* header_size, flags, reserved */
+#define NEURON_PROG_ERR_STREAM		5 /* a stream outside the image */
+
+/* ------------------------------------------------------------------------
+ * Operands
+ */
+
+/* Data types. The element size is NEURON_DT_SIZE(). */
+#define NEURON_DT_INVALID		0
+#define NEURON_DT_FP32			1
+#define NEURON_DT_BF16			2
+#define NEURON_DT_FP16			3
+#define NEURON_DT_INT32			4
+#define NEURON_DT_COUNT			5
+#define NEURON_DT_SIZE(dt)		((dt) == NEURON_DT_BF16 || (dt) == NEURON_DT_FP16 ? 2 : 4)
+
+/* Address spaces of an on-core operand. */
+#define NEURON_SPACE_NONE		0 /* operand absent: all fields zero */
+#define NEURON_SPACE_SBUF		1
+#define NEURON_SPACE_PSUM		2
+
+/**
+ * struct neuron_tap - an access pattern into SBUF or PSUM
+ * @space: NEURON_SPACE_*
+ * @dtype: NEURON_DT_*
+ * @part_start: first partition, 0..127
+ * @part_count: partitions, 1..128; part_start + part_count <= 128
+ * @offset: byte offset of element 0 inside each partition; a multiple of
+ *	the element size
+ * @count: free-axis counts, [0] inner, [1] outer; each >= 1, product
+ *	<= NEURON_MAX_FREE_ELEMS
+ * @stride: free-axis strides in elements, [0] inner, [1] outer; 0
+ *	repeats an element (broadcast)
+ *
+ * Element (p, j1, j0) of the operand, for p < part_count, j1 < count[1],
+ * j0 < count[0], is at byte offset + (j1 * stride[1] + j0 * stride[0]) *
+ * size of partition part_start + p. Its linear free index is
+ * j1 * count[0] + j0.
+ */
+struct neuron_tap {
+	__u8 space;
+	__u8 dtype;
+	__u8 part_start;
+	__u8 part_count;
+	__le32 offset;
+	__le16 count[2];
+	__le16 stride[2];
+};
+
+/**
+ * struct neuron_dram - the memory side of a DMA instruction
+ * @slot: binding slot, < the job's num_bindings
+ * @reserved: must be zero
+ * @part_stride: bytes between the data of consecutive SBUF partitions
+ * @offset: byte offset inside the binding
+ * @stride: free-axis strides in bytes, [0] inner, [1] outer
+ *
+ * Element (p, j1, j0) (see struct neuron_tap) is at byte
+ * offset + p * part_stride + j1 * stride[1] + j0 * stride[0] of the
+ * binding. offset and all strides must be multiples of the element size.
+ */
+struct neuron_dram {
+	__u8 slot;
+	__u8 reserved[3];
+	__le32 part_stride;
+	__le64 offset;
+	__le32 stride[2];
+};
+
+/* ------------------------------------------------------------------------
+ * Instructions
+ */
+
+/**
+ * struct neuron_insn - one instruction (64 bytes)
+ * @opcode: NEURON_OP_*
+ * @flags: per-opcode NEURON_*_F_* bits
+ * @func: per opcode: ALU op, activation function, reduce op, semaphore id,
+ *	loop counter
+ * @func2: TENSOR_SCALAR: second ALU op (0: none); else zero
+ * @arg: per opcode: semaphore value, notify value, loop target, iota base
+ * @op: compute operands: op[0] destination, op[1] and op[2] sources
+ * @dma: DMA operands (NEURON_OP_DMA_LOAD, NEURON_OP_DMA_STORE)
+ * @imm: per-opcode immediates (fp32 bit patterns or integers)
+ */
+struct neuron_insn {
+	__u8 opcode;
+	__u8 flags;
+	__u8 func;
+	__u8 func2;
+	__le32 arg;
+	union {
+		struct neuron_tap op[3];
+		struct {
+			struct neuron_tap sbuf;
+			struct neuron_dram dram;
+			__le32 reserved[2];
+		} dma;
+	};
+	__le32 imm[2];
+};
+
+#define NEURON_INSN_DST			0
+#define NEURON_INSN_SRC0		1
+#define NEURON_INSN_SRC1		2
+
+/*
+ * Opcodes. The engines on which each may run are in brackets; any other
+ * stream faults with NEURON_JOB_STATUS_DECODE. 0x00 is never valid, so a
+ * zeroed stream faults instead of running.
+ */
+/* Control [all engines]. */
+#define NEURON_OP_END			0x01 /* the stream is done */
+#define NEURON_OP_NOP			0x02
+#define NEURON_OP_NOTIFY		0x03 /* post a NOTIFY completion, info = arg */
+#define NEURON_OP_SEM_SIGNAL		0x04 /* sem[func] += arg */
+#define NEURON_OP_SEM_WAIT		0x05 /* block until sem[func] >= arg */
+#define NEURON_OP_LOOP			0x06 /* counted backward branch */
+/* DMA [Sync]. */
+#define NEURON_OP_DMA_LOAD		0x10 /* binding -> SBUF */
+#define NEURON_OP_DMA_STORE		0x11 /* SBUF -> binding */
+/* Tensor engine [Tensor]. */
+#define NEURON_OP_MATMUL		0x20 /* PSUM[M,N] (+)= op1[K,M]^T op2[K,N] */
+#define NEURON_OP_TRANSPOSE		0x21 /* dst[f, p] = src[p, f] */
+/* Elementwise. */
+#define NEURON_OP_ACTIVATE		0x30 /* [Scalar] f(x * scale + bias) */
+#define NEURON_OP_TENSOR_TENSOR		0x31 /* [Vector] dst = a op b */
+#define NEURON_OP_TENSOR_SCALAR		0x32 /* [Vector, Scalar] */
+#define NEURON_OP_REDUCE		0x33 /* [Vector] along the free axis */
+#define NEURON_OP_COPY			0x34 /* [Vector, Scalar] with conversion */
+#define NEURON_OP_MEMSET		0x35 /* [Vector, Scalar] */
+#define NEURON_OP_IOTA			0x36 /* [Vector] */
+
+/* SEM_WAIT flags. */
+#define NEURON_SEM_F_DECREMENT		(1u << 0) /* then sem[func] -= arg */
+
+/*
+ * LOOP: func = loop counter (< NEURON_NUM_LOOP_COUNTERS), arg = target
+ * instruction index (< the LOOP's own index), imm[0] = iterations of the
+ * body [target, LOOP] (NEURON_LOOP_INFINITE: never falls through).
+ */
+#define NEURON_LOOP_INFINITE		0
+
+/* MATMUL flags. */
+#define NEURON_MM_F_ACCUMULATE		(1u << 0) /* add to PSUM, else overwrite */
+
+/* ALU ops: TENSOR_TENSOR func, TENSOR_SCALAR func/func2. */
+#define NEURON_ALU_NONE			0 /* TENSOR_SCALAR func2 only */
+#define NEURON_ALU_ADD			1
+#define NEURON_ALU_SUB			2
+#define NEURON_ALU_MUL			3
+#define NEURON_ALU_MAX			4
+#define NEURON_ALU_MIN			5
+#define NEURON_ALU_DIV			6
+#define NEURON_ALU_COUNT		7
+
+/* TENSOR_SCALAR flags: swap the operands of op0 / op1 (scalar op x). */
+#define NEURON_TS_F_REVERSE0		(1u << 0)
+#define NEURON_TS_F_REVERSE1		(1u << 1)
+
+/* Activation functions: ACTIVATE func. */
+#define NEURON_ACT_IDENTITY		1
+#define NEURON_ACT_RELU			2
+#define NEURON_ACT_GELU_TANH		3 /* tanh approximation */
+#define NEURON_ACT_GELU			4 /* exact, erf form */
+#define NEURON_ACT_SIGMOID		5
+#define NEURON_ACT_TANH			6
+#define NEURON_ACT_EXP			7
+#define NEURON_ACT_SILU			8
+#define NEURON_ACT_COUNT		9
+
+/* Reductions: REDUCE func. */
+#define NEURON_RED_SUM			1
+#define NEURON_RED_MAX			2
+#define NEURON_RED_MIN			3
+#define NEURON_RED_COUNT		4
+
+static_assert(sizeof(struct neuron_prog_stream) == 8, "stream layout");
+static_assert(sizeof(struct neuron_prog_header) == 64, "program header layout");
+static_assert(sizeof(struct neuron_tap) == 16, "SBUF/PSUM operand layout");
+static_assert(sizeof(struct neuron_dram) == 24, "DRAM operand layout");
+static_assert(sizeof(struct neuron_insn) == 64, "instruction layout");
+static_assert(offsetof(struct neuron_insn, op) == 8, "instruction operands");
+static_assert(offsetof(struct neuron_insn, dma.dram) == 24, "DMA operand");
+static_assert(offsetof(struct neuron_insn, imm) == 56, "instruction immediates");
+static_assert(NEURON_PSUM_BANK_SIZE * NEURON_PSUM_BANKS * 128 == NEURON_PSUM_SIZE,
+	      "PSUM banks");
+
+#endif /* NEURON_ISA_H */

@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Shared by the model's test files: data helpers and plain references. */
+#ifndef NEURON_TEST_MODEL_UTIL_H
+#define NEURON_TEST_MODEL_UTIL_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "progbuild.h"
+
+static inline uint32_t tu_rand(uint64_t *s) {
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return (uint32_t)(*s >> 16);
+}
+
+/* Uniform in [-1, 1). */
+static inline float tu_uniform(uint64_t *s) {
+    return (float)tu_rand(s) / 2147483648.0f - 1.0f;
+}
+
+static inline float tu_f32(uint32_t u) {
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static inline uint32_t tu_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+/* Reference fp32 -> bf16, round to nearest even, by comparing neighbours. */
+static inline uint16_t tu_bf16(float x) {
+    uint32_t u = tu_bits(x);
+    if (isnan(x))
+        return (uint16_t)((u >> 16) | 0x40);
+    if (isinf(x))
+        return (uint16_t)(u >> 16);
+    uint32_t lo = u & 0xffff0000u, hi = lo + 0x10000u;
+    double dlo = tu_f32(lo), dhi = tu_f32(hi), dx = x;
+    double elo = fabs(dx - dlo), ehi = fabs(dhi - dx);
+    if (elo < ehi || (elo == ehi && !(lo & 0x10000u)))
+        return (uint16_t)(lo >> 16);
+    return (uint16_t)(hi >> 16);
+}
+
+static inline float tu_from_bf16(uint16_t h) {
+    return tu_f32((uint32_t)h << 16);
+}
+
+static inline uint16_t tu_f16(float x) {
+    _Float16 h = (_Float16)x;
+    uint16_t u;
+    memcpy(&u, &h, 2);
+    return u;
+}
+
+static inline float tu_from_f16(uint16_t u) {
+    _Float16 h;
+    memcpy(&h, &u, 2);
+    return (float)h;
+}
+
+/* Round @x through @dtype (a float type) and back. */
+static inline float tu_round(uint8_t dtype, float x) {
+    switch (dtype) {
+    case NEURON_DT_BF16:
+        return tu_from_bf16(tu_bf16(x));
+    case NEURON_DT_FP16:
+        return tu_from_f16(tu_f16(x));
+    default:
+        return x;
+    }
+}
+
+/* Store fp32 values as @dtype (host layout: little endian). */
+static inline void tu_pack(uint8_t dtype, void *dst, const float *src, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        if (dtype == NEURON_DT_BF16) {
+            uint16_t h = tu_bf16(src[i]);
+            memcpy((uint8_t *)dst + 2 * i, &h, 2);
+        } else if (dtype == NEURON_DT_FP16) {
+            uint16_t h = tu_f16(src[i]);
+            memcpy((uint8_t *)dst + 2 * i, &h, 2);
+        } else if (dtype == NEURON_DT_INT32) {
+            int32_t v = (int32_t)lrintf(src[i]);
+            memcpy((uint8_t *)dst + 4 * i, &v, 4);
+        } else {
+            memcpy((uint8_t *)dst + 4 * i, &src[i], 4);
+        }
+    }
+}
+
+static inline void tu_unpack(uint8_t dtype, float *dst, const void *src, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        uint16_t h;
+        int32_t v;
+        if (dtype == NEURON_DT_BF16) {
+            memcpy(&h, (const uint8_t *)src + 2 * i, 2);
+            dst[i] = tu_from_bf16(h);
+        } else if (dtype == NEURON_DT_FP16) {
+            memcpy(&h, (const uint8_t *)src + 2 * i, 2);
+            dst[i] = tu_from_f16(h);
+        } else if (dtype == NEURON_DT_INT32) {
+            memcpy(&v, (const uint8_t *)src + 4 * i, 4);
+            dst[i] = (float)v;
+        } else {
+            memcpy(&dst[i], (const uint8_t *)src + 4 * i, 4);
+        }
+    }
+}
+
+static inline int tu_close(double got, double want, double rtol, double atol) {
+    if (isnan(want))
+        return isnan(got);
+    if (isinf(want))
+        return got == want;
+    return fabs(got - want) <= atol + rtol * fabs(want);
+}
+
+/* Tolerances of hw/isa.md, "Numerics", for results written as @dtype. */
+static inline double tu_rtol(uint8_t dtype) {
+    return dtype == NEURON_DT_BF16 ? 1e-2 : dtype == NEURON_DT_FP16 ? 2e-3 : 1e-5;
+}
+
+#endif /* NEURON_TEST_MODEL_UTIL_H */
