@@ -1,0 +1,211 @@
+# Test registration helpers shared by the whole tree.
+#
+# neuron_add_unit_test(NAME n SOURCES ... [LIBS ...] [TIMEOUT s])
+#   A cmocka test executable run on the host, label "unit".
+#
+# neuron_add_vm_test(NAME n COMMAND cmd args... [TIMEOUT s] [DEVICES k]
+#                    [OWN_BOOT] [VARIANTS v...])
+#   A test that runs inside a VM (tests/vm/neuron-vm) with neuron.ko loaded,
+#   label "vm", registered once per kernel variant as vm.<variant>.<n>.
+#   Variants: stock, stock-iommu, and debug, debug-iommu when a debug kernel
+#   is set up (VARIANTS restricts them). COMMAND runs through /bin/sh in the
+#   guest, chrooted into the host's root, so host-built binaries can be
+#   named directly ($<TARGET_FILE:...> works); TIMEOUT defaults to 120 s,
+#   DEVICES (neuron devices in the VM) to 1.
+#
+#   All tests of a variant with the same DEVICES share one boot: a CTest
+#   fixture test vm.<variant>.boot (vm.<variant>.dev<k>.boot when k != 1)
+#   runs them all from a list file and fails only if the VM could not run
+#   the list; vm.<variant>.<n> then reports the test's own verdict (its
+#   exit status and any kernel splat between its begin and end markers), and
+#   vm.<variant>.kernel-log fails on any splat or bad taint in the boot.
+#   OWN_BOOT tests (module load/unload cycles, device resets, ...) get a boot
+#   of their own: one plain test that runs `neuron-vm run -- COMMAND`.
+
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(CMOCKA REQUIRED IMPORTED_TARGET cmocka)
+
+function(neuron_add_unit_test)
+  cmake_parse_arguments(ARG "" "NAME;TIMEOUT" "SOURCES;LIBS" ${ARGN})
+  add_executable(${ARG_NAME} ${ARG_SOURCES})
+  target_link_libraries(${ARG_NAME} PRIVATE PkgConfig::CMOCKA neuron_warnings ${ARG_LIBS})
+  add_test(NAME ${ARG_NAME} COMMAND ${ARG_NAME})
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 120)
+  endif()
+  set_tests_properties(${ARG_NAME} PROPERTIES LABELS unit TIMEOUT ${ARG_TIMEOUT})
+endfunction()
+
+# --- VM tests -------------------------------------------------------------------
+
+set(NEURON_VM ${CMAKE_CURRENT_LIST_DIR}/../tests/vm/neuron-vm)
+get_filename_component(NEURON_VM ${NEURON_VM} ABSOLUTE)
+set(NEURON_VM_RESULTS_DIR ${CMAKE_BINARY_DIR}/tests/vm/results)
+
+# Seconds a boot may take on top of its tests' timeouts.
+set(_neuron_vm_boot_allowance_stock 120)
+set(_neuron_vm_boot_allowance_debug 400)
+
+# The kernel variants VM tests run on.
+function(neuron_vm_variants out)
+  set(_variants stock stock-iommu)
+  if(NEURON_KERNEL_DEBUG)
+    list(APPEND _variants debug debug-iommu)
+  endif()
+  set(${out} ${_variants} PARENT_SCOPE)
+endfunction()
+
+# Arguments of `neuron-vm run` for a variant (without tests).
+function(neuron_vm_run_args out variant devices)
+  string(REGEX REPLACE "-iommu$" "" _flavour ${variant})
+  if(DEFINED NEURON_QEMU)
+    set(_qemu ${NEURON_QEMU})
+  else()
+    set(_qemu ${CMAKE_BINARY_DIR}/qemu/qemu-system-x86_64)
+  endif()
+  if(DEFINED NEURON_QEMU_FIRMWARE)
+    set(_firmware ${NEURON_QEMU_FIRMWARE})
+  else()
+    set(_firmware ${NEURON_FIRMWARE_DIR})
+  endif()
+  set(_args --kernel ${_flavour} --devices ${devices} --qemu ${_qemu}
+            --firmware ${_firmware} --cache ${NEURON_CACHE_DIR}
+            --module ${CMAKE_BINARY_DIR}/kmod/${_flavour}/neuron.ko)
+  if(variant MATCHES "-iommu$")
+    list(APPEND _args --iommu)
+  endif()
+  set(${out} ${_args} PARENT_SCOPE)
+  # CTest reports a missing QEMU or module as "Not Run", naming the file.
+  set(${out}_files ${_qemu} ${CMAKE_BINARY_DIR}/kmod/${_flavour}/neuron.ko PARENT_SCOPE)
+endfunction()
+
+# Quote one argument for /bin/sh (generator expressions stay intact).
+function(_neuron_vm_shell_quote out arg)
+  if(arg MATCHES "^[A-Za-z0-9_./=:,+@%-]+$")
+    set(${out} "${arg}" PARENT_SCOPE)
+  else()
+    string(REPLACE "'" "'\\''" arg "${arg}")
+    set(${out} "'${arg}'" PARENT_SCOPE)
+  endif()
+endfunction()
+
+function(neuron_add_vm_test)
+  cmake_parse_arguments(ARG "OWN_BOOT" "NAME;TIMEOUT;DEVICES" "COMMAND;VARIANTS" ${ARGN})
+  if(NOT ARG_NAME OR NOT ARG_COMMAND)
+    message(FATAL_ERROR "neuron_add_vm_test: NAME and COMMAND are required")
+  endif()
+  if(NOT ARG_NAME MATCHES "^[A-Za-z0-9_][A-Za-z0-9_.+-]*$")
+    message(FATAL_ERROR "neuron_add_vm_test: bad test name '${ARG_NAME}'")
+  endif()
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 120)
+  endif()
+  if(NOT DEFINED ARG_DEVICES)
+    set(ARG_DEVICES 1)
+  endif()
+  neuron_vm_variants(_all)
+  if(ARG_VARIANTS)
+    set(_variants)
+    foreach(_v IN LISTS ARG_VARIANTS)
+      if(_v IN_LIST _all)
+        list(APPEND _variants ${_v})
+      endif()
+    endforeach()
+  else()
+    set(_variants ${_all})
+  endif()
+
+  set(_words)
+  foreach(_arg IN LISTS ARG_COMMAND)
+    _neuron_vm_shell_quote(_q "${_arg}")
+    list(APPEND _words "${_q}")
+  endforeach()
+  list(JOIN _words " " _command)
+
+  if(ARG_OWN_BOOT)
+    foreach(_variant IN LISTS _variants)
+      _neuron_vm_add_own_boot_test(${_variant} ${ARG_NAME} ${ARG_TIMEOUT} ${ARG_DEVICES}
+                                   "${_command}")
+    endforeach()
+    return()
+  endif()
+
+  foreach(_variant IN LISTS _variants)
+    set(_group ${_variant})
+    if(NOT ARG_DEVICES EQUAL 1)
+      set(_group ${_variant}.dev${ARG_DEVICES})
+    endif()
+    set_property(GLOBAL APPEND PROPERTY NEURON_VM_GROUPS ${_group})
+    set_property(GLOBAL APPEND PROPERTY NEURON_VM_GROUP_${_group}_TESTS ${ARG_NAME})
+    set_property(GLOBAL PROPERTY NEURON_VM_GROUP_${_group}_VARIANT ${_variant})
+    set_property(GLOBAL PROPERTY NEURON_VM_GROUP_${_group}_DEVICES ${ARG_DEVICES})
+    # One line of the list file: name<TAB>timeout<TAB>command.
+    set_property(GLOBAL APPEND_STRING PROPERTY NEURON_VM_GROUP_${_group}_LIST
+                 "${ARG_NAME}\t${ARG_TIMEOUT}\t${_command}\n")
+    set_property(GLOBAL APPEND PROPERTY NEURON_VM_GROUP_${_group}_TIMEOUTS ${ARG_TIMEOUT})
+  endforeach()
+
+  get_property(_deferred GLOBAL PROPERTY NEURON_VM_DEFERRED)
+  if(NOT _deferred)
+    set_property(GLOBAL PROPERTY NEURON_VM_DEFERRED TRUE)
+    cmake_language(DEFER DIRECTORY ${CMAKE_SOURCE_DIR} CALL _neuron_vm_add_boots)
+  endif()
+endfunction()
+
+function(_neuron_vm_add_own_boot_test variant name timeout devices command)
+  string(REGEX REPLACE "-iommu$" "" _flavour ${variant})
+  math(EXPR _boot_timeout "${timeout} + ${_neuron_vm_boot_allowance_${_flavour}}")
+  math(EXPR _ctest_timeout "${_boot_timeout} + 60")
+  neuron_vm_run_args(_args ${variant} ${devices})
+  add_test(NAME vm.${variant}.${name}
+           COMMAND ${NEURON_VM} run ${_args} --test-timeout ${timeout}
+                   --timeout ${_boot_timeout} -- /bin/sh -c "${command}")
+  set_tests_properties(vm.${variant}.${name} PROPERTIES
+    LABELS vm TIMEOUT ${_ctest_timeout} PROCESSORS 2 REQUIRED_FILES "${_args_files}")
+endfunction()
+
+# Deferred to the end of the top-level directory: one boot per group.
+function(_neuron_vm_add_boots)
+  get_property(_groups GLOBAL PROPERTY NEURON_VM_GROUPS)
+  list(REMOVE_DUPLICATES _groups)
+  foreach(_group IN LISTS _groups)
+    get_property(_tests GLOBAL PROPERTY NEURON_VM_GROUP_${_group}_TESTS)
+    get_property(_variant GLOBAL PROPERTY NEURON_VM_GROUP_${_group}_VARIANT)
+    get_property(_devices GLOBAL PROPERTY NEURON_VM_GROUP_${_group}_DEVICES)
+    get_property(_list GLOBAL PROPERTY NEURON_VM_GROUP_${_group}_LIST)
+    get_property(_timeouts GLOBAL PROPERTY NEURON_VM_GROUP_${_group}_TIMEOUTS)
+    string(REGEX REPLACE "-iommu$" "" _flavour ${_variant})
+
+    set(_boot_timeout ${_neuron_vm_boot_allowance_${_flavour}})
+    foreach(_t IN LISTS _timeouts)
+      math(EXPR _boot_timeout "${_boot_timeout} + ${_t}")
+    endforeach()
+    math(EXPR _ctest_timeout "${_boot_timeout} + 60")
+
+    set(_list_file ${CMAKE_BINARY_DIR}/tests/vm/lists/${_group}.list)
+    set(_results ${NEURON_VM_RESULTS_DIR}/${_group})
+    file(GENERATE OUTPUT ${_list_file} CONTENT "${_list}")
+    file(MAKE_DIRECTORY ${_results})
+
+    set(_fixture neuron_vm_${_group})
+    neuron_vm_run_args(_args ${_variant} ${_devices})
+    add_test(NAME vm.${_group}.boot
+             COMMAND ${NEURON_VM} run ${_args} --list ${_list_file} --results ${_results}
+                     --verdict boot --timeout ${_boot_timeout})
+    set_tests_properties(vm.${_group}.boot PROPERTIES
+      LABELS vm FIXTURES_SETUP ${_fixture} TIMEOUT ${_ctest_timeout} PROCESSORS 2
+      REQUIRED_FILES "${_args_files}")
+
+    add_test(NAME vm.${_group}.kernel-log
+             COMMAND ${NEURON_VM} kernel-log --results ${_results})
+    set_tests_properties(vm.${_group}.kernel-log PROPERTIES
+      LABELS vm FIXTURES_REQUIRED ${_fixture} TIMEOUT 30)
+
+    foreach(_name IN LISTS _tests)
+      add_test(NAME vm.${_variant}.${_name}
+               COMMAND ${NEURON_VM} result --results ${_results} ${_name})
+      set_tests_properties(vm.${_variant}.${_name} PROPERTIES
+        LABELS vm FIXTURES_REQUIRED ${_fixture} TIMEOUT 30)
+    endforeach()
+  endforeach()
+endfunction()
