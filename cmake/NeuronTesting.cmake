@@ -38,8 +38,8 @@ endfunction()
 
 # --- VM tests -------------------------------------------------------------------
 
-set(NEURON_VM ${CMAKE_CURRENT_LIST_DIR}/../tests/vm/neuron-vm)
-get_filename_component(NEURON_VM ${NEURON_VM} ABSOLUTE)
+set(NEURON_VM_HARNESS ${CMAKE_CURRENT_LIST_DIR}/../tests/vm/neuron-vm)
+get_filename_component(NEURON_VM_HARNESS ${NEURON_VM_HARNESS} ABSOLUTE)
 set(NEURON_VM_RESULTS_DIR ${CMAKE_BINARY_DIR}/tests/vm/results)
 
 # Seconds a boot may take on top of its tests' timeouts.
@@ -158,7 +158,7 @@ function(_neuron_vm_add_own_boot_test variant name timeout devices command)
   math(EXPR _ctest_timeout "${_boot_timeout} + 60")
   neuron_vm_run_args(_args ${variant} ${devices})
   add_test(NAME vm.${variant}.${name}
-           COMMAND ${NEURON_VM} run ${_args} --test-timeout ${timeout}
+           COMMAND ${NEURON_VM_HARNESS} run ${_args} --test-timeout ${timeout}
                    --timeout ${_boot_timeout} -- /bin/sh -c "${command}")
   set_tests_properties(vm.${variant}.${name} PROPERTIES
     LABELS vm TIMEOUT ${_ctest_timeout} PROCESSORS 2 REQUIRED_FILES "${_args_files}")
@@ -190,20 +190,20 @@ function(_neuron_vm_add_boots)
     set(_fixture neuron_vm_${_group})
     neuron_vm_run_args(_args ${_variant} ${_devices})
     add_test(NAME vm.${_group}.boot
-             COMMAND ${NEURON_VM} run ${_args} --list ${_list_file} --results ${_results}
+             COMMAND ${NEURON_VM_HARNESS} run ${_args} --list ${_list_file} --results ${_results}
                      --verdict boot --timeout ${_boot_timeout})
     set_tests_properties(vm.${_group}.boot PROPERTIES
       LABELS vm FIXTURES_SETUP ${_fixture} TIMEOUT ${_ctest_timeout} PROCESSORS 2
       REQUIRED_FILES "${_args_files}")
 
     add_test(NAME vm.${_group}.kernel-log
-             COMMAND ${NEURON_VM} kernel-log --results ${_results})
+             COMMAND ${NEURON_VM_HARNESS} kernel-log --results ${_results})
     set_tests_properties(vm.${_group}.kernel-log PROPERTIES
       LABELS vm FIXTURES_REQUIRED ${_fixture} TIMEOUT 30)
 
     foreach(_name IN LISTS _tests)
       add_test(NAME vm.${_variant}.${_name}
-               COMMAND ${NEURON_VM} result --results ${_results} ${_name})
+               COMMAND ${NEURON_VM_HARNESS} result --results ${_results} ${_name})
       set_tests_properties(vm.${_variant}.${_name} PROPERTIES
         LABELS vm FIXTURES_REQUIRED ${_fixture} TIMEOUT 30)
     endforeach()
