@@ -1,0 +1,290 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * neuron: DRM accel driver for the neuron machine-learning accelerator.
+ *
+ * Module and PCI glue, the DRM driver and its ioctl table, per-file state
+ * and the GET_PARAM ioctl.
+ */
+#include <drm/drm_accel.h>
+#include <drm/drm_drv.h>
+#include <drm/drm_file.h>
+#include <drm/drm_gem.h>
+#include <drm/drm_ioctl.h>
+#include <drm/neuron_accel.h>
+#include <linux/dma-mapping.h>
+#include <linux/module.h>
+#include <linux/pci.h>
+
+#include "neuron_compat.h"
+#include "neuron_drv.h"
+#include "neuron_gem.h"
+#include "neuron_hw.h"
+#include "neuron_irq.h"
+#include "neuron_mm.h"
+
+unsigned int neuron_reset_timeout_ms = 2000;
+module_param_named(reset_timeout_ms, neuron_reset_timeout_ms, uint, 0644);
+MODULE_PARM_DESC(reset_timeout_ms,
+		 "Time a device reset may take before the device is considered dead, in ms (default: 2000)");
+
+/* The UAPI capability bits are the device's. */
+static_assert(DRM_NEURON_CAP_FP32 == NEURON_CAP_FP32);
+static_assert(DRM_NEURON_CAP_BF16 == NEURON_CAP_BF16);
+static_assert(DRM_NEURON_CAP_FP16 == NEURON_CAP_FP16);
+static_assert(DRM_NEURON_CAP_HOST_BINDINGS == NEURON_CAP_HOST_BINDINGS);
+static_assert(DRM_NEURON_CAP_CORE_RESET == NEURON_CAP_CORE_RESET);
+#define NEURON_UAPI_CAPS	(DRM_NEURON_CAP_FP32 | DRM_NEURON_CAP_BF16 | \
+				 DRM_NEURON_CAP_FP16 | \
+				 DRM_NEURON_CAP_HOST_BINDINGS | \
+				 DRM_NEURON_CAP_CORE_RESET)
+
+static int neuron_open(struct drm_device *drm, struct drm_file *file)
+{
+	struct neuron_file *nfile;
+
+	nfile = kzalloc(sizeof(*nfile), GFP_KERNEL);
+	if (!nfile)
+		return -ENOMEM;
+	nfile->ndev = to_neuron_device(drm);
+	file->driver_priv = nfile;
+	return 0;
+}
+
+static void neuron_postclose(struct drm_device *drm, struct drm_file *file)
+{
+	kfree(to_neuron_file(file));
+}
+
+static int neuron_get_param_ioctl(struct drm_device *drm, void *data,
+				  struct drm_file *file)
+{
+	struct neuron_hw *hw = &to_neuron_device(drm)->hw;
+	struct drm_neuron_get_param *args = data;
+
+	if (args->pad)
+		return -EINVAL;
+
+	switch (args->param) {
+	case DRM_NEURON_PARAM_DEVICE_ID:
+		args->value = (u32)hw->vendor << 16 | hw->device;
+		break;
+	case DRM_NEURON_PARAM_DEVICE_REVISION:
+		args->value = hw->revision;
+		break;
+	case DRM_NEURON_PARAM_NUM_CORES:
+		args->value = hw->num_cores;
+		break;
+	case DRM_NEURON_PARAM_NUM_DMA_ENGINES:
+		args->value = hw->num_dma;
+		break;
+	case DRM_NEURON_PARAM_DEVICE_MEM_SIZE:
+		args->value = hw->mem_size;
+		break;
+	case DRM_NEURON_PARAM_SBUF_SIZE:
+		args->value = hw->sbuf_size;
+		break;
+	case DRM_NEURON_PARAM_PSUM_SIZE:
+		args->value = hw->psum_size;
+		break;
+	case DRM_NEURON_PARAM_PARTITIONS:
+		args->value = hw->partitions;
+		break;
+	case DRM_NEURON_PARAM_HW_VERSION:
+		args->value = hw->version;
+		break;
+	case DRM_NEURON_PARAM_FW_VERSION:
+		args->value = hw->fw_version;
+		break;
+	case DRM_NEURON_PARAM_CAPABILITIES:
+		args->value = hw->caps & NEURON_UAPI_CAPS;
+		break;
+	case DRM_NEURON_PARAM_CORE_CLOCK_MHZ:
+		args->value = hw->clock_mhz;
+		break;
+	case DRM_NEURON_PARAM_MAX_BINDINGS:
+		/* The last slot of the device's table holds the program. */
+		args->value = NEURON_MAX_BINDINGS - 1;
+		break;
+	case DRM_NEURON_PARAM_PCI_BUS_INFO:
+		args->value = hw->pci_bus_info;
+		break;
+	case DRM_NEURON_PARAM_API_VERSION:
+		args->value = DRM_NEURON_API_VERSION_MAJOR << 16 |
+			      DRM_NEURON_API_VERSION_MINOR;
+		break;
+	default:
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static const struct drm_ioctl_desc neuron_ioctls[] = {
+	DRM_IOCTL_DEF_DRV(NEURON_GET_PARAM, neuron_get_param_ioctl, 0),
+	DRM_IOCTL_DEF_DRV(NEURON_BO_CREATE, neuron_bo_create_ioctl, 0),
+	DRM_IOCTL_DEF_DRV(NEURON_BO_INFO, neuron_bo_info_ioctl, 0),
+};
+
+/*
+ * Buffers are private to the file that created them. The DRM core offers
+ * global GEM names (DRM_IOCTL_GEM_FLINK and DRM_IOCTL_GEM_OPEN) to every
+ * GEM driver, to privileged callers even on accel nodes: refuse them.
+ * drm_ioctl() dispatches core ioctls on their number alone, so compare that.
+ */
+static bool neuron_ioctl_refused(unsigned int cmd)
+{
+	unsigned int nr = _IOC_NR(cmd);
+
+	return nr == _IOC_NR(DRM_IOCTL_GEM_FLINK) ||
+	       nr == _IOC_NR(DRM_IOCTL_GEM_OPEN);
+}
+
+static long neuron_ioctl(struct file *filp, unsigned int cmd,
+			 unsigned long arg)
+{
+	if (neuron_ioctl_refused(cmd))
+		return -EOPNOTSUPP;
+	return drm_ioctl(filp, cmd, arg);
+}
+
+#ifdef CONFIG_COMPAT
+static long neuron_compat_ioctl(struct file *filp, unsigned int cmd,
+				unsigned long arg)
+{
+	if (neuron_ioctl_refused(cmd))
+		return -EOPNOTSUPP;
+	return drm_compat_ioctl(filp, cmd, arg);
+}
+#else
+#define neuron_compat_ioctl NULL
+#endif
+
+/* DRM_ACCEL_FOPS, with the ioctl filter above and fdinfo. */
+static const struct file_operations neuron_fops = {
+	.owner = THIS_MODULE,
+	.open = accel_open,
+	.release = drm_release,
+	.unlocked_ioctl = neuron_ioctl,
+	.compat_ioctl = neuron_compat_ioctl,
+	.poll = drm_poll,
+	.read = drm_read,
+	.llseek = noop_llseek,
+	.mmap = drm_gem_mmap,
+	.show_fdinfo = drm_show_fdinfo,
+	.fop_flags = FOP_UNSIGNED_OFFSET,
+};
+
+static const struct drm_driver neuron_drm_driver = {
+	.driver_features = DRIVER_GEM | DRIVER_COMPUTE_ACCEL,
+	.open = neuron_open,
+	.postclose = neuron_postclose,
+	.gem_create_object = neuron_gem_create_object,
+	.ioctls = neuron_ioctls,
+	.num_ioctls = ARRAY_SIZE(neuron_ioctls),
+	.fops = &neuron_fops,
+	.name = DRIVER_NAME,
+	.desc = DRIVER_DESC,
+	NEURON_DRM_DRIVER_DATE
+	.major = DRM_NEURON_API_VERSION_MAJOR,
+	.minor = DRM_NEURON_API_VERSION_MINOR,
+};
+
+/* Maps the device-memory BAR; the device must have been identified. */
+static int neuron_map_mem(struct neuron_device *ndev)
+{
+	struct pci_dev *pdev = ndev->pdev;
+	int ret;
+
+	if (!(pci_resource_flags(pdev, NEURON_BAR_MEM) & IORESOURCE_MEM)) {
+		ndev_err(ndev, "device-memory BAR %d is missing\n", NEURON_BAR_MEM);
+		return -ENODEV;
+	}
+	ret = pcim_request_region(pdev, NEURON_BAR_MEM, DRIVER_NAME);
+	if (ret)
+		return ret;
+
+	ndev->mem_bus_start = pci_resource_start(pdev, NEURON_BAR_MEM);
+	if (!ndev->hw.mem_size)
+		return 0;
+	ndev->mem = devm_ioremap_wc(&pdev->dev, ndev->mem_bus_start,
+				    ndev->hw.mem_size);
+	return ndev->mem ? 0 : -ENOMEM;
+}
+
+static int neuron_probe(struct pci_dev *pdev, const struct pci_device_id *id)
+{
+	struct neuron_device *ndev;
+	int ret;
+
+	ndev = devm_drm_dev_alloc(&pdev->dev, &neuron_drm_driver,
+				  struct neuron_device, drm);
+	if (IS_ERR(ndev))
+		return PTR_ERR(ndev);
+	ndev->pdev = pdev;
+	pci_set_drvdata(pdev, ndev);
+
+	ret = pcim_enable_device(pdev);
+	if (ret)
+		return ret;
+
+	if (pci_resource_len(pdev, NEURON_BAR_REGS) < NEURON_REGS_SIZE) {
+		dev_err(&pdev->dev, "register BAR %d is too small\n",
+			NEURON_BAR_REGS);
+		return -ENODEV;
+	}
+	ndev->hw.regs = pcim_iomap_region(pdev, NEURON_BAR_REGS, DRIVER_NAME);
+	if (IS_ERR(ndev->hw.regs))
+		return PTR_ERR(ndev->hw.regs);
+
+	ret = neuron_hw_init(ndev);
+	if (ret)
+		return ret;
+
+	ret = neuron_map_mem(ndev);
+	if (ret)
+		return ret;
+
+	ret = dma_set_mask_and_coherent(&pdev->dev,
+					DMA_BIT_MASK(NEURON_ADDR_BITS));
+	if (ret)
+		return ret;
+	pci_set_master(pdev);
+
+	ret = neuron_mm_init(ndev);
+	if (ret)
+		return ret;
+
+	ret = neuron_irq_init(ndev);
+	if (ret)
+		return ret;
+
+	return drm_dev_register(&ndev->drm, 0);
+}
+
+static void neuron_remove(struct pci_dev *pdev)
+{
+	struct neuron_device *ndev = pci_get_drvdata(pdev);
+
+	/*
+	 * From here on drm_dev_enter() fails and userspace mappings of the
+	 * BAR are zapped; open files keep the DRM device (and the buffers,
+	 * and the allocator) alive after device-managed resources go.
+	 */
+	drm_dev_unplug(&ndev->drm);
+}
+
+static const struct pci_device_id neuron_pci_ids[] = {
+	{ PCI_DEVICE(NEURON_PCI_VENDOR_ID, NEURON_PCI_DEVICE_ID) },
+	{ }
+};
+MODULE_DEVICE_TABLE(pci, neuron_pci_ids);
+
+static struct pci_driver neuron_pci_driver = {
+	.name = DRIVER_NAME,
+	.id_table = neuron_pci_ids,
+	.probe = neuron_probe,
+	.remove = neuron_remove,
+};
+module_pci_driver(neuron_pci_driver);
+
+MODULE_DESCRIPTION(DRIVER_DESC);
+MODULE_LICENSE("GPL");

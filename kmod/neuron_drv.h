@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * neuron: DRM accel driver for the neuron machine-learning accelerator.
+ * Device and per-file state shared by all parts of the driver.
+ */
+#ifndef __NEURON_DRV_H__
+#define __NEURON_DRV_H__
+
+#include <drm/drm_device.h>
+#include <drm/drm_file.h>
+#include <drm/drm_print.h>
+#include <linux/pci.h>
+#include <linux/types.h>
+
+#include "neuron_regs.h"
+#include "neuron_hw.h"
+#include "neuron_irq.h"
+#include "neuron_mm.h"
+
+#define DRIVER_NAME		"neuron"
+#define DRIVER_DESC		"neuron machine-learning accelerator"
+
+/**
+ * struct neuron_device - one neuron PCI function
+ * @drm: the DRM device; its lifetime (refcounted, may outlive the PCI
+ *	device while files are open) bounds everything below
+ * @pdev: the PCI function (valid while the driver is bound)
+ * @hw: register mapping, identity and capabilities of the device
+ * @mem: device-memory BAR mapping, write-combined, for kernel access such
+ *	as clearing new buffers (devres: gone after remove)
+ * @mem_bus_start: CPU physical address of the device-memory BAR, for
+ *	userspace mappings of device buffers
+ * @irq: MSI-X vectors and their handlers
+ * @mm: device-memory allocator
+ *
+ * Hardware may only be touched between drm_dev_enter() and drm_dev_exit()
+ * outside probe, remove and interrupt handlers (which are freed before the
+ * BARs are unmapped), because @hw.regs and @mem are unmapped when the
+ * device is unbound while files still hold the DRM device.
+ */
+struct neuron_device {
+	struct drm_device drm;
+	struct pci_dev *pdev;
+	struct neuron_hw hw;
+	void __iomem *mem;
+	phys_addr_t mem_bus_start;
+	struct neuron_irq irq;
+	struct neuron_mm mm;
+};
+
+/**
+ * struct neuron_file - per-open-file state
+ * @ndev: the device this file was opened on
+ *
+ * Buffer handles live in the drm_file's own handle table; jobs and copies
+ * will hang their per-file scheduler entities here.
+ */
+struct neuron_file {
+	struct neuron_device *ndev;
+};
+
+static inline struct neuron_device *to_neuron_device(struct drm_device *drm)
+{
+	return container_of(drm, struct neuron_device, drm);
+}
+
+static inline struct neuron_file *to_neuron_file(struct drm_file *file)
+{
+	return file->driver_priv;
+}
+
+#define ndev_err(ndev, fmt, ...)  drm_err(&(ndev)->drm, fmt, ##__VA_ARGS__)
+#define ndev_warn(ndev, fmt, ...) drm_warn(&(ndev)->drm, fmt, ##__VA_ARGS__)
+#define ndev_info(ndev, fmt, ...) drm_info(&(ndev)->drm, fmt, ##__VA_ARGS__)
+#define ndev_dbg(ndev, fmt, ...)  drm_dbg_driver(&(ndev)->drm, fmt, ##__VA_ARGS__)
+
+extern unsigned int neuron_reset_timeout_ms;
+
+#endif /* __NEURON_DRV_H__ */

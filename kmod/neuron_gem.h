@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * neuron: buffer objects in host and device memory.
+ */
+#ifndef __NEURON_GEM_H__
+#define __NEURON_GEM_H__
+
+#include <drm/drm_gem.h>
+#include <drm/drm_gem_shmem_helper.h>
+#include <drm/drm_mm.h>
+#include <linux/types.h>
+
+struct drm_device;
+struct drm_file;
+
+/**
+ * struct neuron_bo - a buffer object
+ * @base: the GEM object (both regions)
+ * @shmem: the shmem GEM object of a %DRM_NEURON_BO_HOST buffer; its first
+ *	member is @base, so both names denote the same GEM object
+ * @region: &enum drm_neuron_bo_region, constant
+ * @flags: DRM_NEURON_BO_* creation flags, constant
+ * @node: the range of device memory of a %DRM_NEURON_BO_DEVICE buffer,
+ *	allocated for the buffer's whole life; its start is the device
+ *	address
+ *
+ * Host buffers are shmem objects: their pages are allocated on first use,
+ * pinned and DMA-mapped for the device with drm_gem_shmem_get_pages_sgt()
+ * by the code that hands them to the device. Device buffers are ranges of
+ * the device's memory, zeroed at creation.
+ */
+struct neuron_bo {
+	union {
+		struct drm_gem_object base;
+		struct drm_gem_shmem_object shmem;
+	};
+	u32 region;
+	u32 flags;
+	struct drm_mm_node node;
+};
+
+static inline struct neuron_bo *to_neuron_bo(struct drm_gem_object *obj)
+{
+	return container_of(obj, struct neuron_bo, base);
+}
+
+struct drm_gem_object *neuron_gem_create_object(struct drm_device *drm,
+						size_t size);
+int neuron_bo_create_ioctl(struct drm_device *drm, void *data,
+			   struct drm_file *file);
+int neuron_bo_info_ioctl(struct drm_device *drm, void *data,
+			 struct drm_file *file);
+
+#endif /* __NEURON_GEM_H__ */

@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * neuron: MSI-X vectors and interrupt handlers.
+ *
+ * One vector per core queue, one per DMA engine and one for errors, as
+ * laid out by NEURON_MSIX_*(). Each vector has its own bit in the shared
+ * IRQ_STATUS register (write 1 to clear). The hard handler acknowledges
+ * its bit, so that a new event raises the vector again, and wakes its
+ * thread, which does the work in process context.
+ */
+#include <linux/interrupt.h>
+#include <linux/pci.h>
+
+#include "neuron_drv.h"
+#include "neuron_hw.h"
+#include "neuron_irq.h"
+
+static irqreturn_t neuron_irq_handler(int irq, void *arg)
+{
+	struct neuron_irq_vector *vec = arg;
+	struct neuron_hw *hw = &vec->ndev->hw;
+	u32 status;
+
+	status = neuron_rd32(hw, NEURON_REG_IRQ_STATUS) & vec->status_bit;
+	if (!status)
+		return IRQ_NONE;
+	neuron_wr32(hw, NEURON_REG_IRQ_STATUS, status);
+	return IRQ_WAKE_THREAD;
+}
+
+/* Logs which queues and engines halted and whether the device is fatal. */
+static void neuron_irq_error(struct neuron_device *ndev)
+{
+	struct neuron_hw *hw = &ndev->hw;
+	u32 status, i;
+
+	status = neuron_rd32(hw, NEURON_REG_DEV_STATUS);
+	if (status & NEURON_DEV_STATUS_FATAL)
+		drm_err_ratelimited(&ndev->drm, "device fatal error, cause %u\n",
+				    neuron_rd32(hw, NEURON_REG_FATAL_CAUSE));
+
+	for (i = 0; i < hw->num_cores; i++) {
+		u32 base = NEURON_QUEUE_BASE(i);
+
+		if (neuron_rd32(hw, base + NEURON_Q_STATUS) & NEURON_Q_STATUS_HALTED)
+			drm_err_ratelimited(&ndev->drm, "core %u queue halted, error %u\n",
+					    i, neuron_rd32(hw, base + NEURON_Q_ERROR));
+	}
+	for (i = 0; i < hw->num_dma; i++) {
+		u32 base = NEURON_DMA_BASE(i);
+
+		if (neuron_rd32(hw, base + NEURON_DMA_STATUS) & NEURON_DMA_STATUS_HALTED)
+			drm_err_ratelimited(&ndev->drm, "DMA engine %u halted, error %u\n",
+					    i, neuron_rd32(hw, base + NEURON_DMA_ERROR));
+	}
+}
+
+static irqreturn_t neuron_irq_thread(int irq, void *arg)
+{
+	struct neuron_irq_vector *vec = arg;
+	struct neuron_device *ndev = vec->ndev;
+
+	switch (vec->source) {
+	case NEURON_IRQ_SRC_QUEUE:
+		ndev_dbg(ndev, "core %u completion interrupt\n", vec->index);
+		break;
+	case NEURON_IRQ_SRC_DMA:
+		ndev_dbg(ndev, "DMA engine %u completion interrupt\n", vec->index);
+		break;
+	case NEURON_IRQ_SRC_ERROR:
+		neuron_irq_error(ndev);
+		break;
+	}
+	return IRQ_HANDLED;
+}
+
+/* Masks every interrupt before the handlers are freed on unbind. */
+static void neuron_irq_fini(void *arg)
+{
+	struct neuron_device *ndev = arg;
+
+	neuron_wr32(&ndev->hw, NEURON_REG_IRQ_MASK, ~0u);
+	/* Flush the posted write before free_irq() synchronizes. */
+	neuron_rd32(&ndev->hw, NEURON_REG_IRQ_MASK);
+}
+
+static void neuron_irq_describe(struct neuron_device *ndev,
+				struct neuron_irq_vector *vec, unsigned int nr)
+{
+	u32 cores = ndev->hw.num_cores, ndma = ndev->hw.num_dma;
+	const char *dev_name = pci_name(ndev->pdev);
+
+	vec->ndev = ndev;
+	if (nr < NEURON_MSIX_DMA(cores, 0)) {
+		vec->source = NEURON_IRQ_SRC_QUEUE;
+		vec->index = nr - NEURON_MSIX_QUEUE(0);
+		vec->status_bit = NEURON_IRQ_QUEUE(vec->index);
+		snprintf(vec->name, sizeof(vec->name), "neuron-q%u@%s",
+			 vec->index, dev_name);
+	} else if (nr < NEURON_MSIX_ERROR(cores, ndma)) {
+		vec->source = NEURON_IRQ_SRC_DMA;
+		vec->index = nr - NEURON_MSIX_DMA(cores, 0);
+		vec->status_bit = NEURON_IRQ_DMA(vec->index);
+		snprintf(vec->name, sizeof(vec->name), "neuron-dma%u@%s",
+			 vec->index, dev_name);
+	} else {
+		vec->source = NEURON_IRQ_SRC_ERROR;
+		vec->index = 0;
+		vec->status_bit = NEURON_IRQ_ERROR;
+		snprintf(vec->name, sizeof(vec->name), "neuron-err@%s",
+			 dev_name);
+	}
+}
+
+/**
+ * neuron_irq_init() - allocate the MSI-X vectors and request their handlers
+ * @ndev: the device, identified and reset, with all interrupts masked
+ *
+ * All resources are device-managed; on unbind the interrupts are masked
+ * first, then the handlers and vectors are freed.
+ *
+ * Return: 0 or a negative errno.
+ */
+int neuron_irq_init(struct neuron_device *ndev)
+{
+	struct pci_dev *pdev = ndev->pdev;
+	struct neuron_irq *nirq = &ndev->irq;
+	unsigned int count, i;
+	int ret;
+
+	count = NEURON_MSIX_COUNT(ndev->hw.num_cores, ndev->hw.num_dma);
+	nirq->vectors = devm_kcalloc(&pdev->dev, count, sizeof(*nirq->vectors),
+				     GFP_KERNEL);
+	if (!nirq->vectors)
+		return -ENOMEM;
+
+	/* Managed: pcim_enable_device() frees the vectors on unbind. */
+	ret = pci_alloc_irq_vectors(pdev, count, count, PCI_IRQ_MSIX);
+	if (ret < 0) {
+		ndev_err(ndev, "cannot allocate %u MSI-X vectors: %d\n", count, ret);
+		return ret;
+	}
+	nirq->count = count;
+
+	for (i = 0; i < count; i++) {
+		struct neuron_irq_vector *vec = &nirq->vectors[i];
+
+		neuron_irq_describe(ndev, vec, i);
+		vec->irq = pci_irq_vector(pdev, i);
+		if (vec->irq < 0)
+			return vec->irq;
+		ret = devm_request_threaded_irq(&pdev->dev, vec->irq,
+						neuron_irq_handler,
+						neuron_irq_thread, 0,
+						vec->name, vec);
+		if (ret) {
+			ndev_err(ndev, "cannot request IRQ %d (%s): %d\n",
+				 vec->irq, vec->name, ret);
+			return ret;
+		}
+		nirq->enabled |= vec->status_bit;
+	}
+
+	ret = devm_add_action_or_reset(&pdev->dev, neuron_irq_fini, ndev);
+	if (ret)
+		return ret;
+
+	neuron_wr32(&ndev->hw, NEURON_REG_IRQ_STATUS, nirq->enabled);
+	neuron_wr32(&ndev->hw, NEURON_REG_IRQ_MASK, ~nirq->enabled);
+	return 0;
+}

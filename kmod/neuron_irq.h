@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * neuron: MSI-X vectors and interrupt handlers.
+ */
+#ifndef __NEURON_IRQ_H__
+#define __NEURON_IRQ_H__
+
+#include <linux/types.h>
+
+struct neuron_device;
+
+/**
+ * enum neuron_irq_source - what an MSI-X vector signals
+ * @NEURON_IRQ_SRC_QUEUE: a core's job queue has new completions
+ * @NEURON_IRQ_SRC_DMA: a DMA engine has completed descriptors
+ * @NEURON_IRQ_SRC_ERROR: a queue or engine halted, or the device is fatal
+ */
+enum neuron_irq_source {
+	NEURON_IRQ_SRC_QUEUE,
+	NEURON_IRQ_SRC_DMA,
+	NEURON_IRQ_SRC_ERROR,
+};
+
+/**
+ * struct neuron_irq_vector - one MSI-X vector
+ * @ndev: the device
+ * @source: what the vector signals
+ * @index: core or DMA engine index (0 for the error vector)
+ * @status_bit: the vector's NEURON_IRQ_* bit in IRQ_STATUS and IRQ_MASK
+ * @irq: Linux IRQ number
+ * @name: name shown in /proc/interrupts
+ */
+struct neuron_irq_vector {
+	struct neuron_device *ndev;
+	enum neuron_irq_source source;
+	u32 index;
+	u32 status_bit;
+	int irq;
+	char name[32];
+};
+
+/**
+ * struct neuron_irq - the device's interrupts
+ * @vectors: NEURON_MSIX_COUNT() vectors, in MSI-X table order
+ * @count: entries in @vectors
+ * @enabled: IRQ_STATUS bits of all vectors (unmasked while bound)
+ */
+struct neuron_irq {
+	struct neuron_irq_vector *vectors;
+	unsigned int count;
+	u32 enabled;
+};
+
+int neuron_irq_init(struct neuron_device *ndev);
+
+#endif /* __NEURON_IRQ_H__ */
