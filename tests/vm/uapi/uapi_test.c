@@ -7,6 +7,7 @@
  * and every invalid field with the errno the header documents. Tests that
  * need device memory are skipped when the device reports none.
  */
+#define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: MIT
+// Devices: enumeration through sysfs, opening, and what GET_PARAM reports.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <neuron/error.hpp>
+#include <neuron/export.h>
+
+namespace neuron {
+
+namespace detail {
+struct DeviceState;
+}
+
+class Buffer;
+class Fence;
+class Queue;
+class LoadedProgram;
+class Program;
+struct BufferRange;
+
+/// Where the library looks for devices. Tests point these at a fake tree.
+struct SysPaths {
+    std::string sysfs_root = "/sys"; ///< holds class/accel/accelN
+    std::string dev_root = "/dev";   ///< holds accel/accelN
+
+    /// The defaults, overridden by $NEURON_SYSFS_ROOT and $NEURON_DEV_ROOT.
+    NEURON_EXPORT static SysPaths from_env();
+};
+
+/// One neuron device found in sysfs (not opened).
+struct DeviceEntry {
+    unsigned index = 0;      ///< N of /dev/accel/accelN
+    std::string node;        ///< device node, e.g. /dev/accel/accel0
+    std::string sysfs_path;  ///< e.g. /sys/class/accel/accel0
+    std::string pci_address; ///< e.g. 0000:00:03.0
+    uint16_t vendor_id = 0;  ///< PCI vendor ID (0 if sysfs does not say)
+    uint16_t device_id = 0;  ///< PCI device ID (0 if sysfs does not say)
+    int numa_node = -1;      ///< -1 when unknown
+};
+
+/// All devices bound to the neuron driver, ordered by index. Never throws for
+/// a missing /sys/class/accel: that simply means no devices.
+NEURON_EXPORT std::vector<DeviceEntry> enumerate(const SysPaths &paths = SysPaths::from_env());
+
+/// Capability bits of DeviceInfo::capabilities.
+enum Capability : uint64_t {
+    cap_fp32 = 1u << 0,
+    cap_bf16 = 1u << 1,
+    cap_fp16 = 1u << 2,
+    cap_host_bindings = 1u << 3, ///< jobs may bind host-memory buffers
+    cap_core_reset = 1u << 4,    ///< a hung core is reset alone
+};
+
+/// Everything GET_PARAM reports, read once when the device is opened.
+struct DeviceInfo {
+    uint16_t vendor_id = 0;
+    uint16_t device_id = 0;
+    uint32_t revision = 0;
+    uint32_t num_cores = 0;
+    uint32_t num_dma_engines = 0;
+    uint64_t device_memory_size = 0; ///< bytes; 0 when the device has none
+    uint64_t sbuf_size = 0;          ///< SBUF bytes per core
+    uint64_t psum_size = 0;          ///< PSUM bytes per core
+    uint32_t partitions = 0;
+    uint32_t hw_version = 0;   ///< major << 16 | minor
+    uint32_t fw_version = 0;   ///< major << 16 | minor
+    uint32_t api_version = 0;  ///< UAPI major << 16 | minor
+    uint64_t capabilities = 0; ///< Capability bits
+    uint32_t core_clock_mhz = 0;
+    uint32_t max_bindings = 0;
+    std::string pci_address; ///< DDDD:BB:DD.F
+
+    bool has(Capability c) const { return (capabilities & c) != 0; }
+};
+
+/// Buffer placement.
+enum class Region : uint32_t {
+    device = 0, ///< device memory (HBM): fast for the device; CPU mapping write-combined
+    host = 1,   ///< pinned system memory
+};
+
+/// Buffer creation flags.
+enum BufferFlags : uint32_t {
+    buffer_write_combined = 1u << 0, ///< map a host buffer write-combined
+};
+
+/// Lets the driver pick the DMA engine of a copy.
+inline constexpr unsigned any_engine = ~0u;
+
+/// An open device: a handle shared by everything created from it (buffers,
+/// fences, queues keep it open). Copies refer to the same open file.
+class NEURON_EXPORT Device {
+  public:
+    /// Opens device /dev/accel/accel<index>.
+    static Device open(unsigned index, const SysPaths &paths = SysPaths::from_env());
+    /// Opens by a device node path ("/dev/accel/accel0"), an index ("0") or a
+    /// PCI address ("0000:00:03.0" or "00:03.0").
+    static Device open(std::string_view spec, const SysPaths &paths = SysPaths::from_env());
+    /// Opens the first device.
+    static Device open_first(const SysPaths &paths = SysPaths::from_env());
+
+    const DeviceInfo &info() const;
+    const std::string &path() const; ///< the device node
+    int fd() const;                  ///< the DRM file, for interop; owned by the Device
+
+    /// A new buffer object of at least @p size bytes (rounded up to the page size).
+    Buffer allocate(uint64_t size, Region region = Region::device, uint32_t flags = 0) const;
+
+    /// Queues a DMA copy of min(dst.size, src.size) bytes (they must agree)
+    /// after every fence in @p deps; returns the copy's fence.
+    Fence copy(const BufferRange &dst, const BufferRange &src, const std::vector<Fence> &deps,
+               unsigned engine = any_engine) const;
+    Fence copy(const BufferRange &dst, const BufferRange &src) const;
+
+    /// The job queue of core @p core.
+    Queue queue(unsigned core) const;
+
+    /// Uploads a program's device image and constants once; see LoadedProgram.
+    LoadedProgram load(const Program &program) const;
+
+    const std::shared_ptr<detail::DeviceState> &state() const { return state_; }
+
+  private:
+    explicit Device(std::shared_ptr<detail::DeviceState> s) : state_(std::move(s)) {}
+    static Device open_node(const std::string &node, const std::string &pci_hint);
+    std::shared_ptr<detail::DeviceState> state_;
+};
+
+/// Parses "DDDD:BB:DD.F" or "BB:DD.F" into the canonical lower-case
+/// "dddd:bb:dd.f" form; nullopt if it is not a PCI address.
+NEURON_EXPORT std::optional<std::string> normalize_pci_address(std::string_view s);
+
+} // namespace neuron

@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: MIT
+// Programs: the container format (docs/program-format.md), its validator,
+// parser and disassembler.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <neuron/error.hpp>
+#include <neuron/export.h>
+
+namespace neuron {
+
+/// Element types (the ISA's NEURON_DT_* values).
+enum class DType : uint8_t { fp32 = 1, bf16 = 2, fp16 = 3, int32 = 4 };
+/// How a job uses an argument; decides the binding's access rights.
+enum class Direction : uint8_t {
+    in = 1,       ///< read by the program
+    out = 2,      ///< written by the program
+    inout = 3,    ///< read and written
+    constant = 4, ///< part of the program's constant data
+};
+/// Engines, each with one instruction stream (the ISA's NEURON_ENGINE_* values).
+enum class Engine : uint8_t { tensor = 1, vector = 2, scalar = 3, sync = 4 };
+inline constexpr unsigned num_engines = 4;
+
+NEURON_EXPORT unsigned dtype_size(DType t) noexcept;
+NEURON_EXPORT const char *to_string(DType t) noexcept;
+NEURON_EXPORT const char *to_string(Direction d) noexcept;
+NEURON_EXPORT const char *to_string(Engine e) noexcept;
+
+/// Constants of the container format; see docs/program-format.md.
+namespace format {
+inline constexpr uint32_t magic = 0x464e524e; // "NRNF" in file order
+inline constexpr uint16_t version_major = 1;
+inline constexpr uint16_t version_minor = 0;
+inline constexpr uint32_t header_size = 64;
+inline constexpr uint32_t section_entry_size = 32;
+inline constexpr uint32_t arg_entry_size = 64;
+inline constexpr uint32_t symbol_entry_size = 24;
+inline constexpr uint32_t insn_size = 64;
+inline constexpr uint32_t max_sections = 64;
+inline constexpr uint32_t max_rank = 6;
+inline constexpr uint32_t no_slot = 0xffffffff;
+
+enum SectionType : uint32_t {
+    section_strtab = 1,
+    section_args = 2,
+    section_code = 3,
+    section_const = 4,
+    section_symbols = 5,
+};
+/// Section flag: readers that do not know the section's type skip it.
+inline constexpr uint32_t section_optional = 1u << 0;
+
+enum SymbolKind : uint8_t { symbol_sbuf = 1, symbol_psum = 2, symbol_semaphore = 3 };
+} // namespace format
+
+/// A named argument (or constant) of a program.
+struct ArgumentInfo {
+    std::string name;
+    DType dtype = DType::fp32;
+    Direction direction = Direction::in;
+    std::vector<uint32_t> shape;
+    uint32_t slot = 0;   ///< the binding slot the program addresses it through
+    uint64_t offset = 0; ///< constants: byte offset in the constant data; else 0
+    uint64_t size = 0;   ///< bytes: product of shape * dtype_size
+};
+
+/// A named on-core allocation or semaphore, for disassembly.
+struct SymbolInfo {
+    std::string name;
+    format::SymbolKind kind = format::symbol_sbuf;
+    DType dtype = DType::fp32; ///< sbuf/psum only
+    uint32_t part_start = 0;
+    uint32_t part_count = 0;
+    uint32_t offset = 0; ///< byte offset in each partition, or the semaphore id
+    uint32_t size = 0;   ///< bytes per partition
+};
+
+/// Why a container is malformed: the byte offset of the offending field and
+/// the reason.
+struct NEURON_EXPORT ValidationError {
+    uint64_t offset = 0;
+    std::string reason;
+    std::string to_string() const; ///< "offset 0x1c: ..."
+};
+
+/// Checks a container completely (layout, checksums, tables, every
+/// instruction); nullopt when it is well formed. Never throws.
+NEURON_EXPORT std::optional<ValidationError>
+validate(std::span<const std::byte> container) noexcept;
+
+namespace detail {
+struct ProgramData;
+}
+
+/// A validated program container, immutable; copies share it.
+class NEURON_EXPORT Program {
+  public:
+    /// Validates and parses; throws Error(errc::invalid_program) with the
+    /// offset and reason.
+    static Program parse(std::span<const std::byte> container);
+    static Program load_file(const std::filesystem::path &path);
+
+    void save(const std::filesystem::path &path) const;
+    std::span<const std::byte> bytes() const; ///< the container
+
+    const std::string &name() const;
+    uint16_t version_major() const;
+    uint16_t version_minor() const;
+    uint64_t insn_limit() const;
+    uint32_t num_slots() const; ///< binding slots 0..num_slots-1
+    /// The slot of the constant data, if the program has constants.
+    std::optional<uint32_t> const_slot() const;
+
+    std::span<const ArgumentInfo> arguments() const; ///< constants included
+    const ArgumentInfo *find_argument(std::string_view name) const;
+    std::span<const SymbolInfo> symbols() const;
+    /// Raw 64-byte instructions of one engine's stream (empty if none).
+    std::span<const std::byte> stream(Engine e) const;
+    std::span<const std::byte> constants() const;
+
+    /// The program image of hw/neuron_isa.h (header + streams) the device runs.
+    std::vector<std::byte> device_image() const;
+
+  private:
+    explicit Program(std::shared_ptr<const detail::ProgramData> d) : d_(std::move(d)) {}
+    std::shared_ptr<const detail::ProgramData> d_;
+};
+
+/// Text listing of a program: header, arguments, symbols, every stream.
+NEURON_EXPORT std::string disassemble(const Program &program);
+/// One instruction (64 bytes) as text, e.g.
+/// "matmul psum.fp32[p0+128 @0x0 512] <- sbuf.fp32[...]^T * sbuf.fp32[...]".
+NEURON_EXPORT std::string disassemble_instruction(std::span<const std::byte> insn,
+                                                  const Program *context = nullptr);
+
+/// CRC-32 (IEEE 802.3, as zlib's crc32()) used by the container format.
+NEURON_EXPORT uint32_t crc32(std::span<const std::byte> data, uint32_t crc = 0) noexcept;
+
+} // namespace neuron

@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: MIT
+// Loaded programs, job arguments and core queues.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <neuron/allocator.hpp>
+#include <neuron/buffer.hpp>
+#include <neuron/export.h>
+#include <neuron/program.hpp>
+
+namespace neuron {
+
+/// A program uploaded to a device: its device image and constants live in
+/// one device buffer, written once and shared by every job that runs it.
+class NEURON_EXPORT LoadedProgram {
+  public:
+    const Program &program() const { return program_; }
+    const Buffer &buffer() const { return *buffer_; }
+    uint64_t image_size() const { return image_size_; }
+    uint64_t const_offset() const { return const_offset_; }
+    uint64_t const_size() const { return const_size_; }
+
+  private:
+    friend class Device;
+    LoadedProgram(Program p, std::shared_ptr<Buffer> b, uint64_t image_size, uint64_t const_offset,
+                  uint64_t const_size)
+        : program_(std::move(p)), buffer_(std::move(b)), image_size_(image_size),
+          const_offset_(const_offset), const_size_(const_size) {}
+    Program program_;
+    std::shared_ptr<Buffer> buffer_;
+    uint64_t image_size_;
+    uint64_t const_offset_;
+    uint64_t const_size_;
+};
+
+/// Buffers bound to a program's named arguments for one job.
+class NEURON_EXPORT Arguments {
+  public:
+    Arguments &bind(std::string name, const BufferRange &range);
+    Arguments &bind(std::string name, const Buffer &buffer) {
+        return bind(std::move(name), buffer.range());
+    }
+    Arguments &bind(std::string name, const Allocation &a) {
+        return bind(std::move(name), a.range());
+    }
+
+    struct Entry {
+        std::string name;
+        BufferRange range;
+    };
+    const std::vector<Entry> &entries() const { return entries_; }
+
+  private:
+    std::vector<Entry> entries_;
+};
+
+/// The job queue of one core. Jobs one Queue submits run in order; anything
+/// else is ordered by fences.
+class NEURON_EXPORT Queue {
+  public:
+    unsigned core() const { return core_; }
+    const Device &device() const { return device_; }
+
+    /// Runs @p program with @p args after every fence in @p deps; returns the
+    /// job's fence. Every non-constant argument must be bound to a range of at
+    /// least its size; the binding's rights follow its direction.
+    Fence submit(const LoadedProgram &program, const Arguments &args,
+                 const std::vector<Fence> &deps = {}) const;
+
+  private:
+    friend class Device;
+    Queue(Device d, unsigned core) : device_(std::move(d)), core_(core) {}
+    Device device_;
+    unsigned core_;
+};
+
+} // namespace neuron

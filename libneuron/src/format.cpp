@@ -1,0 +1,1028 @@
+// SPDX-License-Identifier: MIT
+// The program container: CRC-32, validation and parsing, writing, and the
+// device image. docs/program-format.md is the specification.
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "format_internal.hpp"
+#include "neuron_isa.h"
+#include "neuron_regs.h"
+
+namespace neuron {
+
+using namespace detail;
+namespace f = format;
+
+static_assert(static_cast<int>(DType::fp32) == NEURON_DT_FP32);
+static_assert(static_cast<int>(DType::int32) == NEURON_DT_INT32);
+static_assert(static_cast<int>(Engine::tensor) == NEURON_ENGINE_TENSOR);
+static_assert(static_cast<int>(Engine::sync) == NEURON_ENGINE_SYNC);
+static_assert(num_engines == NEURON_NUM_ENGINES);
+static_assert(f::insn_size == sizeof(struct neuron_insn));
+
+unsigned dtype_size(DType t) noexcept {
+    return NEURON_DT_SIZE(static_cast<unsigned>(t));
+}
+
+const char *to_string(DType t) noexcept {
+    switch (t) {
+    case DType::fp32:
+        return "fp32";
+    case DType::bf16:
+        return "bf16";
+    case DType::fp16:
+        return "fp16";
+    case DType::int32:
+        return "int32";
+    }
+    return "dtype?";
+}
+
+const char *to_string(Direction d) noexcept {
+    switch (d) {
+    case Direction::in:
+        return "in";
+    case Direction::out:
+        return "out";
+    case Direction::inout:
+        return "inout";
+    case Direction::constant:
+        return "const";
+    }
+    return "direction?";
+}
+
+const char *to_string(Engine e) noexcept {
+    switch (e) {
+    case Engine::tensor:
+        return "tensor";
+    case Engine::vector:
+        return "vector";
+    case Engine::scalar:
+        return "scalar";
+    case Engine::sync:
+        return "sync";
+    }
+    return "engine?";
+}
+
+// --- CRC-32 ------------------------------------------------------------------------
+
+namespace {
+struct CrcTable {
+    uint32_t t[256];
+    constexpr CrcTable() : t{} {
+        for (uint32_t i = 0; i < 256; i++) {
+            uint32_t c = i;
+            for (int k = 0; k < 8; k++)
+                c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
+            t[i] = c;
+        }
+    }
+};
+constexpr CrcTable crc_table;
+} // namespace
+
+uint32_t crc32(std::span<const std::byte> data, uint32_t crc) noexcept {
+    crc = ~crc;
+    for (std::byte b : data)
+        crc = crc_table.t[(crc ^ static_cast<uint8_t>(b)) & 0xff] ^ (crc >> 8);
+    return ~crc;
+}
+
+std::string ValidationError::to_string() const {
+    return fmt::format("offset {:#x}: {}", offset, reason);
+}
+
+// --- validation --------------------------------------------------------------------
+
+namespace {
+
+using VErr = std::optional<ValidationError>;
+
+template <typename... A> VErr fail(uint64_t off, fmt::format_string<A...> f, A &&...a) {
+    return ValidationError{off, fmt::format(f, std::forward<A>(a)...)};
+}
+
+const char *section_name(uint32_t type) {
+    switch (type) {
+    case f::section_strtab:
+        return "STRTAB";
+    case f::section_args:
+        return "ARGS";
+    case f::section_code:
+        return "CODE";
+    case f::section_const:
+        return "CONST";
+    case f::section_symbols:
+        return "SYMBOLS";
+    default:
+        return "unknown";
+    }
+}
+
+const char *opcode_name(uint8_t op) {
+    switch (op) {
+    case NEURON_OP_END:
+        return "end";
+    case NEURON_OP_NOP:
+        return "nop";
+    case NEURON_OP_NOTIFY:
+        return "notify";
+    case NEURON_OP_SEM_SIGNAL:
+        return "signal";
+    case NEURON_OP_SEM_WAIT:
+        return "wait";
+    case NEURON_OP_LOOP:
+        return "loop";
+    case NEURON_OP_DMA_LOAD:
+        return "dma_load";
+    case NEURON_OP_DMA_STORE:
+        return "dma_store";
+    case NEURON_OP_MATMUL:
+        return "matmul";
+    case NEURON_OP_TRANSPOSE:
+        return "transpose";
+    case NEURON_OP_ACTIVATE:
+        return "activate";
+    case NEURON_OP_TENSOR_TENSOR:
+        return "tensor_tensor";
+    case NEURON_OP_TENSOR_SCALAR:
+        return "tensor_scalar";
+    case NEURON_OP_REDUCE:
+        return "reduce";
+    case NEURON_OP_COPY:
+        return "copy";
+    case NEURON_OP_MEMSET:
+        return "memset";
+    case NEURON_OP_IOTA:
+        return "iota";
+    default:
+        return nullptr;
+    }
+}
+
+unsigned opcode_engines(uint8_t op) {
+    const unsigned all = 0x1e, vs = (1u << NEURON_ENGINE_VECTOR) | (1u << NEURON_ENGINE_SCALAR);
+    switch (op) {
+    case NEURON_OP_END:
+    case NEURON_OP_NOP:
+    case NEURON_OP_NOTIFY:
+    case NEURON_OP_SEM_SIGNAL:
+    case NEURON_OP_SEM_WAIT:
+    case NEURON_OP_LOOP:
+        return all;
+    case NEURON_OP_DMA_LOAD:
+    case NEURON_OP_DMA_STORE:
+        return 1u << NEURON_ENGINE_SYNC;
+    case NEURON_OP_MATMUL:
+    case NEURON_OP_TRANSPOSE:
+        return 1u << NEURON_ENGINE_TENSOR;
+    case NEURON_OP_ACTIVATE:
+        return 1u << NEURON_ENGINE_SCALAR;
+    case NEURON_OP_TENSOR_TENSOR:
+    case NEURON_OP_REDUCE:
+    case NEURON_OP_IOTA:
+        return 1u << NEURON_ENGINE_VECTOR;
+    case NEURON_OP_TENSOR_SCALAR:
+    case NEURON_OP_COPY:
+    case NEURON_OP_MEMSET:
+        return vs;
+    default:
+        return 0;
+    }
+}
+
+bool zero(std::span<const std::byte> b, size_t off, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (b[off + i] != std::byte{0})
+            return false;
+    return true;
+}
+
+/// Rights of each binding slot, for DMA checks: bit 0 read, bit 1 write.
+struct SlotInfo {
+    unsigned rights = 0;
+    std::string what;
+};
+
+class CodeChecker {
+  public:
+    CodeChecker(std::span<const std::byte> b, const std::vector<SlotInfo> &slots)
+        : b_(b), slots_(slots) {}
+
+    VErr check_stream(unsigned engine, uint64_t off, uint64_t count) {
+        engine_ = engine;
+        for (uint64_t j = 0; j < count; j++) {
+            if (auto e = check(off + j * f::insn_size, j))
+                return e;
+        }
+        uint64_t last = off + (count - 1) * f::insn_size;
+        uint8_t op = rd8(b_, last);
+        if (op != NEURON_OP_END && op != NEURON_OP_LOOP)
+            return fail(last,
+                        "CODE[{}] instruction {}: the stream's last instruction is {}, "
+                        "not end or loop: the engine would run past the stream",
+                        to_string(static_cast<Engine>(engine)), count - 1, opcode_name(op));
+        return {};
+    }
+
+  private:
+    std::span<const std::byte> b_;
+    const std::vector<SlotInfo> &slots_;
+    unsigned engine_ = 0;
+    std::string where_;
+
+    template <typename... A> VErr bad(uint64_t off, fmt::format_string<A...> f, A &&...a) {
+        return ValidationError{off, where_ + fmt::format(f, std::forward<A>(a)...)};
+    }
+
+    VErr need_zero(uint64_t I, std::initializer_list<std::pair<unsigned, unsigned>> fields) {
+        static const char *const names[] = {"opcode", "flags", "func", "func2"};
+        for (auto [fo, n] : fields) {
+            if (!zero(b_, I + fo, n)) {
+                const char *nm = fo < 4    ? names[fo]
+                                 : fo == 4 ? "arg"
+                                 : fo < 24 ? "operand 0"
+                                 : fo < 40 ? "operand 1"
+                                 : fo < 56 ? "operand 2"
+                                 : fo < 60 ? "imm[0]"
+                                           : "imm[1]";
+                return bad(I + fo, "{} must be zero for this opcode", nm);
+            }
+        }
+        return {};
+    }
+
+    // spaces: bit 1 SBUF, bit 2 PSUM.
+    VErr tap(uint64_t I, unsigned k, unsigned spaces, bool optional) {
+        uint64_t T = I + 8 + 16 * k;
+        uint8_t space = rd8(b_, T);
+        if (space == NEURON_SPACE_NONE) {
+            if (!optional)
+                return bad(T, "operand {} is missing (space NONE)", k);
+            if (!zero(b_, T, 16))
+                return bad(T, "operand {} is absent (space NONE) but has non-zero fields", k);
+            return {};
+        }
+        if (space > NEURON_SPACE_PSUM || !(spaces & (1u << space)))
+            return bad(T, "operand {}: space {} is not allowed here (expected {})", k, space,
+                       spaces == 2   ? "SBUF"
+                       : spaces == 4 ? "PSUM"
+                                     : "SBUF or PSUM");
+        uint8_t dt = rd8(b_, T + 1);
+        if (dt == NEURON_DT_INVALID || dt >= NEURON_DT_COUNT)
+            return bad(T + 1, "operand {}: unknown dtype {}", k, dt);
+        unsigned ps = rd8(b_, T + 2), pc = rd8(b_, T + 3);
+        if (pc == 0 || ps + pc > NEURON_PARTITIONS)
+            return bad(T + 2, "operand {}: partitions {}+{} are outside 0..127", k, ps, pc);
+        uint32_t offset = rd32(b_, T + 4);
+        uint32_t c0 = rd16(b_, T + 8), c1 = rd16(b_, T + 10);
+        uint32_t s0 = rd16(b_, T + 12), s1 = rd16(b_, T + 14);
+        if (c0 == 0 || c1 == 0 || static_cast<uint64_t>(c0) * c1 > NEURON_MAX_FREE_ELEMS)
+            return bad(T + 8, "operand {}: free-axis counts {}x{} (each >= 1, product <= {})", k,
+                       c0, c1, NEURON_MAX_FREE_ELEMS);
+        unsigned es = NEURON_DT_SIZE(dt);
+        if (offset % es)
+            return bad(T + 4, "operand {}: offset {:#x} is not a multiple of the element size {}",
+                       k, offset, es);
+        uint64_t extent = ((uint64_t{c1} - 1) * s1 + (uint64_t{c0} - 1) * s0 + 1) * es;
+        uint64_t psum_pp = NEURON_PSUM_SIZE / NEURON_PARTITIONS;
+        if (space == NEURON_SPACE_PSUM && offset + extent > psum_pp)
+            return bad(T + 4,
+                       "operand {}: PSUM bytes [{:#x}, {:#x}) exceed the {} bytes of a "
+                       "partition",
+                       k, offset, offset + extent, psum_pp);
+        return {};
+    }
+
+    VErr check(uint64_t I, uint64_t index) {
+        uint8_t op = rd8(b_, I);
+        const char *name = opcode_name(op);
+        const char *eng = to_string(static_cast<Engine>(engine_));
+        where_ = fmt::format("CODE[{}] instruction {}: ", eng, index);
+        if (!name)
+            return bad(I, "unknown opcode {:#04x}", op);
+        where_ = fmt::format("CODE[{}] instruction {} ({}): ", eng, index, name);
+        if (!(opcode_engines(op) & (1u << engine_)))
+            return bad(I, "{} cannot run on the {} engine", name, eng);
+        uint8_t flags = rd8(b_, I + 1), func = rd8(b_, I + 2), func2 = rd8(b_, I + 3);
+        uint32_t arg = rd32(b_, I + 4);
+        const unsigned SB = 1u << NEURON_SPACE_SBUF, PS = 1u << NEURON_SPACE_PSUM, ANY = SB | PS;
+        VErr e;
+        switch (op) {
+        case NEURON_OP_END:
+        case NEURON_OP_NOP:
+            return need_zero(I, {{1, 1}, {2, 1}, {3, 1}, {4, 4}, {8, 56}});
+        case NEURON_OP_NOTIFY:
+            return need_zero(I, {{1, 1}, {2, 1}, {3, 1}, {8, 56}});
+        case NEURON_OP_SEM_SIGNAL:
+        case NEURON_OP_SEM_WAIT:
+            if (op == NEURON_OP_SEM_WAIT ? (flags & ~NEURON_SEM_F_DECREMENT) : flags)
+                return bad(I + 1, "undefined flags {:#x}", flags);
+            if (func >= NEURON_NUM_SEMAPHORES)
+                return bad(I + 2, "semaphore {} does not exist (0..{})", func,
+                           NEURON_NUM_SEMAPHORES - 1);
+            return need_zero(I, {{3, 1}, {8, 56}});
+        case NEURON_OP_LOOP:
+            if (func >= NEURON_NUM_LOOP_COUNTERS)
+                return bad(I + 2, "loop counter {} does not exist (0..{})", func,
+                           NEURON_NUM_LOOP_COUNTERS - 1);
+            if (arg >= index)
+                return bad(I + 4, "loop target {} is not before the loop (index {})", arg, index);
+            return need_zero(I, {{1, 1}, {3, 1}, {8, 48}, {60, 4}});
+        case NEURON_OP_DMA_LOAD:
+        case NEURON_OP_DMA_STORE: {
+            if ((e = need_zero(I, {{1, 1}, {2, 1}, {3, 1}, {4, 4}, {56, 8}})))
+                return e;
+            if (!zero(b_, I + 25, 3) || !zero(b_, I + 48, 8))
+                return bad(I + (zero(b_, I + 25, 3) ? 48 : 25), "reserved DMA fields must be zero");
+            if ((e = tap(I, 0, SB, false)))
+                return e;
+            uint8_t slot = rd8(b_, I + 24);
+            if (slot >= slots_.size())
+                return bad(I + 24, "binding slot {} does not exist (the program has {})", slot,
+                           slots_.size());
+            bool load = op == NEURON_OP_DMA_LOAD;
+            const SlotInfo &si = slots_[slot];
+            if (load && !(si.rights & 1))
+                return bad(I + 24, "loads from slot {} ({}), which the program may not read", slot,
+                           si.what);
+            if (!load && !(si.rights & 2))
+                return bad(I + 24, "stores to slot {} ({}), which the program may not write", slot,
+                           si.what);
+            unsigned es = NEURON_DT_SIZE(rd8(b_, I + 9));
+            if (rd64(b_, I + 32) % es || rd32(b_, I + 28) % es || rd32(b_, I + 40) % es ||
+                rd32(b_, I + 44) % es)
+                return bad(I + 28,
+                           "memory offset and strides must be multiples of the element "
+                           "size {}",
+                           es);
+            return {};
+        }
+        case NEURON_OP_MATMUL:
+            if (flags & ~NEURON_MM_F_ACCUMULATE)
+                return bad(I + 1, "undefined flags {:#x}", flags);
+            if ((e = need_zero(I, {{2, 1}, {3, 1}, {4, 4}, {56, 8}})) ||
+                (e = tap(I, 0, PS, false)) || (e = tap(I, 1, SB, false)) ||
+                (e = tap(I, 2, SB, false)))
+                return e;
+            return {};
+        case NEURON_OP_TRANSPOSE:
+        case NEURON_OP_COPY:
+            if ((e = need_zero(I, {{1, 1}, {2, 1}, {3, 1}, {4, 4}, {40, 16}, {56, 8}})) ||
+                (e = tap(I, 0, ANY, false)) || (e = tap(I, 1, ANY, false)))
+                return e;
+            return {};
+        case NEURON_OP_ACTIVATE:
+            if (func == 0 || func >= NEURON_ACT_COUNT)
+                return bad(I + 2, "unknown activation function {}", func);
+            if ((e = need_zero(I, {{1, 1}, {3, 1}, {4, 4}})) || (e = tap(I, 0, ANY, false)) ||
+                (e = tap(I, 1, ANY, false)) || (e = tap(I, 2, ANY, true)))
+                return e;
+            return {};
+        case NEURON_OP_TENSOR_TENSOR:
+            if (func == 0 || func >= NEURON_ALU_COUNT)
+                return bad(I + 2, "unknown ALU operation {}", func);
+            if ((e = need_zero(I, {{1, 1}, {3, 1}, {4, 4}, {56, 8}})) ||
+                (e = tap(I, 0, ANY, false)) || (e = tap(I, 1, ANY, false)) ||
+                (e = tap(I, 2, ANY, false)))
+                return e;
+            return {};
+        case NEURON_OP_TENSOR_SCALAR:
+            if (flags & ~(NEURON_TS_F_REVERSE0 | NEURON_TS_F_REVERSE1))
+                return bad(I + 1, "undefined flags {:#x}", flags);
+            if (func == 0 || func >= NEURON_ALU_COUNT)
+                return bad(I + 2, "unknown ALU operation {}", func);
+            if (func2 >= NEURON_ALU_COUNT)
+                return bad(I + 3, "unknown second ALU operation {}", func2);
+            if (func2 == NEURON_ALU_NONE && (flags & NEURON_TS_F_REVERSE1))
+                return bad(I + 1, "REVERSE1 without a second operation");
+            if (func2 == NEURON_ALU_NONE && rd32(b_, I + 60))
+                return bad(I + 60, "imm[1] must be zero without a second operation");
+            if (!zero(b_, I + 40, 16) && rd32(b_, I + 56))
+                return bad(I + 56, "imm[0] must be zero when the scalar comes from operand 2");
+            if ((e = need_zero(I, {{4, 4}})) || (e = tap(I, 0, ANY, false)) ||
+                (e = tap(I, 1, ANY, false)) || (e = tap(I, 2, ANY, true)))
+                return e;
+            return {};
+        case NEURON_OP_REDUCE:
+            if (func == 0 || func >= NEURON_RED_COUNT)
+                return bad(I + 2, "unknown reduction {}", func);
+            if ((e = need_zero(I, {{1, 1}, {3, 1}, {4, 4}, {40, 16}, {56, 8}})) ||
+                (e = tap(I, 0, ANY, false)) || (e = tap(I, 1, ANY, false)))
+                return e;
+            return {};
+        case NEURON_OP_MEMSET:
+            if ((e = need_zero(I, {{1, 1}, {2, 1}, {3, 1}, {4, 4}, {24, 32}, {60, 4}})) ||
+                (e = tap(I, 0, ANY, false)))
+                return e;
+            return {};
+        case NEURON_OP_IOTA:
+            if ((e = need_zero(I, {{1, 1}, {2, 1}, {3, 1}, {24, 32}})) ||
+                (e = tap(I, 0, ANY, false)))
+                return e;
+            return {};
+        default:
+            return bad(I, "unknown opcode {:#04x}", op);
+        }
+    }
+};
+
+struct Section {
+    uint32_t index, type, flags, crc, info;
+    uint64_t entry, offset, size;
+};
+
+VErr parse_impl(std::span<const std::byte> b, ProgramData *out) {
+    const uint64_t n = b.size();
+    if (n < f::header_size)
+        return fail(n, "truncated: the file has {} bytes, the header alone needs {}", n,
+                    f::header_size);
+    if (rd32(b, 0) != f::magic)
+        return fail(0, "bad magic {:#010x}: not a neuron program container (expected \"NRNF\")",
+                    rd32(b, 0));
+    uint16_t vmaj = rd16(b, 4), vmin = rd16(b, 6);
+    if (vmaj != f::version_major)
+        return fail(4, "unsupported container version {}.{}: this library reads {}.x", vmaj, vmin,
+                    f::version_major);
+    uint32_t hsize = rd32(b, 8);
+    if (hsize < f::header_size || hsize % 8 || hsize > n)
+        return fail(8, "header_size {} is invalid (at least {}, a multiple of 8, within the file)",
+                    hsize, f::header_size);
+    uint64_t file_size = rd64(b, 16);
+    uint32_t table = rd32(b, 24), count = rd32(b, 28);
+    if (count == 0 || count > f::max_sections)
+        return fail(28, "section_count {} is outside 1..{}", count, f::max_sections);
+    uint64_t table_end = static_cast<uint64_t>(table) + uint64_t{count} * f::section_entry_size;
+    if (table < hsize || table % 8)
+        return fail(24,
+                    "section table offset {:#x} is invalid (8-byte aligned, after the {}-byte "
+                    "header)",
+                    table, hsize);
+    if (table_end > n)
+        return fail(n,
+                    "truncated: the section table [{:#x}, {:#x}) extends past the end of the "
+                    "file ({} bytes)",
+                    table, table_end, n);
+    uint32_t stored = rd32(b, 60);
+    uint32_t computed = crc32(b.subspan(table, table_end - table), crc32(b.first(60)));
+    if (stored != computed)
+        return fail(60,
+                    "header checksum {:#010x} does not match the computed {:#010x}: the header "
+                    "or the section table is corrupted",
+                    stored, computed);
+    if (file_size > n)
+        return fail(16, "truncated: the header says {} bytes, the file has {}", file_size, n);
+    if (file_size < n)
+        return fail(16, "file_size {} does not match the file's {} bytes (trailing data)",
+                    file_size, n);
+    if (uint32_t fl = rd32(b, 12))
+        return fail(12, "unknown header flags {:#x}", fl);
+    if (!zero(b, 52, 8))
+        return fail(52, "reserved header fields must be zero");
+    if (!zero(b, f::header_size, hsize - f::header_size))
+        return fail(f::header_size, "header extension bytes must be zero in version {}.{}", vmaj,
+                    vmin);
+    uint16_t isa_maj = rd16(b, 32), isa_min = rd16(b, 34);
+    if (isa_maj != NEURON_ISA_VERSION_MAJOR || isa_min > NEURON_ISA_VERSION_MINOR)
+        return fail(32, "ISA version {}.{} is not supported (this library knows {}.{})", isa_maj,
+                    isa_min, NEURON_ISA_VERSION_MAJOR, NEURON_ISA_VERSION_MINOR);
+    uint32_t num_slots = rd32(b, 48);
+    if (num_slots > NEURON_MAX_BINDINGS - 1)
+        return fail(48, "num_slots {} exceeds {} (one more slot holds the program image)",
+                    num_slots, NEURON_MAX_BINDINGS - 1);
+
+    // Section table.
+    std::vector<Section> secs;
+    const Section *strtab = nullptr, *args = nullptr, *cnst = nullptr, *syms = nullptr;
+    std::array<const Section *, num_engines> code{};
+    secs.reserve(count);
+    for (uint32_t i = 0; i < count; i++) {
+        uint64_t E = table + uint64_t{i} * f::section_entry_size;
+        Section s{i, rd32(b, E),     rd32(b, E + 4), rd32(b, E + 24), rd32(b, E + 28),
+                  E, rd64(b, E + 8), rd64(b, E + 16)};
+        std::string what = fmt::format("section {} ({})", i, section_name(s.type));
+        bool known = s.type >= f::section_strtab && s.type <= f::section_symbols;
+        if (!known && !(s.flags & f::section_optional))
+            return fail(E, "section {}: unknown type {} (not marked optional)", i, s.type);
+        if (s.flags & ~f::section_optional)
+            return fail(E + 4, "{}: unknown flags {:#x}", what, s.flags);
+        if (s.offset % 8)
+            return fail(E + 8, "{}: offset {:#x} is not 8-byte aligned", what, s.offset);
+        if (s.offset < table_end)
+            return fail(E + 8,
+                        "{}: offset {:#x} overlaps the header or section table (which end "
+                        "at {:#x})",
+                        what, s.offset, table_end);
+        if (s.offset > n || s.size > n - s.offset)
+            return fail(E + 16, "{}: [{:#x}, +{:#x}) extends past the end of the file ({} bytes)",
+                        what, s.offset, s.size, n);
+        if (uint32_t c = crc32(b.subspan(s.offset, s.size)); c != s.crc)
+            return fail(E + 24,
+                        "{}: checksum {:#010x} does not match the computed {:#010x} of "
+                        "its {} bytes at {:#x}",
+                        what, s.crc, c, s.size, s.offset);
+        if (s.type == f::section_code) {
+            if (s.info < NEURON_ENGINE_TENSOR || s.info > NEURON_ENGINE_SYNC)
+                return fail(E + 28, "{}: engine {} does not exist (1..4)", what, s.info);
+        } else if (s.info) {
+            return fail(E + 28, "{}: info must be zero for this section type", what);
+        }
+        secs.push_back(s);
+    }
+    // Overlaps: sort non-empty sections by offset.
+    std::vector<const Section *> order;
+    for (const auto &s : secs)
+        if (s.size)
+            order.push_back(&s);
+    std::sort(order.begin(), order.end(),
+              [](const Section *a, const Section *c) { return a->offset < c->offset; });
+    for (size_t k = 1; k < order.size(); k++) {
+        const Section *p = order[k - 1], *s = order[k];
+        if (s->offset < p->offset + p->size)
+            return fail(s->entry + 8,
+                        "section {} ({}) [{:#x}, {:#x}) overlaps section {} ({}) [{:#x}, {:#x})",
+                        s->index, section_name(s->type), s->offset, s->offset + s->size, p->index,
+                        section_name(p->type), p->offset, p->offset + p->size);
+    }
+    for (const auto &s : secs) {
+        const Section **slot = nullptr;
+        switch (s.type) {
+        case f::section_strtab:
+            slot = &strtab;
+            break;
+        case f::section_args:
+            slot = &args;
+            break;
+        case f::section_const:
+            slot = &cnst;
+            break;
+        case f::section_symbols:
+            slot = &syms;
+            break;
+        case f::section_code:
+            slot = &code[NEURON_ENGINE_INDEX(s.info)];
+            break;
+        default:
+            continue; // optional, unknown: skipped
+        }
+        if (*slot)
+            return fail(
+                s.entry, "section {}: a second {} section{} (section {} is one)", s.index,
+                section_name(s.type),
+                s.type == f::section_code
+                    ? fmt::format(" for the {} engine", to_string(static_cast<Engine>(s.info)))
+                    : std::string(),
+                (*slot)->index);
+        *slot = &s;
+    }
+
+    // String table.
+    if (!strtab)
+        return fail(24, "no STRTAB section (every container has one)");
+    if (strtab->size == 0 || rd8(b, strtab->offset) != 0)
+        return fail(strtab->offset, "the string table must start with a NUL byte");
+    if (rd8(b, strtab->offset + strtab->size - 1) != 0)
+        return fail(strtab->offset + strtab->size - 1, "the string table is not NUL-terminated");
+    auto str = [&](uint64_t field, std::string &s) -> VErr {
+        uint32_t o = rd32(b, field);
+        if (o >= strtab->size)
+            return fail(field, "string offset {} is outside the string table ({} bytes)", o,
+                        strtab->size);
+        s.clear();
+        for (uint64_t p = strtab->offset + o; rd8(b, p); p++) {
+            uint8_t c = rd8(b, p);
+            if (c < 0x20 || c > 0x7e)
+                return fail(p, "non-printable byte {:#04x} in a string", c);
+            s.push_back(static_cast<char>(c));
+        }
+        return {};
+    };
+    ProgramData d;
+    if (auto e = str(36, d.name))
+        return e;
+
+    // Arguments.
+    d.num_slots = num_slots;
+    std::vector<SlotInfo> slots(num_slots);
+    std::vector<int> slot_owner(num_slots, -1);
+    if (args) {
+        if (args->size % f::arg_entry_size)
+            return fail(args->entry + 16, "ARGS size {} is not a multiple of {}", args->size,
+                        f::arg_entry_size);
+        std::set<std::string> names;
+        for (uint64_t k = 0; k < args->size / f::arg_entry_size; k++) {
+            uint64_t A = args->offset + k * f::arg_entry_size;
+            ArgumentInfo a;
+            std::string what = fmt::format("argument {}", k);
+            if (auto e = str(A, a.name))
+                return e;
+            if (a.name.empty())
+                return fail(A, "{}: empty name", what);
+            what = fmt::format("argument {} '{}'", k, a.name);
+            if (!names.insert(a.name).second)
+                return fail(A, "{}: duplicate name", what);
+            uint8_t dt = rd8(b, A + 4), dir = rd8(b, A + 5), rank = rd8(b, A + 6);
+            if (dt == NEURON_DT_INVALID || dt >= NEURON_DT_COUNT)
+                return fail(A + 4, "{}: unknown dtype {}", what, dt);
+            if (dir < 1 || dir > 4)
+                return fail(A + 5, "{}: unknown direction {}", what, dir);
+            if (rank < 1 || rank > f::max_rank)
+                return fail(A + 6, "{}: rank {} is outside 1..{}", what, rank, f::max_rank);
+            if (rd8(b, A + 7) || rd32(b, A + 12) || rd64(b, A + 56))
+                return fail(rd8(b, A + 7)     ? A + 7
+                            : rd32(b, A + 12) ? A + 12
+                                              : A + 56,
+                            "{}: reserved fields must be zero", what);
+            a.dtype = static_cast<DType>(dt);
+            a.direction = static_cast<Direction>(dir);
+            uint64_t elems = 1;
+            for (unsigned i = 0; i < f::max_rank; i++) {
+                uint32_t dim = rd32(b, A + 32 + 4 * i);
+                if (i < rank) {
+                    if (dim == 0)
+                        return fail(A + 32 + 4 * i, "{}: dimension {} is zero", what, i);
+                    if (elems > (1ull << 48) / dim)
+                        return fail(A + 32 + 4 * i, "{}: the shape has more than 2^48 elements",
+                                    what);
+                    elems *= dim;
+                    a.shape.push_back(dim);
+                } else if (dim) {
+                    return fail(A + 32 + 4 * i, "{}: dimension {} beyond rank {} must be zero",
+                                what, i, rank);
+                }
+            }
+            a.slot = rd32(b, A + 8);
+            a.offset = rd64(b, A + 16);
+            a.size = rd64(b, A + 24);
+            if (a.size != elems * NEURON_DT_SIZE(dt))
+                return fail(A + 24,
+                            "{}: size {} does not match its shape ({} elements of {} "
+                            "bytes)",
+                            what, a.size, elems, NEURON_DT_SIZE(dt));
+            if (a.slot >= num_slots)
+                return fail(A + 8, "{}: slot {} is not below num_slots {}", what, a.slot,
+                            num_slots);
+            if (a.direction == Direction::constant) {
+                if (!cnst)
+                    return fail(A + 5, "{}: a constant, but the file has no CONST section", what);
+                if (d.const_slot == f::no_slot) {
+                    if (slot_owner[a.slot] >= 0)
+                        return fail(A + 8, "{}: slot {} is already argument {}'s", what, a.slot,
+                                    slot_owner[a.slot]);
+                    d.const_slot = a.slot;
+                    slot_owner[a.slot] = static_cast<int>(k);
+                    slots[a.slot] = {1, "the constants"};
+                } else if (a.slot != d.const_slot) {
+                    return fail(A + 8, "{}: constants share one slot ({}), not {}", what,
+                                d.const_slot, a.slot);
+                }
+                if (a.offset % NEURON_DT_SIZE(dt) || a.offset > cnst->size ||
+                    a.size > cnst->size - a.offset)
+                    return fail(A + 16,
+                                "{}: [{:#x}, +{:#x}) is not an aligned range of the {} "
+                                "bytes of constant data",
+                                what, a.offset, a.size, cnst->size);
+            } else {
+                if (a.offset)
+                    return fail(A + 16, "{}: offset must be zero for a non-constant argument",
+                                what);
+                if (slot_owner[a.slot] >= 0)
+                    return fail(A + 8, "{}: slot {} is already argument {}'s", what, a.slot,
+                                slot_owner[a.slot]);
+                slot_owner[a.slot] = static_cast<int>(k);
+                unsigned r = a.direction == Direction::in    ? 1
+                             : a.direction == Direction::out ? 2
+                                                             : 3;
+                slots[a.slot] = {r,
+                                 fmt::format("'{}', {} argument", a.name, to_string(a.direction))};
+            }
+            d.args.push_back(std::move(a));
+        }
+    }
+    for (uint32_t s = 0; s < num_slots; s++)
+        if (slot_owner[s] < 0)
+            return fail(48, "binding slot {} (of num_slots {}) belongs to no argument", s,
+                        num_slots);
+    if (cnst && d.const_slot == f::no_slot)
+        return fail(cnst->entry, "section {} (CONST): constant data but no constant argument",
+                    cnst->index);
+
+    // Symbols.
+    if (syms) {
+        if (syms->size % f::symbol_entry_size)
+            return fail(syms->entry + 16, "SYMBOLS size {} is not a multiple of {}", syms->size,
+                        f::symbol_entry_size);
+        for (uint64_t k = 0; k < syms->size / f::symbol_entry_size; k++) {
+            uint64_t Y = syms->offset + k * f::symbol_entry_size;
+            SymbolInfo s;
+            if (auto e = str(Y, s.name))
+                return e;
+            std::string what = fmt::format("symbol {} '{}'", k, s.name);
+            if (s.name.empty())
+                return fail(Y, "symbol {}: empty name", k);
+            uint8_t kind = rd8(b, Y + 4), dt = rd8(b, Y + 5), ps = rd8(b, Y + 6),
+                    pc = rd8(b, Y + 7);
+            s.offset = rd32(b, Y + 8);
+            s.size = rd32(b, Y + 12);
+            if (rd64(b, Y + 16))
+                return fail(Y + 16, "{}: reserved fields must be zero", what);
+            if (kind == f::symbol_semaphore) {
+                if (dt || ps || pc || s.size)
+                    return fail(Y + 5, "{}: a semaphore has no dtype, partitions or size", what);
+                if (s.offset >= NEURON_NUM_SEMAPHORES)
+                    return fail(Y + 8, "{}: semaphore {} does not exist", what, s.offset);
+            } else if (kind == f::symbol_sbuf || kind == f::symbol_psum) {
+                if (dt == NEURON_DT_INVALID || dt >= NEURON_DT_COUNT)
+                    return fail(Y + 5, "{}: unknown dtype {}", what, dt);
+                if (pc == 0 || ps + pc > NEURON_PARTITIONS)
+                    return fail(Y + 6, "{}: partitions {}+{} are outside 0..127", what, ps, pc);
+                if (s.size == 0)
+                    return fail(Y + 12, "{}: zero size", what);
+                if (kind == f::symbol_psum &&
+                    uint64_t{s.offset} + s.size > NEURON_PSUM_SIZE / NEURON_PARTITIONS)
+                    return fail(Y + 8, "{}: PSUM range [{:#x}, +{:#x}) exceeds a partition", what,
+                                s.offset, s.size);
+            } else {
+                return fail(Y + 4, "{}: unknown kind {}", what, kind);
+            }
+            s.kind = static_cast<f::SymbolKind>(kind);
+            s.dtype = static_cast<DType>(dt ? dt : 1);
+            s.part_start = ps;
+            s.part_count = pc;
+            d.symbols.push_back(std::move(s));
+        }
+    }
+
+    // Code.
+    uint64_t image = sizeof(struct neuron_prog_header);
+    bool any = false;
+    CodeChecker checker(b, slots);
+    for (unsigned e = 0; e < num_engines; e++) {
+        const Section *s = code[e];
+        if (!s)
+            continue;
+        if (s->size == 0 || s->size % f::insn_size)
+            return fail(s->entry + 16,
+                        "section {} (CODE {}): size {} is not a non-zero multiple "
+                        "of {}",
+                        s->index, to_string(static_cast<Engine>(e + 1)), s->size, f::insn_size);
+        image += s->size;
+        if (image > NEURON_PROG_MAX_SIZE)
+            return fail(s->entry + 16,
+                        "the streams need a {}-byte device image, more than the "
+                        "device's limit of {} bytes",
+                        image, NEURON_PROG_MAX_SIZE);
+        if (auto err = checker.check_stream(e + 1, s->offset, s->size / f::insn_size))
+            return err;
+        d.streams[e] = {s->offset, s->size};
+        any = true;
+    }
+    if (!any)
+        return fail(28, "no CODE section: the program has no instructions");
+    if (cnst)
+        d.constants = {cnst->offset, cnst->size};
+
+    if (out) {
+        d.version_major = vmaj;
+        d.version_minor = vmin;
+        d.insn_limit = rd64(b, 40);
+        d.bytes.assign(b.begin(), b.end());
+        *out = std::move(d);
+    }
+    return {};
+}
+
+} // namespace
+
+namespace detail {
+std::optional<ValidationError> parse_container(std::span<const std::byte> b, ProgramData *out) {
+    return parse_impl(b, out);
+}
+} // namespace detail
+
+std::optional<ValidationError> validate(std::span<const std::byte> container) noexcept {
+    try {
+        return parse_impl(container, nullptr);
+    } catch (const std::bad_alloc &) {
+        return ValidationError{0, "out of memory while validating"};
+    } catch (...) {
+        return ValidationError{0, "internal error while validating"};
+    }
+}
+
+// --- Program -----------------------------------------------------------------------
+
+Program Program::parse(std::span<const std::byte> container) {
+    auto d = std::make_shared<ProgramData>();
+    if (auto e = parse_impl(container, d.get()))
+        throw Error(errc::invalid_program, "invalid program container: " + e->to_string());
+    return Program(std::move(d));
+}
+
+Program Program::load_file(const std::filesystem::path &path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+        throw Error(errc::invalid_argument,
+                    fmt::format("{}: cannot open: {}", path.string(), std::strerror(errno)));
+    std::vector<char> raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto d = std::make_shared<ProgramData>();
+    auto bytes = std::as_bytes(std::span(raw));
+    if (auto e = parse_impl(bytes, d.get()))
+        throw Error(errc::invalid_program, fmt::format("{}: {}", path.string(), e->to_string()));
+    return Program(std::move(d));
+}
+
+void Program::save(const std::filesystem::path &path) const {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char *>(d_->bytes.data()),
+              static_cast<std::streamsize>(d_->bytes.size()));
+    if (!out)
+        throw Error(errc::io_error, fmt::format("{}: cannot write the program", path.string()));
+}
+
+std::span<const std::byte> Program::bytes() const {
+    return d_->bytes;
+}
+const std::string &Program::name() const {
+    return d_->name;
+}
+uint16_t Program::version_major() const {
+    return d_->version_major;
+}
+uint16_t Program::version_minor() const {
+    return d_->version_minor;
+}
+uint64_t Program::insn_limit() const {
+    return d_->insn_limit;
+}
+uint32_t Program::num_slots() const {
+    return d_->num_slots;
+}
+std::optional<uint32_t> Program::const_slot() const {
+    if (d_->const_slot == f::no_slot)
+        return std::nullopt;
+    return d_->const_slot;
+}
+std::span<const ArgumentInfo> Program::arguments() const {
+    return d_->args;
+}
+const ArgumentInfo *Program::find_argument(std::string_view name) const {
+    for (const auto &a : d_->args)
+        if (a.name == name)
+            return &a;
+    return nullptr;
+}
+std::span<const SymbolInfo> Program::symbols() const {
+    return d_->symbols;
+}
+std::span<const std::byte> Program::stream(Engine e) const {
+    unsigned i = static_cast<unsigned>(e) - 1;
+    if (i >= num_engines)
+        throw Error(errc::invalid_argument, fmt::format("engine {} does not exist", i + 1));
+    auto [off, size] = d_->streams[i];
+    return std::span<const std::byte>(d_->bytes).subspan(off, size);
+}
+std::span<const std::byte> Program::constants() const {
+    return std::span<const std::byte>(d_->bytes).subspan(d_->constants.first, d_->constants.second);
+}
+
+std::vector<std::byte> Program::device_image() const {
+    uint64_t total = sizeof(struct neuron_prog_header);
+    for (auto [off, size] : d_->streams)
+        total += size;
+    std::vector<std::byte> img(total);
+    std::span<std::byte> w(img);
+    wr32(w, 0, NEURON_PROG_MAGIC);
+    wr16(w, 4, NEURON_ISA_VERSION_MAJOR);
+    wr16(w, 6, NEURON_ISA_VERSION_MINOR);
+    wr32(w, 8, sizeof(struct neuron_prog_header));
+    wr32(w, 12, static_cast<uint32_t>(total));
+    uint64_t pos = sizeof(struct neuron_prog_header);
+    for (unsigned e = 0; e < num_engines; e++) {
+        auto [off, size] = d_->streams[e];
+        if (!size)
+            continue;
+        wr32(w, 16 + 8 * e, static_cast<uint32_t>(pos));
+        wr32(w, 20 + 8 * e, static_cast<uint32_t>(size / f::insn_size));
+        std::memcpy(img.data() + pos, d_->bytes.data() + off, size);
+        pos += size;
+    }
+    wr64(w, offsetof(struct neuron_prog_header, insn_limit), d_->insn_limit);
+    return img;
+}
+
+// --- writer ------------------------------------------------------------------------
+
+namespace detail {
+
+std::vector<std::byte> write_container(const ContainerContents &c) {
+    // String table.
+    std::vector<std::byte> strtab{std::byte{0}};
+    std::map<std::string, uint32_t> strings;
+    auto intern = [&](const std::string &s) -> uint32_t {
+        if (s.empty())
+            return 0;
+        auto [it, fresh] = strings.emplace(s, static_cast<uint32_t>(strtab.size()));
+        if (fresh) {
+            for (char ch : s)
+                strtab.push_back(static_cast<std::byte>(ch));
+            strtab.push_back(std::byte{0});
+        }
+        return it->second;
+    };
+    uint32_t name = intern(c.name);
+
+    std::vector<std::byte> args(c.args.size() * f::arg_entry_size);
+    for (size_t k = 0; k < c.args.size(); k++) {
+        const auto &a = c.args[k];
+        std::span<std::byte> w = std::span(args).subspan(k * f::arg_entry_size, f::arg_entry_size);
+        wr32(w, 0, intern(a.name));
+        wr8(w, 4, static_cast<uint8_t>(a.dtype));
+        wr8(w, 5, static_cast<uint8_t>(a.direction));
+        wr8(w, 6, static_cast<uint8_t>(a.shape.size()));
+        wr32(w, 8, a.slot);
+        wr64(w, 16, a.offset);
+        wr64(w, 24, a.size);
+        for (size_t i = 0; i < a.shape.size() && i < f::max_rank; i++)
+            wr32(w, 32 + 4 * i, a.shape[i]);
+    }
+    std::vector<std::byte> syms(c.symbols.size() * f::symbol_entry_size);
+    for (size_t k = 0; k < c.symbols.size(); k++) {
+        const auto &s = c.symbols[k];
+        std::span<std::byte> w =
+            std::span(syms).subspan(k * f::symbol_entry_size, f::symbol_entry_size);
+        wr32(w, 0, intern(s.name));
+        wr8(w, 4, s.kind);
+        if (s.kind != f::symbol_semaphore) {
+            wr8(w, 5, static_cast<uint8_t>(s.dtype));
+            wr8(w, 6, static_cast<uint8_t>(s.part_start));
+            wr8(w, 7, static_cast<uint8_t>(s.part_count));
+        }
+        wr32(w, 8, s.offset);
+        wr32(w, 12, s.size);
+    }
+
+    struct Sec {
+        uint32_t type, info;
+        const std::vector<std::byte> *data;
+    };
+    std::vector<Sec> secs{{f::section_strtab, 0, &strtab}};
+    if (!args.empty())
+        secs.push_back({f::section_args, 0, &args});
+    if (!syms.empty())
+        secs.push_back({f::section_symbols, 0, &syms});
+    for (unsigned e = 0; e < num_engines; e++)
+        if (!c.streams[e].empty())
+            secs.push_back({f::section_code, e + 1, &c.streams[e]});
+    if (!c.constants.empty())
+        secs.push_back({f::section_const, 0, &c.constants});
+
+    auto align = [](uint64_t v, uint64_t a) { return (v + a - 1) / a * a; };
+    uint64_t table = f::header_size;
+    uint64_t pos = table + secs.size() * f::section_entry_size;
+    std::vector<uint64_t> offs;
+    for (const auto &s : secs) {
+        pos = align(pos, 64);
+        offs.push_back(pos);
+        pos += s.data->size();
+    }
+    std::vector<std::byte> out(pos);
+    std::span<std::byte> w(out);
+    wr32(w, 0, f::magic);
+    wr16(w, 4, f::version_major);
+    wr16(w, 6, f::version_minor);
+    wr32(w, 8, f::header_size);
+    wr64(w, 16, out.size());
+    wr32(w, 24, static_cast<uint32_t>(table));
+    wr32(w, 28, static_cast<uint32_t>(secs.size()));
+    wr16(w, 32, NEURON_ISA_VERSION_MAJOR);
+    wr16(w, 34, NEURON_ISA_VERSION_MINOR);
+    wr32(w, 36, name);
+    wr64(w, 40, c.insn_limit);
+    wr32(w, 48, c.num_slots);
+    for (size_t i = 0; i < secs.size(); i++) {
+        uint64_t E = table + i * f::section_entry_size;
+        const auto &s = secs[i];
+        wr32(w, E, s.type);
+        wr64(w, E + 8, offs[i]);
+        wr64(w, E + 16, s.data->size());
+        wr32(w, E + 24, crc32(*s.data));
+        wr32(w, E + 28, s.info);
+        if (!s.data->empty())
+            std::memcpy(out.data() + offs[i], s.data->data(), s.data->size());
+    }
+    uint64_t table_end = table + secs.size() * f::section_entry_size;
+    wr32(w, 60,
+         crc32(std::span<const std::byte>(out).subspan(table, table_end - table),
+               crc32(std::span<const std::byte>(out).first(60))));
+    return out;
+}
+
+} // namespace detail
+} // namespace neuron

@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: MIT
+// Loading programs and submitting jobs.
+#include <fmt/format.h>
+
+#include <neuron/queue.hpp>
+
+#include "drm/neuron_accel.h"
+#include "internal.hpp"
+
+namespace neuron {
+
+namespace detail {
+std::vector<drm_neuron_sync> make_in_syncs(const DeviceState &dev, const std::vector<Fence> &deps,
+                                           const std::string &what);
+}
+
+namespace {
+uint64_t align_up(uint64_t v, uint64_t a) {
+    return (v + a - 1) / a * a;
+}
+} // namespace
+
+LoadedProgram Device::load(const Program &program) const {
+    const auto &dev = *state_;
+    auto image = program.device_image();
+    auto consts = program.constants();
+    uint64_t const_offset = align_up(image.size(), 4096);
+    uint64_t total = const_offset + consts.size();
+    // Device memory when there is some; else host memory, which jobs can
+    // only use with CAP_HOST_BINDINGS.
+    Region region = dev.info.device_memory_size ? Region::device : Region::host;
+    if (region == Region::host && !dev.info.has(cap_host_bindings))
+        throw Error(errc::not_supported,
+                    fmt::format("{}: loading program '{}': the device has no device memory and "
+                                "cannot bind host memory",
+                                dev.path, program.name()));
+    auto buf = std::make_shared<Buffer>(allocate(total, region));
+    buf->write(0, image);
+    if (!consts.empty())
+        buf->write(const_offset, consts);
+    return LoadedProgram(program, std::move(buf), image.size(), const_offset, consts.size());
+}
+
+Arguments &Arguments::bind(std::string name, const BufferRange &range) {
+    for (auto &e : entries_)
+        if (e.name == name) {
+            e.range = range;
+            return *this;
+        }
+    entries_.push_back(Entry{std::move(name), range});
+    return *this;
+}
+
+Fence Queue::submit(const LoadedProgram &lp, const Arguments &args,
+                    const std::vector<Fence> &deps) const {
+    const auto &dev = *device_.state();
+    const Program &p = lp.program();
+    std::string what =
+        fmt::format("{}: submitting program '{}' to core {}", dev.path, p.name(), core_);
+    if (lp.buffer().device().state() != device_.state())
+        throw Error(errc::invalid_argument,
+                    what + ": the program was loaded on another open device");
+
+    uint32_t nslots = p.num_slots();
+    std::vector<drm_neuron_binding> bind(std::max<uint32_t>(nslots, 1));
+    std::vector<bool> bound(nslots, false);
+    bool host = false;
+    for (const auto &e : args.entries()) {
+        const ArgumentInfo *a = p.find_argument(e.name);
+        if (!a || a->direction == Direction::constant) {
+            std::string names;
+            for (const auto &x : p.arguments())
+                if (x.direction != Direction::constant)
+                    names += (names.empty() ? "" : ", ") + x.name;
+            throw Error(errc::invalid_argument,
+                        fmt::format("{}: it has no argument '{}' (its arguments: {})", what, e.name,
+                                    names.empty() ? "none" : names));
+        }
+        const BufferRange &r = e.range;
+        if (!r.buffer || !*r.buffer)
+            throw Error(errc::invalid_argument,
+                        fmt::format("{}: argument '{}' is bound to no buffer", what, e.name));
+        if (r.buffer->device().state() != device_.state())
+            throw Error(
+                errc::invalid_argument,
+                fmt::format("{}: argument '{}' is a buffer of another open device", what, e.name));
+        if (r.size < a->size || r.offset > r.buffer->size() || r.size > r.buffer->size() - r.offset)
+            throw Error(errc::invalid_argument,
+                        fmt::format("{}: argument '{}' ({}) needs {} bytes, but is bound to {} "
+                                    "bytes at offset {} of a {}-byte buffer",
+                                    what, e.name, to_string(a->dtype), a->size, r.size, r.offset,
+                                    r.buffer->size()));
+        auto &b = bind[a->slot];
+        b.handle = r.buffer->handle();
+        b.offset = r.offset;
+        b.size = r.size;
+        b.flags = a->direction == Direction::in    ? DRM_NEURON_BIND_READ
+                  : a->direction == Direction::out ? DRM_NEURON_BIND_WRITE
+                                                   : DRM_NEURON_BIND_READ | DRM_NEURON_BIND_WRITE;
+        bound[a->slot] = true;
+        host |= r.buffer->region() == Region::host;
+    }
+    if (auto cs = p.const_slot()) {
+        auto &b = bind[*cs];
+        b.handle = lp.buffer().handle();
+        b.offset = lp.const_offset();
+        b.size = lp.const_size();
+        b.flags = DRM_NEURON_BIND_READ;
+        bound[*cs] = true;
+    }
+    for (const auto &a : p.arguments())
+        if (!bound[a.slot])
+            throw Error(errc::invalid_argument,
+                        fmt::format("{}: argument '{}' ({} {}, {} bytes) is not bound", what,
+                                    a.name, to_string(a.direction), to_string(a.dtype), a.size));
+    if (nslots == 0) {
+        // The UAPI wants at least one binding: give the program its own
+        // image, read-only, which it never names.
+        bind[0].handle = lp.buffer().handle();
+        bind[0].size = lp.image_size();
+        bind[0].flags = DRM_NEURON_BIND_READ;
+        nslots = 1;
+    }
+    if (nslots > dev.info.max_bindings)
+        throw Error(errc::not_supported,
+                    fmt::format("{}: it uses {} binding slots, the device allows {}", what, nslots,
+                                dev.info.max_bindings));
+    host |= lp.buffer().region() == Region::host;
+    if (host && !dev.info.has(cap_host_bindings))
+        throw Error(
+            errc::not_supported,
+            fmt::format("{}: a host-memory buffer is bound, but the device cannot bind host "
+                        "memory (no CAP_HOST_BINDINGS): use Region::device",
+                        what));
+
+    auto syncs = detail::make_in_syncs(dev, deps, what);
+    auto fs = std::make_shared<detail::FenceState>();
+    fs->device = device_.state();
+    fs->syncobj = detail::create_syncobj(dev);
+    drm_neuron_submit s{};
+    s.core = core_;
+    s.program_handle = lp.buffer().handle();
+    s.program_offset = 0;
+    s.program_size = lp.image_size();
+    s.num_bindings = nslots;
+    s.bindings = reinterpret_cast<uintptr_t>(bind.data());
+    s.in_syncs = reinterpret_cast<uintptr_t>(syncs.data());
+    s.num_in_syncs = static_cast<uint32_t>(syncs.size());
+    s.out_sync.handle = fs->syncobj;
+    if (int e = dev.ioctl(DRM_IOCTL_NEURON_SUBMIT, &s))
+        detail::throw_errno(e, what,
+                            e == EINVAL ? "the driver rejected the job (or does not implement "
+                                          "SUBMIT yet)"
+                                        : "");
+    fs->seqno = s.seqno;
+    fs->label =
+        fmt::format("job {} (program '{}') on core {} of {}", s.seqno, p.name(), core_, dev.path);
+    return Fence(std::move(fs));
+}
+
+} // namespace neuron

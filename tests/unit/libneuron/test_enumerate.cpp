@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: MIT
+// Enumeration and opening against a fake sysfs tree.
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "testutil.hpp"
+
+using namespace neuron;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path root;
+
+void write(const fs::path &p, const std::string &s) {
+    fs::create_directories(p.parent_path());
+    std::ofstream(p) << s;
+}
+
+/// /sys/class/accel/<name> -> a PCI device at <bdf> bound to <driver>.
+void add_accel(const std::string &name, const std::string &bdf, const std::string &driver,
+               const std::string &device_id = "0x7f00") {
+    fs::path sys = root / "sys";
+    fs::path dev = sys / "devices/pci0000:00" / bdf;
+    fs::create_directories(dev / "accel" / name);
+    fs::create_directories(sys / "bus/pci/drivers" / driver);
+    fs::create_symlink("../../../bus/pci/drivers/" + driver, dev / "driver");
+    write(dev / "vendor", "0x1d0f\n");
+    write(dev / "device", device_id + "\n");
+    write(dev / "numa_node", "-1\n");
+    fs::create_directories(sys / "class/accel");
+    fs::create_symlink("../../devices/pci0000:00/" + bdf + "/accel/" + name,
+                       sys / "class/accel" / name);
+    fs::create_symlink("../../../" + bdf, dev / "accel" / name / "device");
+}
+
+SysPaths paths() {
+    return SysPaths{(root / "sys").string(), (root / "dev").string()};
+}
+
+int setup(void **) {
+    root = fs::temp_directory_path() / ("neuron-sysfs-" + std::to_string(getpid()));
+    fs::remove_all(root);
+    add_accel("accel0", "0000:00:03.0", "neuron");
+    add_accel("accel1", "0000:00:04.0", "habanalabs");
+    add_accel("accel2", "0000:00:05.0", "neuron");
+    add_accel("accel10", "0001:2a:1f.7", "neuron");
+    fs::create_directories(root / "sys/class/accel/card0"); // not an accel node name
+    fs::create_directories(root / "dev/accel");
+    write(root / "dev/accel/accel0", "not a device\n");
+    return 0;
+}
+
+int teardown(void **) {
+    fs::remove_all(root);
+    return 0;
+}
+
+template <typename F> std::string error_of(F &&f, errc want) {
+    try {
+        f();
+    } catch (const Error &e) {
+        if (e.code() != want)
+            fail_msg("wrong code %d: %s", e.code().value(), e.what());
+        return e.what();
+    }
+    fail_msg("no error");
+    return {};
+}
+
+void contains(const std::string &s, const char *sub) {
+    if (s.find(sub) == std::string::npos)
+        fail_msg("'%s' not in '%s'", sub, s.c_str());
+}
+
+} // namespace
+
+static void lists_neuron_devices(void **) {
+    auto devs = enumerate(paths());
+    assert_int_equal(devs.size(), 3);
+    assert_int_equal(devs[0].index, 0);
+    assert_int_equal(devs[1].index, 2);
+    assert_int_equal(devs[2].index, 10);
+    assert_string_equal(devs[0].pci_address.c_str(), "0000:00:03.0");
+    assert_string_equal(devs[2].pci_address.c_str(), "0001:2a:1f.7");
+    assert_string_equal(devs[1].node.c_str(), (root / "dev/accel/accel2").c_str());
+    assert_int_equal(devs[0].vendor_id, 0x1d0f);
+    assert_int_equal(devs[0].device_id, 0x7f00);
+    assert_int_equal(devs[0].numa_node, -1);
+}
+
+static void env_override(void **) {
+    setenv("NEURON_SYSFS_ROOT", (root / "sys").c_str(), 1);
+    setenv("NEURON_DEV_ROOT", (root / "dev").c_str(), 1);
+    auto p = SysPaths::from_env();
+    assert_string_equal(p.sysfs_root.c_str(), (root / "sys").c_str());
+    assert_int_equal(enumerate().size(), 3);
+    unsetenv("NEURON_SYSFS_ROOT");
+    unsetenv("NEURON_DEV_ROOT");
+    assert_string_equal(SysPaths::from_env().sysfs_root.c_str(), "/sys");
+}
+
+static void no_devices(void **) {
+    SysPaths empty{(root / "nothing").string(), (root / "dev").string()};
+    assert_int_equal(enumerate(empty).size(), 0);
+    auto m = error_of([&] { Device::open_first(empty); }, errc::no_device);
+    contains(m, "no neuron devices");
+    contains(m, "modprobe neuron");
+    m = error_of([&] { Device::open(0, empty); }, errc::no_device);
+    contains(m, "neuron device 0: no neuron devices");
+}
+
+static void open_errors(void **) {
+    auto m = error_of([] { Device::open(7, paths()); }, errc::no_device);
+    contains(m, "neuron device 7: no such device: the neuron devices are 0 (0000:00:03.0), "
+                "2 (0000:00:05.0), 10 (0001:2a:1f.7)");
+    m = error_of([] { Device::open("0000:00:07.0", paths()); }, errc::no_device);
+    contains(m, "PCI device 0000:00:07.0: no neuron device at this address");
+    // Short BDF form, matched; the node does not exist in the fake /dev.
+    m = error_of([] { Device::open("00:05.0", paths()); }, errc::no_device);
+    contains(m, "accel2: No such file or directory (ENOENT): the device node does not exist");
+    m = error_of([] { Device::open("2", paths()); }, errc::no_device);
+    contains(m, "accel2");
+    // A node that is not a DRM device.
+    m = error_of([] { Device::open(0, paths()); }, errc::not_supported);
+    contains(m, "accel0: not a DRM device");
+    m = error_of([] { Device::open("gpu0", paths()); }, errc::invalid_argument);
+    contains(m, "'gpu0': not a device");
+}
+
+static void permission_denied(void **) {
+    if (geteuid() == 0) {
+        // root opens anything; check as an unprivileged user if we can.
+        skip();
+    }
+    fs::path node = root / "dev/accel/accel2";
+    write(node, "");
+    chmod(node.c_str(), 0);
+    auto m = error_of([] { Device::open(2, paths()); }, errc::permission_denied);
+    contains(m, "accel2: permission denied: ");
+    fs::remove(node);
+}
+
+static void pci_addresses(void **) {
+    assert_string_equal(normalize_pci_address("0000:00:03.0")->c_str(), "0000:00:03.0");
+    assert_string_equal(normalize_pci_address("3A:1F.7")->c_str(), "0000:3a:1f.7");
+    assert_false(normalize_pci_address("00:20.0").has_value()); // device > 31
+    assert_false(normalize_pci_address("00:03").has_value());
+    assert_false(normalize_pci_address("xyz").has_value());
+    assert_false(normalize_pci_address("00000:00:03.0").has_value());
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(lists_neuron_devices), cmocka_unit_test(env_override),
+        cmocka_unit_test(no_devices),           cmocka_unit_test(open_errors),
+        cmocka_unit_test(permission_denied),    cmocka_unit_test(pci_addresses),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,423 @@
+// SPDX-License-Identifier: MIT
+// The validator rejects every class of corruption with the offending byte
+// offset and the reason.
+#include "neuron_isa.h"
+#include "testutil.hpp"
+
+using namespace neuron;
+using test::refix;
+using test::section_entry;
+
+namespace {
+
+enum : uint32_t { STRTAB = 1, ARGS = 2, CODE = 3, CONST = 4, SYMBOLS = 5 };
+
+void expect(const std::vector<std::byte> &b, uint64_t offset, const char *reason) {
+    auto e = validate(b);
+    if (!e)
+        fail_msg("accepted; expected offset %#llx: %s", static_cast<unsigned long long>(offset),
+                 reason);
+    if (e->offset != offset || e->reason.find(reason) == std::string::npos)
+        fail_msg("got offset %#llx: %s\nexpected offset %#llx: %s",
+                 static_cast<unsigned long long>(e->offset), e->reason.c_str(),
+                 static_cast<unsigned long long>(offset), reason);
+    // Program::parse reports the same, as an Error.
+    try {
+        Program::parse(b);
+        fail_msg("parse accepted what validate rejected");
+    } catch (const Error &err) {
+        assert_true(err.code() == errc::invalid_program);
+        assert_non_null(std::strstr(err.what(), e->to_string().c_str()));
+    }
+}
+
+uint64_t sec_off(const std::vector<std::byte> &b, size_t entry) {
+    return test::rd64(b, entry + 8);
+}
+
+/// Offset of instruction @p i of the @p engine stream.
+uint64_t insn(const std::vector<std::byte> &b, unsigned engine, unsigned i) {
+    return sec_off(b, section_entry(b, CODE, engine)) + 64 * i;
+}
+
+} // namespace
+
+static void accepts_sample(void **) {
+    assert_false(validate(test::sample_bytes()).has_value());
+}
+
+static void truncation(void **) {
+    auto b = test::sample_bytes();
+    auto t = b;
+    t.resize(40);
+    expect(t, 40, "truncated: the file has 40 bytes, the header alone needs 64");
+    t = b;
+    t.resize(70);
+    expect(t, 70, "truncated: the section table");
+    t = b;
+    t.resize(b.size() - 8);
+    expect(t, 16, "truncated: the header says");
+    expect({}, 0, "truncated");
+    t = b;
+    t.resize(b.size() + 8);
+    expect(t, 16, "trailing data");
+}
+
+static void header(void **) {
+    auto b = test::sample_bytes();
+    auto t = b;
+    test::wr32(t, 0, 0x12345678);
+    expect(t, 0, "bad magic 0x12345678");
+    t = b;
+    test::wr16(t, 4, 2);
+    expect(t, 4, "unsupported container version 2.0");
+    t = b;
+    test::wr32(t, 8, 60);
+    expect(t, 8, "header_size 60");
+    t = b;
+    test::wr32(t, 12, 4);
+    refix(t);
+    expect(t, 12, "unknown header flags 0x4");
+    t = b;
+    test::wr32(t, 56, 1);
+    refix(t);
+    expect(t, 52, "reserved header fields must be zero");
+    t = b;
+    test::wr16(t, 32, 9);
+    refix(t);
+    expect(t, 32, "ISA version 9.0");
+    t = b;
+    test::wr32(t, 28, 0);
+    expect(t, 28, "section_count 0");
+    t = b;
+    test::wr32(t, 24, 60);
+    expect(t, 24, "section table offset 0x3c");
+}
+
+static void checksums(void **) {
+    auto b = test::sample_bytes();
+    auto t = b;
+    t[36] ^= std::byte{1}; // the name field: only the header CRC notices
+    expect(t, 60, "header checksum");
+    t = b;
+    size_t e = section_entry(b, CODE, NEURON_ENGINE_SCALAR);
+    t[sec_off(b, e) + 60] ^= std::byte{0x80};
+    expect(t, e + 24, "section 5 (CODE): checksum");
+    t = b;
+    e = section_entry(b, CONST);
+    t[sec_off(b, e)] ^= std::byte{1};
+    expect(t, e + 24, "(CONST): checksum");
+}
+
+static void bad_offsets(void **) {
+    auto b = test::sample_bytes();
+    size_t e = section_entry(b, CONST);
+    auto t = b;
+    test::wr64(t, e + 8, b.size() - 8);
+    refix(t);
+    expect(t, e + 16, "extends past the end of the file");
+    t = b;
+    test::wr64(t, e + 16, ~0ull - 4);
+    refix(t);
+    expect(t, e + 16, "extends past the end of the file");
+    t = b;
+    test::wr64(t, e + 8, sec_off(b, e) + 4);
+    refix(t);
+    expect(t, e + 8, "is not 8-byte aligned");
+    t = b;
+    test::wr64(t, e + 8, 64);
+    refix(t);
+    expect(t, e + 8, "overlaps the header or section table");
+}
+
+static void overlapping_sections(void **) {
+    auto b = test::sample_bytes();
+    size_t code = section_entry(b, CODE, NEURON_ENGINE_VECTOR);
+    size_t cst = section_entry(b, CONST);
+    auto t = b;
+    test::wr64(t, cst + 8, sec_off(b, code) + 64);
+    refix(t);
+    expect(t, cst + 8, "overlaps section");
+    t = b;
+    size_t other = section_entry(b, CODE, NEURON_ENGINE_SYNC);
+    test::wr32(t, other + 28, NEURON_ENGINE_VECTOR);
+    refix(t);
+    auto err = validate(t);
+    assert_true(err.has_value());
+    assert_non_null(
+        std::strstr(err->reason.c_str(), "a second CODE section for the vector engine"));
+}
+
+static void sections(void **) {
+    auto b = test::sample_bytes();
+    size_t e = section_entry(b, SYMBOLS);
+    auto t = b;
+    test::wr32(t, e, 99);
+    refix(t);
+    expect(t, e, "unknown type 99 (not marked optional)");
+    test::wr32(t, e + 4, 1); // optional: skipped
+    refix(t);
+    assert_false(validate(t).has_value());
+    t = b;
+    test::wr32(t, e + 4, 2);
+    refix(t);
+    expect(t, e + 4, "unknown flags 0x2");
+    t = b;
+    test::wr32(t, e + 28, 3);
+    refix(t);
+    expect(t, e + 28, "info must be zero");
+    t = b;
+    size_t c = section_entry(b, CODE, NEURON_ENGINE_TENSOR);
+    test::wr32(t, c + 28, 9);
+    refix(t);
+    expect(t, c + 28, "engine 9 does not exist");
+    t = b;
+    test::wr64(t, c + 16, 100);
+    refix(t);
+    expect(t, c + 16, "size 100 is not a non-zero multiple of 64");
+    // String table.
+    t = b;
+    size_t s = section_entry(b, STRTAB);
+    uint64_t so = sec_off(b, s), ss = test::rd64(b, s + 16);
+    t[so + ss - 1] = std::byte{'x'};
+    refix(t);
+    expect(t, so + ss - 1, "not NUL-terminated");
+    t = b;
+    t[so + 1] = std::byte{7};
+    refix(t);
+    expect(t, so + 1, "non-printable byte 0x07");
+    t = b;
+    test::wr32(t, 36, 100000);
+    refix(t);
+    expect(t, 36, "outside the string table");
+}
+
+static void unknown_opcodes(void **) {
+    auto b = test::sample_bytes();
+    auto t = b;
+    uint64_t i = insn(b, NEURON_ENGINE_TENSOR, 1);
+    t[i] = std::byte{0x7f};
+    refix(t);
+    expect(t, i, "CODE[tensor] instruction 1: unknown opcode 0x7f");
+    t = b;
+    i = insn(b, NEURON_ENGINE_VECTOR, 0);
+    t[i] = std::byte{0};
+    refix(t);
+    expect(t, i, "unknown opcode 0x00");
+    t = b;
+    i = insn(b, NEURON_ENGINE_SYNC, 0);
+    t[i] = std::byte{NEURON_OP_MATMUL};
+    refix(t);
+    expect(t, i, "CODE[sync] instruction 0 (matmul): matmul cannot run on the sync engine");
+}
+
+static void reserved_fields(void **) {
+    auto b = test::sample_bytes();
+    uint64_t i = insn(b, NEURON_ENGINE_SYNC, 0); // dma_load
+    auto t = b;
+    t[i + 26] = std::byte{1};
+    refix(t);
+    expect(t, i + 25, "reserved DMA fields must be zero");
+    t = b;
+    t[i + 50] = std::byte{1};
+    refix(t);
+    expect(t, i + 48, "reserved DMA fields must be zero");
+    t = b;
+    t[i + 1] = std::byte{1};
+    refix(t);
+    expect(t, i + 1, "flags must be zero for this opcode");
+    // END with an argument.
+    auto sync = section_entry(b, CODE, NEURON_ENGINE_SYNC);
+    uint64_t last = sec_off(b, sync) + test::rd64(b, sync + 16) - 64;
+    t = b;
+    test::wr32(t, last + 4, 5);
+    refix(t);
+    expect(t, last + 4, "(end): arg must be zero");
+    // A NONE operand with garbage.
+    i = insn(b, NEURON_ENGINE_VECTOR, 1); // memset: operands 1, 2 absent
+    t = b;
+    t[i + 30] = std::byte{1};
+    refix(t);
+    expect(t, i + 24, "operand 1 must be zero");
+    // Undefined flag bits.
+    i = insn(b, NEURON_ENGINE_TENSOR, 1); // matmul
+    t = b;
+    t[i + 1] = std::byte{0x80};
+    refix(t);
+    expect(t, i + 1, "undefined flags 0x80");
+}
+
+static void operands(void **) {
+    auto b = test::sample_bytes();
+    uint64_t i = insn(b, NEURON_ENGINE_TENSOR, 1); // matmul
+    auto t = b;
+    t[i + 8 + 1] = std::byte{9}; // dst dtype
+    refix(t);
+    expect(t, i + 9, "operand 0: unknown dtype 9");
+    t = b;
+    t[i + 8 + 3] = std::byte{200};
+    refix(t);
+    expect(t, i + 10, "partitions 0+200");
+    t = b;
+    t[i + 8] = std::byte{NEURON_SPACE_SBUF};
+    refix(t);
+    expect(t, i + 8, "operand 0: space 1 is not allowed here (expected PSUM)");
+    t = b;
+    test::wr16(t, i + 8 + 8, 0);
+    refix(t);
+    expect(t, i + 16, "free-axis counts 0x1");
+    t = b;
+    test::wr32(t, i + 8 + 4, 16380); // PSUM offset near the end of a partition
+    refix(t);
+    expect(t, i + 12, "exceed the 16384 bytes of a partition");
+    t = b;
+    test::wr32(t, i + 8 + 4, 2);
+    refix(t);
+    expect(t, i + 12, "not a multiple of the element size 4");
+    // Semaphores, loops.
+    i = insn(b, NEURON_ENGINE_TENSOR, 0); // wait
+    t = b;
+    t[i + 2] = std::byte{16};
+    refix(t);
+    expect(t, i + 2, "semaphore 16 does not exist");
+    i = insn(b, NEURON_ENGINE_SCALAR, 3); // loop
+    t = b;
+    test::wr32(t, i + 4, 3);
+    refix(t);
+    expect(t, i + 4, "loop target 3 is not before the loop");
+    t = b;
+    t[i + 2] = std::byte{8};
+    refix(t);
+    expect(t, i + 2, "loop counter 8 does not exist");
+    i = insn(b, NEURON_ENGINE_SCALAR, 1); // activate
+    t = b;
+    t[i + 2] = std::byte{NEURON_ACT_COUNT};
+    refix(t);
+    expect(t, i + 2, "unknown activation function 9");
+}
+
+static void bindings(void **) {
+    auto b = test::sample_bytes();
+    uint64_t load = insn(b, NEURON_ENGINE_SYNC, 0);
+    auto t = b;
+    t[load + 24] = std::byte{3};
+    refix(t);
+    expect(t, load + 24, "binding slot 3 does not exist (the program has 3)");
+    // Store into the input x (slot 0).
+    uint64_t store = insn(b, NEURON_ENGINE_SYNC, 5);
+    t = b;
+    t[store + 24] = std::byte{0};
+    refix(t);
+    expect(t, store + 24, "stores to slot 0 ('x', in argument), which the program may not write");
+    t = b;
+    t[store + 24] = std::byte{2};
+    refix(t);
+    expect(t, store + 24, "stores to slot 2 (the constants)");
+    t = b;
+    test::wr32(t, load + 28, 6);
+    refix(t);
+    expect(t, load + 28, "multiples of the element size 4");
+}
+
+static void missing_end(void **) {
+    auto b = test::sample_bytes();
+    auto sync = section_entry(b, CODE, NEURON_ENGINE_SYNC);
+    uint64_t last = sec_off(b, sync) + test::rd64(b, sync + 16) - 64;
+    auto t = b;
+    t[last] = std::byte{NEURON_OP_NOP};
+    refix(t);
+    expect(t, last, "the stream's last instruction is nop, not end or loop");
+}
+
+static void argument_table(void **) {
+    auto b = test::sample_bytes();
+    size_t e = section_entry(b, ARGS);
+    uint64_t a0 = sec_off(b, e), a1 = a0 + 64, a2 = a0 + 128;
+    auto t = b;
+    t[a0 + 4] = std::byte{9};
+    refix(t);
+    expect(t, a0 + 4, "argument 0 'x': unknown dtype 9");
+    t = b;
+    t[a0 + 5] = std::byte{7};
+    refix(t);
+    expect(t, a0 + 5, "unknown direction 7");
+    t = b;
+    t[a0 + 6] = std::byte{7};
+    refix(t);
+    expect(t, a0 + 6, "rank 7 is outside 1..6");
+    t = b;
+    test::wr32(t, a1, test::rd32(b, a0));
+    refix(t);
+    expect(t, a1, "argument 1 'x': duplicate name");
+    t = b;
+    test::wr32(t, a1, 0);
+    refix(t);
+    expect(t, a1, "argument 1: empty name");
+    t = b;
+    test::wr64(t, a0 + 24, 12);
+    refix(t);
+    expect(t, a0 + 24, "size 12 does not match its shape (8192 elements of 4 bytes)");
+    t = b;
+    test::wr32(t, a0 + 32 + 4, 0);
+    refix(t);
+    expect(t, a0 + 36, "dimension 1 is zero");
+    t = b;
+    test::wr32(t, a0 + 32 + 12, 5);
+    refix(t);
+    expect(t, a0 + 44, "dimension 3 beyond rank 2 must be zero");
+    t = b;
+    test::wr32(t, a1 + 8, 0);
+    refix(t);
+    expect(t, a1 + 8, "slot 0 is already argument 0's");
+    t = b;
+    test::wr32(t, a1 + 8, 7);
+    refix(t);
+    expect(t, a1 + 8, "slot 7 is not below num_slots 3");
+    t = b;
+    test::wr64(t, a0 + 16, 64);
+    refix(t);
+    expect(t, a0 + 16, "offset must be zero for a non-constant argument");
+    t = b;
+    test::wr64(t, a2 + 16, 1u << 30);
+    refix(t);
+    expect(t, a2 + 16, "is not an aligned range of the");
+    t = b;
+    t[a0 + 7] = std::byte{1};
+    refix(t);
+    expect(t, a0 + 7, "reserved fields must be zero");
+    t = b;
+    test::wr32(t, 48, 4);
+    refix(t);
+    expect(t, 48, "binding slot 3 (of num_slots 4) belongs to no argument");
+    t = b;
+    test::wr64(t, e + 16, 100);
+    refix(t);
+    expect(t, e + 16, "ARGS size 100 is not a multiple of 64");
+}
+
+static void symbol_table(void **) {
+    auto b = test::sample_bytes();
+    size_t e = section_entry(b, SYMBOLS);
+    uint64_t y = sec_off(b, e);
+    auto t = b;
+    t[y + 4] = std::byte{9};
+    refix(t);
+    expect(t, y + 4, "symbol 0 'x_tile': unknown kind 9");
+    t = b;
+    t[y + 7] = std::byte{0};
+    refix(t);
+    expect(t, y + 6, "partitions 0+0");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(accepts_sample),  cmocka_unit_test(truncation),
+        cmocka_unit_test(header),          cmocka_unit_test(checksums),
+        cmocka_unit_test(bad_offsets),     cmocka_unit_test(overlapping_sections),
+        cmocka_unit_test(sections),        cmocka_unit_test(unknown_opcodes),
+        cmocka_unit_test(reserved_fields), cmocka_unit_test(operands),
+        cmocka_unit_test(bindings),        cmocka_unit_test(missing_end),
+        cmocka_unit_test(argument_table),  cmocka_unit_test(symbol_table),
+    };
+    return cmocka_run_group_tests(tests, nullptr, nullptr);
+}

@@ -1,0 +1,380 @@
+// SPDX-License-Identifier: MIT
+// libneuron on the emulated device: devices, buffers, the sub-allocator,
+// program loading, copies, jobs (numerics, dependencies, many in flight,
+// fault and timeout errors) and C API parity.
+//
+// Usage: neuron-libneuron-vm-test device|copy|submit|capi
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <neuron/neuron.h>
+#include <neuron/neuron.hpp>
+
+// cmocka last: it defines macros that clash with the standard library.
+#include <csetjmp>
+#include <cstdarg>
+#include <cstddef>
+extern "C" {
+#include <cmocka.h>
+}
+
+using namespace neuron;
+using namespace std::chrono_literals;
+
+namespace {
+
+Device open_dev() {
+    return Device::open_first();
+}
+
+std::span<const std::byte> bytes_of(const std::vector<float> &v) {
+    return std::as_bytes(std::span(v));
+}
+
+Region data_region(const Device &d) {
+    return d.info().device_memory_size ? Region::device : Region::host;
+}
+
+/// y[128, n] = relu(x * 2 + 1): load, activate, store, with semaphores.
+Program relu_program(uint32_t n) {
+    ProgramBuilder b("relu2x1");
+    auto x = b.argument("x", DType::fp32, {128, n}, Direction::in);
+    auto y = b.argument("y", DType::fp32, {128, n}, Direction::out);
+    auto xs = b.sbuf("x", DType::fp32, n);
+    auto ys = b.sbuf("y", DType::fp32, n);
+    auto loaded = b.semaphore("loaded"), done = b.semaphore("done");
+    b.sync()
+        .dma_load(xs.tap(), x.at(0, n * 4))
+        .signal(loaded)
+        .wait(done)
+        .dma_store(y.at(0, n * 4), ys.tap());
+    b.scalar().wait(loaded).activate(Activation::relu, ys.tap(), xs.tap(), 2.0f, 1.0f).signal(done);
+    return b.finish();
+}
+
+std::vector<float> pattern(size_t n, float k) {
+    std::vector<float> v(n);
+    for (size_t i = 0; i < n; i++)
+        v[i] = (static_cast<float>(i % 17) - 8.0f) * k;
+    return v;
+}
+
+void check_relu(const Buffer &y, const std::vector<float> &x, uint64_t offset = 0) {
+    std::vector<float> out(x.size());
+    y.read(offset, std::as_writable_bytes(std::span(out)));
+    for (size_t i = 0; i < x.size(); i++) {
+        float want = std::max(0.0f, x[i] * 2.0f + 1.0f);
+        if (std::fabs(out[i] - want) > 1e-6f)
+            fail_msg("y[%zu] = %g, want %g", i, static_cast<double>(out[i]),
+                     static_cast<double>(want));
+    }
+}
+
+template <typename F> Error expect_error(F &&f, errc want) {
+    try {
+        f();
+    } catch (const Error &e) {
+        if (e.code() != want)
+            fail_msg("got %s (%d), want code %d", e.what(), e.code().value(),
+                     static_cast<int>(want));
+        return e;
+    }
+    fail_msg("no error");
+    return Error(errc::io_error, "");
+}
+
+} // namespace
+
+// --- device ------------------------------------------------------------------------
+
+static void device_info(void **) {
+    auto devs = enumerate();
+    assert_true(!devs.empty());
+    Device d = open_dev();
+    const DeviceInfo &i = d.info();
+    assert_int_equal(i.vendor_id, 0x1d0f);
+    assert_int_equal(i.device_id, devs[0].device_id);
+    assert_true(i.num_cores >= 1);
+    assert_int_equal(i.partitions, 128);
+    assert_int_equal(i.api_version >> 16, 1);
+    assert_true(i.max_bindings >= 2);
+    assert_string_equal(i.pci_address.c_str(), devs[0].pci_address.c_str());
+    // The same device by path, index and PCI address.
+    assert_int_equal(Device::open(devs[0].node).info().device_id, i.device_id);
+    assert_int_equal(Device::open(std::to_string(devs[0].index)).info().num_cores, i.num_cores);
+    assert_string_equal(Device::open(devs[0].pci_address).path().c_str(), devs[0].node.c_str());
+    expect_error([&] { d.queue(i.num_cores); }, errc::invalid_argument);
+}
+
+static void buffers(void **) {
+    Device d = open_dev();
+    for (Region r : {Region::host, data_region(d)}) {
+        Buffer b = d.allocate(10000, r);
+        assert_int_equal(b.size() % 4096, 0);
+        assert_true(b.size() >= 10000);
+        auto m = b.map();
+        assert_int_equal(m.size(), b.size());
+        for (auto x : m.first(64)) // zeroed
+            assert_int_equal(static_cast<int>(x), 0);
+        std::vector<float> v = pattern(1000, 0.5f);
+        b.write(128, bytes_of(v));
+        std::vector<float> back(1000);
+        b.read(128, std::as_writable_bytes(std::span(back)));
+        assert_memory_equal(back.data(), v.data(), 4000);
+        assert_ptr_equal(b.map().data(), m.data()); // mapped once
+        expect_error([&] { b.write(b.size() - 2, bytes_of(v)); }, errc::invalid_argument);
+    }
+    if (d.info().device_memory_size) {
+        auto e = expect_error([&] { d.allocate(d.info().device_memory_size * 2); },
+                              errc::out_of_device_memory);
+        assert_non_null(std::strstr(e.what(), "out of device memory"));
+    }
+    expect_error([&] { d.allocate(0); }, errc::invalid_argument);
+}
+
+static void pool(void **) {
+    Device d = open_dev();
+    SubAllocatorOptions o;
+    o.chunk_size = 1 << 20;
+    SubAllocator p(d, data_region(d), o);
+    std::vector<Allocation> v;
+    for (int i = 0; i < 100; i++) {
+        v.push_back(p.allocate(4000 + i));
+        std::memset(v.back().map().data(), i, v.back().size());
+    }
+    for (int i = 0; i < 100; i++)
+        assert_int_equal(static_cast<int>(v[i].map()[100]), i);
+    auto s = p.stats();
+    assert_int_equal(s.chunks, 1);
+    assert_int_equal(s.chunk_acquisitions, 1);
+    assert_non_null(v[0].buffer());
+    assert_true(v[0].range().buffer == v[1].range().buffer);
+}
+
+static void load(void **) {
+    Device d = open_dev();
+    ProgramBuilder b("consts");
+    std::vector<float> w = pattern(256, 1.0f);
+    b.constant("w", {256}, std::span<const float>(w));
+    b.vector().nop();
+    Program p = b.finish();
+    LoadedProgram lp = d.load(p);
+    auto img = p.device_image();
+    std::vector<std::byte> got(img.size());
+    lp.buffer().read(0, got);
+    assert_memory_equal(got.data(), img.data(), img.size());
+    std::vector<float> cw(256);
+    lp.buffer().read(lp.const_offset(), std::as_writable_bytes(std::span(cw)));
+    assert_memory_equal(cw.data(), w.data(), 1024);
+}
+
+// --- copy --------------------------------------------------------------------------
+
+static void copies(void **) {
+    Device d = open_dev();
+    auto v = pattern(4096, 0.25f);
+    Buffer host = d.allocate(v.size() * 4, Region::host);
+    Buffer dev = d.allocate(v.size() * 4, data_region(d));
+    Buffer back = d.allocate(v.size() * 4, Region::host);
+    host.write(0, bytes_of(v));
+    Fence up = d.copy(dev.range(0, v.size() * 4), host.range(0, v.size() * 4));
+    Fence down = d.copy(back.range(0, v.size() * 4), dev.range(0, v.size() * 4), {up});
+    assert_true(down.wait_for(30s));
+    assert_true(up.wait_for(0s));
+    std::vector<float> out(v.size());
+    back.read(0, std::as_writable_bytes(std::span(out)));
+    assert_memory_equal(out.data(), v.data(), v.size() * 4);
+    assert_non_null(std::strstr(down.label().c_str(), "copy"));
+    expect_error([&] { d.copy(dev.range(0, 8), host.range(0, 16)); }, errc::invalid_argument);
+}
+
+// --- submit ------------------------------------------------------------------------
+
+static void run_job(void **) {
+    Device d = open_dev();
+    const uint32_t n = 64;
+    LoadedProgram lp = d.load(relu_program(n));
+    auto x = pattern(128 * n, 0.5f);
+    Buffer xb = d.allocate(x.size() * 4, data_region(d));
+    Buffer yb = d.allocate(x.size() * 4, data_region(d));
+    xb.write(0, bytes_of(x));
+    Fence f = d.queue(0).submit(lp, Arguments().bind("x", xb).bind("y", yb));
+    f.wait();
+    check_relu(yb, x);
+    assert_non_null(std::strstr(f.label().c_str(), "program 'relu2x1' on core 0"));
+}
+
+static void many_in_flight(void **) {
+    Device d = open_dev();
+    const uint32_t n = 16;
+    LoadedProgram lp = d.load(relu_program(n));
+    SubAllocator pool(d, data_region(d));
+    Queue q = d.queue(d.info().num_cores - 1);
+    struct Job {
+        Allocation x, y;
+        std::vector<float> data;
+        Fence f;
+    };
+    std::vector<Job> jobs(32);
+    for (size_t j = 0; j < jobs.size(); j++) {
+        Job &jb = jobs[j];
+        jb.data = pattern(128 * n, 0.1f * static_cast<float>(j + 1));
+        jb.x = pool.allocate(jb.data.size() * 4);
+        jb.y = pool.allocate(jb.data.size() * 4);
+        std::memcpy(jb.x.map().data(), jb.data.data(), jb.data.size() * 4);
+        // Each job also waits for the previous one: a dependency chain.
+        std::vector<Fence> deps;
+        if (j)
+            deps.push_back(jobs[j - 1].f);
+        jb.f = q.submit(lp, Arguments().bind("x", jb.x).bind("y", jb.y), deps);
+    }
+    assert_true(jobs.back().f.wait_for(120s));
+    for (auto &jb : jobs) {
+        assert_true(jb.f.wait_for(0s));
+        check_relu(*jb.y.buffer(), jb.data, jb.y.offset());
+    }
+}
+
+static void argument_errors(void **) {
+    Device d = open_dev();
+    LoadedProgram lp = d.load(relu_program(16));
+    Buffer small = d.allocate(4096, data_region(d));
+    Buffer big = d.allocate(128 * 16 * 4, data_region(d));
+    Queue q = d.queue(0);
+    auto e =
+        expect_error([&] { q.submit(lp, Arguments().bind("x", big)); }, errc::invalid_argument);
+    assert_non_null(std::strstr(e.what(), "argument 'y' (out fp32, 8192 bytes) is not bound"));
+    e = expect_error([&] { q.submit(lp, Arguments().bind("x", big).bind("y", small)); },
+                     errc::invalid_argument);
+    assert_non_null(std::strstr(e.what(), "argument 'y' (fp32) needs 8192 bytes"));
+    e = expect_error([&] { q.submit(lp, Arguments().bind("z", big)); }, errc::invalid_argument);
+    assert_non_null(std::strstr(e.what(), "has no argument 'z' (its arguments: x, y)"));
+}
+
+static void fault(void **) {
+    Device d = open_dev();
+    // Loads 1 MiB past the start of a binding that is only 4 KiB long.
+    ProgramBuilder b("oob");
+    auto x = b.argument("x", DType::fp32, {1024}, Direction::in);
+    auto t = b.sbuf("t", DType::fp32, 16, 1);
+    DramRef far = x.at(0, 0);
+    far.offset = 1 << 20;
+    b.sync().dma_load(t.tap(), far);
+    LoadedProgram lp = d.load(b.finish());
+    Buffer xb = d.allocate(4096, data_region(d));
+    Fence f = d.queue(0).submit(lp, Arguments().bind("x", xb));
+    auto e = expect_error([&] { f.wait(); }, errc::job_fault);
+    assert_non_null(std::strstr(e.what(), "program 'oob'"));
+    assert_non_null(std::strstr(e.what(), "fault"));
+    assert_true(f.try_wait(0s) == errc::job_fault);
+    // The core keeps working.
+    run_job(nullptr);
+}
+
+static void timeout(void **) {
+    Device d = open_dev();
+    ProgramBuilder b("spin");
+    auto top = b.vector().here();
+    b.vector().nop().loop(top, 0); // forever
+    LoadedProgram lp = d.load(b.finish());
+    Fence f = d.queue(0).submit(lp, Arguments());
+    assert_false(f.wait_for(10ms)); // still running: a wait timeout, not an error
+    auto e = expect_error([&] { f.wait(); }, errc::job_timeout);
+    assert_non_null(std::strstr(e.what(), "timeout"));
+    run_job(nullptr);
+}
+
+// --- C API parity ------------------------------------------------------------------
+
+static void capi(void **) {
+    const uint32_t n = 32;
+    Program prog = relu_program(n);
+    auto bytes = prog.bytes();
+    neuron_device *dev = nullptr;
+    assert_int_equal(neuron_device_open(nullptr, &dev), NEURON_OK);
+    neuron_device_info info;
+    assert_int_equal(neuron_device_get_info(dev, &info), NEURON_OK);
+    Device cxx = open_dev();
+    assert_int_equal(info.num_cores, cxx.info().num_cores);
+    assert_int_equal(info.device_memory_size, cxx.info().device_memory_size);
+    assert_string_equal(info.pci_address, cxx.info().pci_address.c_str());
+    neuron_program *p = nullptr;
+    assert_int_equal(neuron_program_parse(bytes.data(), bytes.size(), &p), NEURON_OK);
+    neuron_loaded_program *lp = nullptr;
+    assert_int_equal(neuron_program_upload(dev, p, &lp), NEURON_OK);
+    neuron_region r = info.device_memory_size ? NEURON_REGION_DEVICE : NEURON_REGION_HOST;
+    neuron_pool *pool = nullptr;
+    assert_int_equal(neuron_pool_create(dev, r, 0, 0, &pool), NEURON_OK);
+    neuron_allocation *x = nullptr, *y = nullptr;
+    assert_int_equal(neuron_pool_alloc(pool, 128 * n * 4, 0, &x), NEURON_OK);
+    assert_int_equal(neuron_pool_alloc(pool, 128 * n * 4, 0, &y), NEURON_OK);
+    uint64_t xoff, yoff;
+    const neuron_buffer *xb = neuron_allocation_buffer(x, &xoff, nullptr);
+    const neuron_buffer *yb = neuron_allocation_buffer(y, &yoff, nullptr);
+    void *xm, *ym;
+    assert_int_equal(neuron_buffer_map(xb, &xm, nullptr), NEURON_OK);
+    assert_int_equal(neuron_buffer_map(yb, &ym, nullptr), NEURON_OK);
+    auto data = pattern(128 * n, 0.3f);
+    std::memcpy(static_cast<char *>(xm) + xoff, data.data(), data.size() * 4);
+    neuron_queue *q = nullptr;
+    assert_int_equal(neuron_queue_create(dev, 0, &q), NEURON_OK);
+    neuron_job_arg args[2] = {{"x", nullptr, x, 0, 0}, {"y", nullptr, y, 0, 0}};
+    neuron_fence *f = nullptr;
+    assert_int_equal(neuron_submit(q, lp, args, 2, nullptr, 0, &f), NEURON_OK);
+    assert_int_equal(neuron_fence_wait(f, -1), NEURON_OK);
+    const float *out = reinterpret_cast<const float *>(static_cast<char *>(ym) + yoff);
+    for (size_t i = 0; i < data.size(); i++)
+        assert_true(std::fabs(out[i] - std::max(0.0f, data[i] * 2 + 1)) < 1e-6f);
+    // Same error, same message as C++.
+    neuron_job_arg missing[1] = {{"x", nullptr, x, 0, 0}};
+    neuron_fence *f2 = nullptr;
+    assert_int_equal(neuron_submit(q, lp, missing, 1, nullptr, 0, &f2),
+                     NEURON_ERR_INVALID_ARGUMENT);
+    assert_non_null(std::strstr(neuron_last_error(), "argument 'y' (out fp32"));
+    neuron_fence_destroy(f);
+    neuron_allocation_free(x);
+    neuron_allocation_free(y);
+    neuron_pool_destroy(pool);
+    neuron_queue_destroy(q);
+    neuron_loaded_program_destroy(lp);
+    neuron_program_destroy(p);
+    neuron_device_close(dev);
+}
+
+// A test that throws fails with the exception's message instead of aborting.
+template <void (*F)(void **)> void guarded(void **state) {
+    try {
+        F(state);
+    } catch (const std::exception &e) {
+        fail_msg("%s", e.what());
+    }
+}
+#undef cmocka_unit_test
+#define cmocka_unit_test(f)                                                                        \
+    { #f, guarded < f>, nullptr, nullptr, nullptr }
+
+int main(int argc, char **argv) {
+    std::string group = argc > 1 ? argv[1] : "device";
+    const struct CMUnitTest device_tests[] = {cmocka_unit_test(device_info),
+                                              cmocka_unit_test(buffers), cmocka_unit_test(pool),
+                                              cmocka_unit_test(load)};
+    const struct CMUnitTest copy_tests[] = {cmocka_unit_test(copies)};
+    const struct CMUnitTest submit_tests[] = {
+        cmocka_unit_test(run_job), cmocka_unit_test(many_in_flight),
+        cmocka_unit_test(argument_errors), cmocka_unit_test(fault), cmocka_unit_test(timeout)};
+    const struct CMUnitTest capi_tests[] = {cmocka_unit_test(capi)};
+    if (group == "device")
+        return cmocka_run_group_tests_name("libneuron.device", device_tests, nullptr, nullptr);
+    if (group == "copy")
+        return cmocka_run_group_tests_name("libneuron.copy", copy_tests, nullptr, nullptr);
+    if (group == "submit")
+        return cmocka_run_group_tests_name("libneuron.submit", submit_tests, nullptr, nullptr);
+    if (group == "capi")
+        return cmocka_run_group_tests_name("libneuron.capi", capi_tests, nullptr, nullptr);
+    std::fprintf(stderr, "usage: %s device|copy|submit|capi\n", argv[0]);
+    return 2;
+}
