@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: MIT
+#include "neuron_tools/device.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <grp.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <system_error>
+#include <unistd.h>
+
+namespace neuron::tools {
+
+namespace fs = std::filesystem;
+
+Driver read_driver(const Roots &roots)
+{
+    Driver d;
+    std::error_code ec;
+    fs::path mod = roots.sys / "module" / "neuron";
+    d.loaded = fs::is_directory(mod, ec);
+    if (d.loaded)
+        d.version = read_text(mod / "version");
+    return d;
+}
+
+namespace {
+
+std::string user_name(uid_t uid)
+{
+    if (const struct passwd *pw = getpwuid(uid))
+        return pw->pw_name;
+    return std::to_string(uid);
+}
+
+std::string group_name(gid_t gid)
+{
+    if (const struct group *gr = getgrgid(gid))
+        return gr->gr_name;
+    return std::to_string(gid);
+}
+
+NodeAccess check_access(const fs::path &node)
+{
+    NodeAccess a;
+    struct stat st {};
+    if (stat(node.c_str(), &st) != 0) {
+        a.error = errno;
+        return a;
+    }
+    a.owner = user_name(st.st_uid);
+    a.group = group_name(st.st_gid);
+    a.mode = st.st_mode & 07777;
+    if (access(node.c_str(), R_OK | W_OK) != 0)
+        a.error = errno;
+    return a;
+}
+
+void read_counters(const fs::path &dir, Device &dev)
+{
+    dev.core.clear();
+    dev.dma.clear();
+    unsigned ncores = dev.cores.value_or(0);
+    for (unsigned i = 0; i < ncores; i++) {
+        fs::path c = dir / ("core" + std::to_string(i));
+        CoreCounters cc;
+        cc.index = i;
+        cc.busy_ns = read_u64(c / "busy_ns").value_or(0);
+        cc.instructions = read_u64(c / "instructions").value_or(0);
+        cc.flops = read_u64(c / "flops").value_or(0);
+        cc.dma_bytes = read_u64(c / "dma_bytes").value_or(0);
+        cc.jobs = read_u64(c / "jobs").value_or(0);
+        cc.faults = read_u64(c / "faults").value_or(0);
+        cc.timeouts = read_u64(c / "timeouts").value_or(0);
+        cc.resets = read_u64(c / "resets").value_or(0);
+        dev.core.push_back(cc);
+    }
+    unsigned ndma = dev.dma_engines.value_or(0);
+    for (unsigned i = 0; i < ndma; i++) {
+        fs::path d = dir / ("dma" + std::to_string(i));
+        DmaCounters dc;
+        dc.index = i;
+        dc.bytes = read_u64(d / "bytes").value_or(0);
+        dc.descriptors = read_u64(d / "descriptors").value_or(0);
+        dc.errors = read_u64(d / "errors").value_or(0);
+        dev.dma.push_back(dc);
+    }
+}
+
+fs::path attr_dir(const Roots &roots, const Device &dev)
+{
+    return roots.sys / "class" / "accel" / dev.name / "device" / "neuron";
+}
+
+} // namespace
+
+void refresh_device(const Roots &roots, Device &dev, bool counters)
+{
+    fs::path dir = attr_dir(roots, dev);
+    dev.memory_used = read_u64(dir / "memory_used");
+    dev.state = read_text(dir / "state").value_or("unknown");
+    dev.reset_count = read_u64(dir / "reset_count");
+    if (counters)
+        read_counters(dir, dev);
+}
+
+std::vector<Device> scan_devices(const Roots &roots, const ScanOptions &opts)
+{
+    std::vector<Device> out;
+    std::error_code ec;
+    fs::path cls = roots.sys / "class" / "accel";
+    fs::directory_iterator it(cls, ec);
+    if (ec)
+        return out;
+    for (const auto &entry : it) {
+        std::string name = entry.path().filename().string();
+        if (name.rfind("accel", 0) != 0)
+            continue;
+        auto idx = parse_u64(std::string_view(name).substr(5));
+        if (!idx)
+            continue;
+        fs::path devdir = entry.path() / "device";
+        if (link_basename(devdir / "driver") != "neuron")
+            continue;
+
+        Device d;
+        d.index = static_cast<unsigned>(*idx);
+        d.name = name;
+        d.node = "/dev/accel/" + name;
+        d.bdf = link_basename(devdir);
+        if (d.bdf.empty()) {
+            // Not a symlink (unusual): the canonical path still ends in the BDF.
+            d.bdf = fs::canonical(devdir, ec).filename().string();
+        }
+        if (auto n = read_i64(devdir / "numa_node"); n && *n >= 0)
+            d.numa_node = static_cast<int>(*n);
+        fs::path dir = devdir / "neuron";
+        if (auto v = read_u64(dir / "cores"))
+            d.cores = static_cast<unsigned>(*v);
+        if (auto v = read_u64(dir / "dma_engines"))
+            d.dma_engines = static_cast<unsigned>(*v);
+        d.memory_total = read_u64(dir / "memory_total");
+        d.hw_version = read_text(dir / "hw_version");
+        d.fw_version = read_text(dir / "fw_version");
+        refresh_device(roots, d, opts.counters);
+        if (opts.access)
+            d.access = check_access(roots.dev / "accel" / name);
+        out.push_back(std::move(d));
+    }
+    std::sort(out.begin(), out.end(),
+              [](const Device &a, const Device &b) { return a.index < b.index; });
+    return out;
+}
+
+} // namespace neuron::tools

@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: MIT
+// The devices of the neuron driver as sysfs describes them (docs/telemetry.md).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "neuron_tools/sysfs.hpp"
+
+namespace neuron::tools {
+
+/// The kernel module: /sys/module/neuron.
+struct Driver {
+    bool loaded = false;
+    std::optional<std::string> version; ///< /sys/module/neuron/version
+};
+
+Driver read_driver(const Roots &roots);
+
+/// Counters of one NeuronCore (neuron/core<N>/...). Missing files read as 0.
+struct CoreCounters {
+    unsigned index = 0;
+    uint64_t busy_ns = 0;
+    uint64_t instructions = 0;
+    uint64_t flops = 0;
+    uint64_t dma_bytes = 0;
+    uint64_t jobs = 0;
+    uint64_t faults = 0;
+    uint64_t timeouts = 0;
+    uint64_t resets = 0;
+};
+
+/// Counters of one DMA engine (neuron/dma<N>/...). Missing files read as 0.
+struct DmaCounters {
+    unsigned index = 0;
+    uint64_t bytes = 0;
+    uint64_t descriptors = 0;
+    uint64_t errors = 0;
+};
+
+/// Whether the calling user may open the device node read-write.
+struct NodeAccess {
+    int error = 0;            ///< 0, or the errno of access(2) (EACCES, ENOENT, ...)
+    std::string owner;        ///< user name (or number) owning the node
+    std::string group;        ///< group name (or number) of the node
+    unsigned mode = 0;        ///< permission bits of the node
+    bool ok() const { return error == 0; }
+};
+
+struct Device {
+    unsigned index = 0;       ///< N of /dev/accel/accelN
+    std::string name;         ///< accelN
+    std::string node;         ///< /dev/accel/accelN
+    std::string bdf;          ///< PCI address, e.g. 0000:00:03.0
+    std::optional<int> numa_node;
+    std::optional<unsigned> cores;
+    std::optional<unsigned> dma_engines;
+    std::optional<uint64_t> memory_total;
+    std::optional<uint64_t> memory_used;
+    std::optional<std::string> hw_version;
+    std::optional<std::string> fw_version;
+    std::string state = "unknown"; ///< ready, resetting, failed; unknown if unreadable
+    std::optional<uint64_t> reset_count;
+    std::vector<CoreCounters> core;  ///< filled when counters are asked for
+    std::vector<DmaCounters> dma;    ///< filled when counters are asked for
+    NodeAccess access;
+};
+
+struct ScanOptions {
+    bool counters = false; ///< read core<N>/ and dma<N>/ counters too
+    bool access = true;    ///< check that the node can be opened
+};
+
+/// Every accel device bound to the neuron driver, ordered by index.
+std::vector<Device> scan_devices(const Roots &roots, const ScanOptions &opts = {});
+
+/// Re-reads the changing values of a device (memory used, state, reset
+/// count, counters) in place.
+void refresh_device(const Roots &roots, Device &dev, bool counters);
+
+} // namespace neuron::tools

@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: MIT
+// Reading the driver's stable interfaces: sysfs attributes and /proc files.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace neuron::tools {
+
+/// Where the tools look for sysfs, procfs and device nodes. Tests point these
+/// at a fake tree with $NEURON_SYSFS_ROOT, $NEURON_PROC_ROOT and
+/// $NEURON_DEV_ROOT.
+struct Roots {
+    std::filesystem::path sys = "/sys";
+    std::filesystem::path proc = "/proc";
+    std::filesystem::path dev = "/dev";
+
+    static Roots from_env();
+};
+
+/// The content of a small text file with trailing whitespace removed;
+/// nullopt when it does not exist or cannot be read.
+std::optional<std::string> read_text(const std::filesystem::path &path);
+
+/// The whole file, unmodified; nullopt when it cannot be read.
+std::optional<std::string> read_file(const std::filesystem::path &path);
+
+/// A decimal unsigned/signed number file; nullopt when missing or malformed.
+std::optional<uint64_t> read_u64(const std::filesystem::path &path);
+std::optional<int64_t> read_i64(const std::filesystem::path &path);
+
+/// Parses a whole string as a decimal number.
+std::optional<uint64_t> parse_u64(std::string_view text);
+
+/// The last component of a symlink's target ("" when it is not a symlink).
+std::string link_basename(const std::filesystem::path &link);
+
+} // namespace neuron::tools

@@ -1,0 +1,336 @@
+// SPDX-License-Identifier: MIT
+#include "top.hpp"
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <csignal>
+#include <fmt/format.h>
+#include <ftxui/component/component.hpp>
+#include <ftxui/component/screen_interactive.hpp>
+#include <mutex>
+#include <ostream>
+#include <poll.h>
+#include <thread>
+#include <unistd.h>
+
+#include "neuron_tools/format.hpp"
+#include "neuron_tools/version.hpp"
+#include "view.hpp"
+
+namespace neuron::tools::top {
+
+using nlohmann::ordered_json;
+
+Sampler::Sampler(Roots roots, bool use_netlink) : roots_(std::move(roots))
+{
+    std::string why = "--no-netlink";
+    if (use_netlink && netlink_.open(why))
+        source_ = "events: netlink";
+    else
+        source_ = "events: polling reset_count (" + why + ")";
+}
+
+void Sampler::start()
+{
+    prev_ = take_snapshot(roots_);
+}
+
+
+Model Sampler::sample()
+{
+    Snapshot cur = take_snapshot(roots_);
+    if (!prev_)
+        prev_ = cur;
+    Model m = compute(*prev_, cur);
+    // Netlink reports resets, hangs and errors; the counters report faults,
+    // and everything when netlink is not available.
+    std::vector<Event> fresh = netlink_.receive();
+    pending_.insert(pending_.end(), fresh.begin(), fresh.end());
+    add_events(events_, fresh);
+    new_events_ = std::move(pending_);
+    pending_.clear();
+    std::vector<Event> counted = counter_events(*prev_, cur, !netlink_.is_open());
+    add_events(events_, counted);
+    new_events_.insert(new_events_.end(), counted.begin(), counted.end());
+    m.events = events_;
+    m.event_source = source_;
+    prev_ = std::move(cur);
+    return m;
+}
+
+void Sampler::wait_until(std::chrono::steady_clock::time_point deadline,
+                         const std::function<void()> &on_event, const std::function<bool()> &stop)
+{
+    for (;;) {
+        if (stop && stop())
+            return;
+        auto now = std::chrono::steady_clock::now();
+        if (now >= deadline)
+            return;
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count();
+        int timeout = static_cast<int>(std::min<long long>(left + 1, 100));
+        int fd = netlink_.fd();
+        if (fd < 0) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(timeout));
+            continue;
+        }
+        struct pollfd pfd = {fd, POLLIN, 0};
+        if (poll(&pfd, 1, timeout) > 0) {
+            std::vector<Event> fresh = netlink_.receive();
+            if (!fresh.empty()) {
+                pending_.insert(pending_.end(), fresh.begin(), fresh.end());
+                add_events(events_, fresh);
+                if (on_event)
+                    on_event();
+            }
+        }
+    }
+}
+
+namespace {
+
+std::string where(const Event &e)
+{
+    return fmt::format("accel{} {}", e.device, e.core >= 0 ? fmt::format("nc{}", e.core) : "device");
+}
+
+} // namespace
+
+std::string batch_text(const Model &m, const std::vector<Event> &events, unsigned sample)
+{
+    std::string s = fmt::format("sample {} time {} interval {:.2f}s driver {} {}\n", sample,
+                                clock_time(m.wall_s), m.interval_s, m.driver_version,
+                                m.event_source);
+    for (const DeviceView &d : m.devices) {
+        s += fmt::format("device {} {} state={} memory_used={} memory_total={} dma_bytes_per_s={:.0f} "
+                         "jobs_per_s={:.1f} reset_count={}\n",
+                         d.name, d.bdf, d.state, d.memory_used ? std::to_string(*d.memory_used) : "-",
+                         d.memory_total ? std::to_string(*d.memory_total) : "-", d.dma_bytes_per_s,
+                         d.jobs_per_s, d.reset_count);
+        for (const CoreView &c : d.cores)
+            s += fmt::format("core {} nc{} util={:.1f}% jobs_per_s={:.1f} faults={} timeouts={} "
+                             "resets={}\n",
+                             d.name, c.index, c.util * 100, c.jobs_per_s, c.faults, c.timeouts,
+                             c.resets);
+    }
+    for (const ProcessView &p : m.processes)
+        s += fmt::format("process {} {} accel{} memory={} util={:.1f}% cores={}\n", p.pid, p.command,
+                         p.device, p.memory, p.util * 100, join_list(p.cores));
+    for (const Event &e : events)
+        s += fmt::format("event {} {} {}{}{} source={}\n", clock_time(e.wall_s), where(e), e.kind,
+                         e.detail.empty() ? "" : " ", e.detail, e.source);
+    return s;
+}
+
+ordered_json batch_json(const Model &m, const std::vector<Event> &events, unsigned sample)
+{
+    ordered_json devices = ordered_json::array();
+    for (const DeviceView &d : m.devices) {
+        ordered_json cores = ordered_json::array();
+        for (const CoreView &c : d.cores)
+            cores.push_back({{"core", c.index},
+                             {"utilization", c.util},
+                             {"jobs_per_s", c.jobs_per_s},
+                             {"faults", c.faults},
+                             {"timeouts", c.timeouts},
+                             {"resets", c.resets}});
+        auto nullable = [](const auto &v) -> ordered_json {
+            return v ? ordered_json(*v) : ordered_json(nullptr);
+        };
+        devices.push_back({{"neuron_device", d.index},
+                           {"bdf", d.bdf},
+                           {"state", d.state},
+                           {"memory_used", nullable(d.memory_used)},
+                           {"memory_size", nullable(d.memory_total)},
+                           {"dma_bytes_per_s", d.dma_bytes_per_s},
+                           {"jobs_per_s", d.jobs_per_s},
+                           {"reset_count", d.reset_count},
+                           {"neuron_cores", cores}});
+    }
+    ordered_json procs = ordered_json::array();
+    for (const ProcessView &p : m.processes)
+        procs.push_back({{"pid", p.pid},
+                         {"command", p.command},
+                         {"neuron_device", p.device},
+                         {"memory_used", p.memory},
+                         {"host_memory_used", p.host_memory},
+                         {"utilization", p.util},
+                         {"neuron_cores", p.cores}});
+    ordered_json evs = ordered_json::array();
+    for (const Event &e : events)
+        evs.push_back({{"time", e.wall_s},
+                       {"neuron_device", e.device},
+                       {"core", e.core >= 0 ? ordered_json(e.core) : ordered_json(nullptr)},
+                       {"kind", e.kind},
+                       {"detail", e.detail},
+                       {"source", e.source}});
+    return {{"sample", sample},
+            {"time", m.wall_s},
+            {"interval_s", m.interval_s},
+            {"driver_version", m.driver_version},
+            {"event_source", m.event_source},
+            {"devices", devices},
+            {"processes", procs},
+            {"events", evs}};
+}
+
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+
+void on_signal(int)
+{
+    g_interrupted = true;
+}
+
+int run_batch(Sampler &sampler, double interval, unsigned count, bool json, std::ostream &out)
+{
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGTERM, on_signal);
+    std::signal(SIGPIPE, on_signal);
+    auto period = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double>(interval));
+    auto next = std::chrono::steady_clock::now();
+    sampler.start();
+    for (unsigned i = 1; count == 0 || i <= count; i++) {
+        next += period;
+        sampler.wait_until(next, {}, [] { return g_interrupted.load(); });
+        if (g_interrupted)
+            break;
+        Model m = sampler.sample();
+        if (json)
+            out << batch_json(m, sampler.new_events(), i).dump() << "\n";
+        else
+            out << batch_text(m, sampler.new_events(), i) << "\n";
+        out.flush();
+        if (!out)
+            break;
+    }
+    return exit_ok;
+}
+
+int run_interactive(Sampler &sampler, double interval)
+{
+    using namespace ftxui;
+    auto screen = ScreenInteractive::Fullscreen();
+    std::mutex lock; // protects model
+    Model model;
+    UiState ui;
+    std::atomic<bool> paused{false};
+
+    sampler.start();
+    model = sampler.sample(); // an empty interval: shows the devices at once
+    model.event_source = sampler.event_source();
+
+    std::jthread worker([&](std::stop_token stop) {
+        auto period = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+            std::chrono::duration<double>(interval));
+        auto next = std::chrono::steady_clock::now();
+        while (!stop.stop_requested()) {
+            next += period;
+            sampler.wait_until(
+                next,
+                [&] {
+                    // Netlink events show up at once, before the next sample.
+                    std::lock_guard g(lock);
+                    model.events = sampler.events();
+                    screen.PostEvent(ftxui::Event::Custom);
+                },
+                [&] { return stop.stop_requested(); });
+            if (stop.stop_requested())
+                break;
+            if (paused)
+                continue;
+            Model m = sampler.sample();
+            {
+                std::lock_guard g(lock);
+                model = std::move(m);
+            }
+            screen.PostEvent(ftxui::Event::Custom);
+        }
+    });
+
+    auto renderer = Renderer([&] {
+        std::lock_guard g(lock);
+        return render(model, ui);
+    });
+    auto app = CatchEvent(renderer, [&](ftxui::Event e) {
+        bool handled;
+        {
+            std::lock_guard g(lock);
+            handled = handle_key(ui, e, model);
+        }
+        paused = ui.paused;
+        if (ui.quit)
+            screen.Exit();
+        return handled;
+    });
+    screen.Loop(app);
+    worker.request_stop();
+    return exit_ok;
+}
+
+} // namespace
+
+int run(int argc, const char *const *argv, std::ostream &out, std::ostream &err,
+        const Roots &roots)
+{
+    CLI::App app{"Live view of neuron accelerator devices: per-core utilization, memory, DMA "
+                 "throughput, job rates, processes and events (resets, hangs, faults).",
+                 "neuron-top"};
+    double interval = 1.0;
+    unsigned count = 0;
+    bool batch = false, as_json = false, version = false, no_netlink = false;
+    app.add_option("-d,--interval", interval, "Seconds between two samples (default 1.0)")
+        ->check(CLI::Range(0.05, 3600.0));
+    app.add_flag("-b,--batch", batch,
+                 "Print samples as text lines instead of the interactive screen");
+    app.add_flag("-j,--json", as_json, "Print samples as JSON, one object per line (implies --batch)");
+    app.add_option("-n,--count", count,
+                   "Stop after this many samples in batch mode (default: until interrupted)");
+    app.add_flag("--no-netlink", no_netlink,
+                 "Do not listen to the driver's netlink events: detect resets from the counters");
+    app.add_flag("-V,--version", version, "Print the version and exit");
+    app.footer("Keys: q quit, ? or F1 help, s sort, arrows select. "
+               "Exit status: 0 ok, 2 usage error, 3 driver not loaded, 4 no devices. "
+               "See neuron-top(1).");
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp &) {
+        out << app.help();
+        return exit_ok;
+    } catch (const CLI::ParseError &e) {
+        err << "neuron-top: " << e.what() << "\nRun neuron-top --help for the options.\n";
+        return exit_usage;
+    }
+    if (version) {
+        out << "neuron-top " << NEURON_TOOLS_VERSION << "\n";
+        return exit_ok;
+    }
+    if (as_json)
+        batch = true;
+    if (!batch && !isatty(STDOUT_FILENO)) {
+        err << "neuron-top: standard output is not a terminal: use --batch or --json\n";
+        return exit_usage;
+    }
+
+    Driver driver = read_driver(roots);
+    ScanOptions opts;
+    opts.access = false;
+    if (scan_devices(roots, opts).empty()) {
+        if (!driver.loaded) {
+            err << "neuron: driver not loaded: run modprobe neuron\n";
+            return exit_no_driver;
+        }
+        err << "neuron: no devices: the driver is loaded but no device is bound to it "
+               "(check lspci -d 1d0f: and the kernel log)\n";
+        return exit_no_devices;
+    }
+
+    Sampler sampler(roots, !no_netlink);
+    if (batch)
+        return run_batch(sampler, interval, count, as_json, out);
+    return run_interactive(sampler, interval);
+}
+
+} // namespace neuron::tools::top
