@@ -20,7 +20,12 @@
 #include "neuron_gem.h"
 #include "neuron_hw.h"
 #include "neuron_irq.h"
+#include "neuron_dma.h"
+#include "neuron_job.h"
 #include "neuron_mm.h"
+#include "neuron_debugfs.h"
+#include "neuron_genl.h"
+#include "neuron_sysfs.h"
 
 unsigned int neuron_reset_timeout_ms = 2000;
 module_param_named(reset_timeout_ms, neuron_reset_timeout_ms, uint, 0644);
@@ -41,18 +46,27 @@ static_assert(DRM_NEURON_CAP_CORE_RESET == NEURON_CAP_CORE_RESET);
 static int neuron_open(struct drm_device *drm, struct drm_file *file)
 {
 	struct neuron_file *nfile;
+	int ret;
 
 	nfile = kzalloc(sizeof(*nfile), GFP_KERNEL);
 	if (!nfile)
 		return -ENOMEM;
 	nfile->ndev = to_neuron_device(drm);
+	ret = neuron_exec_file_init(nfile->ndev, &nfile->exec);
+	if (ret) {
+		kfree(nfile);
+		return ret;
+	}
 	file->driver_priv = nfile;
 	return 0;
 }
 
 static void neuron_postclose(struct drm_device *drm, struct drm_file *file)
 {
-	kfree(to_neuron_file(file));
+	struct neuron_file *nfile = to_neuron_file(file);
+
+	neuron_exec_file_fini(&nfile->exec);
+	kfree(nfile);
 }
 
 static int neuron_get_param_ioctl(struct drm_device *drm, void *data,
@@ -122,6 +136,8 @@ static const struct drm_ioctl_desc neuron_ioctls[] = {
 	DRM_IOCTL_DEF_DRV(NEURON_GET_PARAM, neuron_get_param_ioctl, 0),
 	DRM_IOCTL_DEF_DRV(NEURON_BO_CREATE, neuron_bo_create_ioctl, 0),
 	DRM_IOCTL_DEF_DRV(NEURON_BO_INFO, neuron_bo_info_ioctl, 0),
+	DRM_IOCTL_DEF_DRV(NEURON_COPY, neuron_copy_ioctl, 0),
+	DRM_IOCTL_DEF_DRV(NEURON_SUBMIT, neuron_submit_ioctl, 0),
 };
 
 /*
@@ -174,10 +190,12 @@ static const struct file_operations neuron_fops = {
 };
 
 static const struct drm_driver neuron_drm_driver = {
-	.driver_features = DRIVER_GEM | DRIVER_COMPUTE_ACCEL,
+	.driver_features = DRIVER_GEM | DRIVER_COMPUTE_ACCEL | DRIVER_SYNCOBJ |
+			   DRIVER_SYNCOBJ_TIMELINE,
 	.open = neuron_open,
 	.postclose = neuron_postclose,
 	.gem_create_object = neuron_gem_create_object,
+	.show_fdinfo = neuron_show_fdinfo,
 	.ioctls = neuron_ioctls,
 	.num_ioctls = ARRAY_SIZE(neuron_ioctls),
 	.fops = &neuron_fops,
@@ -221,6 +239,7 @@ static int neuron_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		return PTR_ERR(ndev);
 	ndev->pdev = pdev;
 	pci_set_drvdata(pdev, ndev);
+	neuron_telemetry_init(ndev);
 
 	ret = pcim_enable_device(pdev);
 	if (ret)
@@ -253,7 +272,19 @@ static int neuron_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (ret)
 		return ret;
 
+	ret = neuron_exec_init(ndev);
+	if (ret)
+		return ret;
+
 	ret = neuron_irq_init(ndev);
+	if (ret)
+		return ret;
+
+	ret = neuron_sysfs_init(ndev);
+	if (ret)
+		return ret;
+	neuron_debugfs_init(ndev);
+	ret = neuron_genl_device_add(ndev);
 	if (ret)
 		return ret;
 
@@ -270,6 +301,7 @@ static void neuron_remove(struct pci_dev *pdev)
 	 * and the allocator) alive after device-managed resources go.
 	 */
 	drm_dev_unplug(&ndev->drm);
+	neuron_exec_unplug(ndev);
 }
 
 static const struct pci_device_id neuron_pci_ids[] = {
@@ -284,7 +316,28 @@ static struct pci_driver neuron_pci_driver = {
 	.probe = neuron_probe,
 	.remove = neuron_remove,
 };
-module_pci_driver(neuron_pci_driver);
+
+static int __init neuron_init(void)
+{
+	int ret;
+
+	ret = neuron_genl_register();
+	if (ret)
+		return ret;
+	ret = pci_register_driver(&neuron_pci_driver);
+	if (ret)
+		neuron_genl_unregister();
+	return ret;
+}
+module_init(neuron_init);
+
+static void __exit neuron_exit(void)
+{
+	pci_unregister_driver(&neuron_pci_driver);
+	neuron_genl_unregister();
+}
+module_exit(neuron_exit);
 
 MODULE_DESCRIPTION(DRIVER_DESC);
 MODULE_LICENSE("GPL");
+MODULE_VERSION(DRIVER_VERSION);

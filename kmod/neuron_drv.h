@@ -15,10 +15,13 @@
 #include "neuron_regs.h"
 #include "neuron_hw.h"
 #include "neuron_irq.h"
+#include "neuron_job.h"
 #include "neuron_mm.h"
+#include "neuron_sysfs.h"
 
 #define DRIVER_NAME		"neuron"
 #define DRIVER_DESC		"neuron machine-learning accelerator"
+#define DRIVER_VERSION		"0.1.0"
 
 /**
  * struct neuron_device - one neuron PCI function
@@ -32,6 +35,8 @@
  *	userspace mappings of device buffers
  * @irq: MSI-X vectors and their handlers
  * @mm: device-memory allocator
+ * @exec: core queues, DMA engines, their schedulers and recovery
+ * @telemetry: sysfs, counters, reset accounting, netlink index
  *
  * Hardware may only be touched between drm_dev_enter() and drm_dev_exit()
  * outside probe, remove and interrupt handlers (which are freed before the
@@ -46,17 +51,21 @@ struct neuron_device {
 	phys_addr_t mem_bus_start;
 	struct neuron_irq irq;
 	struct neuron_mm mm;
+	struct neuron_exec exec;
+	struct neuron_telemetry telemetry;
 };
 
 /**
  * struct neuron_file - per-open-file state
  * @ndev: the device this file was opened on
+ * @exec: the file's scheduler entities and job accounting
  *
  * Buffer handles live in the drm_file's own handle table; jobs and copies
  * will hang their per-file scheduler entities here.
  */
 struct neuron_file {
 	struct neuron_device *ndev;
+	struct neuron_file_exec exec;
 };
 
 static inline struct neuron_device *to_neuron_device(struct drm_device *drm)

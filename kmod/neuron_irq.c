@@ -14,6 +14,8 @@
 #include "neuron_drv.h"
 #include "neuron_hw.h"
 #include "neuron_irq.h"
+#include "neuron_dma.h"
+#include "neuron_job.h"
 
 static irqreturn_t neuron_irq_handler(int irq, void *arg)
 {
@@ -62,13 +64,14 @@ static irqreturn_t neuron_irq_thread(int irq, void *arg)
 
 	switch (vec->source) {
 	case NEURON_IRQ_SRC_QUEUE:
-		ndev_dbg(ndev, "core %u completion interrupt\n", vec->index);
+		neuron_queue_irq(ndev, vec->index);
 		break;
 	case NEURON_IRQ_SRC_DMA:
-		ndev_dbg(ndev, "DMA engine %u completion interrupt\n", vec->index);
+		neuron_dma_irq(ndev, vec->index);
 		break;
 	case NEURON_IRQ_SRC_ERROR:
 		neuron_irq_error(ndev);
+		neuron_exec_error_irq(ndev);
 		break;
 	}
 	return IRQ_HANDLED;

@@ -287,15 +287,22 @@ struct drm_neuron_sync {
  * in order; anything else is ordered only through syncobjs. Source and
  * destination ranges may not overlap within one buffer.
  *
- * A copy that fails on the device (an engine error or reset) signals its
- * fence with an error, which DRM syncobj waits report as such.
+ * A copy that fails on the device signals its fence with an error: -EIO
+ * for a DMA error, -ETIMEDOUT when it exceeded the copy timeout (the
+ * engine is then reset), -ECANCELED when a reset of the device aborted it.
+ * DRM syncobj waits return once the fence signalled, error or not; the
+ * error is read from a sync file exported from the syncobj
+ * (DRM_IOCTL_SYNCOBJ_HANDLE_TO_FD with
+ * DRM_SYNCOBJ_HANDLE_TO_FD_FLAGS_EXPORT_SYNC_FILE, then SYNC_IOC_FILE_INFO:
+ * a negative status is the error).
  *
  * Errors: -ENOENT when a handle names no buffer or syncobj of this file;
  * -EINVAL for a zero @size, a range that does not fit in its buffer (or
  * whose end overflows), overlapping ranges in one buffer, an @engine that
  * is neither below DRM_NEURON_PARAM_NUM_DMA_ENGINES nor
  * %DRM_NEURON_ENGINE_ANY, unknown @flags, more than
- * %DRM_NEURON_MAX_IN_SYNCS @in_syncs, a zero @out_sync handle or non-zero
+ * %DRM_NEURON_MAX_IN_SYNCS @in_syncs, an @in_syncs entry whose syncobj
+ * (point) has no fence yet, a zero @out_sync handle or non-zero
  * @pad/@reserved fields (here and in the @in_syncs entries); -EIO when the
  * device is in a fatal state and cannot run copies.
  */
@@ -390,15 +397,19 @@ struct drm_neuron_binding {
  * ...) or exceeds the job timeout signals its fence with an error: -EFAULT
  * for an access fault, -EINVAL for a malformed program, -ETIMEDOUT for a
  * timeout (the core is then reset), -ECANCELED when a reset of the device
- * aborted it, -EIO for other failures.
+ * aborted it, -EIO for other failures (including a halted queue). The
+ * error is read as for &drm_neuron_copy. Jobs queued behind a job that
+ * timed out, on the same core, run normally once the core is reset.
  *
  * Errors of the ioctl itself: -ENOENT when a handle names no buffer or
  * syncobj of this file; -EINVAL for a @core not below
- * DRM_NEURON_PARAM_NUM_CORES, a zero @program_size, a program range or
+ * DRM_NEURON_PARAM_NUM_CORES, a zero @program_size or one of 4 GiB or
+ * more, a program range or
  * binding range that does not fit in its buffer (or whose end overflows),
  * zero @num_bindings or more than DRM_NEURON_PARAM_MAX_BINDINGS, a binding
  * with zero size or no or unknown rights, unknown @flags, more than
- * %DRM_NEURON_MAX_IN_SYNCS @in_syncs, a zero @out_sync handle, or a
+ * %DRM_NEURON_MAX_IN_SYNCS @in_syncs, an @in_syncs entry whose syncobj
+ * (point) has no fence yet, a zero @out_sync handle, or a
  * non-zero @pad/@reserved field anywhere; -EOPNOTSUPP for a
  * %DRM_NEURON_BO_HOST binding or program without
  * %DRM_NEURON_CAP_HOST_BINDINGS; -EIO when the device is in a fatal state.

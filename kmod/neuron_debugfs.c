@@ -1,0 +1,269 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * neuron: debugfs, in the DRM device's directory
+ * (/sys/kernel/debug/accel/<minor>/). Not an interface: for developers
+ * and the driver's tests.
+ *
+ *   device        global registers (status, fatal cause, reset count, IRQs)
+ *   core<N>       queue registers, the driver's ring indices, jobs on it
+ *   dma<N>        engine registers, the driver's ring indices, copies on it
+ *   mm            the device-memory allocator's ranges
+ *   inject_fatal  write 1: the device enters its fatal state (INJECT.FATAL);
+ *                 the driver recovers with a device reset
+ *   reset_core    write a core index: the core's queue is made to halt
+ *                 with a ring error (a doorbell beyond the ring), so that
+ *                 the driver's error recovery resets that core
+ *
+ * The files live as long as the DRM device; after unplug, reading the
+ * hardware fails with -ENODEV.
+ */
+#include <drm/drm_drv.h>
+#include <drm/drm_print.h>
+#include <linux/debugfs.h>
+#include <linux/fs.h>
+#include <linux/kstrtox.h>
+#include <linux/seq_file.h>
+#include <linux/uaccess.h>
+
+#include "neuron_debugfs.h"
+#include "neuron_dma.h"
+#include "neuron_drv.h"
+#include "neuron_job.h"
+
+static int device_show(struct seq_file *m, void *data)
+{
+	struct neuron_device *ndev = m->private;
+	struct neuron_hw *hw = &ndev->hw;
+	int idx;
+
+	if (!drm_dev_enter(&ndev->drm, &idx))
+		return -ENODEV;
+	seq_printf(m, "dev_status:  %#x\n", neuron_rd32(hw, NEURON_REG_DEV_STATUS));
+	seq_printf(m, "fatal_cause: %u\n", neuron_rd32(hw, NEURON_REG_FATAL_CAUSE));
+	seq_printf(m, "reset_count: %u\n", neuron_rd32(hw, NEURON_REG_RESET_COUNT));
+	seq_printf(m, "irq_status:  %#x\n", neuron_rd32(hw, NEURON_REG_IRQ_STATUS));
+	seq_printf(m, "irq_mask:    %#x\n", neuron_rd32(hw, NEURON_REG_IRQ_MASK));
+	drm_dev_exit(idx);
+	seq_printf(m, "ready:       %d\n", READ_ONCE(hw->ready));
+	seq_printf(m, "exec_ready:  %d\n", READ_ONCE(ndev->exec.ready));
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(device);
+
+static int core_show(struct seq_file *m, void *data)
+{
+	struct neuron_telemetry_unit *unit = m->private;
+	struct neuron_device *ndev = unit->ndev;
+	struct neuron_hw *hw = &ndev->hw;
+	u32 base = NEURON_QUEUE_BASE(unit->index);
+	struct neuron_queue *q = NULL;
+	struct neuron_job *job;
+	int idx, ret = 0;
+
+	if (ndev->exec.queues)
+		q = &ndev->exec.queues[unit->index];
+	if (q)
+		mutex_lock(&q->lock);
+	if (!drm_dev_enter(&ndev->drm, &idx)) {
+		ret = -ENODEV;
+		goto unlock;
+	}
+	seq_printf(m, "ctrl:     %#x\n", neuron_rd32(hw, base + NEURON_Q_CTRL));
+	seq_printf(m, "status:   %#x\n", neuron_rd32(hw, base + NEURON_Q_STATUS));
+	seq_printf(m, "error:    %u\n", neuron_rd32(hw, base + NEURON_Q_ERROR));
+	seq_printf(m, "entries:  %u\n", neuron_rd32(hw, base + NEURON_Q_RING_ENTRIES));
+	seq_printf(m, "head:     %u\n", neuron_rd32(hw, base + NEURON_Q_HEAD));
+	seq_printf(m, "tail:     %u\n", neuron_rd32(hw, base + NEURON_Q_TAIL));
+	seq_printf(m, "cpl_entries: %u\n", neuron_rd32(hw, base + NEURON_Q_CPL_ENTRIES));
+	seq_printf(m, "cpl_tail: %u\n", neuron_rd32(hw, base + NEURON_Q_CPL_TAIL));
+	seq_printf(m, "cpl_head: %u\n", neuron_rd32(hw, base + NEURON_Q_CPL_HEAD));
+	seq_printf(m, "cur_job:  %llu\n", neuron_rd64(hw, base + NEURON_Q_CUR_JOB_LO));
+	drm_dev_exit(idx);
+
+	if (!q)
+		goto unlock;
+	seq_printf(m, "driver tail: %u cpl_head: %u resets: %d\n", q->tail,
+		   q->cpl_head, atomic_read(&q->resets));
+	seq_puts(m, "inflight:\n");
+	list_for_each_entry(job, &q->inflight, node)
+		seq_printf(m, "  seqno %llu bindings %u program %u bytes%s\n",
+			   job->seqno, job->num_bindings, job->program_size,
+			   job->guilty_err ? " (guilty)" : "");
+unlock:
+	if (q)
+		mutex_unlock(&q->lock);
+	return ret;
+}
+DEFINE_SHOW_ATTRIBUTE(core);
+
+static int dma_show(struct seq_file *m, void *data)
+{
+	struct neuron_telemetry_unit *unit = m->private;
+	struct neuron_device *ndev = unit->ndev;
+	struct neuron_hw *hw = &ndev->hw;
+	u32 base = NEURON_DMA_BASE(unit->index);
+	struct neuron_dma_engine *eng = NULL;
+	struct neuron_job *job;
+	int idx, ret = 0;
+
+	if (ndev->exec.engines)
+		eng = &ndev->exec.engines[unit->index];
+	if (eng)
+		mutex_lock(&eng->lock);
+	if (!drm_dev_enter(&ndev->drm, &idx)) {
+		ret = -ENODEV;
+		goto unlock;
+	}
+	seq_printf(m, "ctrl:    %#x\n", neuron_rd32(hw, base + NEURON_DMA_CTRL));
+	seq_printf(m, "status:  %#x\n", neuron_rd32(hw, base + NEURON_DMA_STATUS));
+	seq_printf(m, "error:   %u\n", neuron_rd32(hw, base + NEURON_DMA_ERROR));
+	seq_printf(m, "entries: %u\n", neuron_rd32(hw, base + NEURON_DMA_RING_ENTRIES));
+	seq_printf(m, "head:    %u\n", neuron_rd32(hw, base + NEURON_DMA_HEAD));
+	seq_printf(m, "tail:    %u\n", neuron_rd32(hw, base + NEURON_DMA_TAIL));
+	drm_dev_exit(idx);
+
+	if (!eng)
+		goto unlock;
+	seq_printf(m, "driver head: %u tail: %u resets: %d\n", eng->head,
+		   eng->tail, atomic_read(&eng->resets));
+	seq_puts(m, "active:\n");
+	list_for_each_entry(job, &eng->active, node)
+		seq_printf(m, "  seqno %llu bytes %llu segments %u/%u done %u\n",
+			   job->seqno, job->bytes, job->next_seg, job->num_segs,
+			   job->done_segs);
+unlock:
+	if (eng)
+		mutex_unlock(&eng->lock);
+	return ret;
+}
+DEFINE_SHOW_ATTRIBUTE(dma);
+
+static int mm_show(struct seq_file *m, void *data)
+{
+	struct neuron_device *ndev = m->private;
+	struct neuron_mm *nmm = &ndev->mm;
+	struct drm_printer p = drm_seq_file_printer(m);
+
+	seq_printf(m, "size %llu used %llu allocations %u\n", nmm->size,
+		   READ_ONCE(nmm->used), READ_ONCE(nmm->allocations));
+	if (!nmm->size)
+		return 0;
+	mutex_lock(&nmm->lock);
+	drm_mm_print(&nmm->mm, &p);
+	mutex_unlock(&nmm->lock);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(mm);
+
+static ssize_t inject_fatal_write(struct file *file, const char __user *ubuf,
+				  size_t count, loff_t *ppos)
+{
+	struct neuron_device *ndev = file->private_data;
+	bool val;
+	int idx, ret;
+
+	ret = kstrtobool_from_user(ubuf, count, &val);
+	if (ret)
+		return ret;
+	if (!val)
+		return count;
+	if (!drm_dev_enter(&ndev->drm, &idx))
+		return -ENODEV;
+	ndev_warn(ndev, "injecting a fatal device error (debugfs)\n");
+	neuron_wr32(&ndev->hw, NEURON_REG_INJECT, NEURON_INJECT_FATAL);
+	drm_dev_exit(idx);
+	return count;
+}
+
+static const struct file_operations inject_fatal_fops = {
+	.owner = THIS_MODULE,
+	.open = simple_open,
+	.write = inject_fatal_write,
+	.llseek = noop_llseek,
+};
+
+/*
+ * Makes core @core's queue halt with Q_ERR_TAIL: a doorbell more than a
+ * ring's worth of entries ahead of the device's head. The device raises
+ * its error interrupt and the execution code resets that core, exactly as
+ * for a real ring error.
+ */
+static ssize_t reset_core_write(struct file *file, const char __user *ubuf,
+				size_t count, loff_t *ppos)
+{
+	struct neuron_device *ndev = file->private_data;
+	struct neuron_hw *hw = &ndev->hw;
+	struct neuron_queue *q;
+	u32 core, base, head;
+	int idx, ret;
+
+	ret = kstrtou32_from_user(ubuf, count, 0, &core);
+	if (ret)
+		return ret;
+	if (core >= hw->num_cores)
+		return -EINVAL;
+	if (!READ_ONCE(ndev->exec.ready) || !ndev->exec.queues)
+		return -EIO;
+
+	q = &ndev->exec.queues[core];
+	base = NEURON_QUEUE_BASE(core);
+	mutex_lock(&q->lock);
+	if (!drm_dev_enter(&ndev->drm, &idx)) {
+		ret = -ENODEV;
+		goto unlock;
+	}
+	ndev_warn(ndev, "core %u: injecting a queue error to reset it (debugfs)\n",
+		  core);
+	head = neuron_rd32(hw, base + NEURON_Q_HEAD);
+	neuron_wr32(hw, base + NEURON_Q_TAIL,
+		    head + neuron_rd32(hw, base + NEURON_Q_RING_ENTRIES) + 1);
+	drm_dev_exit(idx);
+	ret = count;
+unlock:
+	mutex_unlock(&q->lock);
+	return ret;
+}
+
+static const struct file_operations reset_core_fops = {
+	.owner = THIS_MODULE,
+	.open = simple_open,
+	.write = reset_core_write,
+	.llseek = noop_llseek,
+};
+
+/**
+ * neuron_debugfs_init() - create the device's debugfs files
+ * @ndev: the device, before drm_dev_register()
+ *
+ * The files are removed with the DRM device's debugfs directory.
+ */
+void neuron_debugfs_init(struct neuron_device *ndev)
+{
+	struct neuron_telemetry *t = &ndev->telemetry;
+	struct dentry *root = ndev->drm.debugfs_root;
+	char name[16];
+	u32 i;
+
+	if (IS_ERR_OR_NULL(root))
+		return;
+
+	debugfs_create_file("device", 0444, root, ndev, &device_fops);
+	debugfs_create_file("mm", 0444, root, ndev, &mm_fops);
+	debugfs_create_file("inject_fatal", 0200, root, ndev, &inject_fatal_fops);
+	debugfs_create_file("reset_core", 0200, root, ndev, &reset_core_fops);
+
+	for (i = 0; i < ndev->hw.num_cores; i++) {
+		t->debugfs_cores[i].ndev = ndev;
+		t->debugfs_cores[i].index = i;
+		snprintf(name, sizeof(name), "core%u", i);
+		debugfs_create_file(name, 0444, root, &t->debugfs_cores[i],
+				    &core_fops);
+	}
+	for (i = 0; i < ndev->hw.num_dma; i++) {
+		t->debugfs_dma[i].ndev = ndev;
+		t->debugfs_dma[i].index = i;
+		snprintf(name, sizeof(name), "dma%u", i);
+		debugfs_create_file(name, 0444, root, &t->debugfs_dma[i],
+				    &dma_fops);
+	}
+}

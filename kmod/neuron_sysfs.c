@@ -1,0 +1,589 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * neuron: telemetry of devices and of open files.
+ *
+ * Per device, a ``neuron`` directory in the PCI device's sysfs directory
+ * holds the device's identity, memory use, state and reset count, with one
+ * ``core<N>`` and one ``dma<N>`` subdirectory per core and DMA engine for
+ * their counters (docs/telemetry.md). Attribute groups nest only one level,
+ * so the directories are kobjects, each with static default groups.
+ *
+ * Per open file, show_fdinfo adds the drm-usage-stats keys of the file's
+ * engines (busy time per core) and memory regions (device, host).
+ *
+ * Counters live in the device and are read between drm_dev_enter() and
+ * drm_dev_exit(): once the device is unplugged, reads fail with -ENODEV.
+ */
+#include <drm/drm_drv.h>
+#include <drm/drm_file.h>
+#include <drm/drm_gem.h>
+#include <drm/drm_print.h>
+#include <drm/neuron_accel.h>
+#include <linux/device.h>
+#include <linux/kobject.h>
+#include <linux/slab.h>
+#include <linux/sysfs.h>
+
+#include "neuron_drv.h"
+#include "neuron_gem.h"
+#include "neuron_genl.h"
+#include "neuron_job.h"
+#include "neuron_sysfs.h"
+#include "neuron_trace.h"
+
+static const u32 neuron_core_counter_regs[NEURON_CORE_NR_COUNTERS] = {
+	[NEURON_CORE_BUSY_NS] = NEURON_Q_CNT_BUSY_NS_LO,
+	[NEURON_CORE_INSTR] = NEURON_Q_CNT_INSTR_LO,
+	[NEURON_CORE_FLOPS] = NEURON_Q_CNT_FLOPS_LO,
+	[NEURON_CORE_DMA_BYTES] = NEURON_Q_CNT_DMA_BYTES_LO,
+	[NEURON_CORE_JOBS] = NEURON_Q_CNT_JOBS_LO,
+	[NEURON_CORE_FAULTS] = NEURON_Q_CNT_FAULTS_LO,
+};
+
+static const u32 neuron_dma_counter_regs[NEURON_DMA_NR_COUNTERS] = {
+	[NEURON_DMA_BYTES] = NEURON_DMA_CNT_BYTES_LO,
+	[NEURON_DMA_DESCS] = NEURON_DMA_CNT_DESCS_LO,
+	[NEURON_DMA_ERRORS] = NEURON_DMA_CNT_ERRORS_LO,
+};
+
+/* Reads @n 64-bit counters at @base + @regs[i] into @values. */
+static int neuron_telemetry_read(struct neuron_device *ndev, u32 base,
+				 const u32 *regs, unsigned int n, u64 *values)
+{
+	struct neuron_telemetry *t = &ndev->telemetry;
+	unsigned int i;
+	int idx;
+
+	if (!drm_dev_enter(&ndev->drm, &idx))
+		return -ENODEV;
+	spin_lock(&t->counter_lock);
+	for (i = 0; i < n; i++)
+		values[i] = neuron_rd64(&ndev->hw, base + regs[i]);
+	spin_unlock(&t->counter_lock);
+	drm_dev_exit(idx);
+	return 0;
+}
+
+/**
+ * neuron_telemetry_core_counters() - read the counters of one core
+ * @ndev: the device
+ * @core: core index, < &neuron_hw.num_cores
+ * @values: receives %NEURON_CORE_NR_COUNTERS values, by &enum
+ *	neuron_core_counter
+ *
+ * Return: 0, -EINVAL for a core the device does not have, or -ENODEV once
+ * the device is unplugged.
+ */
+int neuron_telemetry_core_counters(struct neuron_device *ndev, u32 core,
+				   u64 *values)
+{
+	if (core >= ndev->hw.num_cores)
+		return -EINVAL;
+	return neuron_telemetry_read(ndev, NEURON_QUEUE_BASE(core),
+				     neuron_core_counter_regs,
+				     NEURON_CORE_NR_COUNTERS, values);
+}
+
+/**
+ * neuron_telemetry_dma_counters() - read the counters of one DMA engine
+ * @ndev: the device
+ * @engine: engine index, < &neuron_hw.num_dma
+ * @values: receives %NEURON_DMA_NR_COUNTERS values, by &enum
+ *	neuron_dma_counter
+ *
+ * Return: 0, -EINVAL for an engine the device does not have, or -ENODEV
+ * once the device is unplugged.
+ */
+int neuron_telemetry_dma_counters(struct neuron_device *ndev, u32 engine,
+				  u64 *values)
+{
+	if (engine >= ndev->hw.num_dma)
+		return -EINVAL;
+	return neuron_telemetry_read(ndev, NEURON_DMA_BASE(engine),
+				     neuron_dma_counter_regs,
+				     NEURON_DMA_NR_COUNTERS, values);
+}
+
+/**
+ * neuron_telemetry_state() - the device's state as reported to users
+ * @ndev: the device
+ * @state: receives the state
+ *
+ * Return: 0, or -ENODEV once the device is unplugged.
+ */
+int neuron_telemetry_state(struct neuron_device *ndev,
+			   enum neuron_genl_state *state)
+{
+	u32 status;
+	int idx;
+
+	if (!drm_dev_enter(&ndev->drm, &idx))
+		return -ENODEV;
+	status = neuron_rd32(&ndev->hw, NEURON_REG_DEV_STATUS);
+	drm_dev_exit(idx);
+
+	if (status & NEURON_DEV_STATUS_FATAL)
+		*state = NEURON_GENL_STATE_FAILED;
+	else if (status & NEURON_DEV_STATUS_RESETTING)
+		*state = NEURON_GENL_STATE_RESETTING;
+	else if ((status & NEURON_DEV_STATUS_READY) && READ_ONCE(ndev->hw.ready))
+		*state = NEURON_GENL_STATE_READY;
+	else
+		*state = NEURON_GENL_STATE_FAILED;
+	return 0;
+}
+
+/**
+ * neuron_telemetry_state_name() - the sysfs name of a device state
+ * @state: the state
+ *
+ * Return: ``ready``, ``resetting`` or ``failed``.
+ */
+const char *neuron_telemetry_state_name(enum neuron_genl_state state)
+{
+	switch (state) {
+	case NEURON_GENL_STATE_READY:
+		return "ready";
+	case NEURON_GENL_STATE_RESETTING:
+		return "resetting";
+	default:
+		return "failed";
+	}
+}
+
+/**
+ * neuron_telemetry_reset_event() - account for a core or device reset
+ * @ndev: the device
+ * @core: the core that was reset, or -1 for a reset of the whole device
+ * @reason: why
+ *
+ * Called by the execution code after each reset it performed (and by the
+ * debugfs reset knob). Counts the reset (and, for %NEURON_RESET_TIMEOUT, the
+ * timeout), emits the neuron_reset tracepoint and multicasts a
+ * %NEURON_EVENT_HANG, %NEURON_EVENT_ERROR or %NEURON_EVENT_FATAL event for
+ * the cause followed by a %NEURON_EVENT_RESET event on the generic netlink
+ * ``events`` group. A device reset counts as a reset of every core.
+ *
+ * Context: any context; does not sleep.
+ */
+void neuron_telemetry_reset_event(struct neuron_device *ndev, int core,
+				  enum neuron_reset_reason reason)
+{
+	struct neuron_telemetry *t = &ndev->telemetry;
+	u32 i;
+
+	if (core >= (int)ndev->hw.num_cores)
+		core = -1;
+
+	atomic64_inc(&t->resets);
+	if (core >= 0) {
+		atomic64_inc(&t->core_resets[core]);
+		if (reason == NEURON_RESET_TIMEOUT)
+			atomic64_inc(&t->core_timeouts[core]);
+	} else {
+		for (i = 0; i < ndev->hw.num_cores; i++)
+			atomic64_inc(&t->core_resets[i]);
+	}
+	trace_neuron_reset(ndev, core, reason);
+
+	switch (reason) {
+	case NEURON_RESET_TIMEOUT:
+		neuron_genl_event(ndev, NEURON_EVENT_HANG, core);
+		break;
+	case NEURON_RESET_ERROR:
+		neuron_genl_event(ndev, NEURON_EVENT_ERROR, core);
+		break;
+	case NEURON_RESET_FATAL:
+		neuron_genl_event(ndev, NEURON_EVENT_FATAL, core);
+		break;
+	case NEURON_RESET_DEBUG:
+		break;
+	}
+	neuron_genl_event(ndev, NEURON_EVENT_RESET, core);
+}
+
+/**
+ * neuron_telemetry_init() - initialize the telemetry state of a device
+ * @ndev: the device
+ *
+ * Before anything can report a reset: early in probe.
+ */
+void neuron_telemetry_init(struct neuron_device *ndev)
+{
+	struct neuron_telemetry *t = &ndev->telemetry;
+
+	spin_lock_init(&t->counter_lock);
+	t->id = -1;
+}
+
+/* ------------------------------------------------------------------------
+ * sysfs
+ */
+
+/**
+ * struct neuron_sysfs_dir - a directory of the device's sysfs tree
+ * @kobj: the directory
+ * @ndev: the device
+ * @index: core or DMA engine index (0 for the top directory)
+ *
+ * The directories are removed on unbind, before @ndev can go away; kernfs
+ * drains running show callbacks when a directory is removed.
+ */
+struct neuron_sysfs_dir {
+	struct kobject kobj;
+	struct neuron_device *ndev;
+	u32 index;
+};
+
+static struct neuron_sysfs_dir *to_neuron_sysfs_dir(struct kobject *kobj)
+{
+	return container_of(kobj, struct neuron_sysfs_dir, kobj);
+}
+
+static void neuron_sysfs_dir_release(struct kobject *kobj)
+{
+	kfree(to_neuron_sysfs_dir(kobj));
+}
+
+static ssize_t cores_show(struct kobject *kobj, struct kobj_attribute *attr,
+			  char *buf)
+{
+	return sysfs_emit(buf, "%u\n", to_neuron_sysfs_dir(kobj)->ndev->hw.num_cores);
+}
+
+static ssize_t dma_engines_show(struct kobject *kobj,
+				struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", to_neuron_sysfs_dir(kobj)->ndev->hw.num_dma);
+}
+
+static ssize_t memory_total_show(struct kobject *kobj,
+				 struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%llu\n", to_neuron_sysfs_dir(kobj)->ndev->hw.mem_size);
+}
+
+static ssize_t memory_used_show(struct kobject *kobj,
+				struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%llu\n",
+			  READ_ONCE(to_neuron_sysfs_dir(kobj)->ndev->mm.used));
+}
+
+static ssize_t hw_version_show(struct kobject *kobj,
+			       struct kobj_attribute *attr, char *buf)
+{
+	u32 v = to_neuron_sysfs_dir(kobj)->ndev->hw.version;
+
+	return sysfs_emit(buf, "%u.%u\n", NEURON_VERSION_MAJOR_OF(v),
+			  NEURON_VERSION_MINOR_OF(v));
+}
+
+static ssize_t fw_version_show(struct kobject *kobj,
+			       struct kobj_attribute *attr, char *buf)
+{
+	u32 v = to_neuron_sysfs_dir(kobj)->ndev->hw.fw_version;
+
+	return sysfs_emit(buf, "%u.%u\n", NEURON_VERSION_MAJOR_OF(v),
+			  NEURON_VERSION_MINOR_OF(v));
+}
+
+static ssize_t state_show(struct kobject *kobj, struct kobj_attribute *attr,
+			  char *buf)
+{
+	enum neuron_genl_state state;
+	int ret;
+
+	ret = neuron_telemetry_state(to_neuron_sysfs_dir(kobj)->ndev, &state);
+	if (ret)
+		return ret;
+	return sysfs_emit(buf, "%s\n", neuron_telemetry_state_name(state));
+}
+
+static ssize_t reset_count_show(struct kobject *kobj,
+				struct kobj_attribute *attr, char *buf)
+{
+	struct neuron_device *ndev = to_neuron_sysfs_dir(kobj)->ndev;
+
+	return sysfs_emit(buf, "%lld\n", atomic64_read(&ndev->telemetry.resets));
+}
+
+static struct kobj_attribute neuron_attr_cores = __ATTR_RO(cores);
+static struct kobj_attribute neuron_attr_dma_engines = __ATTR_RO(dma_engines);
+static struct kobj_attribute neuron_attr_memory_total = __ATTR_RO(memory_total);
+static struct kobj_attribute neuron_attr_memory_used = __ATTR_RO(memory_used);
+static struct kobj_attribute neuron_attr_hw_version = __ATTR_RO(hw_version);
+static struct kobj_attribute neuron_attr_fw_version = __ATTR_RO(fw_version);
+static struct kobj_attribute neuron_attr_state = __ATTR_RO(state);
+static struct kobj_attribute neuron_attr_reset_count = __ATTR_RO(reset_count);
+
+static struct attribute *neuron_dev_attrs[] = {
+	&neuron_attr_cores.attr,
+	&neuron_attr_dma_engines.attr,
+	&neuron_attr_memory_total.attr,
+	&neuron_attr_memory_used.attr,
+	&neuron_attr_hw_version.attr,
+	&neuron_attr_fw_version.attr,
+	&neuron_attr_state.attr,
+	&neuron_attr_reset_count.attr,
+	NULL
+};
+ATTRIBUTE_GROUPS(neuron_dev);
+
+/**
+ * struct neuron_counter_attr - a sysfs file showing one device counter
+ * @attr: the file
+ * @counter: &enum neuron_core_counter or &enum neuron_dma_counter
+ */
+struct neuron_counter_attr {
+	struct kobj_attribute attr;
+	u32 counter;
+};
+
+#define NEURON_COUNTER_ATTR(prefix, _name, _counter)			\
+	struct neuron_counter_attr neuron_attr_##prefix##_##_name = {	\
+		.attr = __ATTR(_name, 0444, prefix##_counter_show, NULL), \
+		.counter = _counter,					\
+	}
+
+static ssize_t core_counter_show(struct kobject *kobj,
+				 struct kobj_attribute *attr, char *buf)
+{
+	struct neuron_sysfs_dir *dir = to_neuron_sysfs_dir(kobj);
+	u32 counter = container_of(attr, struct neuron_counter_attr, attr)->counter;
+	u64 values[NEURON_CORE_NR_COUNTERS];
+	int ret;
+
+	ret = neuron_telemetry_core_counters(dir->ndev, dir->index, values);
+	if (ret)
+		return ret;
+	return sysfs_emit(buf, "%llu\n", values[counter]);
+}
+
+static ssize_t dma_counter_show(struct kobject *kobj,
+				struct kobj_attribute *attr, char *buf)
+{
+	struct neuron_sysfs_dir *dir = to_neuron_sysfs_dir(kobj);
+	u32 counter = container_of(attr, struct neuron_counter_attr, attr)->counter;
+	u64 values[NEURON_DMA_NR_COUNTERS];
+	int ret;
+
+	ret = neuron_telemetry_dma_counters(dir->ndev, dir->index, values);
+	if (ret)
+		return ret;
+	return sysfs_emit(buf, "%llu\n", values[counter]);
+}
+
+static ssize_t timeouts_show(struct kobject *kobj, struct kobj_attribute *attr,
+			     char *buf)
+{
+	struct neuron_sysfs_dir *dir = to_neuron_sysfs_dir(kobj);
+
+	return sysfs_emit(buf, "%lld\n",
+			  atomic64_read(&dir->ndev->telemetry.core_timeouts[dir->index]));
+}
+
+static ssize_t resets_show(struct kobject *kobj, struct kobj_attribute *attr,
+			   char *buf)
+{
+	struct neuron_sysfs_dir *dir = to_neuron_sysfs_dir(kobj);
+
+	return sysfs_emit(buf, "%lld\n",
+			  atomic64_read(&dir->ndev->telemetry.core_resets[dir->index]));
+}
+
+static NEURON_COUNTER_ATTR(core, busy_ns, NEURON_CORE_BUSY_NS);
+static NEURON_COUNTER_ATTR(core, instructions, NEURON_CORE_INSTR);
+static NEURON_COUNTER_ATTR(core, flops, NEURON_CORE_FLOPS);
+static NEURON_COUNTER_ATTR(core, dma_bytes, NEURON_CORE_DMA_BYTES);
+static NEURON_COUNTER_ATTR(core, jobs, NEURON_CORE_JOBS);
+static NEURON_COUNTER_ATTR(core, faults, NEURON_CORE_FAULTS);
+static struct kobj_attribute neuron_attr_core_timeouts = __ATTR_RO(timeouts);
+static struct kobj_attribute neuron_attr_core_resets = __ATTR_RO(resets);
+
+static struct attribute *neuron_core_attrs[] = {
+	&neuron_attr_core_busy_ns.attr.attr,
+	&neuron_attr_core_instructions.attr.attr,
+	&neuron_attr_core_flops.attr.attr,
+	&neuron_attr_core_dma_bytes.attr.attr,
+	&neuron_attr_core_jobs.attr.attr,
+	&neuron_attr_core_faults.attr.attr,
+	&neuron_attr_core_timeouts.attr,
+	&neuron_attr_core_resets.attr,
+	NULL
+};
+ATTRIBUTE_GROUPS(neuron_core);
+
+static NEURON_COUNTER_ATTR(dma, bytes, NEURON_DMA_BYTES);
+static NEURON_COUNTER_ATTR(dma, descriptors, NEURON_DMA_DESCS);
+static NEURON_COUNTER_ATTR(dma, errors, NEURON_DMA_ERRORS);
+
+static struct attribute *neuron_dma_attrs[] = {
+	&neuron_attr_dma_bytes.attr.attr,
+	&neuron_attr_dma_descriptors.attr.attr,
+	&neuron_attr_dma_errors.attr.attr,
+	NULL
+};
+ATTRIBUTE_GROUPS(neuron_dma);
+
+static const struct kobj_type neuron_dev_ktype = {
+	.release = neuron_sysfs_dir_release,
+	.sysfs_ops = &kobj_sysfs_ops,
+	.default_groups = neuron_dev_groups,
+};
+
+static const struct kobj_type neuron_core_ktype = {
+	.release = neuron_sysfs_dir_release,
+	.sysfs_ops = &kobj_sysfs_ops,
+	.default_groups = neuron_core_groups,
+};
+
+static const struct kobj_type neuron_dma_ktype = {
+	.release = neuron_sysfs_dir_release,
+	.sysfs_ops = &kobj_sysfs_ops,
+	.default_groups = neuron_dma_groups,
+};
+
+static struct kobject *neuron_sysfs_dir_add(struct neuron_device *ndev,
+					    const struct kobj_type *ktype,
+					    struct kobject *parent,
+					    u32 index, const char *name)
+{
+	struct neuron_sysfs_dir *dir;
+	int ret;
+
+	dir = kzalloc(sizeof(*dir), GFP_KERNEL);
+	if (!dir)
+		return ERR_PTR(-ENOMEM);
+	dir->ndev = ndev;
+	dir->index = index;
+
+	ret = kobject_init_and_add(&dir->kobj, ktype, parent, "%s", name);
+	if (ret) {
+		kobject_put(&dir->kobj);
+		return ERR_PTR(ret);
+	}
+	return &dir->kobj;
+}
+
+/* Removes the sysfs tree, children first. */
+static void neuron_sysfs_fini(void *arg)
+{
+	struct neuron_telemetry *t = arg;
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(t->dma_kobjs); i++) {
+		kobject_put(t->dma_kobjs[i]);
+		t->dma_kobjs[i] = NULL;
+	}
+	for (i = 0; i < ARRAY_SIZE(t->core_kobjs); i++) {
+		kobject_put(t->core_kobjs[i]);
+		t->core_kobjs[i] = NULL;
+	}
+	kobject_put(t->kobj);
+	t->kobj = NULL;
+}
+
+/**
+ * neuron_sysfs_init() - create the device's ``neuron`` sysfs directory
+ * @ndev: the device, identified
+ *
+ * The directory goes away on unbind (device-managed).
+ *
+ * Return: 0 or a negative errno.
+ */
+int neuron_sysfs_init(struct neuron_device *ndev)
+{
+	struct neuron_telemetry *t = &ndev->telemetry;
+	struct kobject *kobj;
+	char name[16];
+	u32 i;
+	int ret;
+
+	kobj = neuron_sysfs_dir_add(ndev, &neuron_dev_ktype,
+				    &ndev->pdev->dev.kobj, 0, "neuron");
+	if (IS_ERR(kobj))
+		return PTR_ERR(kobj);
+	t->kobj = kobj;
+	ret = devm_add_action_or_reset(&ndev->pdev->dev, neuron_sysfs_fini, t);
+	if (ret)
+		return ret;
+
+	for (i = 0; i < ndev->hw.num_cores; i++) {
+		snprintf(name, sizeof(name), "core%u", i);
+		kobj = neuron_sysfs_dir_add(ndev, &neuron_core_ktype, t->kobj,
+					    i, name);
+		if (IS_ERR(kobj))
+			return PTR_ERR(kobj);
+		t->core_kobjs[i] = kobj;
+	}
+	for (i = 0; i < ndev->hw.num_dma; i++) {
+		snprintf(name, sizeof(name), "dma%u", i);
+		kobj = neuron_sysfs_dir_add(ndev, &neuron_dma_ktype, t->kobj,
+					    i, name);
+		if (IS_ERR(kobj))
+			return PTR_ERR(kobj);
+		t->dma_kobjs[i] = kobj;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * fdinfo
+ */
+
+/* Busy time of the file's jobs on @core, accounted at job completion. */
+static u64 neuron_fdinfo_busy_ns(struct neuron_file *nfile, u32 core)
+{
+	struct neuron_client *client = nfile->exec.client;
+
+	return client ? atomic64_read(&client->busy_ns[core]) : 0;
+}
+
+/**
+ * neuron_show_fdinfo() - &drm_driver.show_fdinfo
+ * @p: printer into the fdinfo file
+ * @file: the DRM file
+ *
+ * After the DRM core's drm-driver, drm-pdev and drm-client-id keys, prints
+ * drm-engine-core<N> (busy time of this file's jobs on core N) and
+ * drm-engine-capacity-core<N>, and the size of the file's buffers in the
+ * regions ``device`` and ``host``. Buffers of both regions hold their
+ * memory for their whole life, so they are all resident.
+ */
+void neuron_show_fdinfo(struct drm_printer *p, struct drm_file *file)
+{
+	struct neuron_file *nfile = to_neuron_file(file);
+	struct neuron_device *ndev = nfile->ndev;
+	struct drm_memory_stats stats[DRM_NEURON_BO_REGION_COUNT] = {};
+	struct drm_gem_object *obj;
+	u32 i;
+	int id;
+
+	for (i = 0; i < ndev->hw.num_cores; i++) {
+		drm_printf(p, "drm-engine-core%u:\t%llu ns\n", i,
+			   neuron_fdinfo_busy_ns(nfile, i));
+		drm_printf(p, "drm-engine-capacity-core%u:\t1\n", i);
+	}
+
+	spin_lock(&file->table_lock);
+	idr_for_each_entry(&file->object_idr, obj, id) {
+		struct drm_memory_stats *s;
+		u32 region = to_neuron_bo(obj)->region;
+
+		if (region >= DRM_NEURON_BO_REGION_COUNT)
+			continue;
+		s = &stats[region];
+		if (obj->handle_count > 1)
+			s->shared += obj->size;
+		else
+			s->private += obj->size;
+		s->resident += obj->size;
+	}
+	spin_unlock(&file->table_lock);
+
+	drm_print_memory_stats(p, &stats[DRM_NEURON_BO_DEVICE],
+			       DRM_GEM_OBJECT_RESIDENT, "device");
+	drm_print_memory_stats(p, &stats[DRM_NEURON_BO_HOST],
+			       DRM_GEM_OBJECT_RESIDENT, "host");
+}
