@@ -4,23 +4,30 @@
 #   A cmocka test executable run on the host, label "unit".
 #
 # neuron_add_vm_test(NAME n COMMAND cmd args... [TIMEOUT s] [DEVICES k]
-#                    [OWN_BOOT] [VARIANTS v...])
+#                    [DEVICE_PROPS key=val...] [MEMORY size]
+#                    [OWN_BOOT [NO_NEURON]] [VARIANTS v...])
 #   A test that runs inside a VM (tests/vm/neuron-vm) with neuron.ko loaded,
 #   label "vm", registered once per kernel variant as vm.<variant>.<n>.
 #   Variants: stock, stock-iommu, and debug, debug-iommu when a debug kernel
 #   is set up (VARIANTS restricts them). COMMAND runs through /bin/sh in the
 #   guest, chrooted into the host's root, so host-built binaries can be
 #   named directly ($<TARGET_FILE:...> works); TIMEOUT defaults to 120 s,
-#   DEVICES (neuron devices in the VM) to 1.
+#   DEVICES (neuron devices in the VM) to 1. DEVICE_PROPS are properties of
+#   every neuron device (`neuron-vm run --device-prop`), MEMORY the guest's
+#   memory (`--memory`, default: the harness's).
 #
-#   All tests of a variant with the same DEVICES share one boot: a CTest
-#   fixture test vm.<variant>.boot (vm.<variant>.dev<k>.boot when k != 1)
+#   All tests of a variant with the same DEVICES, DEVICE_PROPS and MEMORY
+#   share one boot: a CTest fixture test vm.<variant>.boot
+#   (vm.<variant>.dev<k>.boot when k != 1, with a suffix made of the
+#   properties and memory when they are set, e.g. .mem_size_512M.mem2G)
 #   runs them all from a list file and fails only if the VM could not run
 #   the list; vm.<variant>.<n> then reports the test's own verdict (its
 #   exit status and any kernel splat between its begin and end markers), and
 #   vm.<variant>.kernel-log fails on any splat or bad taint in the boot.
 #   OWN_BOOT tests (module load/unload cycles, device resets, ...) get a boot
-#   of their own: one plain test that runs `neuron-vm run -- COMMAND`.
+#   of their own: one plain test that runs `neuron-vm run -- COMMAND`; with
+#   NO_NEURON that boot loads no neuron.ko (for tests that load it
+#   themselves, e.g. with modprobe).
 
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(CMOCKA REQUIRED IMPORTED_TARGET cmocka)
@@ -55,8 +62,17 @@ function(neuron_vm_variants out)
   set(${out} ${_variants} PARENT_SCOPE)
 endfunction()
 
-# Arguments of `neuron-vm run` for a variant (without tests).
+# Arguments of `neuron-vm run` for a variant (without tests); the optional
+# arguments after @devices are the device properties (a list) and memory.
 function(neuron_vm_run_args out variant devices)
+  set(_props)
+  set(_memory)
+  if(ARGC GREATER 3)
+    set(_props "${ARGV3}")
+  endif()
+  if(ARGC GREATER 4)
+    set(_memory "${ARGV4}")
+  endif()
   string(REGEX REPLACE "-iommu$" "" _flavour ${variant})
   if(DEFINED NEURON_QEMU)
     set(_qemu ${NEURON_QEMU})
@@ -74,6 +90,12 @@ function(neuron_vm_run_args out variant devices)
   if(variant MATCHES "-iommu$")
     list(APPEND _args --iommu)
   endif()
+  foreach(_prop IN LISTS _props)
+    list(APPEND _args --device-prop ${_prop})
+  endforeach()
+  if(_memory)
+    list(APPEND _args --memory ${_memory})
+  endif()
   set(${out} ${_args} PARENT_SCOPE)
   # CTest reports a missing QEMU or module as "Not Run", naming the file.
   set(${out}_files ${_qemu} ${CMAKE_BINARY_DIR}/kmod/${_flavour}/neuron.ko PARENT_SCOPE)
@@ -90,12 +112,16 @@ function(_neuron_vm_shell_quote out arg)
 endfunction()
 
 function(neuron_add_vm_test)
-  cmake_parse_arguments(ARG "OWN_BOOT" "NAME;TIMEOUT;DEVICES" "COMMAND;VARIANTS" ${ARGN})
+  cmake_parse_arguments(ARG "OWN_BOOT;NO_NEURON" "NAME;TIMEOUT;DEVICES;MEMORY"
+                        "COMMAND;VARIANTS;DEVICE_PROPS" ${ARGN})
   if(NOT ARG_NAME OR NOT ARG_COMMAND)
     message(FATAL_ERROR "neuron_add_vm_test: NAME and COMMAND are required")
   endif()
   if(NOT ARG_NAME MATCHES "^[A-Za-z0-9_][A-Za-z0-9_.+-]*$")
     message(FATAL_ERROR "neuron_add_vm_test: bad test name '${ARG_NAME}'")
+  endif()
+  if(ARG_NO_NEURON AND NOT ARG_OWN_BOOT)
+    message(FATAL_ERROR "neuron_add_vm_test: NO_NEURON needs OWN_BOOT")
   endif()
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 120)
@@ -125,9 +151,21 @@ function(neuron_add_vm_test)
   if(ARG_OWN_BOOT)
     foreach(_variant IN LISTS _variants)
       _neuron_vm_add_own_boot_test(${_variant} ${ARG_NAME} ${ARG_TIMEOUT} ${ARG_DEVICES}
-                                   "${_command}")
+                                   "${_command}" "${ARG_DEVICE_PROPS}" "${ARG_MEMORY}"
+                                   "${ARG_NO_NEURON}")
     endforeach()
     return()
+  endif()
+
+  # Device properties and guest memory make a boot of their own.
+  set(_suffix)
+  foreach(_prop IN LISTS ARG_DEVICE_PROPS)
+    string(MAKE_C_IDENTIFIER "${_prop}" _id)
+    string(APPEND _suffix .${_id})
+  endforeach()
+  if(ARG_MEMORY)
+    string(MAKE_C_IDENTIFIER "mem${ARG_MEMORY}" _id)
+    string(APPEND _suffix .${_id})
   endif()
 
   foreach(_variant IN LISTS _variants)
@@ -135,10 +173,13 @@ function(neuron_add_vm_test)
     if(NOT ARG_DEVICES EQUAL 1)
       set(_group ${_variant}.dev${ARG_DEVICES})
     endif()
+    string(APPEND _group "${_suffix}")
     set_property(GLOBAL APPEND PROPERTY NEURON_VM_GROUPS ${_group})
     set_property(GLOBAL APPEND PROPERTY NEURON_VM_GROUP_${_group}_TESTS ${ARG_NAME})
     set_property(GLOBAL PROPERTY NEURON_VM_GROUP_${_group}_VARIANT ${_variant})
     set_property(GLOBAL PROPERTY NEURON_VM_GROUP_${_group}_DEVICES ${ARG_DEVICES})
+    set_property(GLOBAL PROPERTY NEURON_VM_GROUP_${_group}_PROPS "${ARG_DEVICE_PROPS}")
+    set_property(GLOBAL PROPERTY NEURON_VM_GROUP_${_group}_MEMORY "${ARG_MEMORY}")
     # One line of the list file: name<TAB>timeout<TAB>command.
     set_property(GLOBAL APPEND_STRING PROPERTY NEURON_VM_GROUP_${_group}_LIST
                  "${ARG_NAME}\t${ARG_TIMEOUT}\t${_command}\n")
@@ -152,11 +193,18 @@ function(neuron_add_vm_test)
   endif()
 endfunction()
 
-function(_neuron_vm_add_own_boot_test variant name timeout devices command)
+function(_neuron_vm_add_own_boot_test variant name timeout devices command props memory
+                                     no_neuron)
   string(REGEX REPLACE "-iommu$" "" _flavour ${variant})
   math(EXPR _boot_timeout "${timeout} + ${_neuron_vm_boot_allowance_${_flavour}}")
   math(EXPR _ctest_timeout "${_boot_timeout} + 60")
-  neuron_vm_run_args(_args ${variant} ${devices})
+  neuron_vm_run_args(_args ${variant} ${devices} "${props}" "${memory}")
+  if(no_neuron)
+    list(FIND _args --module _i)
+    list(REMOVE_AT _args ${_i})
+    list(REMOVE_AT _args ${_i})
+    list(APPEND _args --no-neuron)
+  endif()
   add_test(NAME vm.${variant}.${name}
            COMMAND ${NEURON_VM_HARNESS} run ${_args} --test-timeout ${timeout}
                    --timeout ${_boot_timeout} -- /bin/sh -c "${command}")
@@ -172,6 +220,8 @@ function(_neuron_vm_add_boots)
     get_property(_tests GLOBAL PROPERTY NEURON_VM_GROUP_${_group}_TESTS)
     get_property(_variant GLOBAL PROPERTY NEURON_VM_GROUP_${_group}_VARIANT)
     get_property(_devices GLOBAL PROPERTY NEURON_VM_GROUP_${_group}_DEVICES)
+    get_property(_props GLOBAL PROPERTY NEURON_VM_GROUP_${_group}_PROPS)
+    get_property(_memory GLOBAL PROPERTY NEURON_VM_GROUP_${_group}_MEMORY)
     get_property(_list GLOBAL PROPERTY NEURON_VM_GROUP_${_group}_LIST)
     get_property(_timeouts GLOBAL PROPERTY NEURON_VM_GROUP_${_group}_TIMEOUTS)
     string(REGEX REPLACE "-iommu$" "" _flavour ${_variant})
@@ -188,7 +238,7 @@ function(_neuron_vm_add_boots)
     file(MAKE_DIRECTORY ${_results})
 
     set(_fixture neuron_vm_${_group})
-    neuron_vm_run_args(_args ${_variant} ${_devices})
+    neuron_vm_run_args(_args ${_variant} ${_devices} "${_props}" "${_memory}")
     add_test(NAME vm.${_group}.boot
              COMMAND ${NEURON_VM_HARNESS} run ${_args} --list ${_list_file} --results ${_results}
                      --verdict boot --timeout ${_boot_timeout})

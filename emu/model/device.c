@@ -122,8 +122,7 @@ struct nm_device {
 #define LE64(v) (v)
 #endif
 
-static void job_desc_to_cpu(struct neuron_job_desc *d)
-{
+static void job_desc_to_cpu(struct neuron_job_desc *d) {
     d->bindings_addr = LE64(d->bindings_addr);
     d->num_bindings = LE32(d->num_bindings);
     d->flags = LE32(d->flags);
@@ -133,8 +132,7 @@ static void job_desc_to_cpu(struct neuron_job_desc *d)
     d->job_id = LE64(d->job_id);
 }
 
-static void cpl_to_le(struct neuron_cpl_entry *e)
-{
+static void cpl_to_le(struct neuron_cpl_entry *e) {
     e->job_id = LE64(e->job_id);
     e->status = LE32(e->status);
     e->info = LE32(e->info);
@@ -143,27 +141,23 @@ static void cpl_to_le(struct neuron_cpl_entry *e)
     e->fault_engine = LE16(e->fault_engine);
 }
 
-static void dma_desc_to_cpu(struct neuron_dma_desc *d)
-{
+static void dma_desc_to_cpu(struct neuron_dma_desc *d) {
     d->src = LE64(d->src);
     d->dst = LE64(d->dst);
     d->len = LE32(d->len);
     d->flags = LE32(d->flags);
 }
 
-static uint64_t now_ns(nm_device *dev)
-{
+static uint64_t now_ns(nm_device *dev) {
     return dev->env.clock_ns ? dev->env.clock_ns(dev->env.opaque) : 0;
 }
 
-static bool is_pow2_entries(uint32_t n)
-{
+static bool is_pow2_entries(uint32_t n) {
     return n >= NEURON_RING_MIN_ENTRIES && n <= NEURON_RING_MAX_ENTRIES && (n & (n - 1)) == 0;
 }
 
 /* A ring of @entries descriptors of @size bytes at bus address @addr. */
-static bool ring_ok(uint64_t addr, uint32_t entries, uint32_t size)
-{
+static bool ring_ok(uint64_t addr, uint32_t entries, uint32_t size) {
     uint64_t bytes = (uint64_t)entries * size;
 
     return is_pow2_entries(entries) && addr % size == 0 && addr < NM_ADDR_LIMIT &&
@@ -171,48 +165,40 @@ static bool ring_ok(uint64_t addr, uint32_t entries, uint32_t size)
 }
 
 /* [off, off + len) inside a space of @size bytes, without overflow. */
-static bool range_ok(uint64_t off, uint64_t len, uint64_t size)
-{
+static bool range_ok(uint64_t off, uint64_t len, uint64_t size) {
     return off <= size && len <= size - off;
 }
 
-static uint64_t set_lo(uint64_t v, uint32_t lo)
-{
+static uint64_t set_lo(uint64_t v, uint32_t lo) {
     return (v & ~UINT64_C(0xffffffff)) | lo;
 }
 
-static uint64_t set_hi(uint64_t v, uint32_t hi)
-{
+static uint64_t set_hi(uint64_t v, uint32_t hi) {
     return (v & UINT64_C(0xffffffff)) | ((uint64_t)hi << 32);
 }
 
-static void ev(nm_device *dev, nm_event e, uint32_t unit, uint64_t a, uint64_t b)
-{
+static void ev(nm_device *dev, nm_event e, uint32_t unit, uint64_t a, uint64_t b) {
     if (dev->env.event)
         dev->env.event(dev->env.opaque, e, unit, a, b);
 }
 
-static void dev_irq(nm_device *dev, uint32_t bit, uint32_t vector)
-{
+static void dev_irq(nm_device *dev, uint32_t bit, uint32_t vector) {
     atomic_fetch_or(&dev->irq_status, bit);
     if (!(atomic_load(&dev->irq_mask) & bit))
         dev->env.raise_irq(dev->env.opaque, vector);
 }
 
-static void error_irq(nm_device *dev)
-{
+static void error_irq(nm_device *dev) {
     dev_irq(dev, NEURON_IRQ_ERROR, NEURON_MSIX_ERROR(dev->cfg.num_cores, dev->cfg.num_dma));
 }
 
-static void kick(nm_device *dev, nm_unit_kind kind, uint32_t index)
-{
+static void kick(nm_device *dev, nm_unit_kind kind, uint32_t index) {
     if (dev->env.kick)
         dev->env.kick(dev->env.opaque, kind, index);
 }
 
 /* The last unit to finish stale work (or the reset itself) completes a device reset. */
-static void reset_pending_put(nm_device *dev)
-{
+static void reset_pending_put(nm_device *dev) {
     uint32_t count;
 
     if (atomic_fetch_sub(&dev->reset_pending, 1) != 1)
@@ -231,8 +217,7 @@ static void reset_pending_put(nm_device *dev)
 /* ---------------------------------------------------------------------- */
 /* Job queues */
 
-static void q_halt_locked(nm_queue *q, uint32_t err)
-{
+static void q_halt_locked(nm_queue *q, uint32_t err) {
     if (q->halted)
         return;
     q->halted = true;
@@ -242,8 +227,7 @@ static void q_halt_locked(nm_queue *q, uint32_t err)
     cnd_broadcast(&q->room);
 }
 
-static void q_clear_locked(nm_queue *q, bool config)
-{
+static void q_clear_locked(nm_queue *q, bool config) {
     if (config) {
         q->ring = 0;
         q->cpl = 0;
@@ -264,13 +248,11 @@ static void q_clear_locked(nm_queue *q, bool config)
     q->aborted_valid = false;
 }
 
-static bool q_cpl_full_locked(const nm_queue *q)
-{
+static bool q_cpl_full_locked(const nm_queue *q) {
     return q->cpl_tail - q->cpl_head >= q->cpl_entries;
 }
 
-static uint16_t cpl_phase(uint32_t index, uint32_t entries)
-{
+static uint16_t cpl_phase(uint32_t index, uint32_t entries) {
     return ((index / entries) & 1) ? 0 : NEURON_CPL_F_PHASE;
 }
 
@@ -280,8 +262,7 @@ static uint16_t cpl_phase(uint32_t index, uint32_t entries)
  * false if the write failed (the queue is then halted) or the queue was
  * reset meanwhile.
  */
-static bool q_write_cpl_locked(nm_queue *q, struct neuron_cpl_entry *e)
-{
+static bool q_write_cpl_locked(nm_queue *q, struct neuron_cpl_entry *e) {
     nm_device *dev = q->dev;
     uint32_t idx = q->cpl_tail;
     uint32_t gen = q->gen;
@@ -306,8 +287,7 @@ static bool q_write_cpl_locked(nm_queue *q, struct neuron_cpl_entry *e)
     return true;
 }
 
-static void q_notify(void *opaque, uint64_t job_id, uint32_t value)
-{
+static void q_notify(void *opaque, uint64_t job_id, uint32_t value) {
     nm_queue *q = opaque;
     nm_device *dev = q->dev;
     struct neuron_cpl_entry e = {
@@ -329,8 +309,7 @@ static void q_notify(void *opaque, uint64_t job_id, uint32_t value)
 }
 
 /* Post the pending final entry if there is room. Lock held. */
-static bool q_post_pending_locked(nm_queue *q, bool *irq)
-{
+static bool q_post_pending_locked(nm_queue *q, bool *irq) {
     struct neuron_cpl_entry e;
 
     if (!q->cpl_pending)
@@ -349,13 +328,11 @@ static bool q_post_pending_locked(nm_queue *q, bool *irq)
 }
 
 /* Complete a Q_CTRL.RESET request; the worker is not running a job. Lock held. */
-static void q_do_reset_locked(nm_queue *q)
-{
+static void q_do_reset_locked(nm_queue *q) {
     /* A fatal device writes nothing; neither does a ring that failed a write. */
-    bool ring_usable = q->cpl_entries &&
-                       ring_ok(q->cpl, q->cpl_entries, sizeof(struct neuron_cpl_entry)) &&
-                       !(q->halted && q->error == NEURON_Q_ERR_CPL_WRITE) &&
-                       !atomic_load(&q->dev->fatal);
+    bool ring_usable =
+        q->cpl_entries && ring_ok(q->cpl, q->cpl_entries, sizeof(struct neuron_cpl_entry)) &&
+        !(q->halted && q->error == NEURON_Q_ERR_CPL_WRITE) && !atomic_load(&q->dev->fatal);
 
     if (q->cpl_pending) {
         /* A finished job that could not post yet: report it as aborted. */
@@ -389,8 +366,7 @@ static void q_do_reset_locked(nm_queue *q)
 }
 
 /* Check a fetched job descriptor. Returns a job status. */
-static uint32_t job_desc_check(const struct neuron_job_desc *d)
-{
+static uint32_t job_desc_check(const struct neuron_job_desc *d) {
     if (d->num_bindings < 1 || d->num_bindings > NEURON_MAX_BINDINGS)
         return NEURON_JOB_STATUS_BAD_DESC;
     if (d->flags & ~NEURON_JOB_F_ALL)
@@ -400,14 +376,14 @@ static uint32_t job_desc_check(const struct neuron_job_desc *d)
     if (d->reserved[0] || d->reserved[1] || d->reserved[2])
         return NEURON_JOB_STATUS_BAD_DESC;
     if (d->bindings_addr >= NM_ADDR_LIMIT ||
-        (uint64_t)d->num_bindings * sizeof(struct neuron_binding) > NM_ADDR_LIMIT - d->bindings_addr ||
+        (uint64_t)d->num_bindings * sizeof(struct neuron_binding) >
+            NM_ADDR_LIMIT - d->bindings_addr ||
         d->bindings_addr % 8)
         return NEURON_JOB_STATUS_BAD_DESC;
     return NEURON_JOB_STATUS_OK;
 }
 
-bool nm_device_core_step(nm_device *dev, uint32_t core)
-{
+bool nm_device_core_step(nm_device *dev, uint32_t core) {
     nm_queue *q;
     struct neuron_job_desc d;
     uint64_t addr;
@@ -565,8 +541,7 @@ stale:
 /* ---------------------------------------------------------------------- */
 /* DMA engines */
 
-static void dma_halt_locked(nm_dma *e, uint32_t err)
-{
+static void dma_halt_locked(nm_dma *e, uint32_t err) {
     if (e->halted)
         return;
     e->halted = true;
@@ -574,8 +549,7 @@ static void dma_halt_locked(nm_dma *e, uint32_t err)
     ev(e->dev, NM_EV_DMA_HALT, e->index, 0, err);
 }
 
-static void dma_clear_locked(nm_dma *e, bool config)
-{
+static void dma_clear_locked(nm_dma *e, bool config) {
     if (config) {
         e->ring = 0;
         e->entries = 0;
@@ -590,8 +564,7 @@ static void dma_clear_locked(nm_dma *e, bool config)
 }
 
 /* Validate a descriptor's fields and ranges. Returns NEURON_DMA_ERR_*. */
-static uint32_t dma_desc_check(const nm_device *dev, const struct neuron_dma_desc *d)
-{
+static uint32_t dma_desc_check(const nm_device *dev, const struct neuron_dma_desc *d) {
     uint64_t devsize = dev->env.mem.devmem_size;
 
     if (d->flags & ~NEURON_DMA_F_ALL)
@@ -606,8 +579,7 @@ static uint32_t dma_desc_check(const nm_device *dev, const struct neuron_dma_des
 }
 
 /* Copy one descriptor's data in bounded chunks. Returns NEURON_DMA_ERR_*. */
-static uint32_t dma_copy(nm_dma *e, const struct neuron_dma_desc *d, uint64_t *copied)
-{
+static uint32_t dma_copy(nm_dma *e, const struct neuron_dma_desc *d, uint64_t *copied) {
     const nm_mem_ops *m = &e->dev->env.mem;
     bool sh = d->flags & NEURON_DMA_F_SRC_HOST, dh = d->flags & NEURON_DMA_F_DST_HOST;
     uint64_t done = 0;
@@ -623,7 +595,8 @@ static uint32_t dma_copy(nm_dma *e, const struct neuron_dma_desc *d, uint64_t *c
             return NEURON_DMA_ERR_ABORTED;
         }
         if (sh && dh) {
-            if (m->host_read(m->opaque, s, e->bounce, n) || m->host_write(m->opaque, t, e->bounce, n))
+            if (m->host_read(m->opaque, s, e->bounce, n) ||
+                m->host_write(m->opaque, t, e->bounce, n))
                 goto host_err;
         } else if (sh) {
             if (m->host_read(m->opaque, s, m->devmem + t, n))
@@ -644,8 +617,7 @@ host_err:
     return NEURON_DMA_ERR_HOST;
 }
 
-bool nm_device_dma_step(nm_device *dev, uint32_t engine)
-{
+bool nm_device_dma_step(nm_device *dev, uint32_t engine) {
     nm_dma *e;
     struct neuron_dma_desc d;
     uint64_t addr, copied = 0;
@@ -703,8 +675,9 @@ bool nm_device_dma_step(nm_device *dev, uint32_t engine)
             goto stale_nolock; /* device reset or fatal error: no writeback */
     }
     d.status = LE32(NEURON_DMA_DONE | status);
-    rc = dev->env.mem.host_write(dev->env.mem.opaque, addr + offsetof(struct neuron_dma_desc, status),
-                                 &d.status, sizeof(d.status));
+    rc = dev->env.mem.host_write(dev->env.mem.opaque,
+                                 addr + offsetof(struct neuron_dma_desc, status), &d.status,
+                                 sizeof(d.status));
 
     mtx_lock(&e->lock);
     if (e->gen != gen || atomic_load(&dev->fatal))
@@ -762,8 +735,7 @@ stale:
 /* ---------------------------------------------------------------------- */
 /* Resets and fatal errors */
 
-void nm_device_reset(nm_device *dev, bool power_on)
-{
+void nm_device_reset(nm_device *dev, bool power_on) {
     uint32_t i;
 
     mtx_lock(&dev->lock);
@@ -823,8 +795,7 @@ void nm_device_reset(nm_device *dev, bool power_on)
         kick(dev, NM_UNIT_CORE, i);
 }
 
-static void enter_fatal(nm_device *dev, uint32_t cause)
-{
+static void enter_fatal(nm_device *dev, uint32_t cause) {
     uint32_t i;
 
     mtx_lock(&dev->lock);
@@ -847,8 +818,7 @@ static void enter_fatal(nm_device *dev, uint32_t cause)
     error_irq(dev);
 }
 
-void nm_device_shutdown(nm_device *dev)
-{
+void nm_device_shutdown(nm_device *dev) {
     uint32_t i;
 
     atomic_store(&dev->shutdown, true);
@@ -865,31 +835,49 @@ void nm_device_shutdown(nm_device *dev)
 /* ---------------------------------------------------------------------- */
 /* Registers */
 
-static uint32_t latch_read(uint32_t *latch, uint64_t v)
-{
+static uint32_t latch_read(uint32_t *latch, uint64_t v) {
     *latch = (uint32_t)(v >> 32);
     return (uint32_t)v;
 }
 
-static uint32_t q_read(nm_device *dev, nm_queue *q, uint32_t reg, bool *known)
-{
+static uint32_t q_read(nm_device *dev, nm_queue *q, uint32_t reg, bool *known) {
     uint32_t v = 0, st;
 
     mtx_lock(&q->lock);
     switch (reg) {
-    case NEURON_Q_RING_LO: v = (uint32_t)q->ring; break;
-    case NEURON_Q_RING_HI: v = (uint32_t)(q->ring >> 32); break;
-    case NEURON_Q_RING_ENTRIES: v = q->entries; break;
+    case NEURON_Q_RING_LO:
+        v = (uint32_t)q->ring;
+        break;
+    case NEURON_Q_RING_HI:
+        v = (uint32_t)(q->ring >> 32);
+        break;
+    case NEURON_Q_RING_ENTRIES:
+        v = q->entries;
+        break;
     case NEURON_Q_CTRL:
         v = (q->enabled ? NEURON_Q_CTRL_ENABLE : 0) | (q->reset_req ? NEURON_Q_CTRL_RESET : 0);
         break;
-    case NEURON_Q_TAIL: v = q->tail; break;
-    case NEURON_Q_HEAD: v = q->head; break;
-    case NEURON_Q_CPL_LO: v = (uint32_t)q->cpl; break;
-    case NEURON_Q_CPL_HI: v = (uint32_t)(q->cpl >> 32); break;
-    case NEURON_Q_CPL_ENTRIES: v = q->cpl_entries; break;
-    case NEURON_Q_CPL_TAIL: v = q->cpl_tail; break;
-    case NEURON_Q_CPL_HEAD: v = q->cpl_head; break;
+    case NEURON_Q_TAIL:
+        v = q->tail;
+        break;
+    case NEURON_Q_HEAD:
+        v = q->head;
+        break;
+    case NEURON_Q_CPL_LO:
+        v = (uint32_t)q->cpl;
+        break;
+    case NEURON_Q_CPL_HI:
+        v = (uint32_t)(q->cpl >> 32);
+        break;
+    case NEURON_Q_CPL_ENTRIES:
+        v = q->cpl_entries;
+        break;
+    case NEURON_Q_CPL_TAIL:
+        v = q->cpl_tail;
+        break;
+    case NEURON_Q_CPL_HEAD:
+        v = q->cpl_head;
+        break;
     case NEURON_Q_STATUS:
         st = 0;
         if (q->enabled)
@@ -902,9 +890,15 @@ static uint32_t q_read(nm_device *dev, nm_queue *q, uint32_t reg, bool *known)
             st |= NEURON_Q_STATUS_RESETTING;
         v = st;
         break;
-    case NEURON_Q_ERROR: v = q->error; break;
-    case NEURON_Q_CUR_JOB_LO: v = latch_read(&q->latch[0], q->cur_job); break;
-    case NEURON_Q_CUR_JOB_HI: v = q->latch[0]; break;
+    case NEURON_Q_ERROR:
+        v = q->error;
+        break;
+    case NEURON_Q_CUR_JOB_LO:
+        v = latch_read(&q->latch[0], q->cur_job);
+        break;
+    case NEURON_Q_CUR_JOB_HI:
+        v = q->latch[0];
+        break;
     default:
         if (reg >= NEURON_Q_CNT_BUSY_NS_LO && reg <= NEURON_Q_CNT_FAULTS_HI) {
             uint32_t c = (reg - NEURON_Q_CNT_BUSY_NS_LO) / 8;
@@ -927,8 +921,7 @@ static uint32_t q_read(nm_device *dev, nm_queue *q, uint32_t reg, bool *known)
     return v;
 }
 
-static void q_write(nm_device *dev, nm_queue *q, uint32_t reg, uint32_t v, bool *known)
-{
+static void q_write(nm_device *dev, nm_queue *q, uint32_t reg, uint32_t v, bool *known) {
     bool do_kick = false, err = false;
 
     mtx_lock(&q->lock);
@@ -997,7 +990,8 @@ static void q_write(nm_device *dev, nm_queue *q, uint32_t reg, uint32_t v, bool 
         }
         break;
     default:
-        if (reg > NEURON_Q_CNT_FAULTS_HI || (reg > NEURON_Q_CUR_JOB_HI && reg < NEURON_Q_CNT_BUSY_NS_LO))
+        if (reg > NEURON_Q_CNT_FAULTS_HI ||
+            (reg > NEURON_Q_CUR_JOB_HI && reg < NEURON_Q_CNT_BUSY_NS_LO))
             *known = false;
         break; /* read-only */
     }
@@ -1008,27 +1002,38 @@ static void q_write(nm_device *dev, nm_queue *q, uint32_t reg, uint32_t v, bool 
         kick(dev, NM_UNIT_CORE, q->index);
 }
 
-static uint32_t dma_read(nm_dma *e, uint32_t reg, bool *known)
-{
+static uint32_t dma_read(nm_dma *e, uint32_t reg, bool *known) {
     uint32_t v = 0;
 
     mtx_lock(&e->lock);
     switch (reg) {
-    case NEURON_DMA_RING_LO: v = (uint32_t)e->ring; break;
-    case NEURON_DMA_RING_HI: v = (uint32_t)(e->ring >> 32); break;
-    case NEURON_DMA_RING_ENTRIES: v = e->entries; break;
+    case NEURON_DMA_RING_LO:
+        v = (uint32_t)e->ring;
+        break;
+    case NEURON_DMA_RING_HI:
+        v = (uint32_t)(e->ring >> 32);
+        break;
+    case NEURON_DMA_RING_ENTRIES:
+        v = e->entries;
+        break;
     case NEURON_DMA_CTRL:
         v = (e->enabled ? NEURON_DMA_CTRL_ENABLE : 0) | (e->reset_req ? NEURON_DMA_CTRL_RESET : 0);
         break;
-    case NEURON_DMA_TAIL: v = e->tail; break;
-    case NEURON_DMA_HEAD: v = e->head; break;
+    case NEURON_DMA_TAIL:
+        v = e->tail;
+        break;
+    case NEURON_DMA_HEAD:
+        v = e->head;
+        break;
     case NEURON_DMA_STATUS:
         v = (e->enabled ? NEURON_DMA_STATUS_ENABLED : 0) |
             (e->running && !e->stale ? NEURON_DMA_STATUS_BUSY : 0) |
             (e->halted ? NEURON_DMA_STATUS_HALTED : 0) |
             (e->reset_req ? NEURON_DMA_STATUS_RESETTING : 0);
         break;
-    case NEURON_DMA_ERROR: v = e->error; break;
+    case NEURON_DMA_ERROR:
+        v = e->error;
+        break;
     default:
         if (reg >= NEURON_DMA_CNT_BYTES_LO && reg <= NEURON_DMA_CNT_ERRORS_HI) {
             uint32_t c = (reg - NEURON_DMA_CNT_BYTES_LO) / 8;
@@ -1043,8 +1048,7 @@ static uint32_t dma_read(nm_dma *e, uint32_t reg, bool *known)
     return v;
 }
 
-static void dma_write(nm_device *dev, nm_dma *e, uint32_t reg, uint32_t v, bool *known)
-{
+static void dma_write(nm_device *dev, nm_dma *e, uint32_t reg, uint32_t v, bool *known) {
     bool do_kick = false, err = false;
 
     mtx_lock(&e->lock);
@@ -1105,8 +1109,7 @@ static void dma_write(nm_device *dev, nm_dma *e, uint32_t reg, uint32_t v, bool 
         kick(dev, NM_UNIT_DMA, e->index);
 }
 
-static uint32_t dev_status(nm_device *dev)
-{
+static uint32_t dev_status(nm_device *dev) {
     uint32_t v = 0;
 
     if (dev->resetting)
@@ -1118,8 +1121,7 @@ static uint32_t dev_status(nm_device *dev)
     return v;
 }
 
-uint32_t nm_device_mmio_read(nm_device *dev, uint64_t offset)
-{
+uint32_t nm_device_mmio_read(nm_device *dev, uint64_t offset) {
     const nm_device_config *c = &dev->cfg;
     uint32_t v = 0;
     bool known = true;
@@ -1138,18 +1140,42 @@ uint32_t nm_device_mmio_read(nm_device *dev, uint64_t offset)
         v = dma_read(&dev->dma[i], (uint32_t)(offset - NEURON_DMA_BASE(i)), &known);
     } else {
         switch (offset) {
-        case NEURON_REG_MAGIC: v = NEURON_MAGIC; break;
-        case NEURON_REG_VERSION: v = (NEURON_VERSION_MAJOR << 16) | NEURON_VERSION_MINOR; break;
-        case NEURON_REG_CAPS: v = c->caps; break;
-        case NEURON_REG_NUM_CORES: v = c->num_cores; break;
-        case NEURON_REG_NUM_DMA: v = c->num_dma; break;
-        case NEURON_REG_SBUF_SIZE: v = c->sbuf_size; break;
-        case NEURON_REG_PSUM_SIZE: v = c->psum_size; break;
-        case NEURON_REG_FW_VERSION: v = NM_FW_VERSION; break;
-        case NEURON_REG_MEM_SIZE_LO: v = (uint32_t)dev->env.mem.devmem_size; break;
-        case NEURON_REG_MEM_SIZE_HI: v = (uint32_t)(dev->env.mem.devmem_size >> 32); break;
-        case NEURON_REG_CLOCK_MHZ: v = c->clock_mhz; break;
-        case NEURON_REG_PARTITIONS: v = NEURON_PARTITIONS; break;
+        case NEURON_REG_MAGIC:
+            v = NEURON_MAGIC;
+            break;
+        case NEURON_REG_VERSION:
+            v = (NEURON_VERSION_MAJOR << 16) | NEURON_VERSION_MINOR;
+            break;
+        case NEURON_REG_CAPS:
+            v = c->caps;
+            break;
+        case NEURON_REG_NUM_CORES:
+            v = c->num_cores;
+            break;
+        case NEURON_REG_NUM_DMA:
+            v = c->num_dma;
+            break;
+        case NEURON_REG_SBUF_SIZE:
+            v = c->sbuf_size;
+            break;
+        case NEURON_REG_PSUM_SIZE:
+            v = c->psum_size;
+            break;
+        case NEURON_REG_FW_VERSION:
+            v = NM_FW_VERSION;
+            break;
+        case NEURON_REG_MEM_SIZE_LO:
+            v = (uint32_t)dev->env.mem.devmem_size;
+            break;
+        case NEURON_REG_MEM_SIZE_HI:
+            v = (uint32_t)(dev->env.mem.devmem_size >> 32);
+            break;
+        case NEURON_REG_CLOCK_MHZ:
+            v = c->clock_mhz;
+            break;
+        case NEURON_REG_PARTITIONS:
+            v = NEURON_PARTITIONS;
+            break;
         case NEURON_REG_DEV_CTRL:
             mtx_lock(&dev->lock);
             v = dev->resetting ? NEURON_DEV_CTRL_RESET : 0;
@@ -1170,15 +1196,23 @@ uint32_t nm_device_mmio_read(nm_device *dev, uint64_t offset)
             v = dev->reset_count;
             mtx_unlock(&dev->lock);
             break;
-        case NEURON_REG_IRQ_STATUS: v = atomic_load(&dev->irq_status); break;
-        case NEURON_REG_IRQ_MASK: v = atomic_load(&dev->irq_mask); break;
+        case NEURON_REG_IRQ_STATUS:
+            v = atomic_load(&dev->irq_status);
+            break;
+        case NEURON_REG_IRQ_MASK:
+            v = atomic_load(&dev->irq_mask);
+            break;
         case NEURON_REG_SCRATCH:
             mtx_lock(&dev->lock);
             v = dev->scratch;
             mtx_unlock(&dev->lock);
             break;
-        case NEURON_REG_INJECT: v = 0; break;
-        default: known = false; break;
+        case NEURON_REG_INJECT:
+            v = 0;
+            break;
+        default:
+            known = false;
+            break;
         }
     }
     if (!known)
@@ -1187,16 +1221,14 @@ uint32_t nm_device_mmio_read(nm_device *dev, uint64_t offset)
 }
 
 /* Bits of IRQ_STATUS/IRQ_MASK that exist on this device. */
-static uint32_t irq_valid_bits(const nm_device *dev)
-{
+static uint32_t irq_valid_bits(const nm_device *dev) {
     uint32_t q = (uint32_t)((UINT64_C(1) << dev->cfg.num_cores) - 1);
     uint32_t d = ((1u << dev->cfg.num_dma) - 1) << 16;
 
     return q | d | NEURON_IRQ_ERROR;
 }
 
-static void irq_vector_of(const nm_device *dev, uint32_t bit, uint32_t *vector)
-{
+static void irq_vector_of(const nm_device *dev, uint32_t bit, uint32_t *vector) {
     if (bit == 31)
         *vector = NEURON_MSIX_ERROR(dev->cfg.num_cores, dev->cfg.num_dma);
     else if (bit >= 16)
@@ -1205,8 +1237,7 @@ static void irq_vector_of(const nm_device *dev, uint32_t bit, uint32_t *vector)
         *vector = NEURON_MSIX_QUEUE(bit);
 }
 
-void nm_device_mmio_write(nm_device *dev, uint64_t offset, uint32_t value)
-{
+void nm_device_mmio_write(nm_device *dev, uint64_t offset, uint32_t value) {
     const nm_device_config *c = &dev->cfg;
     bool known = true;
 
@@ -1279,16 +1310,14 @@ void nm_device_mmio_write(nm_device *dev, uint64_t offset, uint32_t value)
         atomic_fetch_add(&dev->bad_accesses, 1);
 }
 
-uint64_t nm_device_bad_accesses(nm_device *dev)
-{
+uint64_t nm_device_bad_accesses(nm_device *dev) {
     return atomic_load(&dev->bad_accesses);
 }
 
 /* ---------------------------------------------------------------------- */
 /* Creation */
 
-void nm_device_config_default(nm_device_config *cfg)
-{
+void nm_device_config_default(nm_device_config *cfg) {
     memset(cfg, 0, sizeof(*cfg));
     cfg->num_cores = 2;
     cfg->num_dma = 2;
@@ -1298,15 +1327,13 @@ void nm_device_config_default(nm_device_config *cfg)
     cfg->caps = NM_DEFAULT_CAPS;
 }
 
-static void set_err(char *err, size_t errlen, const char *msg)
-{
+static void set_err(char *err, size_t errlen, const char *msg) {
     if (err && errlen)
         snprintf(err, errlen, "%s", msg);
 }
 
 nm_device *nm_device_new(const nm_device_config *cfg, const nm_device_env *env, char *err,
-                         size_t errlen)
-{
+                         size_t errlen) {
     nm_device *dev;
     uint32_t i;
 
@@ -1373,8 +1400,7 @@ fail:
     return NULL;
 }
 
-void nm_device_free(nm_device *dev)
-{
+void nm_device_free(nm_device *dev) {
     uint32_t i;
 
     if (!dev)
@@ -1396,17 +1422,14 @@ void nm_device_free(nm_device *dev)
     free(dev);
 }
 
-uint32_t nm_device_msix_count(const nm_device *dev)
-{
+uint32_t nm_device_msix_count(const nm_device *dev) {
     return NEURON_MSIX_COUNT(dev->cfg.num_cores, dev->cfg.num_dma);
 }
 
-uint32_t nm_device_num_cores(const nm_device *dev)
-{
+uint32_t nm_device_num_cores(const nm_device *dev) {
     return dev->cfg.num_cores;
 }
 
-uint32_t nm_device_num_dma(const nm_device *dev)
-{
+uint32_t nm_device_num_dma(const nm_device *dev) {
     return dev->cfg.num_dma;
 }

@@ -60,34 +60,34 @@ typedef enum nm_unit_kind {
 #define NM_DEFAULT_PSUM_SIZE (2u << 20)
 #define NM_DEFAULT_CLOCK_MHZ 1400u
 #define NM_FW_VERSION ((1u << 16) | 0u)
-#define NM_DEFAULT_CAPS                                                                      \
-    (NEURON_CAP_FP32 | NEURON_CAP_BF16 | NEURON_CAP_FP16 | NEURON_CAP_HOST_BINDINGS |        \
+#define NM_DEFAULT_CAPS                                                                            \
+    (NEURON_CAP_FP32 | NEURON_CAP_BF16 | NEURON_CAP_FP16 | NEURON_CAP_HOST_BINDINGS |              \
      NEURON_CAP_CORE_RESET)
 
 /* Bytes a DMA engine copies between two checks for a reset. */
 #define NM_DMA_CHUNK (64u << 10)
 
 typedef struct nm_device_config {
-    uint32_t num_cores;   /* 1..NEURON_MAX_CORES */
-    uint32_t num_dma;     /* 1..NEURON_MAX_DMA_ENGINES */
-    uint32_t sbuf_size;   /* bytes per core, multiple of NEURON_PARTITIONS */
-    uint32_t psum_size;   /* bytes per core, multiple of NEURON_PARTITIONS */
-    uint32_t clock_mhz;   /* non-zero */
-    uint32_t caps;        /* NEURON_CAP_*; 0 means NM_DEFAULT_CAPS */
+    uint32_t num_cores; /* 1..NEURON_MAX_CORES */
+    uint32_t num_dma;   /* 1..NEURON_MAX_DMA_ENGINES */
+    uint32_t sbuf_size; /* bytes per core, multiple of NEURON_PARTITIONS */
+    uint32_t psum_size; /* bytes per core, multiple of NEURON_PARTITIONS */
+    uint32_t clock_mhz; /* non-zero */
+    uint32_t caps;      /* NEURON_CAP_*; 0 means NM_DEFAULT_CAPS */
 } nm_device_config;
 
 /* Notable events, for tracing (see nm_device_env.event). */
 typedef enum nm_event {
-    NM_EV_JOB_START,   /* unit = core, a = job_id */
-    NM_EV_JOB_END,     /* unit = core, a = job_id, b = NEURON_JOB_STATUS_* */
-    NM_EV_NOTIFY,      /* unit = core, a = job_id, b = notify value */
-    NM_EV_QUEUE_HALT,  /* unit = core, b = NEURON_Q_ERR_* */
-    NM_EV_CORE_RESET,  /* unit = core: Q_CTRL.RESET completed */
-    NM_EV_DMA_DESC,    /* unit = engine, a = len, b = status written back */
-    NM_EV_DMA_HALT,    /* unit = engine, b = NEURON_Q_ERR_* */
-    NM_EV_DMA_RESET,   /* unit = engine: DMA_CTRL.RESET completed */
-    NM_EV_DEV_RESET,   /* device reset completed, a = RESET_COUNT */
-    NM_EV_FATAL,       /* b = NEURON_FATAL_* */
+    NM_EV_JOB_START,  /* unit = core, a = job_id */
+    NM_EV_JOB_END,    /* unit = core, a = job_id, b = NEURON_JOB_STATUS_* */
+    NM_EV_NOTIFY,     /* unit = core, a = job_id, b = notify value */
+    NM_EV_QUEUE_HALT, /* unit = core, b = NEURON_Q_ERR_* */
+    NM_EV_CORE_RESET, /* unit = core: Q_CTRL.RESET completed */
+    NM_EV_DMA_DESC,   /* unit = engine, a = len, b = status written back */
+    NM_EV_DMA_HALT,   /* unit = engine, b = NEURON_Q_ERR_* */
+    NM_EV_DMA_RESET,  /* unit = engine: DMA_CTRL.RESET completed */
+    NM_EV_DEV_RESET,  /* device reset completed, a = RESET_COUNT */
+    NM_EV_FATAL,      /* b = NEURON_FATAL_* */
 } nm_event;
 
 typedef struct nm_device_env {

@@ -148,10 +148,7 @@ Fence Queue::submit(const LoadedProgram &lp, const Arguments &args,
     s.num_in_syncs = static_cast<uint32_t>(syncs.size());
     s.out_sync.handle = fs->syncobj;
     if (int e = dev.ioctl(DRM_IOCTL_NEURON_SUBMIT, &s))
-        detail::throw_errno(e, what,
-                            e == EINVAL ? "the driver rejected the job (or does not implement "
-                                          "SUBMIT yet)"
-                                        : "");
+        detail::throw_errno(e, what, e == EINVAL ? "the driver rejected the job's arguments" : "");
     fs->seqno = s.seqno;
     fs->label =
         fmt::format("job {} (program '{}') on core {} of {}", s.seqno, p.name(), core_, dev.path);

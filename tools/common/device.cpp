@@ -13,8 +13,7 @@ namespace neuron::tools {
 
 namespace fs = std::filesystem;
 
-Driver read_driver(const Roots &roots)
-{
+Driver read_driver(const Roots &roots) {
     Driver d;
     std::error_code ec;
     fs::path mod = roots.sys / "module" / "neuron";
@@ -26,22 +25,19 @@ Driver read_driver(const Roots &roots)
 
 namespace {
 
-std::string user_name(uid_t uid)
-{
+std::string user_name(uid_t uid) {
     if (const struct passwd *pw = getpwuid(uid))
         return pw->pw_name;
     return std::to_string(uid);
 }
 
-std::string group_name(gid_t gid)
-{
+std::string group_name(gid_t gid) {
     if (const struct group *gr = getgrgid(gid))
         return gr->gr_name;
     return std::to_string(gid);
 }
 
-NodeAccess check_access(const fs::path &node)
-{
+NodeAccess check_access(const fs::path &node) {
     NodeAccess a;
     struct stat st {};
     if (stat(node.c_str(), &st) != 0) {
@@ -56,8 +52,7 @@ NodeAccess check_access(const fs::path &node)
     return a;
 }
 
-void read_counters(const fs::path &dir, Device &dev)
-{
+void read_counters(const fs::path &dir, Device &dev) {
     dev.core.clear();
     dev.dma.clear();
     unsigned ncores = dev.cores.value_or(0);
@@ -87,15 +82,13 @@ void read_counters(const fs::path &dir, Device &dev)
     }
 }
 
-fs::path attr_dir(const Roots &roots, const Device &dev)
-{
+fs::path attr_dir(const Roots &roots, const Device &dev) {
     return roots.sys / "class" / "accel" / dev.name / "device" / "neuron";
 }
 
 } // namespace
 
-void refresh_device(const Roots &roots, Device &dev, bool counters)
-{
+void refresh_device(const Roots &roots, Device &dev, bool counters) {
     fs::path dir = attr_dir(roots, dev);
     dev.memory_used = read_u64(dir / "memory_used");
     dev.state = read_text(dir / "state").value_or("unknown");
@@ -104,8 +97,7 @@ void refresh_device(const Roots &roots, Device &dev, bool counters)
         read_counters(dir, dev);
 }
 
-std::vector<Device> scan_devices(const Roots &roots, const ScanOptions &opts)
-{
+std::vector<Device> scan_devices(const Roots &roots, const ScanOptions &opts) {
     std::vector<Device> out;
     std::error_code ec;
     fs::path cls = roots.sys / "class" / "accel";

@@ -6,8 +6,7 @@
 
 namespace neuron::tools {
 
-std::string human_bytes(uint64_t bytes)
-{
+std::string human_bytes(uint64_t bytes) {
     static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
     if (bytes < 1024)
         return fmt::format("{} B", bytes);
@@ -20,20 +19,17 @@ std::string human_bytes(uint64_t bytes)
     return fmt::format("{:.1f} {}", v, units[u]);
 }
 
-std::string human_bytes(const std::optional<uint64_t> &bytes)
-{
+std::string human_bytes(const std::optional<uint64_t> &bytes) {
     return bytes ? human_bytes(*bytes) : "-";
 }
 
-std::string human_rate(double bytes_per_s)
-{
+std::string human_rate(double bytes_per_s) {
     if (bytes_per_s < 0)
         bytes_per_s = 0;
     return human_bytes(static_cast<uint64_t>(bytes_per_s + 0.5)) + "/s";
 }
 
-std::string join_list(const std::vector<unsigned> &v)
-{
+std::string join_list(const std::vector<unsigned> &v) {
     if (v.empty())
         return "-";
     std::string s;
@@ -46,8 +42,7 @@ std::string join_list(const std::vector<unsigned> &v)
 }
 
 std::string format_columns(const std::vector<std::vector<std::string>> &rows,
-                           const std::string &indent)
-{
+                           const std::string &indent) {
     std::vector<size_t> width;
     for (const auto &r : rows)
         for (size_t i = 0; i < r.size(); i++) {

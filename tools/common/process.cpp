@@ -15,8 +15,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string_view trim(std::string_view s)
-{
+std::string_view trim(std::string_view s) {
     while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
         s.remove_prefix(1);
     while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
@@ -25,8 +24,7 @@ std::string_view trim(std::string_view s)
 }
 
 // "<n> [unit]" -> value in the unit's base (bytes for sizes, ns for engines).
-std::optional<uint64_t> parse_quantity(std::string_view v)
-{
+std::optional<uint64_t> parse_quantity(std::string_view v) {
     size_t sp = v.find(' ');
     std::string_view num = v.substr(0, sp);
     std::string_view unit = sp == std::string_view::npos ? "" : trim(v.substr(sp + 1));
@@ -47,8 +45,7 @@ std::optional<uint64_t> parse_quantity(std::string_view v)
 
 } // namespace
 
-std::optional<Client> parse_fdinfo(std::string_view text)
-{
+std::optional<Client> parse_fdinfo(std::string_view text) {
     Client c;
     bool neuron = false;
     while (!text.empty()) {
@@ -86,8 +83,7 @@ std::optional<Client> parse_fdinfo(std::string_view text)
     return c;
 }
 
-std::vector<unsigned> DeviceUsage::cores() const
-{
+std::vector<unsigned> DeviceUsage::cores() const {
     std::vector<unsigned> out;
     for (const auto &[core, ns] : engine_ns)
         if (ns > 0)
@@ -95,8 +91,7 @@ std::vector<unsigned> DeviceUsage::cores() const
     return out;
 }
 
-DeviceUsage usage_on(const Process &p, std::string_view bdf)
-{
+DeviceUsage usage_on(const Process &p, std::string_view bdf) {
     DeviceUsage u;
     for (const Client &c : p.clients) {
         if (c.pdev != bdf)
@@ -113,15 +108,13 @@ DeviceUsage usage_on(const Process &p, std::string_view bdf)
 namespace {
 
 // Two fds (possibly in different processes) refer to the same open file.
-bool same_file(int pid1, int fd1, int pid2, int fd2)
-{
+bool same_file(int pid1, int fd1, int pid2, int fd2) {
     return syscall(SYS_kcmp, pid1, pid2, KCMP_FILE, fd1, fd2) == 0;
 }
 
 } // namespace
 
-ProcessScan scan_processes(const Roots &roots)
-{
+ProcessScan scan_processes(const Roots &roots) {
     ProcessScan scan;
     std::error_code ec;
     std::vector<int> pids;

@@ -11,8 +11,7 @@ namespace neuron::tools {
 
 namespace fs = std::filesystem;
 
-Roots Roots::from_env()
-{
+Roots Roots::from_env() {
     Roots r;
     if (const char *v = std::getenv("NEURON_SYSFS_ROOT"); v && *v)
         r.sys = v;
@@ -23,8 +22,7 @@ Roots Roots::from_env()
     return r;
 }
 
-std::optional<std::string> read_file(const fs::path &path)
-{
+std::optional<std::string> read_file(const fs::path &path) {
     std::ifstream in(path, std::ios::binary);
     if (!in)
         return std::nullopt;
@@ -35,8 +33,7 @@ std::optional<std::string> read_file(const fs::path &path)
     return std::move(ss).str();
 }
 
-std::optional<std::string> read_text(const fs::path &path)
-{
+std::optional<std::string> read_text(const fs::path &path) {
     auto s = read_file(path);
     if (!s)
         return std::nullopt;
@@ -46,8 +43,7 @@ std::optional<std::string> read_text(const fs::path &path)
     return s;
 }
 
-std::optional<uint64_t> parse_u64(std::string_view text)
-{
+std::optional<uint64_t> parse_u64(std::string_view text) {
     uint64_t v = 0;
     if (text.empty())
         return std::nullopt;
@@ -57,16 +53,14 @@ std::optional<uint64_t> parse_u64(std::string_view text)
     return v;
 }
 
-std::optional<uint64_t> read_u64(const fs::path &path)
-{
+std::optional<uint64_t> read_u64(const fs::path &path) {
     auto s = read_text(path);
     if (!s)
         return std::nullopt;
     return parse_u64(*s);
 }
 
-std::optional<int64_t> read_i64(const fs::path &path)
-{
+std::optional<int64_t> read_i64(const fs::path &path) {
     auto s = read_text(path);
     if (!s || s->empty())
         return std::nullopt;
@@ -77,8 +71,7 @@ std::optional<int64_t> read_i64(const fs::path &path)
     return v;
 }
 
-std::string link_basename(const fs::path &link)
-{
+std::string link_basename(const fs::path &link) {
     std::error_code ec;
     fs::path target = fs::read_symlink(link, ec);
     if (ec)

@@ -14,8 +14,7 @@ namespace neuron::tools::ls {
 
 using nlohmann::json;
 
-Inventory collect(const Roots &roots, bool with_processes)
-{
+Inventory collect(const Roots &roots, bool with_processes) {
     Inventory inv;
     inv.driver = read_driver(roots);
     inv.devices = scan_devices(roots);
@@ -26,31 +25,27 @@ Inventory collect(const Roots &roots, bool with_processes)
 
 namespace {
 
-std::string opt_str(const std::optional<std::string> &s)
-{
+std::string opt_str(const std::optional<std::string> &s) {
     return s && !s->empty() ? *s : "-";
 }
 
-template <typename T> std::string opt_num(const std::optional<T> &v)
-{
+template <typename T> std::string opt_num(const std::optional<T> &v) {
     return v ? std::to_string(*v) : "-";
 }
 
-std::string memory_cell(const Device &d)
-{
+std::string memory_cell(const Device &d) {
     return human_bytes(d.memory_used) + " / " + human_bytes(d.memory_total);
 }
 
 } // namespace
 
-std::string render_table(const Inventory &inv, bool wide)
-{
+std::string render_table(const Inventory &inv, bool wide) {
     std::string out = fmt::format("neuron driver {}, {} device{}\n",
                                   inv.driver.version ? *inv.driver.version : "(no version)",
                                   inv.devices.size(), inv.devices.size() == 1 ? "" : "s");
     std::vector<std::vector<std::string>> rows;
-    rows.push_back({"DEVICE", "NODE", "BDF", "NUMA", "CORES", "MEMORY USED / TOTAL", "HW", "FW",
-                    "STATE"});
+    rows.push_back(
+        {"DEVICE", "NODE", "BDF", "NUMA", "CORES", "MEMORY USED / TOTAL", "HW", "FW", "STATE"});
     for (const Device &d : inv.devices)
         rows.push_back({std::to_string(d.index), d.name, d.bdf, opt_num(d.numa_node),
                         opt_num(d.cores), memory_cell(d), opt_str(d.hw_version),
@@ -93,8 +88,7 @@ std::string render_table(const Inventory &inv, bool wide)
     return out;
 }
 
-json render_json(const Inventory &inv)
-{
+json render_json(const Inventory &inv) {
     json devices = json::array();
     for (const Device &d : inv.devices) {
         json procs = json::array();
@@ -133,8 +127,7 @@ json render_json(const Inventory &inv)
     return devices;
 }
 
-std::string access_message(const Device &d)
-{
+std::string access_message(const Device &d) {
     const NodeAccess &a = d.access;
     if (a.error == ENOENT)
         return fmt::format("neuron: {}: no such device node: is devtmpfs mounted on /dev?", d.node);
@@ -151,14 +144,14 @@ std::string access_message(const Device &d)
 }
 
 int run(int argc, const char *const *argv, std::ostream &out, std::ostream &err,
-        const Roots &roots)
-{
+        const Roots &roots) {
     CLI::App app{"List the devices of the neuron accelerator driver and the processes using "
                  "them.",
                  "neuron-ls"};
     bool wide = false, as_json = false, version = false;
-    app.add_flag("-w,--wide", wide, "Add one row per process using a device: PID, command, "
-                                    "device and host memory, cores in use");
+    app.add_flag("-w,--wide", wide,
+                 "Add one row per process using a device: PID, command, "
+                 "device and host memory, cores in use");
     app.add_flag("-j,--json,--json-output", as_json,
                  "Print JSON (schema: neuron-ls.schema.json) instead of a table");
     app.add_flag("-V,--version", version, "Print the version and exit");

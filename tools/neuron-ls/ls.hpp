@@ -16,11 +16,11 @@ namespace neuron::tools::ls {
 /// Exit statuses (documented in neuron-ls(1)).
 enum Exit : int {
     exit_ok = 0,
-    exit_error = 1,        ///< unexpected failure
-    exit_usage = 2,        ///< bad command line
-    exit_no_driver = 3,    ///< the neuron module is not loaded
-    exit_no_devices = 4,   ///< the module is loaded but has no device
-    exit_no_access = 5,    ///< listed, but some node cannot be opened by this user
+    exit_error = 1,      ///< unexpected failure
+    exit_usage = 2,      ///< bad command line
+    exit_no_driver = 3,  ///< the neuron module is not loaded
+    exit_no_devices = 4, ///< the module is loaded but has no device
+    exit_no_access = 5,  ///< listed, but some node cannot be opened by this user
 };
 
 struct Inventory {

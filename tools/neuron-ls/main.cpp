@@ -4,8 +4,7 @@
 
 #include "ls.hpp"
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     try {
         return neuron::tools::ls::run(argc, argv, std::cout, std::cerr,
                                       neuron::tools::Roots::from_env());

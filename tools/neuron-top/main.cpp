@@ -4,8 +4,7 @@
 
 #include "top.hpp"
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     try {
         return neuron::tools::top::run(argc, argv, std::cout, std::cerr,
                                        neuron::tools::Roots::from_env());

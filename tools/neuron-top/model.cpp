@@ -8,12 +8,12 @@
 
 namespace neuron::tools::top {
 
-Snapshot take_snapshot(const Roots &roots)
-{
+Snapshot take_snapshot(const Roots &roots) {
     Snapshot s;
     struct timespec ts {};
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    s.mono_ns = static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+    s.mono_ns =
+        static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
     s.wall_s = static_cast<int64_t>(time(nullptr));
     s.driver = read_driver(roots);
     ScanOptions opts;
@@ -29,21 +29,18 @@ namespace {
 
 // A counter's increase; a device reset restarts the device's counters from
 // zero, which is not a negative rate.
-uint64_t delta(uint64_t before, uint64_t after)
-{
+uint64_t delta(uint64_t before, uint64_t after) {
     return after >= before ? after - before : after;
 }
 
-const Device *find_device(const Snapshot &s, unsigned index)
-{
+const Device *find_device(const Snapshot &s, unsigned index) {
     for (const Device &d : s.devices)
         if (d.index == index)
             return &d;
     return nullptr;
 }
 
-const Process *find_process(const Snapshot &s, int pid)
-{
+const Process *find_process(const Snapshot &s, int pid) {
     for (const Process &p : s.processes.processes)
         if (p.pid == pid)
             return &p;
@@ -52,11 +49,11 @@ const Process *find_process(const Snapshot &s, int pid)
 
 } // namespace
 
-Model compute(const Snapshot &prev, const Snapshot &cur)
-{
+Model compute(const Snapshot &prev, const Snapshot &cur) {
     Model m;
     m.wall_s = cur.wall_s;
-    double dt = cur.mono_ns > prev.mono_ns ? static_cast<double>(cur.mono_ns - prev.mono_ns) / 1e9 : 0;
+    double dt =
+        cur.mono_ns > prev.mono_ns ? static_cast<double>(cur.mono_ns - prev.mono_ns) / 1e9 : 0;
     m.interval_s = dt;
     m.driver_version = cur.driver.version.value_or("-");
     m.hidden_processes = cur.processes.hidden;
@@ -80,10 +77,11 @@ Model compute(const Snapshot &prev, const Snapshot &cur)
             cv.resets = c.resets;
             if (p && c.index < p->core.size()) {
                 const CoreCounters &pc = p->core[c.index];
-                cv.util = dt > 0 ? std::clamp(static_cast<double>(delta(pc.busy_ns, c.busy_ns)) /
-                                                  (dt * 1e9),
-                                              0.0, 1.0)
-                                 : 0;
+                cv.util =
+                    dt > 0
+                        ? std::clamp(static_cast<double>(delta(pc.busy_ns, c.busy_ns)) / (dt * 1e9),
+                                     0.0, 1.0)
+                        : 0;
                 cv.jobs_per_s = rate(delta(pc.jobs, c.jobs));
             }
             v.jobs_per_s += cv.jobs_per_s;
@@ -124,8 +122,7 @@ Model compute(const Snapshot &prev, const Snapshot &cur)
     return m;
 }
 
-std::vector<Event> counter_events(const Snapshot &prev, const Snapshot &cur, bool resets)
-{
+std::vector<Event> counter_events(const Snapshot &prev, const Snapshot &cur, bool resets) {
     std::vector<Event> out;
     auto ev = [&](unsigned dev, int core, std::string kind, std::string detail) {
         out.push_back({cur.wall_s, dev, core, std::move(kind), std::move(detail), "counters"});
@@ -144,7 +141,8 @@ std::vector<Event> counter_events(const Snapshot &prev, const Snapshot &cur, boo
             int core = static_cast<int>(c.index);
             if (c.faults > pc.faults)
                 ev(d.index, core, "fault",
-                   fmt::format("{} job{}", c.faults - pc.faults, c.faults - pc.faults == 1 ? "" : "s"));
+                   fmt::format("{} job{}", c.faults - pc.faults,
+                               c.faults - pc.faults == 1 ? "" : "s"));
             if (resets && c.timeouts > pc.timeouts)
                 ev(d.index, core, "timeout",
                    fmt::format("{} job{}", c.timeouts - pc.timeouts,
@@ -152,7 +150,8 @@ std::vector<Event> counter_events(const Snapshot &prev, const Snapshot &cur, boo
             if (resets && c.resets > pc.resets) {
                 core_resets += c.resets - pc.resets;
                 ev(d.index, core, "reset",
-                   c.resets - pc.resets == 1 ? std::string() : fmt::format("{} resets", c.resets - pc.resets));
+                   c.resets - pc.resets == 1 ? std::string()
+                                             : fmt::format("{} resets", c.resets - pc.resets));
             }
         }
         // A reset that no core counter explains: the whole device.
@@ -164,8 +163,7 @@ std::vector<Event> counter_events(const Snapshot &prev, const Snapshot &cur, boo
     return out;
 }
 
-void add_events(std::deque<Event> &events, const std::vector<Event> &more, size_t max)
-{
+void add_events(std::deque<Event> &events, const std::vector<Event> &more, size_t max) {
     for (const Event &e : more)
         events.push_back(e);
     while (events.size() > max)

@@ -28,18 +28,18 @@ Snapshot take_snapshot(const Roots &roots);
 /// Something that happened to a device: a reset, a hang, an error.
 struct Event {
     int64_t wall_s = 0;
-    unsigned device = 0;   ///< N of accelN
-    int core = -1;         ///< -1: the whole device
-    std::string kind;      ///< reset, hang, error, fatal, fault, timeout, state
-    std::string detail;    ///< e.g. "ready -> resetting", "3 jobs"
-    std::string source;    ///< netlink or counters
+    unsigned device = 0; ///< N of accelN
+    int core = -1;       ///< -1: the whole device
+    std::string kind;    ///< reset, hang, error, fatal, fault, timeout, state
+    std::string detail;  ///< e.g. "ready -> resetting", "3 jobs"
+    std::string source;  ///< netlink or counters
 };
 
 struct CoreView {
     unsigned index = 0;
-    double util = 0;        ///< 0..1: busy time / wall time over the interval
+    double util = 0; ///< 0..1: busy time / wall time over the interval
     double jobs_per_s = 0;
-    uint64_t faults = 0;    ///< totals since the driver bound
+    uint64_t faults = 0; ///< totals since the driver bound
     uint64_t timeouts = 0;
     uint64_t resets = 0;
 };
@@ -61,21 +61,21 @@ struct ProcessView {
     int pid = 0;
     std::string command;
     unsigned device = 0;
-    uint64_t memory = 0;        ///< device memory, bytes
+    uint64_t memory = 0; ///< device memory, bytes
     uint64_t host_memory = 0;
-    double util = 0;            ///< busy time of its jobs / wall time (1.0 = one core)
+    double util = 0; ///< busy time of its jobs / wall time (1.0 = one core)
     std::vector<unsigned> cores;
 };
 
 struct Model {
     int64_t wall_s = 0;
-    double interval_s = 0;      ///< between the two snapshots
+    double interval_s = 0; ///< between the two snapshots
     std::string driver_version;
     std::vector<DeviceView> devices;
     std::vector<ProcessView> processes; ///< one row per (process, device)
     unsigned hidden_processes = 0;
-    std::deque<Event> events;   ///< newest last
-    std::string event_source;   ///< what the status line says about events
+    std::deque<Event> events; ///< newest last
+    std::string event_source; ///< what the status line says about events
 };
 
 /// Rates over the interval between two snapshots.

@@ -10,30 +10,26 @@
 
 namespace neuron::tools::top {
 
-void NetlinkEvents::SockDeleter::operator()(nl_sock *s) const
-{
+void NetlinkEvents::SockDeleter::operator()(nl_sock *s) const {
     nl_socket_free(s);
 }
 
 NetlinkEvents::NetlinkEvents() = default;
 NetlinkEvents::~NetlinkEvents() = default;
 
-int NetlinkEvents::fd() const
-{
+int NetlinkEvents::fd() const {
     return events_ ? nl_socket_get_fd(events_.get()) : -1;
 }
 
 namespace {
 
-uint64_t now_ns(clockid_t clock)
-{
+uint64_t now_ns(clockid_t clock) {
     struct timespec ts {};
     clock_gettime(clock, &ts);
     return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-const char *kind_name(uint32_t kind)
-{
+const char *kind_name(uint32_t kind) {
     switch (kind) {
     case NEURON_EVENT_RESET:
         return "reset";
@@ -52,8 +48,7 @@ struct MinorDump {
     std::map<unsigned, unsigned> *minors;
 };
 
-int on_device(struct nl_msg *msg, void *arg)
-{
+int on_device(struct nl_msg *msg, void *arg) {
     auto *dump = static_cast<MinorDump *>(arg);
     struct nlattr *attrs[NEURON_A_MAX + 1] = {};
     if (genlmsg_parse(nlmsg_hdr(msg), 0, attrs, NEURON_A_MAX, nullptr) < 0)
@@ -66,8 +61,7 @@ int on_device(struct nl_msg *msg, void *arg)
 
 } // namespace
 
-bool NetlinkEvents::open(std::string &why)
-{
+bool NetlinkEvents::open(std::string &why) {
     Sock sock(nl_socket_alloc());
     if (!sock) {
         why = "cannot allocate a netlink socket";
@@ -102,16 +96,15 @@ bool NetlinkEvents::open(std::string &why)
     return true;
 }
 
-void NetlinkEvents::refresh_minors()
-{
+void NetlinkEvents::refresh_minors() {
     Sock sock(nl_socket_alloc());
     if (!sock || genl_connect(sock.get()) < 0)
         return;
     struct nl_msg *msg = nlmsg_alloc();
     if (!msg)
         return;
-    if (genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, family_, 0, NLM_F_DUMP,
-                    NEURON_CMD_DEVICE_GET, NEURON_GENL_VERSION)) {
+    if (genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, family_, 0, NLM_F_DUMP, NEURON_CMD_DEVICE_GET,
+                    NEURON_GENL_VERSION)) {
         MinorDump dump{&minors_};
         nl_socket_modify_cb(sock.get(), NL_CB_VALID, NL_CB_CUSTOM, on_device, &dump);
         if (nl_send_auto(sock.get(), msg) >= 0)
@@ -120,8 +113,7 @@ void NetlinkEvents::refresh_minors()
     nlmsg_free(msg);
 }
 
-int NetlinkEvents::on_event(struct nl_msg *msg, void *arg)
-{
+int NetlinkEvents::on_event(struct nl_msg *msg, void *arg) {
     auto *self = static_cast<NetlinkEvents *>(arg);
     struct genlmsghdr *gh = static_cast<struct genlmsghdr *>(nlmsg_data(nlmsg_hdr(msg)));
     if (gh->cmd != NEURON_CMD_EVENT)
@@ -137,9 +129,8 @@ int NetlinkEvents::on_event(struct nl_msg *msg, void *arg)
         self->refresh_minors();
     auto it = self->minors_.find(index);
     e.device = it != self->minors_.end() ? it->second : index;
-    e.core = attrs[NEURON_A_EVENT_CORE]
-                 ? static_cast<int>(nla_get_s32(attrs[NEURON_A_EVENT_CORE]))
-                 : -1;
+    e.core =
+        attrs[NEURON_A_EVENT_CORE] ? static_cast<int>(nla_get_s32(attrs[NEURON_A_EVENT_CORE])) : -1;
     e.kind = kind_name(nla_get_u32(attrs[NEURON_A_EVENT_KIND]));
     e.source = "netlink";
     int64_t wall = static_cast<int64_t>(time(nullptr));
@@ -154,8 +145,7 @@ int NetlinkEvents::on_event(struct nl_msg *msg, void *arg)
     return NL_OK;
 }
 
-std::vector<Event> NetlinkEvents::receive()
-{
+std::vector<Event> NetlinkEvents::receive() {
     if (!events_)
         return {};
     // The socket is non-blocking, but an empty read is not an error to

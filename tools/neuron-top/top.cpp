@@ -21,8 +21,7 @@ namespace neuron::tools::top {
 
 using nlohmann::ordered_json;
 
-Sampler::Sampler(Roots roots, bool use_netlink) : roots_(std::move(roots))
-{
+Sampler::Sampler(Roots roots, bool use_netlink) : roots_(std::move(roots)) {
     std::string why = "--no-netlink";
     if (use_netlink && netlink_.open(why))
         source_ = "events: netlink";
@@ -30,14 +29,11 @@ Sampler::Sampler(Roots roots, bool use_netlink) : roots_(std::move(roots))
         source_ = "events: polling reset_count (" + why + ")";
 }
 
-void Sampler::start()
-{
+void Sampler::start() {
     prev_ = take_snapshot(roots_);
 }
 
-
-Model Sampler::sample()
-{
+Model Sampler::sample() {
     Snapshot cur = take_snapshot(roots_);
     if (!prev_)
         prev_ = cur;
@@ -59,8 +55,7 @@ Model Sampler::sample()
 }
 
 void Sampler::wait_until(std::chrono::steady_clock::time_point deadline,
-                         const std::function<void()> &on_event, const std::function<bool()> &stop)
-{
+                         const std::function<void()> &on_event, const std::function<bool()> &stop) {
     for (;;) {
         if (stop && stop())
             return;
@@ -89,24 +84,24 @@ void Sampler::wait_until(std::chrono::steady_clock::time_point deadline,
 
 namespace {
 
-std::string where(const Event &e)
-{
-    return fmt::format("accel{} {}", e.device, e.core >= 0 ? fmt::format("nc{}", e.core) : "device");
+std::string where(const Event &e) {
+    return fmt::format("accel{} {}", e.device,
+                       e.core >= 0 ? fmt::format("nc{}", e.core) : "device");
 }
 
 } // namespace
 
-std::string batch_text(const Model &m, const std::vector<Event> &events, unsigned sample)
-{
-    std::string s = fmt::format("sample {} time {} interval {:.2f}s driver {} {}\n", sample,
-                                clock_time(m.wall_s), m.interval_s, m.driver_version,
-                                m.event_source);
+std::string batch_text(const Model &m, const std::vector<Event> &events, unsigned sample) {
+    std::string s =
+        fmt::format("sample {} time {} interval {:.2f}s driver {} {}\n", sample,
+                    clock_time(m.wall_s), m.interval_s, m.driver_version, m.event_source);
     for (const DeviceView &d : m.devices) {
-        s += fmt::format("device {} {} state={} memory_used={} memory_total={} dma_bytes_per_s={:.0f} "
-                         "jobs_per_s={:.1f} reset_count={}\n",
-                         d.name, d.bdf, d.state, d.memory_used ? std::to_string(*d.memory_used) : "-",
-                         d.memory_total ? std::to_string(*d.memory_total) : "-", d.dma_bytes_per_s,
-                         d.jobs_per_s, d.reset_count);
+        s += fmt::format(
+            "device {} {} state={} memory_used={} memory_total={} dma_bytes_per_s={:.0f} "
+            "jobs_per_s={:.1f} reset_count={}\n",
+            d.name, d.bdf, d.state, d.memory_used ? std::to_string(*d.memory_used) : "-",
+            d.memory_total ? std::to_string(*d.memory_total) : "-", d.dma_bytes_per_s, d.jobs_per_s,
+            d.reset_count);
         for (const CoreView &c : d.cores)
             s += fmt::format("core {} nc{} util={:.1f}% jobs_per_s={:.1f} faults={} timeouts={} "
                              "resets={}\n",
@@ -114,16 +109,15 @@ std::string batch_text(const Model &m, const std::vector<Event> &events, unsigne
                              c.resets);
     }
     for (const ProcessView &p : m.processes)
-        s += fmt::format("process {} {} accel{} memory={} util={:.1f}% cores={}\n", p.pid, p.command,
-                         p.device, p.memory, p.util * 100, join_list(p.cores));
+        s += fmt::format("process {} {} accel{} memory={} util={:.1f}% cores={}\n", p.pid,
+                         p.command, p.device, p.memory, p.util * 100, join_list(p.cores));
     for (const Event &e : events)
         s += fmt::format("event {} {} {}{}{} source={}\n", clock_time(e.wall_s), where(e), e.kind,
                          e.detail.empty() ? "" : " ", e.detail, e.source);
     return s;
 }
 
-ordered_json batch_json(const Model &m, const std::vector<Event> &events, unsigned sample)
-{
+ordered_json batch_json(const Model &m, const std::vector<Event> &events, unsigned sample) {
     ordered_json devices = ordered_json::array();
     for (const DeviceView &d : m.devices) {
         ordered_json cores = ordered_json::array();
@@ -178,13 +172,11 @@ namespace {
 
 std::atomic<bool> g_interrupted{false};
 
-void on_signal(int)
-{
+void on_signal(int) {
     g_interrupted = true;
 }
 
-int run_batch(Sampler &sampler, double interval, unsigned count, bool json, std::ostream &out)
-{
+int run_batch(Sampler &sampler, double interval, unsigned count, bool json, std::ostream &out) {
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
     std::signal(SIGPIPE, on_signal);
@@ -209,8 +201,7 @@ int run_batch(Sampler &sampler, double interval, unsigned count, bool json, std:
     return exit_ok;
 }
 
-int run_interactive(Sampler &sampler, double interval)
-{
+int run_interactive(Sampler &sampler, double interval) {
     using namespace ftxui;
     auto screen = ScreenInteractive::Fullscreen();
     std::mutex lock; // protects model
@@ -273,8 +264,7 @@ int run_interactive(Sampler &sampler, double interval)
 } // namespace
 
 int run(int argc, const char *const *argv, std::ostream &out, std::ostream &err,
-        const Roots &roots)
-{
+        const Roots &roots) {
     CLI::App app{"Live view of neuron accelerator devices: per-core utilization, memory, DMA "
                  "throughput, job rates, processes and events (resets, hangs, faults).",
                  "neuron-top"};
@@ -285,7 +275,8 @@ int run(int argc, const char *const *argv, std::ostream &out, std::ostream &err,
         ->check(CLI::Range(0.05, 3600.0));
     app.add_flag("-b,--batch", batch,
                  "Print samples as text lines instead of the interactive screen");
-    app.add_flag("-j,--json", as_json, "Print samples as JSON, one object per line (implies --batch)");
+    app.add_flag("-j,--json", as_json,
+                 "Print samples as JSON, one object per line (implies --batch)");
     app.add_option("-n,--count", count,
                    "Stop after this many samples in batch mode (default: until interrupted)");
     app.add_flag("--no-netlink", no_netlink,

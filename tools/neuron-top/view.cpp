@@ -14,8 +14,7 @@ namespace neuron::tools::top {
 
 using namespace ftxui;
 
-const char *sort_name(SortKey k)
-{
+const char *sort_name(SortKey k) {
     switch (k) {
     case SortKey::util:
         return "util";
@@ -29,16 +28,14 @@ const char *sort_name(SortKey k)
     return "?";
 }
 
-std::string clock_time(int64_t wall_s)
-{
+std::string clock_time(int64_t wall_s) {
     time_t t = static_cast<time_t>(wall_s);
     struct tm tm {};
     localtime_r(&t, &tm);
     return fmt::format("{:02}:{:02}:{:02}", tm.tm_hour, tm.tm_min, tm.tm_sec);
 }
 
-std::vector<ProcessView> sorted_processes(const Model &m, SortKey key)
-{
+std::vector<ProcessView> sorted_processes(const Model &m, SortKey key) {
     std::vector<ProcessView> v = m.processes;
     auto tie = [](const ProcessView &a, const ProcessView &b) {
         return std::tie(a.pid, a.device) < std::tie(b.pid, b.device);
@@ -67,8 +64,7 @@ std::vector<ProcessView> sorted_processes(const Model &m, SortKey key)
 
 namespace {
 
-Color util_color(double u)
-{
+Color util_color(double u) {
     if (u >= 0.9)
         return Color::Red;
     if (u >= 0.5)
@@ -76,8 +72,7 @@ Color util_color(double u)
     return Color::Green;
 }
 
-Color state_color(const std::string &s)
-{
+Color state_color(const std::string &s) {
     if (s == "ready")
         return Color::Green;
     if (s == "resetting")
@@ -85,13 +80,11 @@ Color state_color(const std::string &s)
     return Color::Red;
 }
 
-std::string percent(double f)
-{
+std::string percent(double f) {
     return fmt::format("{:5.1f}%", f * 100.0);
 }
 
-Element core_cell(const CoreView &c)
-{
+Element core_cell(const CoreView &c) {
     Elements parts = {
         text(fmt::format("nc{:<2} ", c.index)),
         gauge(static_cast<float>(c.util)) | color(util_color(c.util)) | size(WIDTH, EQUAL, 10),
@@ -104,8 +97,7 @@ Element core_cell(const CoreView &c)
     return hbox(std::move(parts));
 }
 
-Element device_block(const DeviceView &d)
-{
+Element device_block(const DeviceView &d) {
     double mem = d.memory_total && *d.memory_total && d.memory_used
                      ? static_cast<double>(*d.memory_used) / static_cast<double>(*d.memory_total)
                      : 0.0;
@@ -132,8 +124,7 @@ Element device_block(const DeviceView &d)
     });
 }
 
-Element process_table(const Model &m, const UiState &ui)
-{
+Element process_table(const Model &m, const UiState &ui) {
     auto row = [](const std::string &pid, const std::string &dev, const std::string &cmd,
                   const std::string &mem, const std::string &util, const std::string &cores) {
         return hbox({
@@ -160,7 +151,8 @@ Element process_table(const Model &m, const UiState &ui)
         rows.push_back(text(m.hidden_processes ? "no processes of yours use a device"
                                                : "no process uses a device") |
                        dim);
-    std::string title = fmt::format("PROCESSES ({}, sorted by {})", procs.size(), sort_name(ui.sort));
+    std::string title =
+        fmt::format("PROCESSES ({}, sorted by {})", procs.size(), sort_name(ui.sort));
     if (m.hidden_processes)
         title += fmt::format(", {} of other users hidden", m.hidden_processes);
     return vbox({
@@ -170,8 +162,7 @@ Element process_table(const Model &m, const UiState &ui)
     });
 }
 
-Element event_list(const Model &m, size_t max)
-{
+Element event_list(const Model &m, size_t max) {
     Elements rows;
     size_t start = m.events.size() > max ? m.events.size() - max : 0;
     for (size_t i = start; i < m.events.size(); i++) {
@@ -192,8 +183,7 @@ Element event_list(const Model &m, size_t max)
     return vbox({text("EVENTS") | bold, vbox(std::move(rows))});
 }
 
-Element help_window()
-{
+Element help_window() {
     auto line = [](const std::string &k, const std::string &what) {
         return hbox({text(k) | bold | size(WIDTH, EQUAL, 14), text(what)});
     };
@@ -216,12 +206,11 @@ Element help_window()
 
 } // namespace
 
-Element render(const Model &m, const UiState &ui)
-{
-    std::string title = fmt::format(" neuron-top {}  driver {}  {} device{}  every {:.1f}s  {}",
-                                    NEURON_TOOLS_VERSION, m.driver_version, m.devices.size(),
-                                    m.devices.size() == 1 ? "" : "s", m.interval_s,
-                                    clock_time(m.wall_s));
+Element render(const Model &m, const UiState &ui) {
+    std::string title =
+        fmt::format(" neuron-top {}  driver {}  {} device{}  every {:.1f}s  {}",
+                    NEURON_TOOLS_VERSION, m.driver_version, m.devices.size(),
+                    m.devices.size() == 1 ? "" : "s", m.interval_s, clock_time(m.wall_s));
     Elements devices;
     for (const DeviceView &d : m.devices)
         devices.push_back(device_block(d));
@@ -243,8 +232,7 @@ Element render(const Model &m, const UiState &ui)
     return main;
 }
 
-bool handle_key(UiState &ui, const ftxui::Event &event, const Model &m)
-{
+bool handle_key(UiState &ui, const ftxui::Event &event, const Model &m) {
     int n = static_cast<int>(m.processes.size());
     auto select = [&](int to) { ui.selected = std::clamp(to, 0, std::max(0, n - 1)); };
     if (event == ftxui::Event::Character('q')) {
@@ -287,15 +275,13 @@ bool handle_key(UiState &ui, const ftxui::Event &event, const Model &m)
     return true;
 }
 
-std::string render_to_string(const Model &m, const UiState &ui, int width, int height)
-{
+std::string render_to_string(const Model &m, const UiState &ui, int width, int height) {
     auto screen = Screen::Create(Dimension::Fixed(width), Dimension::Fixed(height));
     Render(screen, render(m, ui));
     return screen.ToString();
 }
 
-std::string render_to_text(const Model &m, const UiState &ui, int width, int height)
-{
+std::string render_to_text(const Model &m, const UiState &ui, int width, int height) {
     auto screen = Screen::Create(Dimension::Fixed(width), Dimension::Fixed(height));
     Render(screen, render(m, ui));
     std::string out;

@@ -19,10 +19,10 @@ const char *sort_name(SortKey k);
 
 struct UiState {
     SortKey sort = SortKey::util;
-    int selected = 0;       ///< row of the process list
-    bool help = false;      ///< the help window is shown
+    int selected = 0;  ///< row of the process list
+    bool help = false; ///< the help window is shown
     bool quit = false;
-    bool paused = false;    ///< no new samples while set
+    bool paused = false; ///< no new samples while set
 };
 
 /// The process rows in the order the UI shows them.

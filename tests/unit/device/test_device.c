@@ -46,8 +46,7 @@ typedef struct env {
     nm_device *dev;
 } env;
 
-static int host_read(void *opaque, uint64_t addr, void *buf, size_t len)
-{
+static int host_read(void *opaque, uint64_t addr, void *buf, size_t len) {
     env *e = opaque;
 
     if (addr < HOST_BASE || addr - HOST_BASE > HOST_SIZE || len > HOST_SIZE - (addr - HOST_BASE))
@@ -56,8 +55,7 @@ static int host_read(void *opaque, uint64_t addr, void *buf, size_t len)
     return 0;
 }
 
-static int host_write(void *opaque, uint64_t addr, const void *buf, size_t len)
-{
+static int host_write(void *opaque, uint64_t addr, const void *buf, size_t len) {
     env *e = opaque;
 
     if (addr < HOST_BASE || addr - HOST_BASE > HOST_SIZE || len > HOST_SIZE - (addr - HOST_BASE))
@@ -66,16 +64,14 @@ static int host_write(void *opaque, uint64_t addr, const void *buf, size_t len)
     return 0;
 }
 
-static void raise_irq(void *opaque, uint32_t vector)
-{
+static void raise_irq(void *opaque, uint32_t vector) {
     env *e = opaque;
 
     if (vector < MAX_VECTORS)
         atomic_fetch_add(&e->irqs[vector], 1);
 }
 
-static void kick(void *opaque, nm_unit_kind kind, uint32_t index)
-{
+static void kick(void *opaque, nm_unit_kind kind, uint32_t index) {
     env *e = opaque;
 
     (void)kind;
@@ -83,20 +79,17 @@ static void kick(void *opaque, nm_unit_kind kind, uint32_t index)
     atomic_fetch_add(&e->kicks, 1);
 }
 
-static uint64_t clock_ns(void *opaque)
-{
+static uint64_t clock_ns(void *opaque) {
     env *e = opaque;
 
     return e->ns += 1000;
 }
 
-static void *hp(env *e, uint64_t bus)
-{
+static void *hp(env *e, uint64_t bus) {
     return e->host + (bus - HOST_BASE);
 }
 
-static int setup(void **state)
-{
+static int setup(void **state) {
     env *e = calloc(1, sizeof(*e));
     nm_device_config cfg;
     nm_device_env de = {0};
@@ -123,8 +116,7 @@ static int setup(void **state)
     return 0;
 }
 
-static int teardown(void **state)
-{
+static int teardown(void **state) {
     env *e = *state;
 
     nm_device_free(e->dev);
@@ -134,26 +126,22 @@ static int teardown(void **state)
     return 0;
 }
 
-static uint32_t rd(env *e, uint64_t off)
-{
+static uint32_t rd(env *e, uint64_t off) {
     return nm_device_mmio_read(e->dev, off);
 }
 
-static void wr(env *e, uint64_t off, uint32_t v)
-{
+static void wr(env *e, uint64_t off, uint32_t v) {
     nm_device_mmio_write(e->dev, off, v);
 }
 
-static uint64_t rd64(env *e, uint64_t lo)
-{
+static uint64_t rd64(env *e, uint64_t lo) {
     uint32_t l = rd(e, lo);
 
     return l | (uint64_t)rd(e, lo + 4) << 32;
 }
 
 /* Step every unit until none has work left. */
-static void drain(env *e)
-{
+static void drain(env *e) {
     bool more;
     int guard = 0;
 
@@ -170,8 +158,7 @@ static void drain(env *e)
 
 /* ---------------------------------------------------------------------- */
 
-static void test_identity(void **state)
-{
+static void test_identity(void **state) {
     env *e = *state;
 
     assert_int_equal(rd(e, NEURON_REG_MAGIC), NEURON_MAGIC);
@@ -203,8 +190,7 @@ static void test_identity(void **state)
             assert_int_equal(rd(e, NEURON_DMA_BASE(d) + r), 0);
 }
 
-static void test_config_validation(void **state)
-{
+static void test_config_validation(void **state) {
     env *e = *state;
     nm_device_config cfg;
     nm_device_env de = {0};
@@ -227,8 +213,7 @@ static void test_config_validation(void **state)
     assert_null(nm_device_new(&cfg, &de, err, sizeof(err)));
 }
 
-static void test_register_semantics(void **state)
-{
+static void test_register_semantics(void **state) {
     env *e = *state;
     uint64_t bad;
 
@@ -261,9 +246,9 @@ static void test_register_semantics(void **state)
 
     /* IRQ_MASK keeps only existing causes; IRQ_STATUS is RW1C. */
     wr(e, NEURON_REG_IRQ_MASK, 0xffffffff);
-    assert_int_equal(rd(e, NEURON_REG_IRQ_MASK),
-                     NEURON_IRQ_QUEUE(0) | NEURON_IRQ_QUEUE(1) | NEURON_IRQ_DMA(0) |
-                         NEURON_IRQ_DMA(1) | NEURON_IRQ_ERROR);
+    assert_int_equal(rd(e, NEURON_REG_IRQ_MASK), NEURON_IRQ_QUEUE(0) | NEURON_IRQ_QUEUE(1) |
+                                                     NEURON_IRQ_DMA(0) | NEURON_IRQ_DMA(1) |
+                                                     NEURON_IRQ_ERROR);
     wr(e, NEURON_REG_IRQ_STATUS, 0xffffffff); /* nothing pending: no effect */
     assert_int_equal(rd(e, NEURON_REG_IRQ_STATUS), 0);
     /* A bad ring config raises the (masked) error cause. */
@@ -294,8 +279,7 @@ static void test_register_semantics(void **state)
 /* ---------------------------------------------------------------------- */
 /* DMA */
 
-static void dma_setup(env *e, uint32_t eng, uint32_t entries)
-{
+static void dma_setup(env *e, uint32_t eng, uint32_t entries) {
     wr(e, NEURON_DMA_BASE(eng) + NEURON_DMA_RING_LO, (uint32_t)DMA_RING);
     wr(e, NEURON_DMA_BASE(eng) + NEURON_DMA_RING_HI, (uint32_t)(DMA_RING >> 32));
     wr(e, NEURON_DMA_BASE(eng) + NEURON_DMA_RING_ENTRIES, entries);
@@ -303,21 +287,18 @@ static void dma_setup(env *e, uint32_t eng, uint32_t entries)
     assert_int_equal(rd(e, NEURON_DMA_BASE(eng) + NEURON_DMA_STATUS), NEURON_DMA_STATUS_ENABLED);
 }
 
-static struct neuron_dma_desc *dma_desc(env *e, uint32_t idx, uint32_t entries)
-{
+static struct neuron_dma_desc *dma_desc(env *e, uint32_t idx, uint32_t entries) {
     return (struct neuron_dma_desc *)hp(e, DMA_RING) + (idx % entries);
 }
 
-static void fill(uint8_t *p, size_t n, uint32_t seed)
-{
+static void fill(uint8_t *p, size_t n, uint32_t seed) {
     for (size_t i = 0; i < n; i++) {
         seed = seed * 1103515245u + 12345u;
         p[i] = (uint8_t)(seed >> 16);
     }
 }
 
-static void test_dma_copies(void **state)
-{
+static void test_dma_copies(void **state) {
     env *e = *state;
     const uint32_t len = 200000; /* several chunks, not a multiple */
     uint8_t *src = hp(e, DATA), *back = hp(e, DATA + 0x40000), *h2h = hp(e, DATA + 0x80000);
@@ -328,16 +309,25 @@ static void test_dma_copies(void **state)
     dma_setup(e, 1, 8);
     /* host -> device, device -> device, device -> host, host -> host */
     d = dma_desc(e, 0, 8);
-    *d = (struct neuron_dma_desc){.src = DATA, .dst = 0x1000, .len = len,
-                                  .flags = NEURON_DMA_F_SRC_HOST | NEURON_DMA_F_IRQ, .cookie = 1};
+    *d = (struct neuron_dma_desc){.src = DATA,
+                                  .dst = 0x1000,
+                                  .len = len,
+                                  .flags = NEURON_DMA_F_SRC_HOST | NEURON_DMA_F_IRQ,
+                                  .cookie = 1};
     d = dma_desc(e, 1, 8);
     *d = (struct neuron_dma_desc){.src = 0x1000, .dst = 0x80000, .len = len, .cookie = 2};
     d = dma_desc(e, 2, 8);
-    *d = (struct neuron_dma_desc){.src = 0x80000, .dst = DATA + 0x40000, .len = len,
-                                  .flags = NEURON_DMA_F_DST_HOST | NEURON_DMA_F_IRQ, .cookie = 3};
+    *d = (struct neuron_dma_desc){.src = 0x80000,
+                                  .dst = DATA + 0x40000,
+                                  .len = len,
+                                  .flags = NEURON_DMA_F_DST_HOST | NEURON_DMA_F_IRQ,
+                                  .cookie = 3};
     d = dma_desc(e, 3, 8);
-    *d = (struct neuron_dma_desc){.src = DATA, .dst = DATA + 0x80000, .len = len,
-                                  .flags = NEURON_DMA_F_SRC_HOST | NEURON_DMA_F_DST_HOST, .cookie = 4};
+    *d = (struct neuron_dma_desc){.src = DATA,
+                                  .dst = DATA + 0x80000,
+                                  .len = len,
+                                  .flags = NEURON_DMA_F_SRC_HOST | NEURON_DMA_F_DST_HOST,
+                                  .cookie = 4};
 
     /* The doorbell only kicks; nothing is copied on the MMIO path. */
     wr(e, NEURON_DMA_BASE(1) + NEURON_DMA_TAIL, 4);
@@ -365,8 +355,8 @@ static void test_dma_copies(void **state)
     /* Wrap around the 8-entry ring: 12 more small copies. */
     for (uint32_t i = 4; i < 16; i++) {
         d = dma_desc(e, i, 8);
-        *d = (struct neuron_dma_desc){.src = DATA + i, .dst = 0x100 + i, .len = 1,
-                                      .flags = NEURON_DMA_F_SRC_HOST};
+        *d = (struct neuron_dma_desc){
+            .src = DATA + i, .dst = 0x100 + i, .len = 1, .flags = NEURON_DMA_F_SRC_HOST};
         if (i == 11 || i == 15) {
             wr(e, NEURON_DMA_BASE(1) + NEURON_DMA_TAIL, i + 1);
             drain(e);
@@ -376,8 +366,7 @@ static void test_dma_copies(void **state)
     assert_memory_equal(e->devmem + 0x104, src + 4, 12);
 }
 
-static void test_dma_errors(void **state)
-{
+static void test_dma_errors(void **state) {
     env *e = *state;
     static const struct {
         uint64_t src, dst;
@@ -439,18 +428,17 @@ static void test_dma_errors(void **state)
     assert_int_equal(rd(e, NEURON_DMA_BASE(1) + NEURON_DMA_ERROR), NEURON_Q_ERR_TAIL);
 }
 
-static void test_ring_config(void **state)
-{
+static void test_ring_config(void **state) {
     env *e = *state;
     const uint64_t q = NEURON_QUEUE_BASE(0);
     static const struct {
         uint64_t ring, cpl;
         uint32_t entries, cpl_entries;
     } bad[] = {
-        {JOB_RING, CPL_RING, 0, 4},  {JOB_RING, CPL_RING, 3, 4},
-        {JOB_RING, CPL_RING, 1, 4},  {JOB_RING, CPL_RING, 8192, 4},
+        {JOB_RING, CPL_RING, 0, 4},     {JOB_RING, CPL_RING, 3, 4},
+        {JOB_RING, CPL_RING, 1, 4},     {JOB_RING, CPL_RING, 8192, 4},
         {JOB_RING + 8, CPL_RING, 4, 4}, {JOB_RING, CPL_RING + 16, 4, 4},
-        {1ull << 48, CPL_RING, 4, 4}, {(1ull << 48) - 64, CPL_RING, 4, 4},
+        {1ull << 48, CPL_RING, 4, 4},   {(1ull << 48) - 64, CPL_RING, 4, 4},
         {JOB_RING, CPL_RING, 4, 6},
     };
 
@@ -467,7 +455,8 @@ static void test_ring_config(void **state)
         assert_int_equal(rd(e, q + NEURON_Q_CTRL), 0);
         /* A halted queue stays halted until a core reset. */
         wr(e, q + NEURON_Q_CTRL, NEURON_Q_CTRL_RESET);
-        assert_int_equal(rd(e, q + NEURON_Q_STATUS), NEURON_Q_STATUS_HALTED | NEURON_Q_STATUS_RESETTING);
+        assert_int_equal(rd(e, q + NEURON_Q_STATUS),
+                         NEURON_Q_STATUS_HALTED | NEURON_Q_STATUS_RESETTING);
         drain(e);
         assert_int_equal(rd(e, q + NEURON_Q_STATUS), 0);
         assert_int_equal(rd(e, q + NEURON_Q_ERROR), 0);
@@ -502,8 +491,7 @@ static void test_ring_config(void **state)
 /* Job queues */
 
 /* Program image in device memory at @off: a Sync stream of @n instructions. */
-static void put_program(env *e, uint64_t off, const struct neuron_insn *insns, uint32_t n)
-{
+static void put_program(env *e, uint64_t off, const struct neuron_insn *insns, uint32_t n) {
     struct neuron_prog_header h = {
         .magic = NEURON_PROG_MAGIC,
         .version_major = NEURON_ISA_VERSION_MAJOR,
@@ -532,15 +520,15 @@ static const struct neuron_insn prog_forever[] = {
 #define PROG_NOTIFY 0x1000
 #define PROG_FOREVER 0x2000
 
-static void queue_setup(env *e, uint32_t core, uint32_t entries, uint32_t cpl_entries)
-{
+static void queue_setup(env *e, uint32_t core, uint32_t entries, uint32_t cpl_entries) {
     const uint64_t q = NEURON_QUEUE_BASE(core);
     struct neuron_binding *b = hp(e, BIND_TAB);
 
     put_program(e, PROG_END, prog_end, 1);
     put_program(e, PROG_NOTIFY, prog_notify, 2);
     put_program(e, PROG_FOREVER, prog_forever, 2);
-    b[0] = (struct neuron_binding){.addr = 0, .size = 0x4000, .flags = NEURON_BIND_READ | NEURON_BIND_EXEC};
+    b[0] = (struct neuron_binding){
+        .addr = 0, .size = 0x4000, .flags = NEURON_BIND_READ | NEURON_BIND_EXEC};
     b[1] = (struct neuron_binding){.addr = 0x10000, .size = 0x1000, .flags = NEURON_BIND_READ};
 
     wr(e, q + NEURON_Q_RING_LO, (uint32_t)JOB_RING);
@@ -553,8 +541,8 @@ static void queue_setup(env *e, uint32_t core, uint32_t entries, uint32_t cpl_en
     assert_int_equal(rd(e, q + NEURON_Q_STATUS), NEURON_Q_STATUS_ENABLED);
 }
 
-static void put_job(env *e, uint32_t idx, uint32_t entries, uint64_t prog, uint64_t id, uint32_t flags)
-{
+static void put_job(env *e, uint32_t idx, uint32_t entries, uint64_t prog, uint64_t id,
+                    uint32_t flags) {
     struct neuron_job_desc *d = (struct neuron_job_desc *)hp(e, JOB_RING) + (idx % entries);
 
     *d = (struct neuron_job_desc){
@@ -568,13 +556,11 @@ static void put_job(env *e, uint32_t idx, uint32_t entries, uint64_t prog, uint6
     };
 }
 
-static struct neuron_cpl_entry *cpl(env *e, uint32_t idx, uint32_t entries)
-{
+static struct neuron_cpl_entry *cpl(env *e, uint32_t idx, uint32_t entries) {
     return (struct neuron_cpl_entry *)hp(e, CPL_RING) + (idx % entries);
 }
 
-static void test_job_completes(void **state)
-{
+static void test_job_completes(void **state) {
     env *e = *state;
     const uint64_t q = NEURON_QUEUE_BASE(1);
     struct neuron_cpl_entry *c;
@@ -624,8 +610,7 @@ static void test_job_completes(void **state)
     assert_int_equal(atomic_load(&e->irqs[NEURON_MSIX_QUEUE(1)]), 3); /* no F_IRQ */
 }
 
-static void test_job_faults(void **state)
-{
+static void test_job_faults(void **state) {
     env *e = *state;
     const uint64_t q = NEURON_QUEUE_BASE(0);
     struct neuron_job_desc *d = hp(e, JOB_RING);
@@ -692,8 +677,7 @@ static void test_job_faults(void **state)
     assert_true(atomic_load(&e->irqs[NEURON_MSIX_ERROR(2, 2)]) >= 1);
 }
 
-static void test_ring_wrap(void **state)
-{
+static void test_ring_wrap(void **state) {
     env *e = *state;
     const uint64_t q = NEURON_QUEUE_BASE(0);
     uint32_t done = 0;
@@ -712,7 +696,8 @@ static void test_ring_wrap(void **state)
 
             assert_int_equal(c->job_id, 1000 + done);
             assert_int_equal(c->status, NEURON_JOB_STATUS_OK);
-            assert_int_equal(c->flags & NEURON_CPL_F_PHASE, (done / 4) % 2 ? 0 : NEURON_CPL_F_PHASE);
+            assert_int_equal(c->flags & NEURON_CPL_F_PHASE,
+                             (done / 4) % 2 ? 0 : NEURON_CPL_F_PHASE);
         }
         wr(e, q + NEURON_Q_CPL_HEAD, done);
     }
@@ -721,8 +706,7 @@ static void test_ring_wrap(void **state)
     assert_int_equal(rd(e, q + NEURON_Q_CPL_HEAD), 11);
 }
 
-static void test_cpl_full_stalls(void **state)
-{
+static void test_cpl_full_stalls(void **state) {
     env *e = *state;
     const uint64_t q = NEURON_QUEUE_BASE(0);
     unsigned kicks;
@@ -760,8 +744,7 @@ static void test_cpl_full_stalls(void **state)
 }
 
 /* The core's worker, for tests that need a job running meanwhile. */
-static int worker(void *arg)
-{
+static int worker(void *arg) {
     env *e = arg;
 
     while (nm_device_core_step(e->dev, 0))
@@ -769,8 +752,7 @@ static int worker(void *arg)
     return 0;
 }
 
-static void wait_for(env *e, uint64_t off, uint32_t mask, uint32_t want)
-{
+static void wait_for(env *e, uint64_t off, uint32_t mask, uint32_t want) {
     for (int i = 0; i < 5000; i++) {
         if ((rd(e, off) & mask) == want)
             return;
@@ -779,8 +761,7 @@ static void wait_for(env *e, uint64_t off, uint32_t mask, uint32_t want)
     fail_msg("register 0x%llx never reached 0x%x", (unsigned long long)off, want);
 }
 
-static void test_core_reset_aborts(void **state)
-{
+static void test_core_reset_aborts(void **state) {
     env *e = *state;
     const uint64_t q = NEURON_QUEUE_BASE(0);
     thrd_t t;
@@ -816,8 +797,7 @@ static void test_core_reset_aborts(void **state)
     assert_int_equal(cpl(e, 0, 4)->status, NEURON_JOB_STATUS_OK);
 }
 
-static void test_device_reset(void **state)
-{
+static void test_device_reset(void **state) {
     env *e = *state;
     const uint64_t q = NEURON_QUEUE_BASE(0);
     thrd_t t;
@@ -869,8 +849,7 @@ static void test_device_reset(void **state)
     assert_int_equal(rd(e, NEURON_REG_DEV_STATUS), NEURON_DEV_STATUS_READY);
 }
 
-static void test_inject_fatal(void **state)
-{
+static void test_inject_fatal(void **state) {
     env *e = *state;
     const uint64_t q = NEURON_QUEUE_BASE(0);
 
@@ -899,8 +878,7 @@ static void test_inject_fatal(void **state)
     assert_int_equal(rd(e, NEURON_REG_RESET_COUNT), 1);
 }
 
-static void test_counter_latch(void **state)
-{
+static void test_counter_latch(void **state) {
     env *e = *state;
     uint64_t off = NEURON_DMA_BASE(0) + NEURON_DMA_CNT_BYTES_LO;
 
@@ -919,8 +897,7 @@ static void test_counter_latch(void **state)
     assert_int_equal(rd(e, off), 0x80000);
 }
 
-int main(void)
-{
+int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_identity, setup, teardown),
         cmocka_unit_test_setup_teardown(test_config_validation, setup, teardown),

@@ -24,8 +24,7 @@ inline constexpr uint64_t MiB = 1ull << 20;
 struct Tree {
     fs::path root;
 
-    Tree()
-    {
+    Tree() {
         std::string tmpl = (fs::temp_directory_path() / "neuron-tools-XXXXXX").string();
         if (!mkdtemp(tmpl.data()))
             throw std::runtime_error("mkdtemp failed");
@@ -37,16 +36,14 @@ struct Tree {
         fs::create_directories(root / "proc");
         fs::create_directories(root / "dev/accel");
     }
-    ~Tree()
-    {
+    ~Tree() {
         std::error_code ec;
         fs::remove_all(root, ec);
     }
     Tree(const Tree &) = delete;
     Tree &operator=(const Tree &) = delete;
 
-    neuron::tools::Roots roots() const
-    {
+    neuron::tools::Roots roots() const {
         neuron::tools::Roots r;
         r.sys = root / "sys";
         r.proc = root / "proc";
@@ -54,8 +51,7 @@ struct Tree {
         return r;
     }
 
-    static void write(const fs::path &p, const std::string &content)
-    {
+    static void write(const fs::path &p, const std::string &content) {
         fs::create_directories(p.parent_path());
         std::ofstream out(p, std::ios::trunc);
         out << content;
@@ -64,13 +60,11 @@ struct Tree {
     }
 
     fs::path pci(const std::string &bdf) const { return root / "sys/devices/pci0000:00" / bdf; }
-    fs::path attrs(unsigned index) const
-    {
+    fs::path attrs(unsigned index) const {
         return root / "sys/class/accel" / ("accel" + std::to_string(index)) / "device/neuron";
     }
 
-    void set_driver(const std::string &version)
-    {
+    void set_driver(const std::string &version) {
         fs::create_directories(root / "sys/module/neuron");
         if (!version.empty())
             write(root / "sys/module/neuron/version", version + "\n");
@@ -79,8 +73,7 @@ struct Tree {
     /// A PCI device bound to `driver` with accel node accel<index>.
     void add_device(unsigned index, const std::string &bdf, int numa, unsigned cores,
                     uint64_t mem_total, uint64_t mem_used, const std::string &state,
-                    const std::string &driver = "neuron")
-    {
+                    const std::string &driver = "neuron") {
         fs::path dev = pci(bdf);
         std::string name = "accel" + std::to_string(index);
         fs::create_directories(dev / "accel" / name);
@@ -109,14 +102,12 @@ struct Tree {
         chmod((root / "dev/accel" / name).c_str(), 0660);
     }
 
-    void set_attr(unsigned index, const std::string &name, const std::string &value)
-    {
+    void set_attr(unsigned index, const std::string &name, const std::string &value) {
         write(attrs(index) / name, value + "\n");
     }
 
     void set_core(unsigned index, unsigned core, uint64_t busy_ns, uint64_t jobs, uint64_t faults,
-                  uint64_t resets, uint64_t timeouts)
-    {
+                  uint64_t resets, uint64_t timeouts) {
         fs::path c = attrs(index) / ("core" + std::to_string(core));
         write(c / "busy_ns", std::to_string(busy_ns) + "\n");
         write(c / "jobs", std::to_string(jobs) + "\n");
@@ -128,16 +119,14 @@ struct Tree {
         write(c / "dma_bytes", std::to_string(jobs * 4096) + "\n");
     }
 
-    void set_dma(unsigned index, unsigned engine, uint64_t bytes)
-    {
+    void set_dma(unsigned index, unsigned engine, uint64_t bytes) {
         fs::path d = attrs(index) / ("dma" + std::to_string(engine));
         write(d / "bytes", std::to_string(bytes) + "\n");
         write(d / "descriptors", std::to_string(bytes / 4096) + "\n");
         write(d / "errors", "0\n");
     }
 
-    void add_process(int pid, const std::string &comm)
-    {
+    void add_process(int pid, const std::string &comm) {
         fs::path p = root / "proc" / std::to_string(pid);
         fs::create_directories(p / "fd");
         fs::create_directories(p / "fdinfo");
@@ -145,16 +134,15 @@ struct Tree {
     }
 
     /// An fd of `pid` open on accel<index> with this fdinfo body.
-    void add_fd(int pid, int fd, const std::string &target, const std::string &fdinfo)
-    {
+    void add_fd(int pid, int fd, const std::string &target, const std::string &fdinfo) {
         fs::path p = root / "proc" / std::to_string(pid);
         fs::create_symlink(target, p / "fd" / std::to_string(fd));
-        write(p / "fdinfo" / std::to_string(fd), "pos:\t0\nflags:\t02100002\nmnt_id:\t24\n" + fdinfo);
+        write(p / "fdinfo" / std::to_string(fd),
+              "pos:\t0\nflags:\t02100002\nmnt_id:\t24\n" + fdinfo);
     }
 
     static std::string neuron_fdinfo(const std::string &bdf, uint64_t client, uint64_t dev_kib,
-                                     uint64_t host_kib, const std::vector<uint64_t> &core_ns)
-    {
+                                     uint64_t host_kib, const std::vector<uint64_t> &core_ns) {
         std::string s = "drm-driver:\tneuron\ndrm-pdev:\t" + bdf + "\ndrm-client-id:\t" +
                         std::to_string(client) + "\n";
         for (size_t i = 0; i < core_ns.size(); i++) {
@@ -170,8 +158,7 @@ struct Tree {
     }
 
     /// The standard scene: driver 0.1.0, two devices, four processes.
-    void standard()
-    {
+    void standard() {
         set_driver("0.1.0");
         add_device(0, "0000:00:03.0", -1, 2, 256 * MiB, 80 * MiB, "ready");
         add_device(1, "0000:00:04.0", 0, 2, 256 * MiB, 16 * MiB, "ready");

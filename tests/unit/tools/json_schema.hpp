@@ -20,8 +20,7 @@ class Validator {
     explicit Validator(json root) : root_(std::move(root)) {}
 
     /// Problems found, one per line ("" when the document is valid).
-    std::vector<std::string> validate(const json &doc)
-    {
+    std::vector<std::string> validate(const json &doc) {
         errors_.clear();
         check(root_, doc, "$");
         return errors_;
@@ -31,8 +30,7 @@ class Validator {
     json root_;
     std::vector<std::string> errors_;
 
-    static bool has_type(const json &v, const std::string &t)
-    {
+    static bool has_type(const json &v, const std::string &t) {
         if (t == "null")
             return v.is_null();
         if (t == "boolean")
@@ -50,16 +48,16 @@ class Validator {
         return false;
     }
 
-    void report(const std::string &where, const std::string &what)
-    {
+    void report(const std::string &where, const std::string &what) {
         errors_.push_back(where + ": " + what);
     }
 
-    void check(const json &s, const json &v, const std::string &where)
-    {
+    void check(const json &s, const json &v, const std::string &where) {
         static const std::set<std::string> known = {
-            "$schema", "$id", "title", "description", "type", "required", "properties",
-            "additionalProperties", "items", "enum", "minimum", "$ref", "$defs"};
+            "$schema", "$id",      "title",      "description",
+            "type",    "required", "properties", "additionalProperties",
+            "items",   "enum",     "minimum",    "$ref",
+            "$defs"};
         for (const auto &[k, unused] : s.items())
             if (!known.count(k))
                 report(where, "schema keyword " + k + " is not supported by this validator");
@@ -82,7 +80,8 @@ class Validator {
             for (const auto &t : types)
                 ok = ok || has_type(v, t);
             if (!ok) {
-                report(where, "is " + std::string(v.type_name()) + ", schema wants " + s["type"].dump());
+                report(where,
+                       "is " + std::string(v.type_name()) + ", schema wants " + s["type"].dump());
                 return;
             }
         }

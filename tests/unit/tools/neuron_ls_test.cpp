@@ -32,16 +32,14 @@ struct Result {
     std::string err;
 };
 
-Result run_ls(const Roots &roots, std::vector<const char *> args)
-{
+Result run_ls(const Roots &roots, std::vector<const char *> args) {
     args.insert(args.begin(), "neuron-ls");
     std::ostringstream out, err;
     int status = ls::run(static_cast<int>(args.size()), args.data(), out, err, roots);
     return {status, out.str(), err.str()};
 }
 
-void test_table(void **)
-{
+void test_table(void **) {
     fake::Tree t;
     t.standard();
     Result r = run_ls(t.roots(), {});
@@ -50,8 +48,7 @@ void test_table(void **)
     assert_true(support::golden("neuron-ls-table.txt", r.out));
 }
 
-void test_wide(void **)
-{
+void test_wide(void **) {
     fake::Tree t;
     t.standard();
     Result r = run_ls(t.roots(), {"--wide"});
@@ -62,8 +59,7 @@ void test_wide(void **)
     assert_true(r.out.find("bash") == std::string::npos);
 }
 
-void test_json(void **)
-{
+void test_json(void **) {
     fake::Tree t;
     t.standard();
     Result r = run_ls(t.roots(), {"--json"});
@@ -99,8 +95,7 @@ void test_json(void **)
     assert_int_equal(v.validate(doc).size(), 3);
 }
 
-void test_no_driver(void **)
-{
+void test_no_driver(void **) {
     fake::Tree t;
     Result r = run_ls(t.roots(), {});
     assert_int_equal(r.status, ls::exit_no_driver);
@@ -108,8 +103,7 @@ void test_no_driver(void **)
     assert_string_equal(r.out.c_str(), "");
 }
 
-void test_no_devices(void **)
-{
+void test_no_devices(void **) {
     fake::Tree t;
     t.set_driver("0.1.0");
     // An accel device of another driver is not ours.
@@ -122,8 +116,7 @@ void test_no_devices(void **)
     assert_string_equal(r.out.c_str(), "[]\n");
 }
 
-void test_missing_attributes(void **)
-{
+void test_missing_attributes(void **) {
     // An older driver without some attributes: shown as "-", JSON null.
     fake::Tree t;
     t.set_driver("");
@@ -143,8 +136,7 @@ void test_missing_attributes(void **)
 
 // Runs neuron-ls as a user that is not root: as nobody when we are root
 // (with `groups` as supplementary groups), else as ourselves.
-Result run_unprivileged(const Roots &roots, const std::vector<gid_t> &groups)
-{
+Result run_unprivileged(const Roots &roots, const std::vector<gid_t> &groups) {
     int out_pipe[2], err_pipe[2];
     if (pipe(out_pipe) || pipe(err_pipe))
         fail_msg("pipe failed");
@@ -158,7 +150,8 @@ Result run_unprivileged(const Roots &roots, const std::vector<gid_t> &groups)
         const char *argv[] = {"neuron-ls", nullptr};
         int status = ls::run(1, argv, out, err, roots);
         std::string o = out.str(), e = err.str();
-        if (write(out_pipe[1], o.data(), o.size()) < 0 || write(err_pipe[1], e.data(), e.size()) < 0)
+        if (write(out_pipe[1], o.data(), o.size()) < 0 ||
+            write(err_pipe[1], e.data(), e.size()) < 0)
             _exit(101);
         _exit(status);
     }
@@ -182,8 +175,7 @@ Result run_unprivileged(const Roots &roots, const std::vector<gid_t> &groups)
     return r;
 }
 
-void test_permission(void **)
-{
+void test_permission(void **) {
     fake::Tree t;
     t.standard();
     const gid_t render_gid = 4242;
@@ -219,8 +211,7 @@ void test_permission(void **)
                            "0600): install the udev rule 70-neuron.rules") == 0);
 }
 
-void test_fdinfo_parse(void **)
-{
+void test_fdinfo_parse(void **) {
     auto c = neuron::tools::parse_fdinfo("pos:\t0\ndrm-driver:\tneuron\ndrm-pdev:\t0000:00:03.0\n"
                                          "drm-client-id:\t12\ndrm-engine-core1:\t300 ns\n"
                                          "drm-engine-capacity-core1:\t1\n"
@@ -232,12 +223,12 @@ void test_fdinfo_parse(void **)
     assert_int_equal(c->engine_ns.count(0), 0);
     assert_int_equal(c->device_total, 2 * fake::MiB);
     assert_int_equal(c->host_total, 4096);
-    assert_false(neuron::tools::parse_fdinfo("drm-driver:\tamdgpu\ndrm-client-id:\t3\n").has_value());
+    assert_false(
+        neuron::tools::parse_fdinfo("drm-driver:\tamdgpu\ndrm-client-id:\t3\n").has_value());
     assert_false(neuron::tools::parse_fdinfo("pos:\t0\nflags:\t0\n").has_value());
 }
 
-void test_help_matches_man(void **)
-{
+void test_help_matches_man(void **) {
     fake::Tree t;
     Result r = run_ls(t.roots(), {"--help"});
     assert_int_equal(r.status, 0);
@@ -256,13 +247,16 @@ void test_help_matches_man(void **)
 
 } // namespace
 
-int main()
-{
+int main() {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_table),           cmocka_unit_test(test_wide),
-        cmocka_unit_test(test_json),            cmocka_unit_test(test_no_driver),
-        cmocka_unit_test(test_no_devices),      cmocka_unit_test(test_missing_attributes),
-        cmocka_unit_test(test_permission),      cmocka_unit_test(test_fdinfo_parse),
+        cmocka_unit_test(test_table),
+        cmocka_unit_test(test_wide),
+        cmocka_unit_test(test_json),
+        cmocka_unit_test(test_no_driver),
+        cmocka_unit_test(test_no_devices),
+        cmocka_unit_test(test_missing_attributes),
+        cmocka_unit_test(test_permission),
+        cmocka_unit_test(test_fdinfo_parse),
         cmocka_unit_test(test_help_matches_man),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);

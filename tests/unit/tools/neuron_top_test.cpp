@@ -28,8 +28,7 @@ using fake::MiB;
 
 constexpr uint64_t ms = 1000000;
 
-void set_fdinfo(fake::Tree &t, int pid, int fd, const std::string &body)
-{
+void set_fdinfo(fake::Tree &t, int pid, int fd, const std::string &body) {
     fake::Tree::write(t.root / "proc" / std::to_string(pid) / "fdinfo" / std::to_string(fd),
                       "pos:\t0\n" + body);
 }
@@ -37,8 +36,7 @@ void set_fdinfo(fake::Tree &t, int pid, int fd, const std::string &body)
 // The standard tree, then one second of a known workload:
 //   accel0 nc0 45% busy (train), nc1 95% busy (infer), 12 MiB of DMA;
 //   accel1 nc1 10% busy (train-worker); nc1 of accel0 had a fault.
-std::pair<top::Snapshot, top::Snapshot> workload(fake::Tree &t)
-{
+std::pair<top::Snapshot, top::Snapshot> workload(fake::Tree &t) {
     t.standard();
     auto roots = t.roots();
     top::Snapshot a = top::take_snapshot(roots);
@@ -48,8 +46,8 @@ std::pair<top::Snapshot, top::Snapshot> workload(fake::Tree &t)
     t.set_core(1, 1, 100 * ms, 10, 0, 0, 0);
     t.set_dma(0, 0, 12 * MiB);
     t.set_attr(0, "memory_used", std::to_string(96 * MiB));
-    std::string f7 = fake::Tree::neuron_fdinfo("0000:00:03.0", 7, 64 * 1024, 1024,
-                                               {5000000000 + 450 * ms, 0});
+    std::string f7 =
+        fake::Tree::neuron_fdinfo("0000:00:03.0", 7, 64 * 1024, 1024, {5000000000 + 450 * ms, 0});
     set_fdinfo(t, 1200, 3, f7);
     set_fdinfo(t, 1200, 4, f7);
     set_fdinfo(t, 1201, 3, f7);
@@ -66,8 +64,7 @@ std::pair<top::Snapshot, top::Snapshot> workload(fake::Tree &t)
     return {a, b};
 }
 
-top::Model fixed_model(fake::Tree &t)
-{
+top::Model fixed_model(fake::Tree &t) {
     auto [a, b] = workload(t);
     top::Model m = top::compute(a, b);
     top::add_events(m.events, top::counter_events(a, b, true));
@@ -77,8 +74,7 @@ top::Model fixed_model(fake::Tree &t)
     return m;
 }
 
-void test_rates(void **)
-{
+void test_rates(void **) {
     fake::Tree t;
     top::Model m = fixed_model(t);
     assert_int_equal(m.devices.size(), 2);
@@ -98,8 +94,7 @@ void test_rates(void **)
     assert_string_equal(procs[0].command.c_str(), "infer");
 }
 
-void test_counter_events(void **)
-{
+void test_counter_events(void **) {
     fake::Tree t;
     auto [a, b] = workload(t);
     // Faults are always counter events; resets only when netlink is absent.
@@ -129,8 +124,7 @@ void test_counter_events(void **)
     assert_true(m.devices[0].jobs_per_s >= 0);
 }
 
-void test_screen_80x24(void **)
-{
+void test_screen_80x24(void **) {
     fake::Tree t;
     top::Model m = fixed_model(t);
     top::UiState ui;
@@ -142,8 +136,7 @@ void test_screen_80x24(void **)
     assert_true(styled.find("\x1b[") != std::string::npos);
 }
 
-void test_screen_160x50(void **)
-{
+void test_screen_160x50(void **) {
     fake::Tree t;
     top::Model m = fixed_model(t);
     top::UiState ui;
@@ -152,8 +145,7 @@ void test_screen_160x50(void **)
     assert_true(support::golden("neuron-top-160x50.txt", top::render_to_text(m, ui, 160, 50)));
 }
 
-void test_help_screen(void **)
-{
+void test_help_screen(void **) {
     fake::Tree t;
     top::Model m = fixed_model(t);
     top::UiState ui;
@@ -168,8 +160,7 @@ void test_help_screen(void **)
     assert_true(ui.help);
 }
 
-void test_keys(void **)
-{
+void test_keys(void **) {
     fake::Tree t;
     top::Model m = fixed_model(t);
     top::UiState ui;
@@ -190,8 +181,7 @@ void test_keys(void **)
 }
 
 // Real time: the numbers depend on the scheduler, so they are checked by range.
-void test_sampler_real_time(void **)
-{
+void test_sampler_real_time(void **) {
     fake::Tree t;
     t.standard();
     top::Sampler s(t.roots(), false);
@@ -202,7 +192,8 @@ void test_sampler_real_time(void **)
     t.set_core(0, 0, 150 * ms, 3, 0, 0, 0);
     t.set_core(0, 1, 0, 0, 0, 1, 0);
     top::Model m = s.sample();
-    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
     double want = 0.150 / elapsed;
     fprintf(stderr, "interval %.3f s (elapsed %.3f s): util %.3f, expected <= %.3f\n", m.interval_s,
             elapsed, m.devices[0].cores[0].util, want * 1.0);
@@ -221,16 +212,14 @@ struct Result {
     std::string out, err;
 };
 
-Result run_top(const neuron::tools::Roots &roots, std::vector<const char *> args)
-{
+Result run_top(const neuron::tools::Roots &roots, std::vector<const char *> args) {
     args.insert(args.begin(), "neuron-top");
     std::ostringstream out, err;
     int status = top::run(static_cast<int>(args.size()), args.data(), out, err, roots);
     return {status, out.str(), err.str()};
 }
 
-void test_batch(void **)
-{
+void test_batch(void **) {
     fake::Tree t;
     t.standard();
     Result r = run_top(t.roots(), {"--batch", "--count", "2", "--interval", "0.1", "--no-netlink"});
@@ -260,8 +249,7 @@ void test_batch(void **)
     assert_int_equal(n, 2);
 }
 
-void test_errors_and_help(void **)
-{
+void test_errors_and_help(void **) {
     fake::Tree t;
     Result r = run_top(t.roots(), {"--batch"});
     assert_int_equal(r.status, top::exit_no_driver);
@@ -284,15 +272,18 @@ void test_errors_and_help(void **)
 
 } // namespace
 
-int main()
-{
+int main() {
     setenv("TZ", "UTC", 1);
     tzset();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_rates),          cmocka_unit_test(test_counter_events),
-        cmocka_unit_test(test_screen_80x24),   cmocka_unit_test(test_screen_160x50),
-        cmocka_unit_test(test_help_screen),    cmocka_unit_test(test_keys),
-        cmocka_unit_test(test_sampler_real_time), cmocka_unit_test(test_batch),
+        cmocka_unit_test(test_rates),
+        cmocka_unit_test(test_counter_events),
+        cmocka_unit_test(test_screen_80x24),
+        cmocka_unit_test(test_screen_160x50),
+        cmocka_unit_test(test_help_screen),
+        cmocka_unit_test(test_keys),
+        cmocka_unit_test(test_sampler_real_time),
+        cmocka_unit_test(test_batch),
         cmocka_unit_test(test_errors_and_help),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);

@@ -15,8 +15,7 @@ namespace support {
 
 namespace fs = std::filesystem;
 
-inline std::string slurp(const fs::path &p)
-{
+inline std::string slurp(const fs::path &p) {
     std::ifstream in(p, std::ios::binary);
     std::ostringstream ss;
     ss << in.rdbuf();
@@ -25,8 +24,7 @@ inline std::string slurp(const fs::path &p)
 
 /// Compares `actual` with golden/<name> in the source tree; with
 /// NEURON_UPDATE_GOLDEN=1 in the environment, rewrites the file instead.
-inline bool golden(const std::string &name, const std::string &actual)
-{
+inline bool golden(const std::string &name, const std::string &actual) {
     fs::path p = fs::path(NEURON_TOOLS_TEST_DIR) / "golden" / name;
     const char *update = std::getenv("NEURON_UPDATE_GOLDEN");
     if (update && std::string(update) == "1") {
@@ -48,8 +46,7 @@ inline bool golden(const std::string &name, const std::string &actual)
 }
 
 /// Every long option (--name) mentioned in a text; in roff, "\-" is a dash.
-inline std::set<std::string> long_options(std::string text)
-{
+inline std::set<std::string> long_options(std::string text) {
     text = std::regex_replace(text, std::regex(R"(\\-)"), "-");
     text = std::regex_replace(text, std::regex(R"(\\f[BIRP])"), "");
     std::set<std::string> out;
@@ -62,18 +59,17 @@ inline std::set<std::string> long_options(std::string text)
 
 /// The long options of the OPTIONS section of a man page (.SH OPTIONS up to
 /// the next .SH).
-inline std::set<std::string> man_options(const fs::path &page)
-{
+inline std::set<std::string> man_options(const fs::path &page) {
     std::string text = slurp(page);
     size_t begin = text.find(".SH OPTIONS");
     size_t end = text.find("\n.SH ", begin + 1);
     if (begin == std::string::npos)
         return {};
-    return long_options(text.substr(begin, end == std::string::npos ? std::string::npos : end - begin));
+    return long_options(
+        text.substr(begin, end == std::string::npos ? std::string::npos : end - begin));
 }
 
-inline std::string join(const std::set<std::string> &s)
-{
+inline std::string join(const std::set<std::string> &s) {
     std::string out;
     for (const auto &x : s)
         out += x + " ";

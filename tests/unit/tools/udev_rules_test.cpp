@@ -21,19 +21,17 @@ namespace {
 namespace fs = std::filesystem;
 
 // The rules with comments and blank lines removed.
-std::string rules()
-{
+std::string rules() {
     std::string text = support::slurp(fs::path(NEURON_UDEV_DIR) / "70-neuron.rules");
     return std::regex_replace(text, std::regex(R"((^|\n)[ \t]*#[^\n]*)"), "$1");
 }
 
-void test_rule(void **)
-{
+void test_rule(void **) {
     std::string r = rules();
-    for (const char *want : {R"(SUBSYSTEM=="accel")", R"(KERNEL=="accel[0-9]*")",
-                             R"(DRIVERS=="neuron")", R"(GROUP="render")", R"(MODE="0660")",
-                             R"(TAG+="uaccess")", R"(IMPORT{builtin}="path_id")",
-                             R"(SYMLINK+="neuron/by-path/$env{ID_PATH}")"}) {
+    for (const char *want :
+         {R"(SUBSYSTEM=="accel")", R"(KERNEL=="accel[0-9]*")", R"(DRIVERS=="neuron")",
+          R"(GROUP="render")", R"(MODE="0660")", R"(TAG+="uaccess")",
+          R"(IMPORT{builtin}="path_id")", R"(SYMLINK+="neuron/by-path/$env{ID_PATH}")"}) {
         if (r.find(want) == std::string::npos)
             fail_msg("70-neuron.rules lacks %s", want);
     }
@@ -47,8 +45,7 @@ void test_rule(void **)
             fail_msg("GOTO=%s without its LABEL", (*it)[1].str().c_str());
 }
 
-void test_modprobe_documents_every_parameter(void **)
-{
+void test_modprobe_documents_every_parameter(void **) {
     std::string conf = support::slurp(fs::path(NEURON_UDEV_DIR) / "modprobe.d/neuron.conf");
     std::regex param(R"(module_param(?:_named|_cb|_unsafe)?\(\s*([a-z_0-9]+))");
     int found = 0;
@@ -69,16 +66,14 @@ void test_modprobe_documents_every_parameter(void **)
     assert_true(found > 0);
 }
 
-void test_modules_load(void **)
-{
+void test_modules_load(void **) {
     std::string conf = support::slurp(fs::path(NEURON_UDEV_DIR) / "modules-load.d/neuron.conf");
     assert_true(std::regex_search(conf, std::regex(R"((^|\n)neuron\n)")));
 }
 
 } // namespace
 
-int main()
-{
+int main() {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rule),
         cmocka_unit_test(test_modprobe_documents_every_parameter),

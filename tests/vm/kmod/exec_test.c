@@ -5,12 +5,14 @@
  * file), faults, timeouts and core resets, concurrent processes, and
  * cleanup when a process with work in flight is killed.
  *
- *   neuron-exec-test [TEST...]     run all tests, or those named
+ *   neuron-exec-test [TEST...]     run the default tests, or those named
  *
  * Environment: NEURON_ACCEL_DEV picks the device (default: the first
  * neuron device); NEURON_EXEC_MAX_COPY caps the largest copy (bytes).
  * The "timeout" test sets the job_timeout_ms module parameter and rebinds
- * the device, so it runs in a boot of its own.
+ * the device, so it runs in a boot of its own. "isolation" (processes
+ * cannot reach each other's buffers) and "copy_large" (128 and 256 MiB
+ * copies, on a device with 512 MiB of memory) run only when named.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -46,353 +48,364 @@ static char dev_path[300];
 static char dev_bdf[300];
 static char dev_minor_name[64];
 
-static int nioctl(int fd, unsigned long request, void *arg)
-{
-	return drmIoctl(fd, request, arg) ? -errno : 0;
+static int nioctl(int fd, unsigned long request, void *arg) {
+    return drmIoctl(fd, request, arg) ? -errno : 0;
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
+static double now_s(void) {
+    struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static unsigned long read_hex(const char *dir, const char *file)
-{
-	char path[512], buf[32] = "";
-	FILE *f;
+static unsigned long read_hex(const char *dir, const char *file) {
+    char path[512], buf[32] = "";
+    FILE *f;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, file);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	if (!fgets(buf, sizeof(buf), f))
-		buf[0] = 0;
-	fclose(f);
-	return strtoul(buf, NULL, 16);
+    snprintf(path, sizeof(path), "%s/%s", dir, file);
+    f = fopen(path, "r");
+    if (!f)
+        return 0;
+    if (!fgets(buf, sizeof(buf), f))
+        buf[0] = 0;
+    fclose(f);
+    return strtoul(buf, NULL, 16);
 }
 
-static int find_device(void)
-{
-	const char *env = getenv("NEURON_ACCEL_DEV");
-	struct dirent *de;
-	DIR *d;
+static int find_device(void) {
+    const char *env = getenv("NEURON_ACCEL_DEV");
+    struct dirent *de;
+    DIR *d;
 
-	d = opendir("/sys/class/accel");
-	if (!d)
-		return -1;
-	dev_path[0] = 0;
-	while ((de = readdir(d))) {
-		char dir[300], link[300];
-		ssize_t n;
+    d = opendir("/sys/class/accel");
+    if (!d)
+        return -1;
+    dev_path[0] = 0;
+    while ((de = readdir(d))) {
+        char dir[300], link[300];
+        ssize_t n;
 
-		if (strncmp(de->d_name, "accel", 5))
-			continue;
-		snprintf(dir, sizeof(dir), "/sys/class/accel/%s/device", de->d_name);
-		if (read_hex(dir, "vendor") != NEURON_VENDOR ||
-		    read_hex(dir, "device") != NEURON_DEVICE)
-			continue;
-		if (env && strcmp(env + strlen(env) - strlen(de->d_name), de->d_name))
-			continue;
-		n = readlink(dir, link, sizeof(link) - 1);
-		if (n < 0)
-			continue;
-		link[n] = 0;
-		snprintf(dev_bdf, sizeof(dev_bdf), "%s", strrchr(link, '/') + 1);
-		snprintf(dev_path, sizeof(dev_path), "/dev/accel/%s", de->d_name);
-		snprintf(dev_minor_name, sizeof(dev_minor_name), "%s", de->d_name);
-		break;
-	}
-	closedir(d);
-	return dev_path[0] ? 0 : -1;
+        if (strncmp(de->d_name, "accel", 5))
+            continue;
+        snprintf(dir, sizeof(dir), "/sys/class/accel/%s/device", de->d_name);
+        if (read_hex(dir, "vendor") != NEURON_VENDOR || read_hex(dir, "device") != NEURON_DEVICE)
+            continue;
+        if (env && strcmp(env + strlen(env) - strlen(de->d_name), de->d_name))
+            continue;
+        n = readlink(dir, link, sizeof(link) - 1);
+        if (n < 0)
+            continue;
+        link[n] = 0;
+        snprintf(dev_bdf, sizeof(dev_bdf), "%s", strrchr(link, '/') + 1);
+        snprintf(dev_path, sizeof(dev_path), "/dev/accel/%s", de->d_name);
+        snprintf(dev_minor_name, sizeof(dev_minor_name), "%s", de->d_name);
+        break;
+    }
+    closedir(d);
+    return dev_path[0] ? 0 : -1;
 }
 
-static int open_dev(void)
-{
-	return open(dev_path, O_RDWR | O_CLOEXEC);
+static int open_dev(void) {
+    return open(dev_path, O_RDWR | O_CLOEXEC);
 }
 
-static uint64_t get_param(int fd, uint32_t param)
-{
-	struct drm_neuron_get_param p = { .param = param };
+static uint64_t get_param(int fd, uint32_t param) {
+    struct drm_neuron_get_param p = {.param = param};
 
-	assert_int_equal(nioctl(fd, DRM_IOCTL_NEURON_GET_PARAM, &p), 0);
-	return p.value;
+    assert_int_equal(nioctl(fd, DRM_IOCTL_NEURON_GET_PARAM, &p), 0);
+    return p.value;
 }
 
-static uint32_t bo_new(int fd, uint64_t size, uint32_t region)
-{
-	struct drm_neuron_bo_create c = { .size = size, .region = region };
+static uint32_t bo_new(int fd, uint64_t size, uint32_t region) {
+    struct drm_neuron_bo_create c = {.size = size, .region = region};
 
-	assert_int_equal(nioctl(fd, DRM_IOCTL_NEURON_BO_CREATE, &c), 0);
-	return c.handle;
+    assert_int_equal(nioctl(fd, DRM_IOCTL_NEURON_BO_CREATE, &c), 0);
+    return c.handle;
 }
 
-static void *bo_map(int fd, uint32_t handle, uint64_t *size)
-{
-	struct drm_neuron_bo_info i = { .handle = handle };
-	void *p;
+static void *bo_map(int fd, uint32_t handle, uint64_t *size) {
+    struct drm_neuron_bo_info i = {.handle = handle};
+    void *p;
 
-	assert_int_equal(nioctl(fd, DRM_IOCTL_NEURON_BO_INFO, &i), 0);
-	p = mmap(NULL, i.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, i.mmap_offset);
-	assert_true(p != MAP_FAILED);
-	if (size)
-		*size = i.size;
-	return p;
+    assert_int_equal(nioctl(fd, DRM_IOCTL_NEURON_BO_INFO, &i), 0);
+    p = mmap(NULL, i.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, i.mmap_offset);
+    assert_true(p != MAP_FAILED);
+    if (size)
+        *size = i.size;
+    return p;
 }
 
-static void bo_close(int fd, uint32_t handle)
-{
-	struct drm_gem_close c = { .handle = handle };
+static void bo_close(int fd, uint32_t handle) {
+    struct drm_gem_close c = {.handle = handle};
 
-	assert_int_equal(nioctl(fd, DRM_IOCTL_GEM_CLOSE, &c), 0);
+    assert_int_equal(nioctl(fd, DRM_IOCTL_GEM_CLOSE, &c), 0);
 }
 
-static uint32_t syncobj_new(int fd)
-{
-	uint32_t h;
+static uint32_t syncobj_new(int fd) {
+    uint32_t h;
 
-	assert_int_equal(drmSyncobjCreate(fd, 0, &h), 0);
-	return h;
+    assert_int_equal(drmSyncobjCreate(fd, 0, &h), 0);
+    return h;
 }
 
 /*
  * Waits for a binary syncobj and returns its fence's status: 1 signalled
  * fine, a negative errno if signalled with an error, -ETIME on timeout.
  */
-static int syncobj_status(int fd, uint32_t h, double timeout_s)
-{
-	struct sync_file_info info = { 0 };
-	int64_t abs = (int64_t)((now_s() + timeout_s) * 1e9);
-	int sf, ret;
+static int syncobj_status(int fd, uint32_t h, double timeout_s) {
+    struct sync_file_info info = {0};
+    int64_t abs = (int64_t)((now_s() + timeout_s) * 1e9);
+    int sf, ret;
 
-	ret = drmSyncobjWait(fd, &h, 1, abs, DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT,
-			     NULL);
-	if (ret)
-		return -errno;
-	assert_int_equal(drmSyncobjExportSyncFile(fd, h, &sf), 0);
-	ret = ioctl(sf, SYNC_IOC_FILE_INFO, &info);
-	close(sf);
-	assert_int_equal(ret, 0);
-	return info.status;
+    ret = drmSyncobjWait(fd, &h, 1, abs, DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT, NULL);
+    if (ret)
+        return -errno;
+    assert_int_equal(drmSyncobjExportSyncFile(fd, h, &sf), 0);
+    ret = ioctl(sf, SYNC_IOC_FILE_INFO, &info);
+    close(sf);
+    assert_int_equal(ret, 0);
+    return info.status;
 }
 
-static int copy(int fd, uint32_t src, uint64_t src_off, uint32_t dst,
-		uint64_t dst_off, uint64_t size, uint32_t out, uint32_t engine,
-		uint64_t *seqno)
-{
-	struct drm_neuron_copy c = {
-		.src_handle = src, .dst_handle = dst,
-		.src_offset = src_off, .dst_offset = dst_off,
-		.size = size, .engine = engine,
-		.out_sync = { .handle = out },
-	};
-	int ret = nioctl(fd, DRM_IOCTL_NEURON_COPY, &c);
+static int copy(int fd, uint32_t src, uint64_t src_off, uint32_t dst, uint64_t dst_off,
+                uint64_t size, uint32_t out, uint32_t engine, uint64_t *seqno) {
+    struct drm_neuron_copy c = {
+        .src_handle = src,
+        .dst_handle = dst,
+        .src_offset = src_off,
+        .dst_offset = dst_off,
+        .size = size,
+        .engine = engine,
+        .out_sync = {.handle = out},
+    };
+    int ret = nioctl(fd, DRM_IOCTL_NEURON_COPY, &c);
 
-	if (!ret && seqno)
-		*seqno = c.seqno;
-	return ret;
+    if (!ret && seqno)
+        *seqno = c.seqno;
+    return ret;
 }
 
-static void fill(uint8_t *p, uint64_t n, uint32_t seed)
-{
-	uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
-	uint64_t i;
+static void fill(uint8_t *p, uint64_t n, uint32_t seed) {
+    uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+    uint64_t i;
 
-	for (i = 0; i + 8 <= n; i += 8) {
-		x ^= x << 13; x ^= x >> 7; x ^= x << 17;
-		memcpy(p + i, &x, 8);
-	}
-	for (; i < n; i++)
-		p[i] = (uint8_t)(i * 7 + seed);
+    for (i = 0; i + 8 <= n; i += 8) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        memcpy(p + i, &x, 8);
+    }
+    for (; i < n; i++)
+        p[i] = (uint8_t)(i * 7 + seed);
 }
 
-static int setup(void **state)
-{
-	int fd = open_dev();
+static int setup(void **state) {
+    int fd = open_dev();
 
-	if (fd < 0)
-		return -1;
-	*state = (void *)(intptr_t)fd;
-	return 0;
+    if (fd < 0)
+        return -1;
+    *state = (void *)(intptr_t)fd;
+    return 0;
 }
 
-static int teardown(void **state)
-{
-	close((int)(intptr_t)*state);
-	return 0;
+static int teardown(void **state) {
+    close((int)(intptr_t)*state);
+    return 0;
 }
 
-#define FD(state) ((int)(intptr_t)*(state))
+#define FD(state) ((int)(intptr_t) * (state))
 
 /* ------------------------------------------------------------------------
  * COPY
  */
 
-static uint64_t max_copy(int fd)
-{
-	const char *env = getenv("NEURON_EXEC_MAX_COPY");
-	uint64_t m = env ? strtoull(env, NULL, 0) : 64 * MIB;
-	uint64_t dm = get_param(fd, DRM_NEURON_PARAM_DEVICE_MEM_SIZE);
+static uint64_t max_copy(int fd) {
+    const char *env = getenv("NEURON_EXEC_MAX_COPY");
+    uint64_t m = env ? strtoull(env, NULL, 0) : 64 * MIB;
+    uint64_t dm = get_param(fd, DRM_NEURON_PARAM_DEVICE_MEM_SIZE);
 
-	return m < dm ? m : dm;
+    return m < dm ? m : dm;
+}
+
+/* host -> device -> host of each size below @limit, byte for byte. */
+static void copy_roundtrips(int fd, const uint64_t *sizes, size_t count, uint64_t limit) {
+    uint32_t out = syncobj_new(fd);
+    size_t i;
+
+    for (i = 0; i < count; i++) {
+        uint64_t n = sizes[i], off = n & 1 ? 5 : 0;
+        uint32_t h_in, h_out, d;
+        uint8_t *in, *outp;
+        double t0, t1, t2;
+
+        if (n + off > limit)
+            break;
+        h_in = bo_new(fd, n + off, DRM_NEURON_BO_HOST);
+        h_out = bo_new(fd, n + off, DRM_NEURON_BO_HOST);
+        d = bo_new(fd, n + off + 4096, DRM_NEURON_BO_DEVICE);
+        in = bo_map(fd, h_in, NULL);
+        outp = bo_map(fd, h_out, NULL);
+        fill(in + off, n, (uint32_t)i + 1);
+
+        t0 = now_s();
+        assert_int_equal(copy(fd, h_in, off, d, 4096 - off, n, out, DRM_NEURON_ENGINE_ANY, NULL),
+                         0);
+        assert_int_equal(syncobj_status(fd, out, 60), 1);
+        t1 = now_s();
+        assert_int_equal(copy(fd, d, 4096 - off, h_out, off, n, out, 0, NULL), 0);
+        assert_int_equal(syncobj_status(fd, out, 60), 1);
+        t2 = now_s();
+        if (memcmp(in + off, outp + off, n)) {
+            uint64_t j;
+
+            for (j = 0; j < n && in[off + j] == outp[off + j]; j++)
+                ;
+            fail_msg("copy of %llu bytes differs at byte %llu", (unsigned long long)n,
+                     (unsigned long long)j);
+        }
+        if (n >= 16 * MIB)
+            printf("# copy %3llu MiB: host->device %.0f MB/s, device->host %.0f MB/s\n",
+                   (unsigned long long)(n / MIB), n / (t1 - t0) / 1e6, n / (t2 - t1) / 1e6);
+        munmap(in, n + off);
+        munmap(outp, n + off);
+        bo_close(fd, h_in);
+        bo_close(fd, h_out);
+        bo_close(fd, d);
+    }
+    drmSyncobjDestroy(fd, out);
 }
 
 /* host -> device -> host, byte for byte, for sizes from 1 byte up. */
-static void test_copy_roundtrip(void **state)
-{
-	static const uint64_t sizes[] = {
-		1, 3, 4095, 4096, 4097, 65536 + 12, MIB - 1, MIB + 4096 + 5,
-		16 * MIB, 64 * MIB, 256 * MIB,
-	};
-	int fd = FD(state);
-	uint64_t limit = max_copy(fd);
-	uint32_t out = syncobj_new(fd);
-	size_t i;
+static void test_copy_roundtrip(void **state) {
+    static const uint64_t sizes[] = {
+        1, 3, 4095, 4096, 4097, 65536 + 12, MIB - 1, MIB + 4096 + 5, 16 * MIB, 64 * MIB, 256 * MIB,
+    };
+    int fd = FD(state);
 
-	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-		uint64_t n = sizes[i], off = n & 1 ? 5 : 0;
-		uint32_t h_in, h_out, d;
-		uint8_t *in, *outp;
-		double t0, t1, t2;
+    copy_roundtrips(fd, sizes, sizeof(sizes) / sizeof(sizes[0]), max_copy(fd));
+}
 
-		if (n + off > limit)
-			break;
-		h_in = bo_new(fd, n + off, DRM_NEURON_BO_HOST);
-		h_out = bo_new(fd, n + off, DRM_NEURON_BO_HOST);
-		d = bo_new(fd, n + off + 4096, DRM_NEURON_BO_DEVICE);
-		in = bo_map(fd, h_in, NULL);
-		outp = bo_map(fd, h_out, NULL);
-		fill(in + off, n, (uint32_t)i + 1);
+/*
+ * 128 and 256 MiB, whatever NEURON_EXEC_MAX_COPY says ("copy_large",
+ * registered on its own): needs a device with more than 256 MiB of device
+ * memory (the copy goes 4 KiB into its device buffer) and a guest with room
+ * for two 256 MiB host buffers.
+ */
+static void test_copy_large(void **state) {
+    static const uint64_t sizes[] = {128 * MIB, 256 * MIB};
+    int fd = FD(state);
+    uint64_t dm = get_param(fd, DRM_NEURON_PARAM_DEVICE_MEM_SIZE);
 
-		t0 = now_s();
-		assert_int_equal(copy(fd, h_in, off, d, 4096 - off, n, out,
-				      DRM_NEURON_ENGINE_ANY, NULL), 0);
-		assert_int_equal(syncobj_status(fd, out, 60), 1);
-		t1 = now_s();
-		assert_int_equal(copy(fd, d, 4096 - off, h_out, off, n, out, 0,
-				      NULL), 0);
-		assert_int_equal(syncobj_status(fd, out, 60), 1);
-		t2 = now_s();
-		if (memcmp(in + off, outp + off, n)) {
-			uint64_t j;
-
-			for (j = 0; j < n && in[off + j] == outp[off + j]; j++)
-				;
-			fail_msg("copy of %llu bytes differs at byte %llu",
-				 (unsigned long long)n, (unsigned long long)j);
-		}
-		if (n >= 16 * MIB)
-			printf("# copy %3llu MiB: host->device %.0f MB/s, device->host %.0f MB/s\n",
-			       (unsigned long long)(n / MIB), n / (t1 - t0) / 1e6,
-			       n / (t2 - t1) / 1e6);
-		munmap(in, n + off);
-		munmap(outp, n + off);
-		bo_close(fd, h_in);
-		bo_close(fd, h_out);
-		bo_close(fd, d);
-	}
-	drmSyncobjDestroy(fd, out);
+    if (dm < 256 * MIB + 4096)
+        fail_msg("device memory is %llu MiB: the large copies need a device with mem-size=512M",
+                 (unsigned long long)(dm / MIB));
+    copy_roundtrips(fd, sizes, sizeof(sizes) / sizeof(sizes[0]), dm);
 }
 
 /* Device-to-device, host-to-host, chained through in-syncs, timelines. */
-static void test_copy_chain(void **state)
-{
-	int fd = FD(state);
-	uint64_t n = 3 * MIB + 17;
-	uint32_t a = bo_new(fd, n, DRM_NEURON_BO_HOST);
-	uint32_t b = bo_new(fd, n, DRM_NEURON_BO_DEVICE);
-	uint32_t c = bo_new(fd, n, DRM_NEURON_BO_DEVICE);
-	uint32_t d = bo_new(fd, n, DRM_NEURON_BO_HOST);
-	uint32_t e = bo_new(fd, n, DRM_NEURON_BO_HOST);
-	uint32_t s1 = syncobj_new(fd), s2 = syncobj_new(fd), tl;
-	uint8_t *pa = bo_map(fd, a, NULL), *pe = bo_map(fd, e, NULL);
-	struct drm_neuron_sync in = { .handle = s1 };
-	struct drm_neuron_copy cp = {
-		.src_handle = b, .dst_handle = c, .size = n,
-		.engine = 1 % get_param(fd, DRM_NEURON_PARAM_NUM_DMA_ENGINES),
-		.in_syncs = (uintptr_t)&in, .num_in_syncs = 1,
-		.out_sync = { .handle = s2 },
-	};
-	uint64_t point = 7;
+static void test_copy_chain(void **state) {
+    int fd = FD(state);
+    uint64_t n = 3 * MIB + 17;
+    uint32_t a = bo_new(fd, n, DRM_NEURON_BO_HOST);
+    uint32_t b = bo_new(fd, n, DRM_NEURON_BO_DEVICE);
+    uint32_t c = bo_new(fd, n, DRM_NEURON_BO_DEVICE);
+    uint32_t d = bo_new(fd, n, DRM_NEURON_BO_HOST);
+    uint32_t e = bo_new(fd, n, DRM_NEURON_BO_HOST);
+    uint32_t s1 = syncobj_new(fd), s2 = syncobj_new(fd), tl;
+    uint8_t *pa = bo_map(fd, a, NULL), *pe = bo_map(fd, e, NULL);
+    struct drm_neuron_sync in = {.handle = s1};
+    struct drm_neuron_copy cp = {
+        .src_handle = b,
+        .dst_handle = c,
+        .size = n,
+        .engine = 1 % get_param(fd, DRM_NEURON_PARAM_NUM_DMA_ENGINES),
+        .in_syncs = (uintptr_t)&in,
+        .num_in_syncs = 1,
+        .out_sync = {.handle = s2},
+    };
+    uint64_t point = 7;
 
-	assert_int_equal(drmSyncobjCreate(fd, 0, &tl), 0);
-	fill(pa, n, 99);
-	assert_int_equal(copy(fd, a, 0, b, 0, n, s1, 0, NULL), 0);
-	/* On another engine, after the first copy. */
-	assert_int_equal(nioctl(fd, DRM_IOCTL_NEURON_COPY, &cp), 0);
-	in.handle = s2;
-	cp.src_handle = c;
-	cp.dst_handle = d;
-	cp.engine = DRM_NEURON_ENGINE_ANY;
-	cp.out_sync.handle = tl;
-	cp.out_sync.point = point;
-	assert_int_equal(nioctl(fd, DRM_IOCTL_NEURON_COPY, &cp), 0);
-	/* host -> host after a timeline point. */
-	in.handle = tl;
-	in.point = point;
-	cp.src_handle = d;
-	cp.dst_handle = e;
-	cp.out_sync.handle = s1;
-	cp.out_sync.point = 0;
-	assert_int_equal(nioctl(fd, DRM_IOCTL_NEURON_COPY, &cp), 0);
-	assert_int_equal(syncobj_status(fd, s1, 30), 1);
-	assert_memory_equal(pa, pe, n);
-	/* A mapping holds the file, and so every handle, open. */
-	munmap(pa, n);
-	munmap(pe, n);
+    assert_int_equal(drmSyncobjCreate(fd, 0, &tl), 0);
+    fill(pa, n, 99);
+    assert_int_equal(copy(fd, a, 0, b, 0, n, s1, 0, NULL), 0);
+    /* On another engine, after the first copy. */
+    assert_int_equal(nioctl(fd, DRM_IOCTL_NEURON_COPY, &cp), 0);
+    in.handle = s2;
+    cp.src_handle = c;
+    cp.dst_handle = d;
+    cp.engine = DRM_NEURON_ENGINE_ANY;
+    cp.out_sync.handle = tl;
+    cp.out_sync.point = point;
+    assert_int_equal(nioctl(fd, DRM_IOCTL_NEURON_COPY, &cp), 0);
+    /* host -> host after a timeline point. */
+    in.handle = tl;
+    in.point = point;
+    cp.src_handle = d;
+    cp.dst_handle = e;
+    cp.out_sync.handle = s1;
+    cp.out_sync.point = 0;
+    assert_int_equal(nioctl(fd, DRM_IOCTL_NEURON_COPY, &cp), 0);
+    assert_int_equal(syncobj_status(fd, s1, 30), 1);
+    assert_memory_equal(pa, pe, n);
+    /* A mapping holds the file, and so every handle, open. */
+    munmap(pa, n);
+    munmap(pe, n);
 }
 
-static void test_copy_invalid(void **state)
-{
-	int fd = FD(state);
-	uint32_t h = bo_new(fd, 8192, DRM_NEURON_BO_HOST);
-	uint32_t d = bo_new(fd, 8192, DRM_NEURON_BO_DEVICE);
-	uint32_t out = syncobj_new(fd);
-	uint32_t ndma = get_param(fd, DRM_NEURON_PARAM_NUM_DMA_ENGINES);
-	struct drm_neuron_sync ins[DRM_NEURON_MAX_IN_SYNCS + 1] = { 0 };
-	struct drm_neuron_copy base = {
-		.src_handle = h, .dst_handle = d, .size = 4096,
-		.engine = DRM_NEURON_ENGINE_ANY, .out_sync = { .handle = out },
-	}, c;
+static void test_copy_invalid(void **state) {
+    int fd = FD(state);
+    uint32_t h = bo_new(fd, 8192, DRM_NEURON_BO_HOST);
+    uint32_t d = bo_new(fd, 8192, DRM_NEURON_BO_DEVICE);
+    uint32_t out = syncobj_new(fd);
+    uint32_t ndma = get_param(fd, DRM_NEURON_PARAM_NUM_DMA_ENGINES);
+    struct drm_neuron_sync ins[DRM_NEURON_MAX_IN_SYNCS + 1] = {0};
+    struct drm_neuron_copy base =
+                               {
+                                   .src_handle = h,
+                                   .dst_handle = d,
+                                   .size = 4096,
+                                   .engine = DRM_NEURON_ENGINE_ANY,
+                                   .out_sync = {.handle = out},
+                               },
+                           c;
 
-#define EXPECT(field_assign, err) do { \
-		c = base; field_assign; \
-		assert_int_equal(nioctl(fd, DRM_IOCTL_NEURON_COPY, &c), err); \
-	} while (0)
+#define EXPECT(field_assign, err)                                                                  \
+    do {                                                                                           \
+        c = base;                                                                                  \
+        field_assign;                                                                              \
+        assert_int_equal(nioctl(fd, DRM_IOCTL_NEURON_COPY, &c), err);                              \
+    } while (0)
 
-	EXPECT((void)0, 0);
-	EXPECT(c.size = 0, -EINVAL);
-	EXPECT(c.size = 8193, -EINVAL);
-	EXPECT(c.src_offset = 4097, -EINVAL);
-	EXPECT(c.dst_offset = 8192, -EINVAL);
-	EXPECT(c.src_offset = ~0ull - 100, -EINVAL);
-	EXPECT((c.dst_offset = 1, c.size = ~0ull), -EINVAL);
-	EXPECT(c.engine = ndma, -EINVAL);
-	EXPECT(c.engine = 0x7fffffff, -EINVAL);
-	EXPECT(c.flags = 1, -EINVAL);
-	EXPECT(c.pad = 1, -EINVAL);
-	EXPECT(c.reserved = 1, -EINVAL);
-	EXPECT(c.out_sync.handle = 0, -EINVAL);
-	EXPECT(c.out_sync.pad = 1, -EINVAL);
-	EXPECT(c.out_sync.handle = 12345, -ENOENT);
-	EXPECT(c.src_handle = 12345, -ENOENT);
-	EXPECT(c.dst_handle = 0, -ENOENT);
-	/* Overlapping ranges of one buffer; disjoint ones are fine. */
-	EXPECT((c.dst_handle = h, c.dst_offset = 100), -EINVAL);
-	EXPECT((c.dst_handle = h, c.dst_offset = 4096), 0);
-	EXPECT((c.in_syncs = (uintptr_t)ins,
-		c.num_in_syncs = DRM_NEURON_MAX_IN_SYNCS + 1), -EINVAL);
-	ins[0].handle = out;
-	ins[0].pad = 1;
-	EXPECT((c.in_syncs = (uintptr_t)ins, c.num_in_syncs = 1), -EINVAL);
-	ins[0].pad = 0;
-	ins[0].handle = 4321;
-	EXPECT((c.in_syncs = (uintptr_t)ins, c.num_in_syncs = 1), -ENOENT);
-	EXPECT((c.in_syncs = 8, c.num_in_syncs = 1), -EFAULT);
-	assert_int_equal(syncobj_status(fd, out, 10), 1);
+    EXPECT((void)0, 0);
+    EXPECT(c.size = 0, -EINVAL);
+    EXPECT(c.size = 8193, -EINVAL);
+    EXPECT(c.src_offset = 4097, -EINVAL);
+    EXPECT(c.dst_offset = 8192, -EINVAL);
+    EXPECT(c.src_offset = ~0ull - 100, -EINVAL);
+    EXPECT((c.dst_offset = 1, c.size = ~0ull), -EINVAL);
+    EXPECT(c.engine = ndma, -EINVAL);
+    EXPECT(c.engine = 0x7fffffff, -EINVAL);
+    EXPECT(c.flags = 1, -EINVAL);
+    EXPECT(c.pad = 1, -EINVAL);
+    EXPECT(c.reserved = 1, -EINVAL);
+    EXPECT(c.out_sync.handle = 0, -EINVAL);
+    EXPECT(c.out_sync.pad = 1, -EINVAL);
+    EXPECT(c.out_sync.handle = 12345, -ENOENT);
+    EXPECT(c.src_handle = 12345, -ENOENT);
+    EXPECT(c.dst_handle = 0, -ENOENT);
+    /* Overlapping ranges of one buffer; disjoint ones are fine. */
+    EXPECT((c.dst_handle = h, c.dst_offset = 100), -EINVAL);
+    EXPECT((c.dst_handle = h, c.dst_offset = 4096), 0);
+    EXPECT((c.in_syncs = (uintptr_t)ins, c.num_in_syncs = DRM_NEURON_MAX_IN_SYNCS + 1), -EINVAL);
+    ins[0].handle = out;
+    ins[0].pad = 1;
+    EXPECT((c.in_syncs = (uintptr_t)ins, c.num_in_syncs = 1), -EINVAL);
+    ins[0].pad = 0;
+    ins[0].handle = 4321;
+    EXPECT((c.in_syncs = (uintptr_t)ins, c.num_in_syncs = 1), -ENOENT);
+    EXPECT((c.in_syncs = 8, c.num_in_syncs = 1), -EFAULT);
+    assert_int_equal(syncobj_status(fd, out, 10), 1);
 #undef EXPECT
 }
 
@@ -400,52 +413,51 @@ static void test_copy_invalid(void **state)
  * Programs
  */
 
-#define PROG_N		64	/* fp32 elements per partition */
-#define PROG_BYTES	(NEURON_PARTITIONS * PROG_N * 4)
+#define PROG_N 64 /* fp32 elements per partition */
+#define PROG_BYTES (NEURON_PARTITIONS * PROG_N * 4)
 
 struct prog {
-	struct neuron_prog_header h;
-	struct neuron_insn insn[16];
+    struct neuron_prog_header h;
+    struct neuron_insn insn[16];
 };
 
-static struct neuron_tap tap_sbuf(uint32_t offset)
-{
-	struct neuron_tap t = {
-		.space = NEURON_SPACE_SBUF, .dtype = NEURON_DT_FP32,
-		.part_start = 0, .part_count = NEURON_PARTITIONS,
-		.offset = offset, .count = { PROG_N, 1 }, .stride = { 1, 0 },
-	};
-	return t;
+static struct neuron_tap tap_sbuf(uint32_t offset) {
+    struct neuron_tap t = {
+        .space = NEURON_SPACE_SBUF,
+        .dtype = NEURON_DT_FP32,
+        .part_start = 0,
+        .part_count = NEURON_PARTITIONS,
+        .offset = offset,
+        .count = {PROG_N, 1},
+        .stride = {1, 0},
+    };
+    return t;
 }
 
 static struct neuron_insn insn_dma(uint8_t op, uint8_t slot, uint64_t offset,
-				   uint32_t sbuf_offset)
-{
-	struct neuron_insn i = { .opcode = op };
+                                   uint32_t sbuf_offset) {
+    struct neuron_insn i = {.opcode = op};
 
-	i.dma.sbuf = tap_sbuf(sbuf_offset);
-	i.dma.dram.slot = slot;
-	i.dma.dram.part_stride = PROG_N * 4;
-	i.dma.dram.offset = offset;
-	i.dma.dram.stride[0] = 4;
-	return i;
+    i.dma.sbuf = tap_sbuf(sbuf_offset);
+    i.dma.dram.slot = slot;
+    i.dma.dram.part_stride = PROG_N * 4;
+    i.dma.dram.offset = offset;
+    i.dma.dram.stride[0] = 4;
+    return i;
 }
 
-static struct neuron_insn insn_ctl(uint8_t op, uint8_t func, uint32_t arg,
-				   uint32_t imm0)
-{
-	struct neuron_insn i = { .opcode = op, .func = func, .arg = arg };
+static struct neuron_insn insn_ctl(uint8_t op, uint8_t func, uint32_t arg, uint32_t imm0) {
+    struct neuron_insn i = {.opcode = op, .func = func, .arg = arg};
 
-	i.imm[0] = imm0;
-	return i;
+    i.imm[0] = imm0;
+    return i;
 }
 
-static uint32_t f2u(float f)
-{
-	uint32_t u;
+static uint32_t f2u(float f) {
+    uint32_t u;
 
-	memcpy(&u, &f, 4);
-	return u;
+    memcpy(&u, &f, 4);
+    return u;
 }
 
 /*
@@ -453,445 +465,886 @@ static uint32_t f2u(float f)
  * stores to slot 1; semaphores order the streams. With @load_offset the
  * load starts there (a value past the binding makes it fault).
  */
-static size_t build_axpb(struct prog *p, uint64_t load_offset)
-{
-	struct neuron_insn *s, *v;
-	uint32_t ns = 0, nv = 0;
+static size_t build_axpb(struct prog *p, uint64_t load_offset) {
+    struct neuron_insn *s, *v;
+    uint32_t ns = 0, nv = 0;
 
-	memset(p, 0, sizeof(*p));
-	s = &p->insn[0];
-	v = &p->insn[8];
-	s[ns++] = insn_dma(NEURON_OP_DMA_LOAD, 0, load_offset, 0);
-	s[ns++] = insn_ctl(NEURON_OP_SEM_SIGNAL, 0, 1, 0);
-	s[ns++] = insn_ctl(NEURON_OP_SEM_WAIT, 1, 1, 0);
-	s[ns++] = insn_dma(NEURON_OP_DMA_STORE, 1, 0, PROG_N * 4);
-	s[ns++] = insn_ctl(NEURON_OP_END, 0, 0, 0);
+    memset(p, 0, sizeof(*p));
+    s = &p->insn[0];
+    v = &p->insn[8];
+    s[ns++] = insn_dma(NEURON_OP_DMA_LOAD, 0, load_offset, 0);
+    s[ns++] = insn_ctl(NEURON_OP_SEM_SIGNAL, 0, 1, 0);
+    s[ns++] = insn_ctl(NEURON_OP_SEM_WAIT, 1, 1, 0);
+    s[ns++] = insn_dma(NEURON_OP_DMA_STORE, 1, 0, PROG_N * 4);
+    s[ns++] = insn_ctl(NEURON_OP_END, 0, 0, 0);
 
-	v[nv++] = insn_ctl(NEURON_OP_SEM_WAIT, 0, 1, 0);
-	v[nv] = (struct neuron_insn){ .opcode = NEURON_OP_TENSOR_SCALAR,
-				      .func = NEURON_ALU_MUL,
-				      .func2 = NEURON_ALU_ADD };
-	v[nv].op[0] = tap_sbuf(PROG_N * 4);
-	v[nv].op[1] = tap_sbuf(0);
-	v[nv].imm[0] = f2u(2.0f);
-	v[nv].imm[1] = f2u(1.0f);
-	nv++;
-	v[nv++] = insn_ctl(NEURON_OP_SEM_SIGNAL, 1, 1, 0);
-	v[nv++] = insn_ctl(NEURON_OP_END, 0, 0, 0);
+    v[nv++] = insn_ctl(NEURON_OP_SEM_WAIT, 0, 1, 0);
+    v[nv] = (struct neuron_insn){
+        .opcode = NEURON_OP_TENSOR_SCALAR, .func = NEURON_ALU_MUL, .func2 = NEURON_ALU_ADD};
+    v[nv].op[0] = tap_sbuf(PROG_N * 4);
+    v[nv].op[1] = tap_sbuf(0);
+    v[nv].imm[0] = f2u(2.0f);
+    v[nv].imm[1] = f2u(1.0f);
+    nv++;
+    v[nv++] = insn_ctl(NEURON_OP_SEM_SIGNAL, 1, 1, 0);
+    v[nv++] = insn_ctl(NEURON_OP_END, 0, 0, 0);
 
-	p->h.magic = NEURON_PROG_MAGIC;
-	p->h.version_major = NEURON_ISA_VERSION_MAJOR;
-	p->h.header_size = sizeof(p->h);
-	p->h.image_size = sizeof(*p);
-	p->h.stream[NEURON_ENGINE_INDEX(NEURON_ENGINE_SYNC)].offset =
-		offsetof(struct prog, insn[0]);
-	p->h.stream[NEURON_ENGINE_INDEX(NEURON_ENGINE_SYNC)].count = ns;
-	p->h.stream[NEURON_ENGINE_INDEX(NEURON_ENGINE_VECTOR)].offset =
-		offsetof(struct prog, insn[8]);
-	p->h.stream[NEURON_ENGINE_INDEX(NEURON_ENGINE_VECTOR)].count = nv;
-	return sizeof(*p);
+    p->h.magic = NEURON_PROG_MAGIC;
+    p->h.version_major = NEURON_ISA_VERSION_MAJOR;
+    p->h.header_size = sizeof(p->h);
+    p->h.image_size = sizeof(*p);
+    p->h.stream[NEURON_ENGINE_INDEX(NEURON_ENGINE_SYNC)].offset = offsetof(struct prog, insn[0]);
+    p->h.stream[NEURON_ENGINE_INDEX(NEURON_ENGINE_SYNC)].count = ns;
+    p->h.stream[NEURON_ENGINE_INDEX(NEURON_ENGINE_VECTOR)].offset = offsetof(struct prog, insn[8]);
+    p->h.stream[NEURON_ENGINE_INDEX(NEURON_ENGINE_VECTOR)].count = nv;
+    return sizeof(*p);
 }
 
 /* A Sync stream that loops forever (NOP; LOOP back to it). */
-static size_t build_spin(struct prog *p)
-{
-	memset(p, 0, sizeof(*p));
-	p->insn[0] = insn_ctl(NEURON_OP_NOP, 0, 0, 0);
-	p->insn[1] = insn_ctl(NEURON_OP_LOOP, 0, 0, NEURON_LOOP_INFINITE);
-	p->h.magic = NEURON_PROG_MAGIC;
-	p->h.version_major = NEURON_ISA_VERSION_MAJOR;
-	p->h.header_size = sizeof(p->h);
-	p->h.image_size = sizeof(*p);
-	p->h.stream[NEURON_ENGINE_INDEX(NEURON_ENGINE_SYNC)].offset =
-		offsetof(struct prog, insn[0]);
-	p->h.stream[NEURON_ENGINE_INDEX(NEURON_ENGINE_SYNC)].count = 2;
-	return sizeof(*p);
+static size_t build_spin(struct prog *p) {
+    memset(p, 0, sizeof(*p));
+    p->insn[0] = insn_ctl(NEURON_OP_NOP, 0, 0, 0);
+    p->insn[1] = insn_ctl(NEURON_OP_LOOP, 0, 0, NEURON_LOOP_INFINITE);
+    p->h.magic = NEURON_PROG_MAGIC;
+    p->h.version_major = NEURON_ISA_VERSION_MAJOR;
+    p->h.header_size = sizeof(p->h);
+    p->h.image_size = sizeof(*p);
+    p->h.stream[NEURON_ENGINE_INDEX(NEURON_ENGINE_SYNC)].offset = offsetof(struct prog, insn[0]);
+    p->h.stream[NEURON_ENGINE_INDEX(NEURON_ENGINE_SYNC)].count = 2;
+    return sizeof(*p);
 }
 
 struct job_bufs {
-	uint32_t prog, in, out;
-	float *pin, *pout;
-	size_t prog_size;
+    uint32_t prog, in, out;
+    float *pin, *pout;
+    size_t prog_size;
 };
 
-static void job_bufs_init(int fd, struct job_bufs *jb, uint32_t in_region,
-			  uint32_t out_region, uint32_t prog_region,
-			  uint64_t load_offset, int spin)
-{
-	struct prog p;
-	void *pp;
-	int i;
+static void job_bufs_init(int fd, struct job_bufs *jb, uint32_t in_region, uint32_t out_region,
+                          uint32_t prog_region, uint64_t load_offset, int spin) {
+    struct prog p;
+    void *pp;
+    int i;
 
-	jb->prog_size = spin ? build_spin(&p) : build_axpb(&p, load_offset);
-	jb->prog = bo_new(fd, 4096, prog_region);
-	jb->in = bo_new(fd, PROG_BYTES, in_region);
-	jb->out = bo_new(fd, PROG_BYTES, out_region);
-	pp = bo_map(fd, jb->prog, NULL);
-	memcpy(pp, &p, sizeof(p));
-	munmap(pp, 4096);
-	jb->pin = bo_map(fd, jb->in, NULL);
-	jb->pout = bo_map(fd, jb->out, NULL);
-	for (i = 0; i < NEURON_PARTITIONS * PROG_N; i++) {
-		jb->pin[i] = (float)(i % 1000) - 300.0f;
-		jb->pout[i] = -1.0f;
-	}
+    jb->prog_size = spin ? build_spin(&p) : build_axpb(&p, load_offset);
+    jb->prog = bo_new(fd, 4096, prog_region);
+    jb->in = bo_new(fd, PROG_BYTES, in_region);
+    jb->out = bo_new(fd, PROG_BYTES, out_region);
+    pp = bo_map(fd, jb->prog, NULL);
+    memcpy(pp, &p, sizeof(p));
+    munmap(pp, 4096);
+    jb->pin = bo_map(fd, jb->in, NULL);
+    jb->pout = bo_map(fd, jb->out, NULL);
+    for (i = 0; i < NEURON_PARTITIONS * PROG_N; i++) {
+        jb->pin[i] = (float)(i % 1000) - 300.0f;
+        jb->pout[i] = -1.0f;
+    }
 }
 
-static void job_bufs_fini(int fd, struct job_bufs *jb)
-{
-	munmap(jb->pin, PROG_BYTES);
-	munmap(jb->pout, PROG_BYTES);
-	bo_close(fd, jb->prog);
-	bo_close(fd, jb->in);
-	bo_close(fd, jb->out);
+static void job_bufs_fini(int fd, struct job_bufs *jb) {
+    munmap(jb->pin, PROG_BYTES);
+    munmap(jb->pout, PROG_BYTES);
+    bo_close(fd, jb->prog);
+    bo_close(fd, jb->in);
+    bo_close(fd, jb->out);
 }
 
-static int submit(int fd, const struct job_bufs *jb, uint32_t core,
-		  uint32_t out, uint64_t *seqno)
-{
-	struct drm_neuron_binding b[2] = {
-		{ .handle = jb->in, .flags = DRM_NEURON_BIND_READ,
-		  .size = PROG_BYTES },
-		{ .handle = jb->out, .flags = DRM_NEURON_BIND_WRITE,
-		  .size = PROG_BYTES },
-	};
-	struct drm_neuron_submit s = {
-		.core = core, .program_handle = jb->prog,
-		.program_size = jb->prog_size, .num_bindings = 2,
-		.bindings = (uintptr_t)b, .out_sync = { .handle = out },
-	};
-	int ret = nioctl(fd, DRM_IOCTL_NEURON_SUBMIT, &s);
+static int submit(int fd, const struct job_bufs *jb, uint32_t core, uint32_t out, uint64_t *seqno) {
+    struct drm_neuron_binding b[2] = {
+        {.handle = jb->in, .flags = DRM_NEURON_BIND_READ, .size = PROG_BYTES},
+        {.handle = jb->out, .flags = DRM_NEURON_BIND_WRITE, .size = PROG_BYTES},
+    };
+    struct drm_neuron_submit s = {
+        .core = core,
+        .program_handle = jb->prog,
+        .program_size = jb->prog_size,
+        .num_bindings = 2,
+        .bindings = (uintptr_t)b,
+        .out_sync = {.handle = out},
+    };
+    int ret = nioctl(fd, DRM_IOCTL_NEURON_SUBMIT, &s);
 
-	if (!ret && seqno)
-		*seqno = s.seqno;
-	return ret;
+    if (!ret && seqno)
+        *seqno = s.seqno;
+    return ret;
 }
 
-static void check_axpb(const struct job_bufs *jb)
-{
-	int i;
+static void check_axpb(const struct job_bufs *jb) {
+    int i;
 
-	for (i = 0; i < NEURON_PARTITIONS * PROG_N; i++) {
-		float want = jb->pin[i] * 2.0f + 1.0f;
+    for (i = 0; i < NEURON_PARTITIONS * PROG_N; i++) {
+        float want = jb->pin[i] * 2.0f + 1.0f;
 
-		if (jb->pout[i] != want)
-			fail_msg("out[%d] = %f, want %f", i, jb->pout[i], want);
-	}
+        if (jb->pout[i] != want)
+            fail_msg("out[%d] = %f, want %f", i, jb->pout[i], want);
+    }
 }
 
-static void run_axpb(int fd, uint32_t in_r, uint32_t out_r, uint32_t prog_r,
-		     uint32_t core)
-{
-	struct job_bufs jb;
-	uint32_t out = syncobj_new(fd);
-	double t0, t1;
+static void run_axpb(int fd, uint32_t in_r, uint32_t out_r, uint32_t prog_r, uint32_t core) {
+    struct job_bufs jb;
+    uint32_t out = syncobj_new(fd);
+    double t0, t1;
 
-	job_bufs_init(fd, &jb, in_r, out_r, prog_r, 0, 0);
-	t0 = now_s();
-	assert_int_equal(submit(fd, &jb, core, out, NULL), 0);
-	assert_int_equal(syncobj_status(fd, out, 30), 1);
-	t1 = now_s();
-	check_axpb(&jb);
-	printf("# job on core %u (in %s, out %s, program %s): submit->signal %.0f us\n",
-	       core, in_r ? "host" : "device", out_r ? "host" : "device",
-	       prog_r ? "host" : "device", (t1 - t0) * 1e6);
-	job_bufs_fini(fd, &jb);
-	drmSyncobjDestroy(fd, out);
+    job_bufs_init(fd, &jb, in_r, out_r, prog_r, 0, 0);
+    t0 = now_s();
+    assert_int_equal(submit(fd, &jb, core, out, NULL), 0);
+    assert_int_equal(syncobj_status(fd, out, 30), 1);
+    t1 = now_s();
+    check_axpb(&jb);
+    printf("# job on core %u (in %s, out %s, program %s): submit->signal %.0f us\n", core,
+           in_r ? "host" : "device", out_r ? "host" : "device", prog_r ? "host" : "device",
+           (t1 - t0) * 1e6);
+    job_bufs_fini(fd, &jb);
+    drmSyncobjDestroy(fd, out);
 }
 
-static void test_submit_program(void **state)
-{
-	int fd = FD(state);
-	uint32_t cores = get_param(fd, DRM_NEURON_PARAM_NUM_CORES), c;
+static void test_submit_program(void **state) {
+    int fd = FD(state);
+    uint32_t cores = get_param(fd, DRM_NEURON_PARAM_NUM_CORES), c;
 
-	run_axpb(fd, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE,
-		 DRM_NEURON_BO_DEVICE, 0);
-	if (get_param(fd, DRM_NEURON_PARAM_CAPABILITIES) &
-	    DRM_NEURON_CAP_HOST_BINDINGS) {
-		run_axpb(fd, DRM_NEURON_BO_HOST, DRM_NEURON_BO_HOST,
-			 DRM_NEURON_BO_HOST, 0);
-		run_axpb(fd, DRM_NEURON_BO_HOST, DRM_NEURON_BO_DEVICE,
-			 DRM_NEURON_BO_DEVICE, 0);
-	}
-	for (c = 1; c < cores; c++)
-		run_axpb(fd, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_HOST,
-			 DRM_NEURON_BO_DEVICE, c);
+    run_axpb(fd, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, 0);
+    if (get_param(fd, DRM_NEURON_PARAM_CAPABILITIES) & DRM_NEURON_CAP_HOST_BINDINGS) {
+        run_axpb(fd, DRM_NEURON_BO_HOST, DRM_NEURON_BO_HOST, DRM_NEURON_BO_HOST, 0);
+        run_axpb(fd, DRM_NEURON_BO_HOST, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, 0);
+    }
+    for (c = 1; c < cores; c++)
+        run_axpb(fd, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_HOST, DRM_NEURON_BO_DEVICE, c);
 }
 
 /* Submit -> signal latency of an empty-ish job, averaged. */
-static void test_submit_latency(void **state)
-{
-	int fd = FD(state), i, n = 50;
-	struct job_bufs jb;
-	uint32_t out = syncobj_new(fd);
-	double t0, total = 0;
+static void test_submit_latency(void **state) {
+    int fd = FD(state), i, n = 50;
+    struct job_bufs jb;
+    uint32_t out = syncobj_new(fd);
+    double t0, total = 0;
 
-	job_bufs_init(fd, &jb, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE,
-		      DRM_NEURON_BO_DEVICE, 0, 0);
-	for (i = 0; i < n; i++) {
-		t0 = now_s();
-		assert_int_equal(submit(fd, &jb, 0, out, NULL), 0);
-		assert_int_equal(syncobj_status(fd, out, 30), 1);
-		total += now_s() - t0;
-	}
-	printf("# submit->signal latency (axpb, 128x64 fp32): mean %.0f us over %d jobs\n",
-	       total / n * 1e6, n);
-	job_bufs_fini(fd, &jb);
+    job_bufs_init(fd, &jb, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, 0, 0);
+    for (i = 0; i < n; i++) {
+        t0 = now_s();
+        assert_int_equal(submit(fd, &jb, 0, out, NULL), 0);
+        assert_int_equal(syncobj_status(fd, out, 30), 1);
+        total += now_s() - t0;
+    }
+    printf("# submit->signal latency (axpb, 128x64 fp32): mean %.0f us over %d jobs\n",
+           total / n * 1e6, n);
+    job_bufs_fini(fd, &jb);
 }
 
-static void test_submit_invalid(void **state)
-{
-	int fd = FD(state);
-	uint32_t cores = get_param(fd, DRM_NEURON_PARAM_NUM_CORES);
-	uint32_t maxb = get_param(fd, DRM_NEURON_PARAM_MAX_BINDINGS);
-	uint32_t out = syncobj_new(fd);
-	struct drm_neuron_binding b[DRM_NEURON_MAX_IN_SYNCS + 2];
-	struct drm_neuron_sync ins[DRM_NEURON_MAX_IN_SYNCS + 1] = { 0 };
-	struct drm_neuron_submit base, s;
-	struct job_bufs jb;
-	unsigned int i;
+static void test_submit_invalid(void **state) {
+    int fd = FD(state);
+    uint32_t cores = get_param(fd, DRM_NEURON_PARAM_NUM_CORES);
+    uint32_t maxb = get_param(fd, DRM_NEURON_PARAM_MAX_BINDINGS);
+    uint32_t out = syncobj_new(fd);
+    struct drm_neuron_binding b[DRM_NEURON_MAX_IN_SYNCS + 2];
+    struct drm_neuron_sync ins[DRM_NEURON_MAX_IN_SYNCS + 1] = {0};
+    struct drm_neuron_submit base, s;
+    struct job_bufs jb;
+    unsigned int i;
 
-	job_bufs_init(fd, &jb, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE,
-		      DRM_NEURON_BO_DEVICE, 0, 0);
-	for (i = 0; i < sizeof(b) / sizeof(b[0]); i++)
-		b[i] = (struct drm_neuron_binding){ .handle = jb.in,
-			.flags = DRM_NEURON_BIND_READ, .size = 64 };
-	b[1].handle = jb.out;
-	b[1].flags = DRM_NEURON_BIND_WRITE;
-	b[1].size = PROG_BYTES;
-	b[0].size = PROG_BYTES;
-	base = (struct drm_neuron_submit){
-		.core = 0, .program_handle = jb.prog, .program_size = jb.prog_size,
-		.num_bindings = 2, .bindings = (uintptr_t)b,
-		.out_sync = { .handle = out },
-	};
+    job_bufs_init(fd, &jb, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, 0, 0);
+    for (i = 0; i < sizeof(b) / sizeof(b[0]); i++)
+        b[i] =
+            (struct drm_neuron_binding){.handle = jb.in, .flags = DRM_NEURON_BIND_READ, .size = 64};
+    b[1].handle = jb.out;
+    b[1].flags = DRM_NEURON_BIND_WRITE;
+    b[1].size = PROG_BYTES;
+    b[0].size = PROG_BYTES;
+    base = (struct drm_neuron_submit){
+        .core = 0,
+        .program_handle = jb.prog,
+        .program_size = jb.prog_size,
+        .num_bindings = 2,
+        .bindings = (uintptr_t)b,
+        .out_sync = {.handle = out},
+    };
 
-#define EXPECT(assign, err) do { \
-		s = base; assign; \
-		assert_int_equal(nioctl(fd, DRM_IOCTL_NEURON_SUBMIT, &s), err); \
-	} while (0)
-	EXPECT((void)0, 0);
-	EXPECT(s.core = cores, -EINVAL);
-	EXPECT(s.flags = 1, -EINVAL);
-	EXPECT(s.pad = 1, -EINVAL);
-	EXPECT(s.reserved = 1, -EINVAL);
-	EXPECT(s.program_size = 0, -EINVAL);
-	EXPECT(s.program_size = 4097, -EINVAL);
-	EXPECT(s.program_offset = 4096, -EINVAL);
-	EXPECT(s.program_offset = ~0ull, -EINVAL);
-	EXPECT(s.program_size = 1ull << 32, -EINVAL);
-	EXPECT(s.program_handle = 999, -ENOENT);
-	EXPECT(s.num_bindings = 0, -EINVAL);
-	EXPECT(s.num_bindings = maxb + 1, -EINVAL);
-	EXPECT(s.out_sync.handle = 0, -EINVAL);
-	EXPECT(s.out_sync.handle = 777, -ENOENT);
-	EXPECT(s.bindings = 8, -EFAULT);
-	EXPECT((s.in_syncs = (uintptr_t)ins,
-		s.num_in_syncs = DRM_NEURON_MAX_IN_SYNCS + 1), -EINVAL);
-	b[0].reserved = 1;
-	EXPECT((void)0, -EINVAL);
-	b[0].reserved = 0;
-	b[0].flags = 0;
-	EXPECT((void)0, -EINVAL);
-	b[0].flags = 8;
-	EXPECT((void)0, -EINVAL);
-	b[0].flags = DRM_NEURON_BIND_READ;
-	b[0].size = 0;
-	EXPECT((void)0, -EINVAL);
-	b[0].size = PROG_BYTES + 1;
-	EXPECT((void)0, -EINVAL);
-	b[0].size = 16;
-	b[0].offset = ~0ull - 8;
-	EXPECT((void)0, -EINVAL);
-	b[0].offset = 0;
-	b[0].size = PROG_BYTES;
-	b[0].handle = 4242;
-	EXPECT((void)0, -ENOENT);
-	b[0].handle = jb.in;
-	/* The largest binding count is accepted. */
-	EXPECT(s.num_bindings = maxb, 0);
-	assert_int_equal(syncobj_status(fd, out, 30), 1);
+#define EXPECT(assign, err)                                                                        \
+    do {                                                                                           \
+        s = base;                                                                                  \
+        assign;                                                                                    \
+        assert_int_equal(nioctl(fd, DRM_IOCTL_NEURON_SUBMIT, &s), err);                            \
+    } while (0)
+    EXPECT((void)0, 0);
+    EXPECT(s.core = cores, -EINVAL);
+    EXPECT(s.flags = 1, -EINVAL);
+    EXPECT(s.pad = 1, -EINVAL);
+    EXPECT(s.reserved = 1, -EINVAL);
+    EXPECT(s.program_size = 0, -EINVAL);
+    EXPECT(s.program_size = 4097, -EINVAL);
+    EXPECT(s.program_offset = 4096, -EINVAL);
+    EXPECT(s.program_offset = ~0ull, -EINVAL);
+    EXPECT(s.program_size = 1ull << 32, -EINVAL);
+    EXPECT(s.program_handle = 999, -ENOENT);
+    EXPECT(s.num_bindings = 0, -EINVAL);
+    EXPECT(s.num_bindings = maxb + 1, -EINVAL);
+    EXPECT(s.out_sync.handle = 0, -EINVAL);
+    EXPECT(s.out_sync.handle = 777, -ENOENT);
+    EXPECT(s.bindings = 8, -EFAULT);
+    EXPECT((s.in_syncs = (uintptr_t)ins, s.num_in_syncs = DRM_NEURON_MAX_IN_SYNCS + 1), -EINVAL);
+    b[0].reserved = 1;
+    EXPECT((void)0, -EINVAL);
+    b[0].reserved = 0;
+    b[0].flags = 0;
+    EXPECT((void)0, -EINVAL);
+    b[0].flags = 8;
+    EXPECT((void)0, -EINVAL);
+    b[0].flags = DRM_NEURON_BIND_READ;
+    b[0].size = 0;
+    EXPECT((void)0, -EINVAL);
+    b[0].size = PROG_BYTES + 1;
+    EXPECT((void)0, -EINVAL);
+    b[0].size = 16;
+    b[0].offset = ~0ull - 8;
+    EXPECT((void)0, -EINVAL);
+    b[0].offset = 0;
+    b[0].size = PROG_BYTES;
+    b[0].handle = 4242;
+    EXPECT((void)0, -ENOENT);
+    b[0].handle = jb.in;
+    /* The largest binding count is accepted. */
+    EXPECT(s.num_bindings = maxb, 0);
+    assert_int_equal(syncobj_status(fd, out, 30), 1);
 #undef EXPECT
-	job_bufs_fini(fd, &jb);
+    job_bufs_fini(fd, &jb);
 }
 
 /* A load past its binding faults; the core keeps working. */
-static void test_submit_fault(void **state)
-{
-	int fd = FD(state);
-	struct job_bufs bad, good;
-	uint32_t o1 = syncobj_new(fd), o2 = syncobj_new(fd);
+static void test_submit_fault(void **state) {
+    int fd = FD(state);
+    struct job_bufs bad, good;
+    uint32_t o1 = syncobj_new(fd), o2 = syncobj_new(fd);
 
-	job_bufs_init(fd, &bad, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE,
-		      DRM_NEURON_BO_DEVICE, 4, 0);
-	job_bufs_init(fd, &good, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_HOST,
-		      DRM_NEURON_BO_DEVICE, 0, 0);
-	assert_int_equal(submit(fd, &bad, 0, o1, NULL), 0);
-	assert_int_equal(submit(fd, &good, 0, o2, NULL), 0);
-	assert_int_equal(syncobj_status(fd, o1, 30), -EFAULT);
-	assert_int_equal(syncobj_status(fd, o2, 30), 1);
-	check_axpb(&good);
-	/* The faulting job stored nothing. */
-	assert_true(bad.pout[0] == -1.0f);
-	job_bufs_fini(fd, &bad);
-	job_bufs_fini(fd, &good);
+    job_bufs_init(fd, &bad, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, 4, 0);
+    job_bufs_init(fd, &good, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_HOST, DRM_NEURON_BO_DEVICE, 0, 0);
+    assert_int_equal(submit(fd, &bad, 0, o1, NULL), 0);
+    assert_int_equal(submit(fd, &good, 0, o2, NULL), 0);
+    assert_int_equal(syncobj_status(fd, o1, 30), -EFAULT);
+    assert_int_equal(syncobj_status(fd, o2, 30), 1);
+    check_axpb(&good);
+    /* The faulting job stored nothing. */
+    assert_true(bad.pout[0] == -1.0f);
+    job_bufs_fini(fd, &bad);
+    job_bufs_fini(fd, &good);
 }
 
 /* ------------------------------------------------------------------------
  * Timeout and core reset (own boot: rebinds the device)
  */
 
-static long read_sysfs_long(const char *attr)
-{
-	char path[400], buf[64] = "";
-	FILE *f;
+static long read_sysfs_long(const char *attr) {
+    char path[400], buf[64] = "";
+    FILE *f;
 
-	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/neuron/%s",
-		 dev_bdf, attr);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	if (!fgets(buf, sizeof(buf), f))
-		buf[0] = 0;
-	fclose(f);
-	return strtol(buf, NULL, 0);
+    snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/neuron/%s", dev_bdf, attr);
+    f = fopen(path, "r");
+    if (!f)
+        return -1;
+    if (!fgets(buf, sizeof(buf), f))
+        buf[0] = 0;
+    fclose(f);
+    return strtol(buf, NULL, 0);
 }
 
-static void write_file(const char *path, const char *val)
-{
-	FILE *f = fopen(path, "w");
+static void write_file(const char *path, const char *val) {
+    FILE *f = fopen(path, "w");
 
-	assert_non_null(f);
-	assert_true(fputs(val, f) >= 0);
-	assert_int_equal(fclose(f), 0);
+    assert_non_null(f);
+    assert_true(fputs(val, f) >= 0);
+    assert_int_equal(fclose(f), 0);
 }
 
-static void rebind(void)
-{
-	write_file("/sys/bus/pci/drivers/neuron/unbind", dev_bdf);
-	write_file("/sys/bus/pci/drivers/neuron/bind", dev_bdf);
-	assert_int_equal(find_device(), 0);
+static void rebind(void) {
+    write_file("/sys/bus/pci/drivers/neuron/unbind", dev_bdf);
+    write_file("/sys/bus/pci/drivers/neuron/bind", dev_bdf);
+    assert_int_equal(find_device(), 0);
 }
 
-static void test_timeout(void **state)
-{
-	int fd, fd2;
-	struct job_bufs spin, good, good2;
-	uint32_t s_spin, s_good, s_good2;
-	uint32_t cores;
-	double t0, dt;
+static void test_timeout(void **state) {
+    int fd, fd2;
+    struct job_bufs spin, good, good2;
+    uint32_t s_spin, s_good, s_good2;
+    uint32_t cores;
+    double t0, dt;
 
-	(void)state;
-	write_file("/sys/module/neuron/parameters/job_timeout_ms", "2000");
-	rebind();
-	fd = open_dev();
-	fd2 = open_dev();
-	assert_true(fd >= 0 && fd2 >= 0);
-	cores = get_param(fd, DRM_NEURON_PARAM_NUM_CORES);
-	s_spin = syncobj_new(fd);
-	s_good = syncobj_new(fd);
-	s_good2 = syncobj_new(fd2);
+    (void)state;
+    write_file("/sys/module/neuron/parameters/job_timeout_ms", "2000");
+    rebind();
+    fd = open_dev();
+    fd2 = open_dev();
+    assert_true(fd >= 0 && fd2 >= 0);
+    cores = get_param(fd, DRM_NEURON_PARAM_NUM_CORES);
+    s_spin = syncobj_new(fd);
+    s_good = syncobj_new(fd);
+    s_good2 = syncobj_new(fd2);
 
-	job_bufs_init(fd, &spin, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE,
-		      DRM_NEURON_BO_DEVICE, 0, 1);
-	job_bufs_init(fd, &good, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE,
-		      DRM_NEURON_BO_DEVICE, 0, 0);
-	job_bufs_init(fd2, &good2, DRM_NEURON_BO_HOST, DRM_NEURON_BO_DEVICE,
-		      DRM_NEURON_BO_DEVICE, 0, 0);
+    job_bufs_init(fd, &spin, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, 0,
+                  1);
+    job_bufs_init(fd, &good, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, 0,
+                  0);
+    job_bufs_init(fd2, &good2, DRM_NEURON_BO_HOST, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, 0,
+                  0);
 
-	t0 = now_s();
-	assert_int_equal(submit(fd, &spin, 0, s_spin, NULL), 0);
-	/* Queued behind the spinning job on the same core: runs after it. */
-	assert_int_equal(submit(fd, &good, 0, s_good, NULL), 0);
-	/* Another process's job on another core is not disturbed. */
-	assert_int_equal(submit(fd2, &good2, cores > 1 ? 1 : 0, s_good2, NULL), 0);
-	if (cores > 1) {
-		assert_int_equal(syncobj_status(fd2, s_good2, 30), 1);
-		assert_true(now_s() - t0 < 1.9);
-	}
-	assert_int_equal(syncobj_status(fd, s_spin, 30), -ETIMEDOUT);
-	dt = now_s() - t0;
-	printf("# spinning job failed with -ETIMEDOUT after %.2f s\n", dt);
-	assert_true(dt >= 1.9 && dt < 15);
-	assert_int_equal(syncobj_status(fd, s_good, 30), 1);
-	assert_int_equal(syncobj_status(fd2, s_good2, 30), 1);
-	check_axpb(&good);
-	check_axpb(&good2);
+    t0 = now_s();
+    assert_int_equal(submit(fd, &spin, 0, s_spin, NULL), 0);
+    /* Queued behind the spinning job on the same core: runs after it. */
+    assert_int_equal(submit(fd, &good, 0, s_good, NULL), 0);
+    /* Another process's job on another core is not disturbed. */
+    assert_int_equal(submit(fd2, &good2, cores > 1 ? 1 : 0, s_good2, NULL), 0);
+    if (cores > 1) {
+        assert_int_equal(syncobj_status(fd2, s_good2, 30), 1);
+        assert_true(now_s() - t0 < 1.9);
+    }
+    assert_int_equal(syncobj_status(fd, s_spin, 30), -ETIMEDOUT);
+    dt = now_s() - t0;
+    printf("# spinning job failed with -ETIMEDOUT after %.2f s\n", dt);
+    assert_true(dt >= 1.9 && dt < 15);
+    assert_int_equal(syncobj_status(fd, s_good, 30), 1);
+    assert_int_equal(syncobj_status(fd2, s_good2, 30), 1);
+    check_axpb(&good);
+    check_axpb(&good2);
 
-	/* The core still works. */
-	memset(good.pout, 0, PROG_BYTES);
-	assert_int_equal(submit(fd, &good, 0, s_good, NULL), 0);
-	assert_int_equal(syncobj_status(fd, s_good, 30), 1);
-	check_axpb(&good);
+    /* The core still works. */
+    memset(good.pout, 0, PROG_BYTES);
+    assert_int_equal(submit(fd, &good, 0, s_good, NULL), 0);
+    assert_int_equal(syncobj_status(fd, s_good, 30), 1);
+    check_axpb(&good);
 
-	job_bufs_fini(fd, &spin);
-	job_bufs_fini(fd, &good);
-	job_bufs_fini(fd2, &good2);
-	close(fd);
-	close(fd2);
-	write_file("/sys/module/neuron/parameters/job_timeout_ms", "5000");
-	rebind();
+    job_bufs_fini(fd, &spin);
+    job_bufs_fini(fd, &good);
+    job_bufs_fini(fd2, &good2);
+    close(fd);
+    close(fd2);
+    write_file("/sys/module/neuron/parameters/job_timeout_ms", "5000");
+    rebind();
 }
 
 /* A fatal device error: full reset, work on the hardware fails, more runs. */
-static void test_fatal_reset(void **state)
-{
-	char path[400];
-	struct job_bufs spin, good;
-	uint32_t s_spin, s_good;
-	int fd = FD(state);
+static void test_fatal_reset(void **state) {
+    char path[400];
+    struct job_bufs spin, good;
+    uint32_t s_spin, s_good;
+    int fd = FD(state);
 
-	/* The driver's debugfs knob writes INJECT.FATAL. */
-	snprintf(path, sizeof(path), "/sys/kernel/debug/accel/%s/inject_fatal",
-		 dev_bdf);
-	if (access(path, W_OK))
-		skip();
+    /* The driver's debugfs knob writes INJECT.FATAL. */
+    snprintf(path, sizeof(path), "/sys/kernel/debug/accel/%s/inject_fatal", dev_bdf);
+    if (access(path, W_OK))
+        skip();
 
-	s_spin = syncobj_new(fd);
-	s_good = syncobj_new(fd);
-	job_bufs_init(fd, &spin, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE,
-		      DRM_NEURON_BO_DEVICE, 0, 1);
-	job_bufs_init(fd, &good, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE,
-		      DRM_NEURON_BO_DEVICE, 0, 0);
-	assert_int_equal(submit(fd, &spin, 0, s_spin, NULL), 0);
-	usleep(200000);
-	write_file(path, "1");
-	assert_int_equal(syncobj_status(fd, s_spin, 30), -ECANCELED);
-	assert_int_equal(submit(fd, &good, 0, s_good, NULL), 0);
-	assert_int_equal(syncobj_status(fd, s_good, 30), 1);
-	check_axpb(&good);
-	job_bufs_fini(fd, &spin);
-	job_bufs_fini(fd, &good);
+    s_spin = syncobj_new(fd);
+    s_good = syncobj_new(fd);
+    job_bufs_init(fd, &spin, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, 0,
+                  1);
+    job_bufs_init(fd, &good, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, 0,
+                  0);
+    assert_int_equal(submit(fd, &spin, 0, s_spin, NULL), 0);
+    usleep(200000);
+    write_file(path, "1");
+    assert_int_equal(syncobj_status(fd, s_spin, 30), -ECANCELED);
+    assert_int_equal(submit(fd, &good, 0, s_good, NULL), 0);
+    assert_int_equal(syncobj_status(fd, s_good, 30), 1);
+    check_axpb(&good);
+    job_bufs_fini(fd, &spin);
+    job_bufs_fini(fd, &good);
 }
 
 /*
  * A halted queue (the debugfs reset_core knob moves Q_TAIL too far): the
  * error interrupt makes the driver reset the core, which then runs jobs.
  */
-static void test_queue_halt(void **state)
-{
-	char path[400];
-	struct job_bufs good;
-	uint32_t s_good;
-	long resets0;
-	int fd = FD(state);
+static void test_queue_halt(void **state) {
+    char path[400];
+    struct job_bufs good;
+    uint32_t s_good;
+    long resets0;
+    int fd = FD(state);
 
-	snprintf(path, sizeof(path), "/sys/kernel/debug/accel/%s/reset_core",
-		 dev_bdf);
-	if (access(path, W_OK))
-		skip();
-	resets0 = read_sysfs_long("core0/resets");
-	s_good = syncobj_new(fd);
-	job_bufs_init(fd, &good, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE,
-		      DRM_NEURON_BO_DEVICE, 0, 0);
-	write_file(path, "0");
-	usleep(300000);
-	assert_int_equal(submit(fd, &good, 0, s_good, NULL), 0);
-	assert_int_equal(syncobj_status(fd, s_good, 30), 1);
-	check_axpb(&good);
-	if (resets0 >= 0)
-		assert_true(read_sysfs_long("core0/resets") > resets0);
-	job_bufs_fini(fd, &good);
+    snprintf(path, sizeof(path), "/sys/kernel/debug/accel/%s/reset_core", dev_bdf);
+    if (access(path, W_OK))
+        skip();
+    resets0 = read_sysfs_long("core0/resets");
+    s_good = syncobj_new(fd);
+    job_bufs_init(fd, &good, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, 0,
+                  0);
+    write_file(path, "0");
+    usleep(300000);
+    assert_int_equal(submit(fd, &good, 0, s_good, NULL), 0);
+    assert_int_equal(syncobj_status(fd, s_good, 30), 1);
+    check_axpb(&good);
+    if (resets0 >= 0)
+        assert_true(read_sysfs_long("core0/resets") > resets0);
+    job_bufs_fini(fd, &good);
+}
+
+/* ------------------------------------------------------------------------
+ * Isolation between processes ("isolation", registered on its own)
+ *
+ * Process A creates device and host buffers holding a secret pattern.
+ * Other processes, each with an open of its own (a forked child, and one
+ * that re-executes this program and so inherits no descriptor, mapping or
+ * memory of A), try to reach them: guessed handles, A's mmap offsets on
+ * their own file, global names, dma-buf export, and jobs that load and
+ * store far outside their own bindings. None of that may succeed, and A's
+ * buffers must be intact afterwards. Once A freed its buffers, a new
+ * buffer in another process (at the same device memory) reads zeros.
+ */
+
+#define ISO_BOS 4        /* A's buffers: two in device, two in host memory */
+#define ISO_HANDLES 1024 /* handle values 0..ISO_HANDLES-1 are guessed */
+
+struct iso_secret {
+    uint32_t handle[ISO_BOS];
+    uint32_t region[ISO_BOS];
+    uint64_t mmap_offset[ISO_BOS];
+    uint64_t size[ISO_BOS];
+    uint64_t device_addr[ISO_BOS];
+};
+
+/* Buffer sizes of A: distinct, so that a later buffer of one size lands on it. */
+static const uint64_t iso_sizes[ISO_BOS] = {
+    MIB + 12 * 4096,
+    2 * MIB + 4096,
+    MIB + 4096,
+    3 * 4096,
+};
+
+static const uint32_t iso_regions[ISO_BOS] = {
+    DRM_NEURON_BO_DEVICE,
+    DRM_NEURON_BO_DEVICE,
+    DRM_NEURON_BO_HOST,
+    DRM_NEURON_BO_HOST,
+};
+
+#define ISO_SEED(i) (0x5ec7e700u + (i))
+
+/*
+ * The probes run in children, where a failed cmocka assertion would carry
+ * on with the parent's test list: they report failures by line instead.
+ */
+#define PROBE(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            printf("# isolation probe (pid %d): %s failed at line %d (errno %d)\n", (int)getpid(), \
+                   #cond, __LINE__, errno);                                                        \
+            return 1;                                                                              \
+        }                                                                                          \
+    } while (0)
+
+static uint32_t try_bo_new(int fd, uint64_t size, uint32_t region) {
+    struct drm_neuron_bo_create c = {.size = size, .region = region};
+
+    return nioctl(fd, DRM_IOCTL_NEURON_BO_CREATE, &c) ? 0 : c.handle;
+}
+
+static void *try_bo_map(int fd, uint32_t handle, struct drm_neuron_bo_info *info) {
+    struct drm_neuron_bo_info i = {.handle = handle};
+    void *p;
+
+    if (nioctl(fd, DRM_IOCTL_NEURON_BO_INFO, &i))
+        return NULL;
+    p = mmap(NULL, i.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, i.mmap_offset);
+    if (p == MAP_FAILED)
+        return NULL;
+    if (info)
+        *info = i;
+    return p;
+}
+
+static int mmap_refused(int fd, uint64_t offset, uint64_t size, int prot, int flags) {
+    void *p = mmap(NULL, size, prot, flags, fd, offset);
+
+    if (p != MAP_FAILED) {
+        munmap(p, size);
+        printf("# mmap of offset %#llx, %llu bytes succeeded\n", (unsigned long long)offset,
+               (unsigned long long)size);
+        return 0;
+    }
+    return errno == EACCES || errno == EINVAL || errno == ENOENT;
+}
+
+static int all_bytes(const void *p, uint64_t n, uint8_t v) {
+    const uint8_t *b = p;
+    uint64_t i;
+
+    for (i = 0; i < n; i++)
+        if (b[i] != v)
+            return 0;
+    return 1;
+}
+
+static int is_own(uint32_t h, const uint32_t *own, int n) {
+    int i;
+
+    for (i = 0; i < n; i++)
+        if (own[i] == h)
+            return 1;
+    return 0;
+}
+
+/* Runs a job whose load (slot 0) and store (slot 1) start at the offsets. */
+static int iso_job(int fd, uint32_t prog, uint32_t in, uint32_t out, uint32_t sync,
+                   uint64_t load_offset, uint64_t store_offset) {
+    struct drm_neuron_binding b[2] = {
+        {.handle = in, .flags = DRM_NEURON_BIND_READ, .size = PROG_BYTES},
+        {.handle = out, .flags = DRM_NEURON_BIND_WRITE, .size = PROG_BYTES},
+    };
+    struct drm_neuron_submit s = {
+        .program_handle = prog,
+        .num_bindings = 2,
+        .bindings = (uintptr_t)b,
+        .out_sync = {.handle = sync},
+    };
+    struct prog p;
+    void *pp;
+    int ret;
+
+    s.program_size = build_axpb(&p, load_offset);
+    p.insn[3].dma.dram.offset = store_offset;
+    pp = try_bo_map(fd, prog, NULL);
+    if (!pp)
+        return -ENOMEM;
+    memcpy(pp, &p, sizeof(p));
+    munmap(pp, 4096);
+    ret = nioctl(fd, DRM_IOCTL_NEURON_SUBMIT, &s);
+    if (ret)
+        return ret;
+    return syncobj_status(fd, sync, 30);
+}
+
+/* Everything a process with its own open may try against A's buffers. */
+static int iso_probe(const struct iso_secret *s) {
+    static const uint32_t far_handles[] = {
+        0x7fffffff, 0x80000000, 0xfffffffe, 0xffffffff, 1u << 20,
+    };
+    uint32_t guesses[ISO_HANDLES + 5];
+    uint32_t own[5], prog, din, dout, hout, sync;
+    struct drm_neuron_bo_info din_info, dout_info;
+    uint64_t lo = ~0ull, hi = 0, off;
+    float *pout;
+    uint8_t *hp;
+    int fd, i, n, ret;
+    unsigned int g;
+
+    for (g = 0; g < ISO_HANDLES; g++)
+        guesses[g] = g;
+    for (i = 0; i < 5; i++)
+        guesses[ISO_HANDLES + i] = far_handles[i];
+    n = ISO_HANDLES + 5;
+
+    fd = open_dev();
+    PROBE(fd >= 0);
+
+    /* No handle of this new file names anything, A's values included. */
+    for (i = 0; i < n; i++) {
+        struct drm_neuron_bo_info info = {.handle = guesses[i]};
+        struct drm_gem_close cl = {.handle = guesses[i]};
+        struct drm_prime_handle ph = {.handle = guesses[i], .flags = DRM_CLOEXEC};
+
+        PROBE(nioctl(fd, DRM_IOCTL_NEURON_BO_INFO, &info) == -ENOENT);
+        ret = nioctl(fd, DRM_IOCTL_PRIME_HANDLE_TO_FD, &ph);
+        PROBE(ret == -ENOENT || ret == -EOPNOTSUPP);
+        PROBE(nioctl(fd, DRM_IOCTL_GEM_CLOSE, &cl) == -EINVAL);
+    }
+    /* Global names are refused, whatever the name. */
+    for (i = 0; i < 64; i++) {
+        struct drm_gem_open op = {.name = i};
+        struct drm_gem_flink fl = {.handle = i};
+
+        PROBE(nioctl(fd, DRM_IOCTL_GEM_OPEN, &op) == -EOPNOTSUPP);
+        PROBE(nioctl(fd, DRM_IOCTL_GEM_FLINK, &fl) == -EOPNOTSUPP);
+    }
+
+    /* A's mmap offsets, and every page around them, on this file. */
+    for (i = 0; i < ISO_BOS; i++) {
+        PROBE(mmap_refused(fd, s->mmap_offset[i], s->size[i], PROT_READ | PROT_WRITE, MAP_SHARED));
+        PROBE(mmap_refused(fd, s->mmap_offset[i], 4096, PROT_READ, MAP_SHARED));
+        PROBE(mmap_refused(fd, s->mmap_offset[i], 4096, PROT_READ, MAP_PRIVATE));
+        if (s->mmap_offset[i] < lo)
+            lo = s->mmap_offset[i];
+        if (s->mmap_offset[i] + s->size[i] > hi)
+            hi = s->mmap_offset[i] + s->size[i];
+    }
+    lo = lo > 64 * 4096 ? lo - 64 * 4096 : 0;
+    for (off = lo; off < hi + 64 * 4096; off += 4096)
+        PROBE(mmap_refused(fd, off, 4096, PROT_READ, MAP_SHARED));
+    PROBE(mmap_refused(fd, 0, 4096, PROT_READ, MAP_SHARED));
+
+    /* Buffers of its own, then guessed handles in COPY and SUBMIT. */
+    prog = try_bo_new(fd, 4096, DRM_NEURON_BO_DEVICE);
+    din = try_bo_new(fd, PROG_BYTES, DRM_NEURON_BO_DEVICE);
+    dout = try_bo_new(fd, PROG_BYTES, DRM_NEURON_BO_DEVICE);
+    hout = try_bo_new(fd, MIB, DRM_NEURON_BO_HOST);
+    PROBE(prog && din && dout && hout);
+    PROBE(drmSyncobjCreate(fd, 0, &sync) == 0);
+    own[0] = prog;
+    own[1] = din;
+    own[2] = dout;
+    own[3] = hout;
+    hp = try_bo_map(fd, hout, NULL);
+    PROBE(hp);
+    {
+        struct drm_prime_handle ph = {.handle = din, .flags = DRM_CLOEXEC};
+
+        PROBE(nioctl(fd, DRM_IOCTL_PRIME_HANDLE_TO_FD, &ph) == -EOPNOTSUPP);
+    }
+    for (i = 0; i < n; i++) {
+        struct drm_neuron_binding b[2] = {
+            {.handle = guesses[i], .flags = DRM_NEURON_BIND_READ, .size = 4096},
+            {.handle = dout, .flags = DRM_NEURON_BIND_WRITE, .size = PROG_BYTES},
+        };
+        struct drm_neuron_submit sub = {
+            .program_handle = prog,
+            .program_size = 4096,
+            .num_bindings = 2,
+            .bindings = (uintptr_t)b,
+            .out_sync = {.handle = sync},
+        };
+
+        if (is_own(guesses[i], own, 4))
+            continue;
+        PROBE(copy(fd, guesses[i], 0, hout, 0, 4096, sync, DRM_NEURON_ENGINE_ANY, NULL) == -ENOENT);
+        PROBE(copy(fd, hout, 0, guesses[i], 0, 4096, sync, DRM_NEURON_ENGINE_ANY, NULL) == -ENOENT);
+        PROBE(nioctl(fd, DRM_IOCTL_NEURON_SUBMIT, &sub) == -ENOENT);
+        b[0].handle = din;
+        sub.program_handle = guesses[i];
+        PROBE(nioctl(fd, DRM_IOCTL_NEURON_SUBMIT, &sub) == -ENOENT);
+    }
+    PROBE(all_bytes(hp, MIB, 0));
+
+    /*
+     * Jobs that load from and store to far outside their own bindings,
+     * at the very offsets where A's device buffers would be: they fault.
+     */
+    pout = try_bo_map(fd, dout, &dout_info);
+    PROBE(pout);
+    din_info = (struct drm_neuron_bo_info){.handle = din};
+    PROBE(nioctl(fd, DRM_IOCTL_NEURON_BO_INFO, &din_info) == 0);
+    for (i = 0; i < NEURON_PARTITIONS * PROG_N; i++)
+        pout[i] = -1.0f;
+    {
+        uint64_t offs[4 + 2 * ISO_BOS];
+        int k = 0, j;
+
+        offs[k++] = PROG_BYTES;
+        offs[k++] = MIB;
+        offs[k++] = 1ull << 40;
+        offs[k++] = ~0ull & ~3ull;
+        for (j = 0; j < ISO_BOS; j++) {
+            if (s->region[j] != DRM_NEURON_BO_DEVICE)
+                continue;
+            offs[k++] = s->device_addr[j] - din_info.device_addr;
+            offs[k++] = s->device_addr[j] - dout_info.device_addr;
+        }
+        for (j = 0; j < k; j++) {
+            ret = iso_job(fd, prog, din, dout, sync, offs[j], 0);
+            if (ret != -EFAULT)
+                printf("# load at %#llx: fence status %d\n", (unsigned long long)offs[j], ret);
+            PROBE(ret == -EFAULT);
+            ret = iso_job(fd, prog, din, dout, sync, 0, offs[j]);
+            if (ret != -EFAULT)
+                printf("# store at %#llx: fence status %d\n", (unsigned long long)offs[j], ret);
+            PROBE(ret == -EFAULT);
+        }
+        /* Nothing was stored; a job within its bindings still runs. */
+        for (i = 0; i < NEURON_PARTITIONS * PROG_N; i++)
+            PROBE(pout[i] == -1.0f);
+        PROBE(iso_job(fd, prog, din, dout, sync, 0, 0) == 1);
+        for (i = 0; i < NEURON_PARTITIONS * PROG_N; i++)
+            PROBE(pout[i] == 1.0f); /* in is zeroed: 0 * 2 + 1 */
+    }
+    munmap(pout, dout_info.size);
+    munmap(hp, MIB);
+    close(fd);
+    return 0;
+}
+
+/* A fresh process's new buffers, where A's were, read zeros. */
+static int iso_reuse_probe(const struct iso_secret *s) {
+    uint32_t h[ISO_BOS], hout, sync;
+    int fd, i, j, overlap = 0;
+    uint8_t *hp;
+
+    fd = open_dev();
+    PROBE(fd >= 0);
+    PROBE(drmSyncobjCreate(fd, 0, &sync) == 0);
+    hout = try_bo_new(fd, 4 * MIB, DRM_NEURON_BO_HOST);
+    PROBE(hout);
+    hp = try_bo_map(fd, hout, NULL);
+    PROBE(hp);
+    for (i = 0; i < ISO_BOS; i++) {
+        struct drm_neuron_bo_info info;
+        void *p;
+
+        h[i] = try_bo_new(fd, s->size[i], s->region[i]);
+        PROBE(h[i]);
+        p = try_bo_map(fd, h[i], &info);
+        PROBE(p);
+        /* Through the CPU mapping (the BAR for device memory) ... */
+        PROBE(all_bytes(p, info.size, 0));
+        munmap(p, info.size);
+        /* ... and through the DMA engines. */
+        memset(hp, 0xff, info.size);
+        PROBE(copy(fd, h[i], 0, hout, 0, info.size, sync, DRM_NEURON_ENGINE_ANY, NULL) == 0);
+        PROBE(syncobj_status(fd, sync, 60) == 1);
+        PROBE(all_bytes(hp, info.size, 0));
+        if (info.region != DRM_NEURON_BO_DEVICE)
+            continue;
+        for (j = 0; j < ISO_BOS; j++)
+            if (s->region[j] == DRM_NEURON_BO_DEVICE &&
+                info.device_addr < s->device_addr[j] + s->size[j] &&
+                s->device_addr[j] < info.device_addr + info.size)
+                overlap = 1;
+    }
+    /* Otherwise the test proved nothing about reused memory. */
+    PROBE(overlap);
+    close(fd);
+    return 0;
+}
+
+static void iso_hex(char *out, const void *p, size_t n) {
+    const uint8_t *b = p;
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        sprintf(out + 2 * i, "%02x", b[i]);
+}
+
+static int iso_unhex(void *p, size_t n, const char *in) {
+    uint8_t *b = p;
+    size_t i;
+
+    if (strlen(in) != 2 * n)
+        return -1;
+    for (i = 0; i < n; i++) {
+        unsigned int v;
+
+        if (sscanf(in + 2 * i, "%2x", &v) != 1)
+            return -1;
+        b[i] = v;
+    }
+    return 0;
+}
+
+/* Entry point of the re-executed child: "isolation-probe HEX". */
+static int iso_probe_main(const char *hex) {
+    struct iso_secret s;
+
+    if (iso_unhex(&s, sizeof(s), hex))
+        return 2;
+    return iso_probe(&s);
+}
+
+static void iso_wait(pid_t pid, const char *what) {
+    int status;
+
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (!WIFEXITED(status) || WEXITSTATUS(status))
+        fail_msg("%s failed: status %#x", what, status);
+}
+
+static void test_isolation(void **state) {
+    int fd = FD(state), pipefd[2], i;
+    uint32_t sync = syncobj_new(fd);
+    char hex[2 * sizeof(struct iso_secret) + 1];
+    char *argv[4];
+    struct iso_secret s;
+    uint8_t *p[ISO_BOS];
+    pid_t pid;
+
+    /* B forks before A has anything, and gets A's offsets through a pipe. */
+    assert_int_equal(pipe(pipefd), 0);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (!pid) {
+        close(fd);
+        close(pipefd[1]);
+        if (read(pipefd[0], &s, sizeof(s)) != sizeof(s))
+            _exit(2);
+        _exit(iso_probe(&s));
+    }
+    close(pipefd[0]);
+
+    memset(&s, 0, sizeof(s));
+    for (i = 0; i < ISO_BOS; i++) {
+        struct drm_neuron_bo_info info;
+
+        s.handle[i] = bo_new(fd, iso_sizes[i], iso_regions[i]);
+        p[i] = try_bo_map(fd, s.handle[i], &info);
+        assert_non_null(p[i]);
+        s.region[i] = info.region;
+        s.mmap_offset[i] = info.mmap_offset;
+        s.size[i] = info.size;
+        s.device_addr[i] = info.device_addr;
+    }
+    /* Device buffer 0 written through the BAR, 1 by DMA and through the BAR. */
+    fill(p[0], s.size[0], ISO_SEED(0));
+    fill(p[2], s.size[2], ISO_SEED(1));
+    assert_int_equal(
+        copy(fd, s.handle[2], 0, s.handle[1], 0, s.size[2], sync, DRM_NEURON_ENGINE_ANY, NULL), 0);
+    assert_int_equal(syncobj_status(fd, sync, 60), 1);
+    fill(p[1] + s.size[2], s.size[1] - s.size[2], ISO_SEED(4));
+    fill(p[2], s.size[2], ISO_SEED(2));
+    fill(p[3], s.size[3], ISO_SEED(3));
+    /* A's global name attempts and dma-buf export are refused too. */
+    for (i = 0; i < ISO_BOS; i++) {
+        struct drm_gem_flink fl = {.handle = s.handle[i]};
+        struct drm_prime_handle ph = {.handle = s.handle[i], .flags = DRM_CLOEXEC};
+
+        assert_int_equal(nioctl(fd, DRM_IOCTL_GEM_FLINK, &fl), -EOPNOTSUPP);
+        assert_int_equal(nioctl(fd, DRM_IOCTL_PRIME_HANDLE_TO_FD, &ph), -EOPNOTSUPP);
+    }
+    printf("# A: handles %u..%u, mmap offsets %#llx..%#llx, device memory at %#llx, %#llx\n",
+           s.handle[0], s.handle[ISO_BOS - 1], (unsigned long long)s.mmap_offset[0],
+           (unsigned long long)s.mmap_offset[ISO_BOS - 1], (unsigned long long)s.device_addr[0],
+           (unsigned long long)s.device_addr[1]);
+
+    assert_int_equal(write(pipefd[1], &s, sizeof(s)), sizeof(s));
+    close(pipefd[1]);
+    iso_wait(pid, "forked process with its own open");
+
+    /* A child that inherits nothing: this program again, from exec. */
+    iso_hex(hex, &s, sizeof(s));
+    argv[0] = "neuron-exec-test";
+    argv[1] = "isolation-probe";
+    argv[2] = hex;
+    argv[3] = NULL;
+    pid = fork();
+    assert_true(pid >= 0);
+    if (!pid) {
+        execv("/proc/self/exe", argv);
+        _exit(3);
+    }
+    iso_wait(pid, "re-executed process");
+
+    /* A's buffers are untouched, its handles still valid. */
+    {
+        uint8_t *want = malloc(s.size[1]);
+
+        assert_non_null(want);
+        fill(want, s.size[0], ISO_SEED(0));
+        assert_memory_equal(p[0], want, s.size[0]);
+        fill(want, s.size[2], ISO_SEED(1));
+        fill(want + s.size[2], s.size[1] - s.size[2], ISO_SEED(4));
+        assert_memory_equal(p[1], want, s.size[1]);
+        fill(want, s.size[2], ISO_SEED(2));
+        assert_memory_equal(p[2], want, s.size[2]);
+        fill(want, s.size[3], ISO_SEED(3));
+        assert_memory_equal(p[3], want, s.size[3]);
+        free(want);
+    }
+
+    /* A frees everything; a new process's buffers there read zeros. */
+    for (i = 0; i < ISO_BOS; i++) {
+        munmap(p[i], s.size[i]);
+        bo_close(fd, s.handle[i]);
+    }
+    pid = fork();
+    assert_true(pid >= 0);
+    if (!pid) {
+        close(fd);
+        _exit(iso_reuse_probe(&s));
+    }
+    iso_wait(pid, "new buffers after A freed its own");
+    drmSyncobjDestroy(fd, sync);
 }
 
 /* ------------------------------------------------------------------------
@@ -899,214 +1352,210 @@ static void test_queue_halt(void **state)
  */
 
 /* One worker: copies through device memory and jobs, all verified. */
-static int worker(int id, int rounds)
-{
-	int fd = open_dev(), r;
-	uint32_t cores, out;
-	uint64_t n = 256 * 1024 + id * 4096 + 3;
-	uint32_t h1, h2, d;
-	uint8_t *p1, *p2;
-	struct job_bufs jb;
+static int worker(int id, int rounds) {
+    int fd = open_dev(), r;
+    uint32_t cores, out;
+    uint64_t n = 256 * 1024 + id * 4096 + 3;
+    uint32_t h1, h2, d;
+    uint8_t *p1, *p2;
+    struct job_bufs jb;
 
-	if (fd < 0)
-		return 10;
-	cores = get_param(fd, DRM_NEURON_PARAM_NUM_CORES);
-	out = syncobj_new(fd);
-	h1 = bo_new(fd, n, DRM_NEURON_BO_HOST);
-	h2 = bo_new(fd, n, DRM_NEURON_BO_HOST);
-	d = bo_new(fd, n, DRM_NEURON_BO_DEVICE);
-	p1 = bo_map(fd, h1, NULL);
-	p2 = bo_map(fd, h2, NULL);
-	job_bufs_init(fd, &jb, DRM_NEURON_BO_HOST, DRM_NEURON_BO_DEVICE,
-		      DRM_NEURON_BO_DEVICE, 0, 0);
-	for (r = 0; r < rounds; r++) {
-		int i;
+    if (fd < 0)
+        return 10;
+    cores = get_param(fd, DRM_NEURON_PARAM_NUM_CORES);
+    out = syncobj_new(fd);
+    h1 = bo_new(fd, n, DRM_NEURON_BO_HOST);
+    h2 = bo_new(fd, n, DRM_NEURON_BO_HOST);
+    d = bo_new(fd, n, DRM_NEURON_BO_DEVICE);
+    p1 = bo_map(fd, h1, NULL);
+    p2 = bo_map(fd, h2, NULL);
+    job_bufs_init(fd, &jb, DRM_NEURON_BO_HOST, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, 0, 0);
+    for (r = 0; r < rounds; r++) {
+        int i;
 
-		fill(p1, n, id * 1000 + r);
-		memset(p2, 0, n);
-		if (copy(fd, h1, 0, d, 0, n, out, DRM_NEURON_ENGINE_ANY, NULL) ||
-		    syncobj_status(fd, out, 60) != 1)
-			return 1;
-		if (copy(fd, d, 0, h2, 0, n, out, DRM_NEURON_ENGINE_ANY, NULL) ||
-		    syncobj_status(fd, out, 60) != 1)
-			return 2;
-		if (memcmp(p1, p2, n))
-			return 3;
-		for (i = 0; i < NEURON_PARTITIONS * PROG_N; i++)
-			jb.pin[i] = (float)(i + id + r);
-		memset(jb.pout, 0, PROG_BYTES);
-		if (submit(fd, &jb, (id + r) % cores, out, NULL) ||
-		    syncobj_status(fd, out, 60) != 1)
-			return 4;
-		for (i = 0; i < NEURON_PARTITIONS * PROG_N; i++)
-			if (jb.pout[i] != jb.pin[i] * 2.0f + 1.0f)
-				return 5;
-	}
-	close(fd);
-	return 0;
+        fill(p1, n, id * 1000 + r);
+        memset(p2, 0, n);
+        if (copy(fd, h1, 0, d, 0, n, out, DRM_NEURON_ENGINE_ANY, NULL) ||
+            syncobj_status(fd, out, 60) != 1)
+            return 1;
+        if (copy(fd, d, 0, h2, 0, n, out, DRM_NEURON_ENGINE_ANY, NULL) ||
+            syncobj_status(fd, out, 60) != 1)
+            return 2;
+        if (memcmp(p1, p2, n))
+            return 3;
+        for (i = 0; i < NEURON_PARTITIONS * PROG_N; i++)
+            jb.pin[i] = (float)(i + id + r);
+        memset(jb.pout, 0, PROG_BYTES);
+        if (submit(fd, &jb, (id + r) % cores, out, NULL) || syncobj_status(fd, out, 60) != 1)
+            return 4;
+        for (i = 0; i < NEURON_PARTITIONS * PROG_N; i++)
+            if (jb.pout[i] != jb.pin[i] * 2.0f + 1.0f)
+                return 5;
+    }
+    close(fd);
+    return 0;
 }
 
-static void test_concurrent(void **state)
-{
-	pid_t pids[4];
-	int i, status;
+static void test_concurrent(void **state) {
+    pid_t pids[4];
+    int i, status;
 
-	(void)state;
-	for (i = 0; i < 4; i++) {
-		pids[i] = fork();
-		assert_true(pids[i] >= 0);
-		if (!pids[i])
-			_exit(worker(i, 20));
-	}
-	for (i = 0; i < 4; i++) {
-		assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
-		if (!WIFEXITED(status) || WEXITSTATUS(status))
-			fail_msg("worker %d failed: status %#x", i, status);
-	}
+    (void)state;
+    for (i = 0; i < 4; i++) {
+        pids[i] = fork();
+        assert_true(pids[i] >= 0);
+        if (!pids[i])
+            _exit(worker(i, 20));
+    }
+    for (i = 0; i < 4; i++) {
+        assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
+        if (!WIFEXITED(status) || WEXITSTATUS(status))
+            fail_msg("worker %d failed: status %#x", i, status);
+    }
 }
-
 
 /* Whether all of device memory can be allocated again (nothing leaked). */
-static int device_mem_free(int fd)
-{
-	struct drm_neuron_bo_create c = {
-		.size = get_param(fd, DRM_NEURON_PARAM_DEVICE_MEM_SIZE),
-		.region = DRM_NEURON_BO_DEVICE,
-	};
+static int device_mem_free(int fd) {
+    struct drm_neuron_bo_create c = {
+        .size = get_param(fd, DRM_NEURON_PARAM_DEVICE_MEM_SIZE),
+        .region = DRM_NEURON_BO_DEVICE,
+    };
 
-	int ret = nioctl(fd, DRM_IOCTL_NEURON_BO_CREATE, &c);
+    int ret = nioctl(fd, DRM_IOCTL_NEURON_BO_CREATE, &c);
 
-	if (ret) {
-		printf("# allocating all device memory: %s\n", strerror(-ret));
-		return 0;
-	}
-	bo_close(fd, c.handle);
-	return 1;
+    if (ret) {
+        printf("# allocating all device memory: %s\n", strerror(-ret));
+        return 0;
+    }
+    bo_close(fd, c.handle);
+    return 1;
 }
 
 /* kill -9 of a process with 1000 copies and jobs in flight. */
-static void test_kill_inflight(void **state)
-{
-	int fd = FD(state), pipefd[2], status, i;
-	long used0 = read_sysfs_long("memory_used");
+static void test_kill_inflight(void **state) {
+    int fd = FD(state), pipefd[2], status, i;
+    long used0 = read_sysfs_long("memory_used");
 
-	printf("# device memory used before: %ld\n", used0);
-	char c;
-	pid_t pid;
-	double t0;
+    printf("# device memory used before: %ld\n", used0);
+    char c;
+    pid_t pid;
+    double t0;
 
-	assert_int_equal(pipe(pipefd), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (!pid) {
-		int cfd = open_dev();
-		uint32_t out = syncobj_new(cfd), cores;
-		uint64_t n = 4 * MIB;
-		uint32_t h = bo_new(cfd, n, DRM_NEURON_BO_HOST);
-		uint32_t d = bo_new(cfd, n, DRM_NEURON_BO_DEVICE);
-		struct job_bufs jb;
+    assert_int_equal(pipe(pipefd), 0);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (!pid) {
+        int cfd = open_dev();
+        uint32_t out = syncobj_new(cfd), cores;
+        uint64_t n = 4 * MIB;
+        uint32_t h = bo_new(cfd, n, DRM_NEURON_BO_HOST);
+        uint32_t d = bo_new(cfd, n, DRM_NEURON_BO_DEVICE);
+        struct job_bufs jb;
 
-		cores = get_param(cfd, DRM_NEURON_PARAM_NUM_CORES);
-		job_bufs_init(cfd, &jb, DRM_NEURON_BO_HOST, DRM_NEURON_BO_DEVICE,
-			      DRM_NEURON_BO_DEVICE, 0, 0);
-		for (i = 0; i < 1000; i++) {
-			uint32_t b = bo_new(cfd, 64 * 1024, DRM_NEURON_BO_DEVICE);
+        cores = get_param(cfd, DRM_NEURON_PARAM_NUM_CORES);
+        job_bufs_init(cfd, &jb, DRM_NEURON_BO_HOST, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, 0,
+                      0);
+        for (i = 0; i < 1000; i++) {
+            uint32_t b = bo_new(cfd, 64 * 1024, DRM_NEURON_BO_DEVICE);
 
-			if (copy(cfd, h, 0, d, 0, n, out, i % 2, NULL) ||
-			    copy(cfd, h, 0, b, 0, 64 * 1024, out, DRM_NEURON_ENGINE_ANY, NULL) ||
-			    submit(cfd, &jb, i % cores, out, NULL))
-				_exit(1);
-			/* The jobs hold the buffer after its handle goes. */
-			if (i % 2)
-				bo_close(cfd, b);
-		}
-		if (write(pipefd[1], "x", 1) != 1)
-			_exit(2);
-		pause();
-		_exit(0);
-	}
-	close(pipefd[1]);
-	assert_int_equal(read(pipefd[0], &c, 1), 1);
-	close(pipefd[0]);
-	assert_int_equal(kill(pid, SIGKILL), 0);
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFSIGNALED(status));
+            if (copy(cfd, h, 0, d, 0, n, out, i % 2, NULL) ||
+                copy(cfd, h, 0, b, 0, 64 * 1024, out, DRM_NEURON_ENGINE_ANY, NULL) ||
+                submit(cfd, &jb, i % cores, out, NULL))
+                _exit(1);
+            /* The jobs hold the buffer after its handle goes. */
+            if (i % 2)
+                bo_close(cfd, b);
+        }
+        if (write(pipefd[1], "x", 1) != 1)
+            _exit(2);
+        pause();
+        _exit(0);
+    }
+    close(pipefd[1]);
+    assert_int_equal(read(pipefd[0], &c, 1), 1);
+    close(pipefd[0]);
+    assert_int_equal(kill(pid, SIGKILL), 0);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFSIGNALED(status));
 
-	t0 = now_s();
-	/* sysfs memory_used if the driver has it, else allocate it all. */
-	while (used0 >= 0 ? read_sysfs_long("memory_used") != used0 :
-	       !device_mem_free(fd)) {
-		if (now_s() - t0 > 120)
-			fail_msg("device memory not back 120 s after kill (used %ld, baseline %ld)",
-				 read_sysfs_long("memory_used"), used0);
-		usleep(used0 >= 0 ? 50000 : 1000000);
-	}
-	if (!device_mem_free(fd))
-		fail_msg("cannot allocate all device memory (used %ld, baseline %ld)",
-			 read_sysfs_long("memory_used"), used0);
-	printf("# all memory of the killed process back after %.2f s\n",
-	       now_s() - t0);
-	/* The device still works. */
-	run_axpb(fd, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE,
-		 DRM_NEURON_BO_DEVICE, 0);
+    t0 = now_s();
+    /* sysfs memory_used if the driver has it, else allocate it all. */
+    while (used0 >= 0 ? read_sysfs_long("memory_used") != used0 : !device_mem_free(fd)) {
+        if (now_s() - t0 > 120)
+            fail_msg("device memory not back 120 s after kill (used %ld, baseline %ld)",
+                     read_sysfs_long("memory_used"), used0);
+        usleep(used0 >= 0 ? 50000 : 1000000);
+    }
+    if (!device_mem_free(fd))
+        fail_msg("cannot allocate all device memory (used %ld, baseline %ld)",
+                 read_sysfs_long("memory_used"), used0);
+    printf("# all memory of the killed process back after %.2f s\n", now_s() - t0);
+    /* The device still works. */
+    run_axpb(fd, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, 0);
 }
 
 /* ------------------------------------------------------------------------ */
 
-#define T(fn) { #fn + 5, fn, setup, teardown }
+#define T(fn)                                                                                      \
+    { #fn + 5, fn, setup, teardown }
 
 struct named_test {
-	const char *name;
-	CMUnitTestFunction fn;
-	CMFixtureFunction setup, teardown;
+    const char *name;
+    CMUnitTestFunction fn;
+    CMFixtureFunction setup, teardown;
 };
 
 static const struct named_test all_tests[] = {
-	T(test_copy_invalid),
-	T(test_copy_roundtrip),
-	T(test_copy_chain),
-	T(test_submit_invalid),
-	T(test_submit_program),
-	T(test_submit_latency),
-	T(test_submit_fault),
-	T(test_concurrent),
-	T(test_kill_inflight),
-	T(test_queue_halt),
-	T(test_fatal_reset),
-	{ "timeout", test_timeout, NULL, NULL },
+    T(test_copy_invalid),
+    T(test_copy_roundtrip),
+    T(test_copy_chain),
+    T(test_submit_invalid),
+    T(test_submit_program),
+    T(test_submit_latency),
+    T(test_submit_fault),
+    T(test_concurrent),
+    T(test_kill_inflight),
+    T(test_queue_halt),
+    T(test_fatal_reset),
+    {"timeout", test_timeout, NULL, NULL},
+    {"isolation", test_isolation, setup, teardown},
+    {"copy_large", test_copy_large, setup, teardown},
 };
 
-/* Tests run by default; "timeout" must be asked for by name. */
-static int default_test(const char *name)
-{
-	return strcmp(name, "timeout");
+/*
+ * Tests run by default; "timeout", "isolation" and "copy_large" must be
+ * asked for by name.
+ */
+static int default_test(const char *name) {
+    return strcmp(name, "timeout") && strcmp(name, "isolation") && strcmp(name, "copy_large");
 }
 
-int main(int argc, char **argv)
-{
-	struct CMUnitTest tests[sizeof(all_tests) / sizeof(all_tests[0])];
-	size_t i, n = 0;
-	int a;
+int main(int argc, char **argv) {
+    struct CMUnitTest tests[sizeof(all_tests) / sizeof(all_tests[0])];
+    size_t i, n = 0;
+    int a;
 
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (find_device()) {
-		fprintf(stderr, "no neuron accel device\n");
-		return 1;
-	}
-	for (i = 0; i < sizeof(all_tests) / sizeof(all_tests[0]); i++) {
-		int want = argc < 2 && default_test(all_tests[i].name);
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (find_device()) {
+        fprintf(stderr, "no neuron accel device\n");
+        return 1;
+    }
+    if (argc == 3 && !strcmp(argv[1], "isolation-probe"))
+        return iso_probe_main(argv[2]);
+    for (i = 0; i < sizeof(all_tests) / sizeof(all_tests[0]); i++) {
+        int want = argc < 2 && default_test(all_tests[i].name);
 
-		for (a = 1; a < argc; a++)
-			want |= !strcmp(argv[a], all_tests[i].name);
-		if (!want)
-			continue;
-		tests[n] = (struct CMUnitTest){
-			.name = all_tests[i].name,
-			.test_func = all_tests[i].fn,
-			.setup_func = all_tests[i].setup,
-			.teardown_func = all_tests[i].teardown,
-		};
-		n++;
-	}
-	return _cmocka_run_group_tests("neuron-exec", tests, n, NULL, NULL);
+        for (a = 1; a < argc; a++)
+            want |= !strcmp(argv[a], all_tests[i].name);
+        if (!want)
+            continue;
+        tests[n] = (struct CMUnitTest){
+            .name = all_tests[i].name,
+            .test_func = all_tests[i].fn,
+            .setup_func = all_tests[i].setup,
+            .teardown_func = all_tests[i].teardown,
+        };
+        n++;
+    }
+    return _cmocka_run_group_tests("neuron-exec", tests, n, NULL, NULL);
 }

@@ -205,7 +205,7 @@ static void run_job(void **) {
     Fence f = d.queue(0).submit(lp, Arguments().bind("x", xb).bind("y", yb));
     f.wait();
     check_relu(yb, x);
-    assert_non_null(std::strstr(f.label().c_str(), "program 'relu2x1' on core 0"));
+    assert_non_null(std::strstr(f.label().c_str(), "(program 'relu2x1') on core 0"));
 }
 
 static void many_in_flight(void **) {

@@ -42,18 +42,18 @@ struct DmaCounters {
 
 /// Whether the calling user may open the device node read-write.
 struct NodeAccess {
-    int error = 0;            ///< 0, or the errno of access(2) (EACCES, ENOENT, ...)
-    std::string owner;        ///< user name (or number) owning the node
-    std::string group;        ///< group name (or number) of the node
-    unsigned mode = 0;        ///< permission bits of the node
+    int error = 0;     ///< 0, or the errno of access(2) (EACCES, ENOENT, ...)
+    std::string owner; ///< user name (or number) owning the node
+    std::string group; ///< group name (or number) of the node
+    unsigned mode = 0; ///< permission bits of the node
     bool ok() const { return error == 0; }
 };
 
 struct Device {
-    unsigned index = 0;       ///< N of /dev/accel/accelN
-    std::string name;         ///< accelN
-    std::string node;         ///< /dev/accel/accelN
-    std::string bdf;          ///< PCI address, e.g. 0000:00:03.0
+    unsigned index = 0; ///< N of /dev/accel/accelN
+    std::string name;   ///< accelN
+    std::string node;   ///< /dev/accel/accelN
+    std::string bdf;    ///< PCI address, e.g. 0000:00:03.0
     std::optional<int> numa_node;
     std::optional<unsigned> cores;
     std::optional<unsigned> dma_engines;
@@ -63,8 +63,8 @@ struct Device {
     std::optional<std::string> fw_version;
     std::string state = "unknown"; ///< ready, resetting, failed; unknown if unreadable
     std::optional<uint64_t> reset_count;
-    std::vector<CoreCounters> core;  ///< filled when counters are asked for
-    std::vector<DmaCounters> dma;    ///< filled when counters are asked for
+    std::vector<CoreCounters> core; ///< filled when counters are asked for
+    std::vector<DmaCounters> dma;   ///< filled when counters are asked for
     NodeAccess access;
 };
 

@@ -15,14 +15,14 @@ namespace neuron::tools {
 
 /// One open file of a neuron device (a DRM client), from its fdinfo.
 struct Client {
-    std::string pdev;                   ///< drm-pdev: PCI address of the device
-    std::optional<uint64_t> client_id;  ///< drm-client-id
+    std::string pdev;                       ///< drm-pdev: PCI address of the device
+    std::optional<uint64_t> client_id;      ///< drm-client-id
     std::map<unsigned, uint64_t> engine_ns; ///< drm-engine-core<N>, ns
-    uint64_t device_total = 0;          ///< drm-total-device, bytes
-    uint64_t device_resident = 0;       ///< drm-resident-device, bytes
-    uint64_t host_total = 0;            ///< drm-total-host, bytes
-    uint64_t host_resident = 0;         ///< drm-resident-host, bytes
-    int fd = -1;                        ///< the fd it was found on (first one)
+    uint64_t device_total = 0;              ///< drm-total-device, bytes
+    uint64_t device_resident = 0;           ///< drm-resident-device, bytes
+    uint64_t host_total = 0;                ///< drm-total-host, bytes
+    uint64_t host_resident = 0;             ///< drm-resident-host, bytes
+    int fd = -1;                            ///< the fd it was found on (first one)
 };
 
 /// Parses an fdinfo file; nullopt unless it has `drm-driver: neuron`.
