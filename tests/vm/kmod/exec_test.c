@@ -39,18 +39,11 @@
 #include "drm/neuron_accel.h"
 #include "neuron_isa.h"
 #include "neuron_regs.h"
+#include "testdev.h"
 
-#define NEURON_VENDOR 0x1d0f
-#define NEURON_DEVICE 0x7f00
 #define MIB (1024ull * 1024)
 
-static char dev_path[300];
-static char dev_bdf[300];
-static char dev_minor_name[64];
-
-static int nioctl(int fd, unsigned long request, void *arg) {
-    return drmIoctl(fd, request, arg) ? -errno : 0;
-}
+static struct neuron_test_dev tdev;
 
 static double now_s(void) {
     struct timespec ts;
@@ -59,68 +52,21 @@ static double now_s(void) {
     return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static unsigned long read_hex(const char *dir, const char *file) {
-    char path[512], buf[32] = "";
-    FILE *f;
-
-    snprintf(path, sizeof(path), "%s/%s", dir, file);
-    f = fopen(path, "r");
-    if (!f)
-        return 0;
-    if (!fgets(buf, sizeof(buf), f))
-        buf[0] = 0;
-    fclose(f);
-    return strtoul(buf, NULL, 16);
-}
-
-static int find_device(void) {
-    const char *env = getenv("NEURON_ACCEL_DEV");
-    struct dirent *de;
-    DIR *d;
-
-    d = opendir("/sys/class/accel");
-    if (!d)
-        return -1;
-    dev_path[0] = 0;
-    while ((de = readdir(d))) {
-        char dir[300], link[300];
-        ssize_t n;
-
-        if (strncmp(de->d_name, "accel", 5))
-            continue;
-        snprintf(dir, sizeof(dir), "/sys/class/accel/%s/device", de->d_name);
-        if (read_hex(dir, "vendor") != NEURON_VENDOR || read_hex(dir, "device") != NEURON_DEVICE)
-            continue;
-        if (env && strcmp(env + strlen(env) - strlen(de->d_name), de->d_name))
-            continue;
-        n = readlink(dir, link, sizeof(link) - 1);
-        if (n < 0)
-            continue;
-        link[n] = 0;
-        snprintf(dev_bdf, sizeof(dev_bdf), "%s", strrchr(link, '/') + 1);
-        snprintf(dev_path, sizeof(dev_path), "/dev/accel/%s", de->d_name);
-        snprintf(dev_minor_name, sizeof(dev_minor_name), "%s", de->d_name);
-        break;
-    }
-    closedir(d);
-    return dev_path[0] ? 0 : -1;
-}
-
 static int open_dev(void) {
-    return open(dev_path, O_RDWR | O_CLOEXEC);
+    return open(tdev.path, O_RDWR | O_CLOEXEC);
 }
 
 static uint64_t get_param(int fd, uint32_t param) {
     struct drm_neuron_get_param p = {.param = param};
 
-    assert_int_equal(nioctl(fd, DRM_IOCTL_NEURON_GET_PARAM, &p), 0);
+    assert_int_equal(neuron_ioctl(fd, DRM_IOCTL_NEURON_GET_PARAM, &p), 0);
     return p.value;
 }
 
 static uint32_t bo_new(int fd, uint64_t size, uint32_t region) {
     struct drm_neuron_bo_create c = {.size = size, .region = region};
 
-    assert_int_equal(nioctl(fd, DRM_IOCTL_NEURON_BO_CREATE, &c), 0);
+    assert_int_equal(neuron_ioctl(fd, DRM_IOCTL_NEURON_BO_CREATE, &c), 0);
     return c.handle;
 }
 
@@ -128,7 +74,7 @@ static void *bo_map(int fd, uint32_t handle, uint64_t *size) {
     struct drm_neuron_bo_info i = {.handle = handle};
     void *p;
 
-    assert_int_equal(nioctl(fd, DRM_IOCTL_NEURON_BO_INFO, &i), 0);
+    assert_int_equal(neuron_ioctl(fd, DRM_IOCTL_NEURON_BO_INFO, &i), 0);
     p = mmap(NULL, i.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, i.mmap_offset);
     assert_true(p != MAP_FAILED);
     if (size)
@@ -139,7 +85,7 @@ static void *bo_map(int fd, uint32_t handle, uint64_t *size) {
 static void bo_close(int fd, uint32_t handle) {
     struct drm_gem_close c = {.handle = handle};
 
-    assert_int_equal(nioctl(fd, DRM_IOCTL_GEM_CLOSE, &c), 0);
+    assert_int_equal(neuron_ioctl(fd, DRM_IOCTL_GEM_CLOSE, &c), 0);
 }
 
 static uint32_t syncobj_new(int fd) {
@@ -179,7 +125,7 @@ static int copy(int fd, uint32_t src, uint64_t src_off, uint32_t dst, uint64_t d
         .engine = engine,
         .out_sync = {.handle = out},
     };
-    int ret = nioctl(fd, DRM_IOCTL_NEURON_COPY, &c);
+    int ret = neuron_ioctl(fd, DRM_IOCTL_NEURON_COPY, &c);
 
     if (!ret && seqno)
         *seqno = c.seqno;
@@ -330,14 +276,14 @@ static void test_copy_chain(void **state) {
     fill(pa, n, 99);
     assert_int_equal(copy(fd, a, 0, b, 0, n, s1, 0, NULL), 0);
     /* On another engine, after the first copy. */
-    assert_int_equal(nioctl(fd, DRM_IOCTL_NEURON_COPY, &cp), 0);
+    assert_int_equal(neuron_ioctl(fd, DRM_IOCTL_NEURON_COPY, &cp), 0);
     in.handle = s2;
     cp.src_handle = c;
     cp.dst_handle = d;
     cp.engine = DRM_NEURON_ENGINE_ANY;
     cp.out_sync.handle = tl;
     cp.out_sync.point = point;
-    assert_int_equal(nioctl(fd, DRM_IOCTL_NEURON_COPY, &cp), 0);
+    assert_int_equal(neuron_ioctl(fd, DRM_IOCTL_NEURON_COPY, &cp), 0);
     /* host -> host after a timeline point. */
     in.handle = tl;
     in.point = point;
@@ -345,7 +291,7 @@ static void test_copy_chain(void **state) {
     cp.dst_handle = e;
     cp.out_sync.handle = s1;
     cp.out_sync.point = 0;
-    assert_int_equal(nioctl(fd, DRM_IOCTL_NEURON_COPY, &cp), 0);
+    assert_int_equal(neuron_ioctl(fd, DRM_IOCTL_NEURON_COPY, &cp), 0);
     assert_int_equal(syncobj_status(fd, s1, 30), 1);
     assert_memory_equal(pa, pe, n);
     /* A mapping holds the file, and so every handle, open. */
@@ -374,7 +320,7 @@ static void test_copy_invalid(void **state) {
     do {                                                                                           \
         c = base;                                                                                  \
         field_assign;                                                                              \
-        assert_int_equal(nioctl(fd, DRM_IOCTL_NEURON_COPY, &c), err);                              \
+        assert_int_equal(neuron_ioctl(fd, DRM_IOCTL_NEURON_COPY, &c), err);                        \
     } while (0)
 
     EXPECT((void)0, 0);
@@ -562,7 +508,7 @@ static int submit(int fd, const struct job_bufs *jb, uint32_t core, uint32_t out
         .bindings = (uintptr_t)b,
         .out_sync = {.handle = out},
     };
-    int ret = nioctl(fd, DRM_IOCTL_NEURON_SUBMIT, &s);
+    int ret = neuron_ioctl(fd, DRM_IOCTL_NEURON_SUBMIT, &s);
 
     if (!ret && seqno)
         *seqno = s.seqno;
@@ -662,7 +608,7 @@ static void test_submit_invalid(void **state) {
     do {                                                                                           \
         s = base;                                                                                  \
         assign;                                                                                    \
-        assert_int_equal(nioctl(fd, DRM_IOCTL_NEURON_SUBMIT, &s), err);                            \
+        assert_int_equal(neuron_ioctl(fd, DRM_IOCTL_NEURON_SUBMIT, &s), err);                      \
     } while (0)
     EXPECT((void)0, 0);
     EXPECT(s.core = cores, -EINVAL);
@@ -735,7 +681,7 @@ static long read_sysfs_long(const char *attr) {
     char path[400], buf[64] = "";
     FILE *f;
 
-    snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/neuron/%s", dev_bdf, attr);
+    snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/neuron/%s", tdev.bdf, attr);
     f = fopen(path, "r");
     if (!f)
         return -1;
@@ -754,9 +700,9 @@ static void write_file(const char *path, const char *val) {
 }
 
 static void rebind(void) {
-    write_file("/sys/bus/pci/drivers/neuron/unbind", dev_bdf);
-    write_file("/sys/bus/pci/drivers/neuron/bind", dev_bdf);
-    assert_int_equal(find_device(), 0);
+    write_file("/sys/bus/pci/drivers/neuron/unbind", tdev.bdf);
+    write_file("/sys/bus/pci/drivers/neuron/bind", tdev.bdf);
+    assert_int_equal(neuron_test_find_device(&tdev), 0);
 }
 
 static void test_timeout(void **state) {
@@ -826,7 +772,7 @@ static void test_fatal_reset(void **state) {
     int fd = FD(state);
 
     /* The driver's debugfs knob writes INJECT.FATAL. */
-    snprintf(path, sizeof(path), "/sys/kernel/debug/accel/%s/inject_fatal", dev_bdf);
+    snprintf(path, sizeof(path), "/sys/kernel/debug/accel/%s/inject_fatal", tdev.bdf);
     if (access(path, W_OK))
         skip();
 
@@ -858,7 +804,7 @@ static void test_queue_halt(void **state) {
     long resets0;
     int fd = FD(state);
 
-    snprintf(path, sizeof(path), "/sys/kernel/debug/accel/%s/reset_core", dev_bdf);
+    snprintf(path, sizeof(path), "/sys/kernel/debug/accel/%s/reset_core", tdev.bdf);
     if (access(path, W_OK))
         skip();
     resets0 = read_sysfs_long("core0/resets");
@@ -932,14 +878,14 @@ static const uint32_t iso_regions[ISO_BOS] = {
 static uint32_t try_bo_new(int fd, uint64_t size, uint32_t region) {
     struct drm_neuron_bo_create c = {.size = size, .region = region};
 
-    return nioctl(fd, DRM_IOCTL_NEURON_BO_CREATE, &c) ? 0 : c.handle;
+    return neuron_ioctl(fd, DRM_IOCTL_NEURON_BO_CREATE, &c) ? 0 : c.handle;
 }
 
 static void *try_bo_map(int fd, uint32_t handle, struct drm_neuron_bo_info *info) {
     struct drm_neuron_bo_info i = {.handle = handle};
     void *p;
 
-    if (nioctl(fd, DRM_IOCTL_NEURON_BO_INFO, &i))
+    if (neuron_ioctl(fd, DRM_IOCTL_NEURON_BO_INFO, &i))
         return NULL;
     p = mmap(NULL, i.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, i.mmap_offset);
     if (p == MAP_FAILED)
@@ -1004,7 +950,7 @@ static int iso_job(int fd, uint32_t prog, uint32_t in, uint32_t out, uint32_t sy
         return -ENOMEM;
     memcpy(pp, &p, sizeof(p));
     munmap(pp, 4096);
-    ret = nioctl(fd, DRM_IOCTL_NEURON_SUBMIT, &s);
+    ret = neuron_ioctl(fd, DRM_IOCTL_NEURON_SUBMIT, &s);
     if (ret)
         return ret;
     return syncobj_status(fd, sync, 30);
@@ -1039,18 +985,18 @@ static int iso_probe(const struct iso_secret *s) {
         struct drm_gem_close cl = {.handle = guesses[i]};
         struct drm_prime_handle ph = {.handle = guesses[i], .flags = DRM_CLOEXEC};
 
-        PROBE(nioctl(fd, DRM_IOCTL_NEURON_BO_INFO, &info) == -ENOENT);
-        ret = nioctl(fd, DRM_IOCTL_PRIME_HANDLE_TO_FD, &ph);
+        PROBE(neuron_ioctl(fd, DRM_IOCTL_NEURON_BO_INFO, &info) == -ENOENT);
+        ret = neuron_ioctl(fd, DRM_IOCTL_PRIME_HANDLE_TO_FD, &ph);
         PROBE(ret == -ENOENT || ret == -EOPNOTSUPP);
-        PROBE(nioctl(fd, DRM_IOCTL_GEM_CLOSE, &cl) == -EINVAL);
+        PROBE(neuron_ioctl(fd, DRM_IOCTL_GEM_CLOSE, &cl) == -EINVAL);
     }
     /* Global names are refused, whatever the name. */
     for (i = 0; i < 64; i++) {
         struct drm_gem_open op = {.name = i};
         struct drm_gem_flink fl = {.handle = i};
 
-        PROBE(nioctl(fd, DRM_IOCTL_GEM_OPEN, &op) == -EOPNOTSUPP);
-        PROBE(nioctl(fd, DRM_IOCTL_GEM_FLINK, &fl) == -EOPNOTSUPP);
+        PROBE(neuron_ioctl(fd, DRM_IOCTL_GEM_OPEN, &op) == -EOPNOTSUPP);
+        PROBE(neuron_ioctl(fd, DRM_IOCTL_GEM_FLINK, &fl) == -EOPNOTSUPP);
     }
 
     /* A's mmap offsets, and every page around them, on this file. */
@@ -1084,7 +1030,7 @@ static int iso_probe(const struct iso_secret *s) {
     {
         struct drm_prime_handle ph = {.handle = din, .flags = DRM_CLOEXEC};
 
-        PROBE(nioctl(fd, DRM_IOCTL_PRIME_HANDLE_TO_FD, &ph) == -EOPNOTSUPP);
+        PROBE(neuron_ioctl(fd, DRM_IOCTL_PRIME_HANDLE_TO_FD, &ph) == -EOPNOTSUPP);
     }
     for (i = 0; i < n; i++) {
         struct drm_neuron_binding b[2] = {
@@ -1103,10 +1049,10 @@ static int iso_probe(const struct iso_secret *s) {
             continue;
         PROBE(copy(fd, guesses[i], 0, hout, 0, 4096, sync, DRM_NEURON_ENGINE_ANY, NULL) == -ENOENT);
         PROBE(copy(fd, hout, 0, guesses[i], 0, 4096, sync, DRM_NEURON_ENGINE_ANY, NULL) == -ENOENT);
-        PROBE(nioctl(fd, DRM_IOCTL_NEURON_SUBMIT, &sub) == -ENOENT);
+        PROBE(neuron_ioctl(fd, DRM_IOCTL_NEURON_SUBMIT, &sub) == -ENOENT);
         b[0].handle = din;
         sub.program_handle = guesses[i];
-        PROBE(nioctl(fd, DRM_IOCTL_NEURON_SUBMIT, &sub) == -ENOENT);
+        PROBE(neuron_ioctl(fd, DRM_IOCTL_NEURON_SUBMIT, &sub) == -ENOENT);
     }
     PROBE(all_bytes(hp, MIB, 0));
 
@@ -1117,7 +1063,7 @@ static int iso_probe(const struct iso_secret *s) {
     pout = try_bo_map(fd, dout, &dout_info);
     PROBE(pout);
     din_info = (struct drm_neuron_bo_info){.handle = din};
-    PROBE(nioctl(fd, DRM_IOCTL_NEURON_BO_INFO, &din_info) == 0);
+    PROBE(neuron_ioctl(fd, DRM_IOCTL_NEURON_BO_INFO, &din_info) == 0);
     for (i = 0; i < NEURON_PARTITIONS * PROG_N; i++)
         pout[i] = -1.0f;
     {
@@ -1289,8 +1235,8 @@ static void test_isolation(void **state) {
         struct drm_gem_flink fl = {.handle = s.handle[i]};
         struct drm_prime_handle ph = {.handle = s.handle[i], .flags = DRM_CLOEXEC};
 
-        assert_int_equal(nioctl(fd, DRM_IOCTL_GEM_FLINK, &fl), -EOPNOTSUPP);
-        assert_int_equal(nioctl(fd, DRM_IOCTL_PRIME_HANDLE_TO_FD, &ph), -EOPNOTSUPP);
+        assert_int_equal(neuron_ioctl(fd, DRM_IOCTL_GEM_FLINK, &fl), -EOPNOTSUPP);
+        assert_int_equal(neuron_ioctl(fd, DRM_IOCTL_PRIME_HANDLE_TO_FD, &ph), -EOPNOTSUPP);
     }
     printf("# A: handles %u..%u, mmap offsets %#llx..%#llx, device memory at %#llx, %#llx\n",
            s.handle[0], s.handle[ISO_BOS - 1], (unsigned long long)s.mmap_offset[0],
@@ -1421,7 +1367,7 @@ static int device_mem_free(int fd) {
         .region = DRM_NEURON_BO_DEVICE,
     };
 
-    int ret = nioctl(fd, DRM_IOCTL_NEURON_BO_CREATE, &c);
+    int ret = neuron_ioctl(fd, DRM_IOCTL_NEURON_BO_CREATE, &c);
 
     if (ret) {
         printf("# allocating all device memory: %s\n", strerror(-ret));
@@ -1536,7 +1482,7 @@ int main(int argc, char **argv) {
     int a;
 
     setvbuf(stdout, NULL, _IOLBF, 0);
-    if (find_device()) {
+    if (neuron_test_find_device(&tdev)) {
         fprintf(stderr, "no neuron accel device\n");
         return 1;
     }

@@ -25,67 +25,13 @@
 #include <xf86drm.h>
 
 #include "drm/neuron_accel.h"
+#include "neuron_regs.h"
+#include "testdev.h"
 
-#define NEURON_VENDOR 0x1d0f
-#define NEURON_DEVICE 0x7f00
-
-static char dev_path[300];
-static char dev_bdf[300];
-
-/* Returns 0 or the negative errno of the ioctl. */
-static int nioctl(int fd, unsigned long request, void *arg) {
-    return drmIoctl(fd, request, arg) ? -errno : 0;
-}
-
-static unsigned long read_hex(const char *dir, const char *file) {
-    char path[512], buf[32] = "";
-    FILE *f;
-
-    snprintf(path, sizeof(path), "%s/%s", dir, file);
-    f = fopen(path, "r");
-    if (!f)
-        return 0;
-    if (!fgets(buf, sizeof(buf), f))
-        buf[0] = 0;
-    fclose(f);
-    return strtoul(buf, NULL, 16);
-}
-
-/* Finds the accel node of the first neuron device and its PCI address. */
-static int find_device(void) {
-    const char *env = getenv("NEURON_ACCEL_DEV");
-    struct dirent *de;
-    DIR *d;
-
-    d = opendir("/sys/class/accel");
-    if (!d)
-        return -1;
-    while ((de = readdir(d))) {
-        char dir[300], link[300];
-        ssize_t n;
-
-        if (strncmp(de->d_name, "accel", 5))
-            continue;
-        snprintf(dir, sizeof(dir), "/sys/class/accel/%s/device", de->d_name);
-        if (read_hex(dir, "vendor") != NEURON_VENDOR || read_hex(dir, "device") != NEURON_DEVICE)
-            continue;
-        if (env && strcmp(env + strlen(env) - strlen(de->d_name), de->d_name))
-            continue;
-        n = readlink(dir, link, sizeof(link) - 1);
-        if (n < 0)
-            continue;
-        link[n] = 0;
-        snprintf(dev_bdf, sizeof(dev_bdf), "%s", strrchr(link, '/') + 1);
-        snprintf(dev_path, sizeof(dev_path), "/dev/accel/%s", de->d_name);
-        closedir(d);
-        return 0;
-    }
-    closedir(d);
-    return -1;
-}
+static struct neuron_test_dev tdev;
 
 static int open_dev(void) {
-    int fd = open(dev_path, O_RDWR | O_CLOEXEC);
+    int fd = open(tdev.path, O_RDWR | O_CLOEXEC);
 
     assert_true(fd >= 0);
     return fd;
@@ -96,7 +42,7 @@ static int setup(void **state) {
 
     if (!fd)
         return -1;
-    *fd = open(dev_path, O_RDWR | O_CLOEXEC);
+    *fd = open(tdev.path, O_RDWR | O_CLOEXEC);
     if (*fd < 0) {
         free(fd);
         return -1;
@@ -116,7 +62,7 @@ static int teardown(void **state) {
 static uint64_t get_param(int fd, uint32_t param) {
     struct drm_neuron_get_param gp = {.param = param};
 
-    assert_int_equal(nioctl(fd, DRM_IOCTL_NEURON_GET_PARAM, &gp), 0);
+    assert_int_equal(neuron_ioctl(fd, DRM_IOCTL_NEURON_GET_PARAM, &gp), 0);
     return gp.value;
 }
 
@@ -126,7 +72,7 @@ static int bo_create(int fd, uint64_t size, uint32_t region, uint32_t flags, uin
         .region = region,
         .flags = flags,
     };
-    int ret = nioctl(fd, DRM_IOCTL_NEURON_BO_CREATE, &c);
+    int ret = neuron_ioctl(fd, DRM_IOCTL_NEURON_BO_CREATE, &c);
 
     if (!ret) {
         assert_int_not_equal(c.handle, 0);
@@ -138,14 +84,14 @@ static int bo_create(int fd, uint64_t size, uint32_t region, uint32_t flags, uin
 static struct drm_neuron_bo_info bo_info(int fd, uint32_t handle) {
     struct drm_neuron_bo_info info = {.handle = handle};
 
-    assert_int_equal(nioctl(fd, DRM_IOCTL_NEURON_BO_INFO, &info), 0);
+    assert_int_equal(neuron_ioctl(fd, DRM_IOCTL_NEURON_BO_INFO, &info), 0);
     return info;
 }
 
 static void gem_close(int fd, uint32_t handle) {
     struct drm_gem_close cl = {.handle = handle};
 
-    assert_int_equal(nioctl(fd, DRM_IOCTL_GEM_CLOSE, &cl), 0);
+    assert_int_equal(neuron_ioctl(fd, DRM_IOCTL_GEM_CLOSE, &cl), 0);
 }
 
 static uint64_t device_mem(int fd) {
@@ -161,7 +107,7 @@ static void test_get_param_values(void **state) {
     uint32_t p;
 
     assert_int_equal(get_param(fd, DRM_NEURON_PARAM_DEVICE_ID),
-                     NEURON_VENDOR << 16 | NEURON_DEVICE);
+                     NEURON_PCI_VENDOR_ID << 16 | NEURON_PCI_DEVICE_ID);
     assert_int_equal(get_param(fd, DRM_NEURON_PARAM_API_VERSION),
                      DRM_NEURON_API_VERSION_MAJOR << 16 | DRM_NEURON_API_VERSION_MINOR);
     assert_int_equal(get_param(fd, DRM_NEURON_PARAM_MAX_BINDINGS), 63);
@@ -171,7 +117,7 @@ static void test_get_param_values(void **state) {
     assert_int_equal(device_mem(fd) % sysconf(_SC_PAGESIZE), 0);
 
     v = get_param(fd, DRM_NEURON_PARAM_PCI_BUS_INFO);
-    assert_int_equal(sscanf(dev_bdf, "%x:%x:%x.%x", &domain, &bus, &dev, &fn), 4);
+    assert_int_equal(sscanf(tdev.bdf, "%x:%x:%x.%x", &domain, &bus, &dev, &fn), 4);
     assert_int_equal(DRM_NEURON_PCI_DOMAIN(v), domain);
     assert_int_equal(DRM_NEURON_PCI_BUS(v), bus);
     assert_int_equal(DRM_NEURON_PCI_DEV(v), dev);
@@ -182,7 +128,7 @@ static void test_get_param_values(void **state) {
         get_param(fd, p);
     print_message(
         "device %s (%s): %llu cores, %llu DMA engines, %llu MiB device memory, caps %#llx\n",
-        dev_path, dev_bdf, (unsigned long long)get_param(fd, DRM_NEURON_PARAM_NUM_CORES),
+        tdev.path, tdev.bdf, (unsigned long long)get_param(fd, DRM_NEURON_PARAM_NUM_CORES),
         (unsigned long long)get_param(fd, DRM_NEURON_PARAM_NUM_DMA_ENGINES),
         (unsigned long long)device_mem(fd) >> 20,
         (unsigned long long)get_param(fd, DRM_NEURON_PARAM_CAPABILITIES));
@@ -192,13 +138,13 @@ static void test_get_param_invalid(void **state) {
     int fd = *(int *)state[0];
     struct drm_neuron_get_param gp = {.param = DRM_NEURON_PARAM_COUNT};
 
-    assert_int_equal(nioctl(fd, DRM_IOCTL_NEURON_GET_PARAM, &gp), -EINVAL);
+    assert_int_equal(neuron_ioctl(fd, DRM_IOCTL_NEURON_GET_PARAM, &gp), -EINVAL);
     gp.param = UINT32_MAX;
-    assert_int_equal(nioctl(fd, DRM_IOCTL_NEURON_GET_PARAM, &gp), -EINVAL);
+    assert_int_equal(neuron_ioctl(fd, DRM_IOCTL_NEURON_GET_PARAM, &gp), -EINVAL);
     gp.param = DRM_NEURON_PARAM_NUM_CORES;
     gp.pad = 1;
-    assert_int_equal(nioctl(fd, DRM_IOCTL_NEURON_GET_PARAM, &gp), -EINVAL);
-    assert_int_equal(nioctl(fd, DRM_IOCTL_NEURON_GET_PARAM, NULL), -EFAULT);
+    assert_int_equal(neuron_ioctl(fd, DRM_IOCTL_NEURON_GET_PARAM, &gp), -EINVAL);
+    assert_int_equal(neuron_ioctl(fd, DRM_IOCTL_NEURON_GET_PARAM, NULL), -EFAULT);
 }
 
 /* --- BO_CREATE / BO_INFO / mmap -------------------------------------------- */
@@ -306,7 +252,7 @@ static void test_bo_create_invalid(void **state) {
         c.size = 4096;
         c.region = region;
         c.pad = 1;
-        assert_int_equal(nioctl(fd, DRM_IOCTL_NEURON_BO_CREATE, &c), -EINVAL);
+        assert_int_equal(neuron_ioctl(fd, DRM_IOCTL_NEURON_BO_CREATE, &c), -EINVAL);
     }
     assert_int_equal(bo_create(fd, 4096, DRM_NEURON_BO_REGION_COUNT, 0, &h), -EINVAL);
     assert_int_equal(bo_create(fd, 4096, UINT32_MAX, 0, &h), -EINVAL);
@@ -314,7 +260,7 @@ static void test_bo_create_invalid(void **state) {
     assert_int_equal(bo_create(fd, DRM_NEURON_BO_MAX_SIZE, DRM_NEURON_BO_HOST, 0, &h), -ENOMEM);
     if (!device_mem(fd))
         assert_int_equal(bo_create(fd, 4096, DRM_NEURON_BO_DEVICE, 0, &h), -ENOSPC);
-    assert_int_equal(nioctl(fd, DRM_IOCTL_NEURON_BO_CREATE, NULL), -EFAULT);
+    assert_int_equal(neuron_ioctl(fd, DRM_IOCTL_NEURON_BO_CREATE, NULL), -EFAULT);
 }
 
 static void test_bo_info_invalid(void **state) {
@@ -323,23 +269,23 @@ static void test_bo_info_invalid(void **state) {
     uint32_t h;
 
     memset(&info, 0, sizeof(info));
-    assert_int_equal(nioctl(fd, DRM_IOCTL_NEURON_BO_INFO, &info), -ENOENT);
+    assert_int_equal(neuron_ioctl(fd, DRM_IOCTL_NEURON_BO_INFO, &info), -ENOENT);
     info.handle = 0x7fffffff;
-    assert_int_equal(nioctl(fd, DRM_IOCTL_NEURON_BO_INFO, &info), -ENOENT);
+    assert_int_equal(neuron_ioctl(fd, DRM_IOCTL_NEURON_BO_INFO, &info), -ENOENT);
 
     assert_int_equal(bo_create(fd, 4096, DRM_NEURON_BO_HOST, 0, &h), 0);
     memset(&info, 0, sizeof(info));
     info.handle = h;
     info.pad = 1;
-    assert_int_equal(nioctl(fd, DRM_IOCTL_NEURON_BO_INFO, &info), -EINVAL);
+    assert_int_equal(neuron_ioctl(fd, DRM_IOCTL_NEURON_BO_INFO, &info), -EINVAL);
     gem_close(fd, h);
     /* A closed handle is gone, and cannot be closed twice. */
     info.pad = 0;
-    assert_int_equal(nioctl(fd, DRM_IOCTL_NEURON_BO_INFO, &info), -ENOENT);
+    assert_int_equal(neuron_ioctl(fd, DRM_IOCTL_NEURON_BO_INFO, &info), -ENOENT);
     {
         struct drm_gem_close cl = {.handle = h};
 
-        assert_int_equal(nioctl(fd, DRM_IOCTL_GEM_CLOSE, &cl), -EINVAL);
+        assert_int_equal(neuron_ioctl(fd, DRM_IOCTL_GEM_CLOSE, &cl), -EINVAL);
     }
 }
 
@@ -394,7 +340,7 @@ static void test_handle_namespace(void **state) {
         assert_int_equal(bo_create(fd, 4096, region, 0, &h), 0);
         memset(&info, 0, sizeof(info));
         info.handle = h;
-        assert_int_equal(nioctl(fd2, DRM_IOCTL_NEURON_BO_INFO, &info), -ENOENT);
+        assert_int_equal(neuron_ioctl(fd2, DRM_IOCTL_NEURON_BO_INFO, &info), -ENOENT);
         info = bo_info(fd, h);
         /* Nor can the other file map it through its offset. */
         assert_true(mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd2, info.mmap_offset) == MAP_FAILED);
@@ -414,14 +360,14 @@ static void test_no_sharing(void **state) {
     assert_int_equal(bo_create(fd, 4096, DRM_NEURON_BO_HOST, 0, &h), 0);
     memset(&flink, 0, sizeof(flink));
     flink.handle = h;
-    assert_int_equal(nioctl(fd, DRM_IOCTL_GEM_FLINK, &flink), -EOPNOTSUPP);
+    assert_int_equal(neuron_ioctl(fd, DRM_IOCTL_GEM_FLINK, &flink), -EOPNOTSUPP);
     memset(&gopen, 0, sizeof(gopen));
     gopen.name = 1;
-    assert_int_equal(nioctl(fd, DRM_IOCTL_GEM_OPEN, &gopen), -EOPNOTSUPP);
+    assert_int_equal(neuron_ioctl(fd, DRM_IOCTL_GEM_OPEN, &gopen), -EOPNOTSUPP);
     memset(&prime, 0, sizeof(prime));
     prime.handle = h;
     prime.flags = DRM_CLOEXEC | DRM_RDWR;
-    assert_int_equal(nioctl(fd, DRM_IOCTL_PRIME_HANDLE_TO_FD, &prime), -EOPNOTSUPP);
+    assert_int_equal(neuron_ioctl(fd, DRM_IOCTL_PRIME_HANDLE_TO_FD, &prime), -EOPNOTSUPP);
     gem_close(fd, h);
 }
 
@@ -459,7 +405,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_close_frees, setup, teardown),
     };
 
-    if (find_device()) {
+    if (neuron_test_find_device(&tdev)) {
         fprintf(stderr, "uapi_test: no neuron accel device found\n");
         return 1;
     }

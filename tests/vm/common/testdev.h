@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Helpers shared by the guest tests that talk to neuron.ko with raw ioctls.
+ */
+#ifndef NEURON_TESTDEV_H
+#define NEURON_TESTDEV_H
+
+#include <errno.h>
+
+#include <xf86drm.h>
+
+/* One neuron accel device: its node, its name in /sys/class/accel, its PCI address. */
+struct neuron_test_dev {
+    char path[300];
+    char node[64];
+    char bdf[64];
+};
+
+/*
+ * Finds the first neuron device, or the one whose node name ends
+ * $NEURON_ACCEL_DEV. Returns 0, or -1 when there is none.
+ */
+int neuron_test_find_device(struct neuron_test_dev *dev);
+
+/*
+ * An ioctl restarted on EINTR/EAGAIN: 0 or the negative errno. Inline, so
+ * that the compiler sees which outputs a successful call sets.
+ */
+static inline int neuron_ioctl(int fd, unsigned long request, void *arg) {
+    return drmIoctl(fd, request, arg) ? -errno : 0;
+}
+
+#endif /* NEURON_TESTDEV_H */
