@@ -215,31 +215,17 @@ static struct dma_fence *neuron_dma_run_job(struct drm_sched_job *sched_job)
 	struct neuron_dma_engine *eng = job->engine;
 	struct neuron_device *ndev = eng->ndev;
 	struct dma_fence *fence;
-	int idx, err;
+	int idx, ret;
 
 	mutex_lock(&eng->lock);
-	if (!job->hw_fence) {
-		job->hw_fence = neuron_hw_fence_create(eng->fence_context,
-						       ++eng->fence_seqno);
-		if (!job->hw_fence) {
-			mutex_unlock(&eng->lock);
-			return ERR_PTR(-ENOMEM);
-		}
-	} else if (dma_fence_is_signaled(job->hw_fence)) {
-		goto out;
+	ret = neuron_job_begin_run_locked(job, eng->fence_context,
+					  &eng->fence_seqno, &idx);
+	if (ret < 0) {
+		mutex_unlock(&eng->lock);
+		return ERR_PTR(ret);
 	}
-
-	err = job->guilty_err ?: sched_job->s_fence->finished.error;
-	if (!err && !ndev->hw.ready)
-		err = -EIO;
-	if (err) {
-		neuron_job_signal_locked(job, err);
+	if (!ret)
 		goto out;
-	}
-	if (!drm_dev_enter(&ndev->drm, &idx)) {
-		neuron_job_signal_locked(job, -ENODEV);
-		goto out;
-	}
 	/* From the start: after a reset the copy runs again as a whole. */
 	job->next_seg = 0;
 	job->done_segs = 0;

@@ -105,7 +105,7 @@ static const struct dma_fence_ops neuron_hw_fence_ops = {
 	.get_timeline_name = neuron_fence_get_timeline_name,
 };
 
-struct dma_fence *neuron_hw_fence_create(u64 context, u64 seqno)
+static struct dma_fence *neuron_hw_fence_create(u64 context, u64 seqno)
 {
 	struct neuron_hw_fence *fence;
 
@@ -130,6 +130,47 @@ void neuron_job_signal_locked(struct neuron_job *job, int error)
 	if (error)
 		dma_fence_set_error(job->hw_fence, error);
 	dma_fence_signal(job->hw_fence);
+}
+
+/**
+ * neuron_job_begin_run_locked() - the common start of run_job for jobs and copies
+ * @job: the job; the lock of its queue or engine is held
+ * @context: fence context of the queue or engine
+ * @seqno: its last fence seqno, advanced when a fence is created
+ * @idx: drm_dev_enter() cookie, set when 1 is returned
+ *
+ * Creates the job's hardware fence on its first run. A job that completed
+ * before a reset, that carries an error or whose device is not ready or
+ * gone is not run: its fence is (or already was) signalled.
+ *
+ * Return: 1 to put the job on the hardware (drm_dev_exit(*idx) follows),
+ * 0 when it is not run, -ENOMEM.
+ */
+int neuron_job_begin_run_locked(struct neuron_job *job, u64 context,
+				u64 *seqno, int *idx)
+{
+	struct neuron_device *ndev = job->ndev;
+	int err;
+
+	if (!job->hw_fence) {
+		job->hw_fence = neuron_hw_fence_create(context, ++*seqno);
+		if (!job->hw_fence)
+			return -ENOMEM;
+	} else if (dma_fence_is_signaled(job->hw_fence)) {
+		/* It completed before a reset: nothing to run again. */
+		return 0;
+	}
+
+	err = job->guilty_err ?: job->base.s_fence->finished.error;
+	if (!err && !ndev->hw.ready)
+		err = -EIO;
+	if (!err && !drm_dev_enter(&ndev->drm, idx))
+		err = -ENODEV;
+	if (err) {
+		neuron_job_signal_locked(job, err);
+		return 0;
+	}
+	return 1;
 }
 
 /* ------------------------------------------------------------------------
@@ -551,32 +592,17 @@ static struct dma_fence *neuron_queue_run_job(struct drm_sched_job *sched_job)
 	struct neuron_device *ndev = q->ndev;
 	struct neuron_job_desc *desc;
 	struct dma_fence *fence;
-	int idx, err;
+	int idx, ret;
 
 	mutex_lock(&q->lock);
-	if (!job->hw_fence) {
-		job->hw_fence = neuron_hw_fence_create(q->fence_context,
-						       ++q->fence_seqno);
-		if (!job->hw_fence) {
-			mutex_unlock(&q->lock);
-			return ERR_PTR(-ENOMEM);
-		}
-	} else if (dma_fence_is_signaled(job->hw_fence)) {
-		/* It completed before a reset: nothing to run again. */
-		goto out;
+	ret = neuron_job_begin_run_locked(job, q->fence_context,
+					  &q->fence_seqno, &idx);
+	if (ret < 0) {
+		mutex_unlock(&q->lock);
+		return ERR_PTR(ret);
 	}
-
-	err = job->guilty_err ?: sched_job->s_fence->finished.error;
-	if (!err && !ndev->hw.ready)
-		err = -EIO;
-	if (err) {
-		neuron_job_signal_locked(job, err);
+	if (!ret)
 		goto out;
-	}
-	if (!drm_dev_enter(&ndev->drm, &idx)) {
-		neuron_job_signal_locked(job, -ENODEV);
-		goto out;
-	}
 
 	desc = &q->ring[q->tail & (NEURON_QUEUE_ENTRIES - 1)];
 	desc->bindings_addr = cpu_to_le64(job->table_dma);

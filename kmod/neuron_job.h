@@ -253,7 +253,8 @@ int neuron_submit_ioctl(struct drm_device *drm, void *data,
 			struct drm_file *file);
 
 /* Shared with neuron_dma.c. */
-struct dma_fence *neuron_hw_fence_create(u64 context, u64 seqno);
+int neuron_job_begin_run_locked(struct neuron_job *job, u64 context,
+				u64 *seqno, int *idx);
 void neuron_job_signal_locked(struct neuron_job *job, int error);
 int neuron_job_add_bo(struct neuron_job *job, struct drm_file *file,
 		      u32 handle, struct neuron_bo **bo_out,
