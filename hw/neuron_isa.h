@@ -297,4 +297,40 @@ static_assert(offsetof(struct neuron_insn, imm) == 56, "instruction immediates")
 static_assert(NEURON_PSUM_BANK_SIZE * NEURON_PSUM_BANKS * 128 == NEURON_PSUM_SIZE,
 	      "PSUM banks");
 
+/* The engines (bit NEURON_ENGINE_*) that may run opcode @op; 0 if unknown. */
+static inline unsigned int neuron_opcode_engines(__u8 op)
+{
+	const unsigned int vector_scalar = (1u << NEURON_ENGINE_VECTOR) |
+					   (1u << NEURON_ENGINE_SCALAR);
+
+	switch (op) {
+	case NEURON_OP_END:
+	case NEURON_OP_NOP:
+	case NEURON_OP_NOTIFY:
+	case NEURON_OP_SEM_SIGNAL:
+	case NEURON_OP_SEM_WAIT:
+	case NEURON_OP_LOOP:
+		return (1u << NEURON_ENGINE_TENSOR) | (1u << NEURON_ENGINE_SYNC) |
+		       vector_scalar;
+	case NEURON_OP_DMA_LOAD:
+	case NEURON_OP_DMA_STORE:
+		return 1u << NEURON_ENGINE_SYNC;
+	case NEURON_OP_MATMUL:
+	case NEURON_OP_TRANSPOSE:
+		return 1u << NEURON_ENGINE_TENSOR;
+	case NEURON_OP_ACTIVATE:
+		return 1u << NEURON_ENGINE_SCALAR;
+	case NEURON_OP_TENSOR_TENSOR:
+	case NEURON_OP_REDUCE:
+	case NEURON_OP_IOTA:
+		return 1u << NEURON_ENGINE_VECTOR;
+	case NEURON_OP_TENSOR_SCALAR:
+	case NEURON_OP_COPY:
+	case NEURON_OP_MEMSET:
+		return vector_scalar;
+	default:
+		return 0;
+	}
+}
+
 #endif /* NEURON_ISA_H */

@@ -233,40 +233,6 @@ static uint8_t *fetch_program(nm_job *job, struct neuron_prog_header *h) {
 
 enum step { STEP_RAN, STEP_BLOCKED, STEP_DONE, STEP_FAULT };
 
-/* Which engines may run each opcode (bit NEURON_ENGINE_*). */
-static unsigned opcode_engines(uint8_t op) {
-    const unsigned all = (1u << NEURON_ENGINE_TENSOR) | (1u << NEURON_ENGINE_VECTOR) |
-                         (1u << NEURON_ENGINE_SCALAR) | (1u << NEURON_ENGINE_SYNC);
-    const unsigned vs = (1u << NEURON_ENGINE_VECTOR) | (1u << NEURON_ENGINE_SCALAR);
-    switch (op) {
-    case NEURON_OP_END:
-    case NEURON_OP_NOP:
-    case NEURON_OP_NOTIFY:
-    case NEURON_OP_SEM_SIGNAL:
-    case NEURON_OP_SEM_WAIT:
-    case NEURON_OP_LOOP:
-        return all;
-    case NEURON_OP_DMA_LOAD:
-    case NEURON_OP_DMA_STORE:
-        return 1u << NEURON_ENGINE_SYNC;
-    case NEURON_OP_MATMUL:
-    case NEURON_OP_TRANSPOSE:
-        return 1u << NEURON_ENGINE_TENSOR;
-    case NEURON_OP_ACTIVATE:
-        return 1u << NEURON_ENGINE_SCALAR;
-    case NEURON_OP_TENSOR_TENSOR:
-    case NEURON_OP_REDUCE:
-    case NEURON_OP_IOTA:
-        return 1u << NEURON_ENGINE_VECTOR;
-    case NEURON_OP_TENSOR_SCALAR:
-    case NEURON_OP_COPY:
-    case NEURON_OP_MEMSET:
-        return vs;
-    default:
-        return 0;
-    }
-}
-
 /* Control instructions use only the header words (and imm[0] for LOOP). */
 static bool control_fields_ok(const struct neuron_insn *in, bool uses_imm0) {
     return bytes_zero(in->op, sizeof(in->op)) && (uses_imm0 || in->imm[0] == 0) && in->imm[1] == 0;
@@ -369,7 +335,7 @@ static enum step step(nm_exec *ex, nm_stream *s) {
         goto failed;
     }
     memcpy(&in, s->code + (size_t)s->pc * sizeof(in), sizeof(in));
-    if (!(opcode_engines(in.opcode) & (1u << s->engine))) {
+    if (!(neuron_opcode_engines(in.opcode) & (1u << s->engine))) {
         r.status = NEURON_JOB_STATUS_DECODE;
         goto failed;
     }

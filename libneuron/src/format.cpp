@@ -166,37 +166,6 @@ const char *opcode_name(uint8_t op) {
     }
 }
 
-unsigned opcode_engines(uint8_t op) {
-    const unsigned all = 0x1e, vs = (1u << NEURON_ENGINE_VECTOR) | (1u << NEURON_ENGINE_SCALAR);
-    switch (op) {
-    case NEURON_OP_END:
-    case NEURON_OP_NOP:
-    case NEURON_OP_NOTIFY:
-    case NEURON_OP_SEM_SIGNAL:
-    case NEURON_OP_SEM_WAIT:
-    case NEURON_OP_LOOP:
-        return all;
-    case NEURON_OP_DMA_LOAD:
-    case NEURON_OP_DMA_STORE:
-        return 1u << NEURON_ENGINE_SYNC;
-    case NEURON_OP_MATMUL:
-    case NEURON_OP_TRANSPOSE:
-        return 1u << NEURON_ENGINE_TENSOR;
-    case NEURON_OP_ACTIVATE:
-        return 1u << NEURON_ENGINE_SCALAR;
-    case NEURON_OP_TENSOR_TENSOR:
-    case NEURON_OP_REDUCE:
-    case NEURON_OP_IOTA:
-        return 1u << NEURON_ENGINE_VECTOR;
-    case NEURON_OP_TENSOR_SCALAR:
-    case NEURON_OP_COPY:
-    case NEURON_OP_MEMSET:
-        return vs;
-    default:
-        return 0;
-    }
-}
-
 bool zero(std::span<const std::byte> b, size_t off, size_t n) {
     for (size_t i = 0; i < n; i++)
         if (b[off + i] != std::byte{0})
@@ -308,7 +277,7 @@ class CodeChecker {
         if (!name)
             return bad(I, "unknown opcode {:#04x}", op);
         where_ = fmt::format("CODE[{}] instruction {} ({}): ", eng, index, name);
-        if (!(opcode_engines(op) & (1u << engine_)))
+        if (!(neuron_opcode_engines(op) & (1u << engine_)))
             return bad(I, "{} cannot run on the {} engine", name, eng);
         uint8_t flags = rd8(b_, I + 1), func = rd8(b_, I + 2), func2 = rd8(b_, I + 3);
         uint32_t arg = rd32(b_, I + 4);
