@@ -5,7 +5,8 @@
 #
 # neuron_add_vm_test(NAME n COMMAND cmd args... [TIMEOUT s] [DEVICES k]
 #                    [DEVICE_PROPS key=val...] [MEMORY size]
-#                    [OWN_BOOT [NO_NEURON]] [VARIANTS v...])
+#                    [OWN_BOOT [NO_NEURON] [HARNESS_ARGS a...] [LABELS l...]]
+#                    [VARIANTS v...])
 #   A test that runs inside a VM (tests/vm/neuron-vm) with neuron.ko loaded,
 #   label "vm", registered once per kernel variant as vm.<variant>.<n>.
 #   Variants: stock, stock-iommu, and debug, debug-iommu when a debug kernel
@@ -27,7 +28,8 @@
 #   OWN_BOOT tests (module load/unload cycles, device resets, ...) get a boot
 #   of their own: one plain test that runs `neuron-vm run -- COMMAND`; with
 #   NO_NEURON that boot loads no neuron.ko (for tests that load it
-#   themselves, e.g. with modprobe).
+#   themselves, e.g. with modprobe), HARNESS_ARGS added to its
+#   `neuron-vm run` (e.g. --nvme 1G) and LABELS added to "vm".
 
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(CMOCKA REQUIRED IMPORTED_TARGET cmocka)
@@ -106,15 +108,15 @@ endfunction()
 
 function(neuron_add_vm_test)
   cmake_parse_arguments(ARG "OWN_BOOT;NO_NEURON" "NAME;TIMEOUT;DEVICES;MEMORY"
-                        "COMMAND;VARIANTS;DEVICE_PROPS" ${ARGN})
+                        "COMMAND;VARIANTS;DEVICE_PROPS;HARNESS_ARGS;LABELS" ${ARGN})
   if(NOT ARG_NAME OR NOT ARG_COMMAND)
     message(FATAL_ERROR "neuron_add_vm_test: NAME and COMMAND are required")
   endif()
   if(NOT ARG_NAME MATCHES "^[A-Za-z0-9_][A-Za-z0-9_.+-]*$")
     message(FATAL_ERROR "neuron_add_vm_test: bad test name '${ARG_NAME}'")
   endif()
-  if(ARG_NO_NEURON AND NOT ARG_OWN_BOOT)
-    message(FATAL_ERROR "neuron_add_vm_test: NO_NEURON needs OWN_BOOT")
+  if((ARG_NO_NEURON OR ARG_HARNESS_ARGS OR ARG_LABELS) AND NOT ARG_OWN_BOOT)
+    message(FATAL_ERROR "neuron_add_vm_test: NO_NEURON, HARNESS_ARGS and LABELS need OWN_BOOT")
   endif()
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 120)
@@ -145,7 +147,7 @@ function(neuron_add_vm_test)
     foreach(_variant IN LISTS _variants)
       _neuron_vm_add_own_boot_test(${_variant} ${ARG_NAME} ${ARG_TIMEOUT} ${ARG_DEVICES}
                                    "${_command}" "${ARG_DEVICE_PROPS}" "${ARG_MEMORY}"
-                                   "${ARG_NO_NEURON}")
+                                   "${ARG_NO_NEURON}" "${ARG_HARNESS_ARGS}" "${ARG_LABELS}")
     endforeach()
     return()
   endif()
@@ -187,7 +189,7 @@ function(neuron_add_vm_test)
 endfunction()
 
 function(_neuron_vm_add_own_boot_test variant name timeout devices command props memory
-                                     no_neuron)
+                                     no_neuron harness_args labels)
   string(REGEX REPLACE "-iommu$" "" _flavour ${variant})
   math(EXPR _boot_timeout "${timeout} + ${_neuron_vm_boot_allowance_${_flavour}}")
   math(EXPR _ctest_timeout "${_boot_timeout} + 60")
@@ -199,10 +201,10 @@ function(_neuron_vm_add_own_boot_test variant name timeout devices command props
     list(APPEND _args --no-neuron)
   endif()
   add_test(NAME vm.${variant}.${name}
-           COMMAND ${NEURON_VM_HARNESS} run ${_args} --test-timeout ${timeout}
+           COMMAND ${NEURON_VM_HARNESS} run ${_args} ${harness_args} --test-timeout ${timeout}
                    --timeout ${_boot_timeout} -- /bin/sh -c "${command}")
   set_tests_properties(vm.${variant}.${name} PROPERTIES
-    LABELS vm TIMEOUT ${_ctest_timeout} PROCESSORS 2 REQUIRED_FILES "${_args_files}")
+    LABELS "vm;${labels}" TIMEOUT ${_ctest_timeout} PROCESSORS 2 REQUIRED_FILES "${_args_files}")
 endfunction()
 
 # Deferred to the end of the top-level directory: one boot per group.
