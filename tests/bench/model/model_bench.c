@@ -1,14 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * neuron-model-bench: fp32 matmul GFLOP/s of the device model, measured
- * through the ISA (tiled MATMUL instructions on operands in SBUF, as a
- * compiler would emit them), next to OpenBLAS cblas_sgemm on one thread on
- * the same sizes and data, in the same run.
+ * neuron-model-bench: matmul GFLOP/s of the device model, measured through
+ * the ISA (tiled MATMUL instructions on operands in SBUF, as a compiler
+ * would emit them) with fp32 and bf16 inputs (fp32 accumulation in PSUM),
+ * next to OpenBLAS cblas_sgemm on one thread on the same sizes and data, in
+ * the same run. sgemm is fp32 in both rows: OpenBLAS has no bf16 path the
+ * model could be held to, and the model computes in fp32 either way.
  *
- * Usage: neuron-model-bench [--quick] [--seconds S]
+ * Every figure is the median (with min and max) of --repeat timed runs;
+ * each timed run lasts about --seconds. neuron-bench reads --json to show
+ * these host-side limits next to the emulated device's figures.
+ *
+ * Usage: neuron-model-bench [--quick] [--seconds S] [--repeat N]
+ *                           [--shape MxNxK] [--json FILE]
  */
 #define _POSIX_C_SOURCE 200809L
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,27 +24,63 @@
 
 #include "progbuild.h"
 
+#define MAX_REPEAT 100
+
 static double now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+typedef struct stats {
+    double median, min, max;
+    unsigned runs;
+} stats;
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Sorts @v in place. */
+static stats stats_of(double *v, unsigned n) {
+    qsort(v, n, sizeof(*v), cmp_double);
+    stats s = {n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2, v[0], v[n - 1], n};
+    return s;
+}
+
+/* fp32 -> bf16, round to nearest even (hw/isa.md 3.3); the data has no NaNs. */
+static uint16_t to_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+static size_t dtype_bytes(uint8_t dt) {
+    return dt == NEURON_DT_FP32 ? 4 : 2;
+}
+
+static const char *dtype_name(uint8_t dt) {
+    return dt == NEURON_DT_FP32 ? "fp32" : "bf16";
+}
+
 /*
- * C[M, N] = A^T B with A [K, M] and B [K, N] (row-major), M and K multiples
- * of 128, N a multiple of 512. SBUF: A as K/128 tiles of [128, M], B as
- * K/128 tiles of [128, N]; each [128, 512] output tile accumulates K/128
- * matmuls in a PSUM bank. The tile loop repeats @reps times (LOOP).
+ * C[M, N] = A^T B with A [K, M] and B [K, N] (row-major, elements of @dt),
+ * M and K multiples of 128, N a multiple of 512. SBUF: A as K/128 tiles of
+ * [128, M], B as K/128 tiles of [128, N]; each [128, 512] output tile
+ * accumulates K/128 matmuls in a PSUM bank. The tile loop repeats @reps
+ * times (LOOP).
  */
-static void build(pb_prog *p, uint32_t sa, uint32_t sb, uint32_t M, uint32_t N, uint32_t K,
-                  uint32_t reps) {
-    const uint32_t kt = K / 128, a_off = 0, b_off = kt * M * 4;
+static void build(pb_prog *p, uint8_t dt, uint32_t sa, uint32_t sb, uint32_t M, uint32_t N,
+                  uint32_t K, uint32_t reps) {
+    const uint32_t es = (uint32_t)dtype_bytes(dt), kt = K / 128, a_off = 0, b_off = kt * M * es;
     pb_init(p);
     for (uint32_t k = 0; k < kt; k++) {
-        pb_dma(p, true, pb_sbuf(NEURON_DT_FP32, 0, 128, a_off + k * M * 4, M), sa,
-               (uint64_t)k * 128 * M * 4, M * 4, 4, 0);
-        pb_dma(p, true, pb_sbuf(NEURON_DT_FP32, 0, 128, b_off + k * N * 4, N), sb,
-               (uint64_t)k * 128 * N * 4, N * 4, 4, 0);
+        pb_dma(p, true, pb_sbuf(dt, 0, 128, a_off + k * M * es, M), sa, (uint64_t)k * 128 * M * es,
+               M * es, es, 0);
+        pb_dma(p, true, pb_sbuf(dt, 0, 128, b_off + k * N * es, N), sb, (uint64_t)k * 128 * N * es,
+               N * es, es, 0);
     }
     pb_signal(p, NEURON_ENGINE_SYNC, 0, 1);
     pb_end(p, NEURON_ENGINE_SYNC);
@@ -50,91 +92,255 @@ static void build(pb_prog *p, uint32_t sa, uint32_t sb, uint32_t M, uint32_t N, 
                 pb_matmul(p,
                           pb_psum(NEURON_DT_FP32, 0, 128,
                                   (tile % NEURON_PSUM_BANKS) * NEURON_PSUM_BANK_SIZE, 512),
-                          pb_sbuf(NEURON_DT_FP32, 0, 128, a_off + (k * M + m) * 4, 128),
-                          pb_sbuf(NEURON_DT_FP32, 0, 128, b_off + (k * N + n) * 4, 512), k > 0);
+                          pb_sbuf(dt, 0, 128, a_off + (k * M + m) * es, 128),
+                          pb_sbuf(dt, 0, 128, b_off + (k * N + n) * es, 512), k > 0);
     if (reps > 1)
         pb_loop(p, NEURON_ENGINE_TENSOR, 0, top, reps);
     pb_end(p, NEURON_ENGINE_TENSOR);
 }
 
-static int bench(uint32_t M, uint32_t N, uint32_t K, double seconds) {
-    tenv *t = te_new();
-    uint8_t *pa, *pbm;
-    uint32_t sa = te_buffer(t, (uint64_t)K * M * 4, NEURON_BIND_READ, &pa);
-    uint32_t sb = te_buffer(t, (uint64_t)K * N * 4, NEURON_BIND_READ, &pbm);
-    float *a = (float *)(void *)pa, *b = (float *)(void *)pbm;
-    float *c = malloc(sizeof(float) * M * N);
-    uint64_t s = 88172645463325252ull;
-    for (uint64_t i = 0; i < (uint64_t)K * M; i++) {
-        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-        a[i] = (float)(s >> 40) / (float)(1u << 24) - 0.5f;
-    }
-    for (uint64_t i = 0; i < (uint64_t)K * N; i++) {
-        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-        b[i] = (float)(s >> 40) / (float)(1u << 24) - 0.5f;
-    }
-    const double flop = 2.0 * M * N * K;
+typedef struct image {
+    uint8_t *bytes;
+    size_t size;
+} image;
 
-    /* Model: calibrate repetitions on one pass, then time a long run. */
+static image build_image(uint8_t dt, uint32_t sa, uint32_t sb, uint32_t M, uint32_t N, uint32_t K,
+                         uint32_t reps) {
     pb_prog p;
-    build(&p, sa, sb, M, N, K, 1);
+    build(&p, dt, sa, sb, M, N, K, reps);
+    image im;
+    im.bytes = pb_image(&p, &im.size);
+    pb_free(&p);
+    return im;
+}
+
+/* Runs @im once; the elapsed seconds, or a negative value on failure. */
+static double run_timed(tenv *t, const image *im, uint64_t flops_expected) {
     double t0 = now();
-    if (te_run(t, &p) != NEURON_JOB_STATUS_OK) {
-        fprintf(stderr, "model run failed: status %#x info %u\n", t->job.status, t->job.info);
-        return 1;
+    uint32_t st = te_run_image(t, im->bytes, im->size);
+    double elapsed = now() - t0;
+    if (st != NEURON_JOB_STATUS_OK || t->job.flops != flops_expected) {
+        fprintf(stderr, "model run failed: status %#x info %u, %llu FLOPs (expected %llu)\n", st,
+                t->job.info, (unsigned long long)t->job.flops, (unsigned long long)flops_expected);
+        return -1;
     }
-    double one = now() - t0;
-    pb_free(&p);
-    uint32_t reps = (uint32_t)(seconds / (one > 1e-6 ? one : 1e-6)) + 1;
-    build(&p, sa, sb, M, N, K, reps);
-    t0 = now();
-    uint32_t st = te_run(t, &p);
-    double model_s = now() - t0;
-    pb_free(&p);
-    if (st != NEURON_JOB_STATUS_OK || t->job.flops != (uint64_t)(flop * reps)) {
-        fprintf(stderr, "model run failed: status %#x\n", st);
-        return 1;
+    return elapsed;
+}
+
+/*
+ * The model's GFLOP/s with inputs of @dt. The repetition count is
+ * calibrated by doubling it until a run takes an eighth of @seconds (so the
+ * fixed cost of a job, loading A and B into SBUF, no longer dominates),
+ * then scaled to @seconds.
+ */
+static int bench_model(tenv *t, uint8_t dt, uint32_t sa, uint32_t sb, uint32_t M, uint32_t N,
+                       uint32_t K, double seconds, unsigned repeat, stats *out) {
+    const double flop = 2.0 * M * N * K;
+    uint32_t reps = 1;
+    double elapsed;
+    for (;;) {
+        image im = build_image(dt, sa, sb, M, N, K, reps);
+        elapsed = run_timed(t, &im, (uint64_t)(flop * reps));
+        free(im.bytes);
+        if (elapsed < 0)
+            return 1;
+        if (elapsed >= seconds / 8 || reps >= (1u << 30))
+            break;
+        reps *= 2;
     }
-    double model_gf = flop * reps / model_s * 1e-9;
+    double scaled = (double)reps * seconds / (elapsed > 1e-9 ? elapsed : 1e-9);
+    reps = scaled < 1 ? 1 : scaled > 4e9 ? 4000000000u : (uint32_t)scaled;
 
-    /* OpenBLAS, one thread: C = A^T B on the same data. */
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.0f, a, (int)M, b,
-                (int)N, 0.0f, c, (int)N);
-    int n_blas = 0;
-    t0 = now();
-    do {
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.0f, a,
-                    (int)M, b, (int)N, 0.0f, c, (int)N);
-        n_blas++;
-    } while (now() - t0 < seconds);
-    double blas_gf = flop * n_blas / (now() - t0) * 1e-9;
-
-    printf("%5u x %5u x %5u   %9.2f   %9.2f   %6.3f\n", M, N, K, model_gf, blas_gf,
-           model_gf / blas_gf);
-    free(c);
-    te_free(t);
+    image im = build_image(dt, sa, sb, M, N, K, reps);
+    double gflops[MAX_REPEAT];
+    for (unsigned r = 0; r < repeat; r++) {
+        elapsed = run_timed(t, &im, (uint64_t)(flop * reps));
+        if (elapsed < 0) {
+            free(im.bytes);
+            return 1;
+        }
+        gflops[r] = flop * reps / elapsed * 1e-9;
+    }
+    free(im.bytes);
+    *out = stats_of(gflops, repeat);
     return 0;
 }
 
+/* OpenBLAS on one thread: C = A^T B on the same data, calls counted per run. */
+static stats bench_sgemm(const float *a, const float *b, float *c, uint32_t M, uint32_t N,
+                         uint32_t K, double seconds, unsigned repeat) {
+    const double flop = 2.0 * M * N * K;
+    double gflops[MAX_REPEAT];
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.0f, a, (int)M, b,
+                (int)N, 0.0f, c, (int)N);
+    for (unsigned r = 0; r < repeat; r++) {
+        int calls = 0;
+        double t0 = now(), elapsed;
+        do {
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.0f, a,
+                        (int)M, b, (int)N, 0.0f, c, (int)N);
+            calls++;
+        } while ((elapsed = now() - t0) < seconds);
+        gflops[r] = flop * calls / elapsed * 1e-9;
+    }
+    return stats_of(gflops, repeat);
+}
+
+typedef struct result {
+    uint32_t m, n, k;
+    uint8_t dtype;
+    stats model, sgemm;
+} result;
+
+static void fill_random(float *v, uint64_t count, uint64_t *state) {
+    uint64_t s = *state;
+    for (uint64_t i = 0; i < count; i++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        v[i] = (float)(s >> 40) / (float)(1u << 24) - 0.5f;
+    }
+    *state = s;
+}
+
+/* Both dtypes of one shape into out[0] (fp32) and out[1] (bf16). */
+static int bench(uint32_t M, uint32_t N, uint32_t K, double seconds, unsigned repeat,
+                 result out[2]) {
+    tenv *t = te_new();
+    uint8_t *pa, *pbm, *pa16, *pb16;
+    const uint64_t a_elems = (uint64_t)K * M, b_elems = (uint64_t)K * N;
+    uint32_t sa = te_buffer(t, a_elems * 4, NEURON_BIND_READ, &pa);
+    uint32_t sb = te_buffer(t, b_elems * 4, NEURON_BIND_READ, &pbm);
+    uint32_t sa16 = te_buffer(t, a_elems * 2, NEURON_BIND_READ, &pa16);
+    uint32_t sb16 = te_buffer(t, b_elems * 2, NEURON_BIND_READ, &pb16);
+    float *a = (float *)(void *)pa, *b = (float *)(void *)pbm;
+    float *c = malloc(sizeof(float) * M * N);
+    if (!c)
+        abort();
+    uint64_t seed = 88172645463325252ull;
+    fill_random(a, a_elems, &seed);
+    fill_random(b, b_elems, &seed);
+    /* The bf16 operands are the same data, rounded. */
+    uint16_t *a16 = (uint16_t *)(void *)pa16, *b16 = (uint16_t *)(void *)pb16;
+    for (uint64_t i = 0; i < a_elems; i++)
+        a16[i] = to_bf16(a[i]);
+    for (uint64_t i = 0; i < b_elems; i++)
+        b16[i] = to_bf16(b[i]);
+
+    int err = bench_model(t, NEURON_DT_FP32, sa, sb, M, N, K, seconds, repeat, &out[0].model) ||
+              bench_model(t, NEURON_DT_BF16, sa16, sb16, M, N, K, seconds, repeat, &out[1].model);
+    if (!err) {
+        stats sg = bench_sgemm(a, b, c, M, N, K, seconds, repeat);
+        for (int i = 0; i < 2; i++) {
+            out[i].m = M, out[i].n = N, out[i].k = K, out[i].sgemm = sg;
+            out[i].dtype = i ? NEURON_DT_BF16 : NEURON_DT_FP32;
+            printf("%5u x %5u x %5u  %-5s  %9.2f   %9.2f   %6.3f\n", M, N, K,
+                   dtype_name(out[i].dtype), out[i].model.median, sg.median,
+                   out[i].model.median / sg.median);
+        }
+        fflush(stdout);
+    }
+    free(c);
+    te_free(t);
+    return err;
+}
+
+static void json_stats(FILE *f, const char *name, const stats *s) {
+    fprintf(f, "\"%s\": {\"median\": %.6g, \"min\": %.6g, \"max\": %.6g, \"runs\": %u}", name,
+            s->median, s->min, s->max, s->runs);
+}
+
+static int write_json(const char *path, const result *res, size_t count, double seconds) {
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        perror(path);
+        return 1;
+    }
+    fprintf(f, "{\n  \"unit\": \"GFLOP/s\",\n  \"seconds_per_run\": %g,\n", seconds);
+    fprintf(f, "  \"sgemm\": \"OpenBLAS cblas_sgemm, 1 thread, fp32\",\n  \"matmul\": [");
+    for (size_t i = 0; i < count; i++) {
+        const result *r = &res[i];
+        fprintf(f, "%s\n    {\"m\": %u, \"n\": %u, \"k\": %u, \"dtype\": \"%s\", ", i ? "," : "",
+                r->m, r->n, r->k, dtype_name(r->dtype));
+        json_stats(f, "model_gflops", &r->model);
+        fputs(", ", f);
+        json_stats(f, "sgemm_gflops", &r->sgemm);
+        fputc('}', f);
+    }
+    fprintf(f, "\n  ]\n}\n");
+    if (fclose(f)) {
+        perror(path);
+        return 1;
+    }
+    return 0;
+}
+
+static int usage(const char *argv0) {
+    fprintf(stderr,
+            "usage: %s [--quick] [--seconds S] [--repeat N] [--shape MxNxK] [--json FILE]\n"
+            "  --quick         short runs (%s)\n"
+            "  --seconds S     length of one timed run (default 0.5)\n"
+            "  --repeat N      timed runs per figure, 1..%d (default 5)\n"
+            "  --shape MxNxK   only this shape (M, K multiples of 128, N of 512)\n"
+            "  --json FILE     also write the figures as JSON\n",
+            argv0, "0.05 s, 3 runs", MAX_REPEAT);
+    return 2;
+}
+
 int main(int argc, char **argv) {
-    double seconds = 1.0;
+    double seconds = 0;
+    unsigned repeat = 0; /* 0: the default of the mode */
+    bool quick = false;
+    const char *json = NULL;
+    uint32_t only[3] = {0, 0, 0};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) {
-            seconds = 0.1;
+            quick = true;
         } else if (!strcmp(argv[i], "--seconds") && i + 1 < argc) {
             seconds = atof(argv[++i]);
+            if (!(seconds > 0))
+                return usage(argv[0]);
+        } else if (!strcmp(argv[i], "--repeat") && i + 1 < argc) {
+            long n = strtol(argv[++i], NULL, 10);
+            if (n < 1 || n > MAX_REPEAT)
+                return usage(argv[0]);
+            repeat = (unsigned)n;
+        } else if (!strcmp(argv[i], "--json") && i + 1 < argc) {
+            json = argv[++i];
+        } else if (!strcmp(argv[i], "--shape") && i + 1 < argc) {
+            if (sscanf(argv[++i], "%ux%ux%u", &only[0], &only[1], &only[2]) != 3 || !only[0] ||
+                only[0] % 128 || !only[1] || only[1] % 512 || !only[2] || only[2] % 128)
+                return usage(argv[0]);
         } else {
-            fprintf(stderr, "usage: %s [--quick] [--seconds S]\n", argv[0]);
-            return 2;
+            return usage(argv[0]);
         }
     }
+    if (!seconds)
+        seconds = quick ? 0.05 : 0.5;
+    if (!repeat)
+        repeat = quick ? 3 : 5;
+    /* fp32 A and B must fit in one SBUF partition's share. */
+    if (only[0] && (uint64_t)only[2] / 128 * ((uint64_t)only[0] + only[1]) * 4 >
+                       NEURON_SBUF_DEFAULT_SIZE / 128) {
+        fprintf(stderr, "%s: %ux%ux%u does not fit in SBUF\n", argv[0], only[0], only[1], only[2]);
+        return 2;
+    }
+
     openblas_set_num_threads(1);
-    printf("fp32 matmul, C[M,N] = A[K,M]^T B[K,N]; model through MATMUL instructions,\n"
-           "OpenBLAS cblas_sgemm on 1 thread; GFLOP/s\n\n");
-    printf("%-23s   %9s   %9s   %6s\n", "M x N x K", "model", "sgemm", "ratio");
+    printf("matmul, C[M,N] = A[K,M]^T B[K,N], fp32 accumulation; model through MATMUL\n"
+           "instructions, OpenBLAS cblas_sgemm (fp32) on 1 thread; GFLOP/s, median of %u\n\n",
+           repeat);
+    printf("%-23s  %-5s  %9s   %9s   %6s\n", "M x N x K", "dtype", "model", "sgemm", "ratio");
     static const uint32_t sizes[][3] = {{128, 512, 128}, {512, 512, 512}, {1024, 1024, 1024}};
-    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
-        if (bench(sizes[i][0], sizes[i][1], sizes[i][2], seconds))
+    const uint32_t(*shapes)[3] = sizes;
+    size_t nshapes = sizeof(sizes) / sizeof(sizes[0]);
+    if (only[0]) {
+        shapes = &only;
+        nshapes = 1;
+    }
+    result res[2 * sizeof(sizes) / sizeof(sizes[0])];
+    for (size_t i = 0; i < nshapes; i++)
+        if (bench(shapes[i][0], shapes[i][1], shapes[i][2], seconds, repeat, &res[2 * i]))
             return 1;
+    if (json && write_json(json, res, 2 * nshapes, seconds))
+        return 1;
     return 0;
 }

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: MIT
+#include <algorithm>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "bench.hpp"
+#include "peer.hpp"
+
+namespace nbench {
+
+Stats Stats::of(std::vector<double> values) {
+    if (values.empty())
+        throw std::invalid_argument("no measurements to summarize");
+    std::sort(values.begin(), values.end());
+    const size_t n = values.size();
+    const double median = n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+    return Stats{median, values.front(), values.back(), static_cast<unsigned>(n)};
+}
+
+Stats repeat_runs(unsigned repeat, const std::function<double()> &once, bool warm_up) {
+    if (warm_up)
+        once();
+    std::vector<double> values;
+    for (unsigned i = 0; i < std::max(repeat, 1u); i++)
+        values.push_back(once());
+    return Stats::of(std::move(values));
+}
+
+bool Options::wants(const std::string &section) const {
+    return sections.empty() ||
+           std::find(sections.begin(), sections.end(), section) != sections.end();
+}
+
+std::vector<uint64_t> copy_sizes(const Options &o) {
+    std::vector<uint64_t> sizes;
+    for (uint64_t s = 4096; s <= o.max_copy; s *= o.quick ? 16 : 4)
+        sizes.push_back(s);
+    return sizes;
+}
+
+std::string size_label(uint64_t bytes) {
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB"};
+    unsigned u = 0;
+    while (u < 3 && bytes >= 1024 && bytes % 1024 == 0) {
+        bytes /= 1024;
+        u++;
+    }
+    return fmt::format("{} {}", bytes, units[u]);
+}
+
+std::optional<neuron::Device> open_device(const Options &o) {
+    if (o.no_device || neuron::enumerate().empty())
+        return std::nullopt;
+    return o.device.empty() ? neuron::Device::open_first() : neuron::Device::open(o.device);
+}
+
+std::optional<BlockPeer> open_peer(const Options &o, std::string &why_not) {
+    if (o.nvme.empty()) {
+        why_not = "no peer device (--nvme)";
+        return std::nullopt;
+    }
+    try {
+        return std::optional<BlockPeer>(std::in_place, o.nvme);
+    } catch (const std::exception &e) {
+        why_not = e.what();
+        return std::nullopt;
+    }
+}
+
+} // namespace nbench
