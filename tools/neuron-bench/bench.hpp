@@ -107,6 +107,7 @@ struct Options {
     unsigned repeat = 5; ///< measured runs per figure
     std::string device;  ///< "" = first device
     std::string nvme;    ///< peer block device ("" = none)
+    uint64_t min_copy = 4096;
     uint64_t max_copy = 256u << 20;
     unsigned max_depth = 64;
     std::vector<std::string> sections; ///< empty = all
@@ -119,7 +120,7 @@ struct Options {
 /// driver has none.
 std::optional<neuron::Device> open_device(const Options &o);
 
-/// Sizes 4 KiB .. @p max, x4 apart (x16 in quick mode).
+/// Copy sizes min_copy .. max_copy, x4 apart (x16 in quick mode).
 std::vector<uint64_t> copy_sizes(const Options &o);
 /// "4 KiB", "256 MiB".
 std::string size_label(uint64_t bytes);

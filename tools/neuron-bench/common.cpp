@@ -34,7 +34,7 @@ bool Options::wants(const std::string &section) const {
 
 std::vector<uint64_t> copy_sizes(const Options &o) {
     std::vector<uint64_t> sizes;
-    for (uint64_t s = 4096; s <= o.max_copy; s *= o.quick ? 16 : 4)
+    for (uint64_t s = o.min_copy; s <= o.max_copy; s *= o.quick ? 16 : 4)
         sizes.push_back(s);
     return sizes;
 }

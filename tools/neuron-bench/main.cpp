@@ -53,16 +53,20 @@ int main(int argc, char **argv) {
                  "models) next to the limit of each figure and a peer device, in one run. Every "
                  "figure is the median of repeated runs with min and max; ratios compare "
                  "medians of the same run."};
-    app.add_flag("-q,--quick", o.quick, "Few sizes and repeats: a check that it all runs");
-    app.add_option("-r,--repeat", o.repeat, "Measured runs per figure")
-        ->check(CLI::Range(1u, 1000u))
-        ->capture_default_str();
+    app.add_flag("-q,--quick", o.quick,
+                 "Few sizes, short runs, 3 repeats unless --repeat: a check that it all runs");
+    auto *repeat = app.add_option("-r,--repeat", o.repeat, "Measured runs per figure")
+                       ->check(CLI::Range(1u, 1000u))
+                       ->capture_default_str();
     app.add_option("-d,--device", o.device,
                    "Device: index, node or PCI address (default: the first)");
     if (const char *env = std::getenv("NEURON_VM_NVME"))
         o.nvme = env;
     app.add_option("--nvme", o.nvme,
                    "Peer block device read with O_DIRECT (default: $NEURON_VM_NVME)");
+    app.add_option("--min-copy", o.min_copy, "Smallest copy in bytes")
+        ->transform(CLI::AsSizeValue(false))
+        ->capture_default_str();
     app.add_option("--max-copy", o.max_copy, "Largest copy in bytes")
         ->transform(CLI::AsSizeValue(false))
         ->capture_default_str();
@@ -83,8 +87,10 @@ int main(int argc, char **argv) {
                  "no host figures)");
     app.add_option("-j,--json", json_path, "Also write the report as JSON to this file");
     CLI11_PARSE(app, argc, argv);
-    if (o.max_copy < 4096) {
-        std::cerr << "neuron-bench: --max-copy must be at least 4 KiB\n";
+    if (o.quick && repeat->count() == 0)
+        o.repeat = 3;
+    if (o.min_copy < 4096 || o.min_copy % 4096 || o.max_copy < o.min_copy) {
+        std::cerr << "neuron-bench: copies must be multiples of 4 KiB, --min-copy <= --max-copy\n";
         return 2;
     }
 
