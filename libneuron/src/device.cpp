@@ -55,15 +55,16 @@ FenceState::~FenceState() {
         drmSyncobjDestroy(device->fd, syncobj);
 }
 
+// libdrm's drmSyncobjCreate() and drmSyncobjExportSyncFile() return -1, not
+// -errno, on failure: the ioctls are made directly so that errno is kept.
 uint32_t create_syncobj(const DeviceState &dev) {
-    uint32_t h = 0;
-    if (int r = drmSyncobjCreate(dev.fd, 0, &h); r)
-        throw_errno(-r, dev.path + ": creating a DRM syncobj",
-                    r == -EPERM || r == -EOPNOTSUPP || r == -EINVAL
-                        ? "the driver does not offer DRM syncobjs (DRIVER_SYNCOBJ), which copies "
-                          "and jobs need"
-                        : "");
-    return h;
+    drm_syncobj_create args{};
+    if (int e = dev.ioctl(DRM_IOCTL_SYNCOBJ_CREATE, &args); e)
+        throw_errno(e, dev.path + ": creating a DRM syncobj",
+                    e == EOPNOTSUPP ? "the driver does not offer DRM syncobjs (DRIVER_SYNCOBJ), "
+                                      "which copies and jobs need"
+                                    : "");
+    return args.handle;
 }
 
 } // namespace detail
@@ -565,11 +566,15 @@ std::error_code Fence::try_wait(std::chrono::nanoseconds timeout) const noexcept
     }
     // DRM syncobj waits do not report fence errors: read the fence status
     // through a sync file.
-    int sfd = -1;
-    if (int e = drmSyncobjExportSyncFile(s.device->fd, h, &sfd); e) {
-        s.last_message = fmt::format("{}: reading its status: {}", s.label, detail::errno_text(-e));
-        return detail::errc_from_errno(-e);
+    drm_syncobj_handle exported{};
+    exported.handle = h;
+    exported.flags = DRM_SYNCOBJ_HANDLE_TO_FD_FLAGS_EXPORT_SYNC_FILE;
+    exported.fd = -1;
+    if (int e = s.device->ioctl(DRM_IOCTL_SYNCOBJ_HANDLE_TO_FD, &exported); e) {
+        s.last_message = fmt::format("{}: reading its status: {}", s.label, detail::errno_text(e));
+        return detail::errc_from_errno(e);
     }
+    const int sfd = exported.fd;
     sync_file_info info{};
     int ir = ::ioctl(sfd, SYNC_IOC_FILE_INFO, &info);
     int ierr = errno;
