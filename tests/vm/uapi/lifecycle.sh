@@ -2,15 +2,18 @@
 # SPDX-License-Identifier: MIT
 #
 # Lifetime of neuron.ko: unbind and rebind the device while a process has it
-# open with a buffer mapped, then unload and reload the module N times
-# (default 50). The kernel log verdict of the harness catches KASAN,
-# lockdep, kmemleak and DMA-API reports.
+# open with a buffer mapped, then while jobs and copies are in flight, then
+# unload and reload the module N times (default 50). The kernel log verdict
+# of the harness catches KASAN, lockdep, kmemleak and DMA-API reports.
 #
-# usage: lifecycle.sh [CYCLES]
+# usage: lifecycle.sh [CYCLES [NEURON_BENCH]]
+# With NEURON_BENCH (the neuron-bench binary), its submission and copy
+# sections are the load that the device is unbound under.
 # The module reloaded is $NEURON_KMOD, else the neuron.ko the harness
 # loaded (from $NEURON_VM_MODULES).
 set -eu
 cycles=${1:-50}
+bench=${2:-}
 ko=${NEURON_KMOD:-}
 if [ -z "$ko" ]; then
 	for m in ${NEURON_VM_MODULES:-}; do
@@ -62,6 +65,39 @@ PY
 echo "$bdf" >"$drv/bind"
 wait_node
 say "unbind/bind with an open file: ok"
+
+# Unbind under load: up to 64 no-op jobs queued on a core in one process,
+# 16 MiB copies on the DMA engines in another. Both must end (their waits
+# fail, nothing hangs, no signal), and the rebound device must work.
+if [ -n "$bench" ]; then
+	"$bench" --sections submit --max-depth 64 --repeat 1000 >load-jobs.log 2>&1 &
+	jobs_pid=$!
+	"$bench" --sections dma --min-copy 16M --max-copy 16M --repeat 1000 >load-copies.log 2>&1 &
+	copies_pid=$!
+	sleep 3
+	kill -0 $jobs_pid && kill -0 $copies_pid ||
+		{ say "the load ended before the unbind"; cat load-*.log; exit 1; }
+	echo "$bdf" >"$drv/unbind"
+	for pid in $jobs_pid $copies_pid; do
+		tries=0
+		while kill -0 "$pid" 2>/dev/null; do
+			tries=$((tries + 1))
+			[ $tries -lt 300 ] || { say "a process of the load hangs after the unbind"; cat load-*.log; exit 1; }
+			sleep 0.1
+		done
+		rc=0
+		wait "$pid" || rc=$?
+		[ "$rc" -gt 0 ] && [ "$rc" -lt 128 ] ||
+			{ say "the load exited with $rc after the unbind"; cat load-*.log; exit 1; }
+	done
+	say "the load failed cleanly: $(tail -n1 load-jobs.log); $(tail -n1 load-copies.log)"
+	echo "$bdf" >"$drv/bind"
+	wait_node
+	"$bench" --quick --repeat 1 --sections submit,dma --min-copy 1M --max-copy 1M \
+		--max-depth 2 >after.log 2>&1 ||
+		{ say "the rebound device does not work"; cat after.log; exit 1; }
+	say "unbind/bind under load: ok"
+fi
 
 cycle=0
 while [ $cycle -lt "$cycles" ]; do
