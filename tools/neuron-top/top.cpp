@@ -2,6 +2,7 @@
 #include "top.hpp"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <fmt/format.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "neuron_tools/format.hpp"
+#include "neuron_tools/sysfs.hpp"
 #include "neuron_tools/version.hpp"
 #include "view.hpp"
 
@@ -168,6 +170,17 @@ ordered_json batch_json(const Model &m, const std::vector<Event> &events, unsign
             {"events", evs}};
 }
 
+std::optional<ScreenSize> parse_screen_size(std::string_view text) {
+    size_t x = text.find('x');
+    if (x == std::string_view::npos)
+        return std::nullopt;
+    auto columns = parse_u64(text.substr(0, x));
+    auto rows = parse_u64(text.substr(x + 1));
+    if (!columns || !rows || *columns < 20 || *columns > 1000 || *rows < 5 || *rows > 1000)
+        return std::nullopt;
+    return ScreenSize{static_cast<int>(*columns), static_cast<int>(*rows)};
+}
+
 namespace {
 
 std::atomic<bool> g_interrupted{false};
@@ -176,12 +189,20 @@ void on_signal(int) {
     g_interrupted = true;
 }
 
-int run_batch(Sampler &sampler, double interval, unsigned count, bool json, std::ostream &out) {
+void catch_signals() {
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
     std::signal(SIGPIPE, on_signal);
-    auto period = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+}
+
+std::chrono::steady_clock::duration period_of(double interval) {
+    return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
         std::chrono::duration<double>(interval));
+}
+
+int run_batch(Sampler &sampler, double interval, unsigned count, bool json, std::ostream &out) {
+    catch_signals();
+    auto period = period_of(interval);
     auto next = std::chrono::steady_clock::now();
     sampler.start();
     for (unsigned i = 1; count == 0 || i <= count; i++) {
@@ -201,12 +222,34 @@ int run_batch(Sampler &sampler, double interval, unsigned count, bool json, std:
     return exit_ok;
 }
 
-int run_interactive(Sampler &sampler, double interval) {
+// Samples like the batch mode, then prints the interactive screen of the
+// last sample (and the events of all of them) as text.
+int run_screen(Sampler &sampler, double interval, unsigned count, const ScreenSize &size,
+               const UiState &ui, std::ostream &out) {
+    catch_signals();
+    auto period = period_of(interval);
+    auto next = std::chrono::steady_clock::now();
+    sampler.start();
+    std::optional<Model> model;
+    for (unsigned i = 1; i <= std::max(count, 1u); i++) {
+        next += period;
+        sampler.wait_until(next, {}, [] { return g_interrupted.load(); });
+        if (g_interrupted)
+            break;
+        model = sampler.sample();
+    }
+    if (!model) // interrupted before the first sample: the interval so far
+        model = sampler.sample();
+    out << render_to_text(*model, ui, size.columns, size.rows);
+    out.flush();
+    return exit_ok;
+}
+
+int run_interactive(Sampler &sampler, double interval, UiState ui) {
     using namespace ftxui;
     auto screen = ScreenInteractive::Fullscreen();
     std::mutex lock; // protects model
     Model model;
-    UiState ui;
     std::atomic<bool> paused{false};
 
     sampler.start();
@@ -271,14 +314,25 @@ int run(int argc, const char *const *argv, std::ostream &out, std::ostream &err,
     double interval = 1.0;
     unsigned count = 0;
     bool batch = false, as_json = false, version = false, no_netlink = false;
+    std::string screen_size, sort = "util";
     app.add_option("-d,--interval", interval, "Seconds between two samples (default 1.0)")
         ->check(CLI::Range(0.05, 3600.0));
-    app.add_flag("-b,--batch", batch,
-                 "Print samples as text lines instead of the interactive screen");
-    app.add_flag("-j,--json", as_json,
-                 "Print samples as JSON, one object per line (implies --batch)");
+    auto *batch_opt = app.add_flag("-b,--batch", batch,
+                                   "Print samples as text lines instead of the interactive screen");
+    auto *json_opt = app.add_flag("-j,--json", as_json,
+                                  "Print samples as JSON, one object per line (implies --batch)");
     app.add_option("-n,--count", count,
-                   "Stop after this many samples in batch mode (default: until interrupted)");
+                   "Stop after this many samples in batch mode (default: until interrupted; "
+                   "with --screen: 1)");
+    app.add_option("--screen", screen_size,
+                   "Take samples as in batch mode, then print the interactive screen of the "
+                   "last one as plain text, COLSxROWS characters (e.g. 80x24)")
+        ->type_name("COLSxROWS")
+        ->excludes(batch_opt)
+        ->excludes(json_opt);
+    app.add_option("-s,--sort", sort,
+                   "Sort the process list by util (default), memory, pid or command")
+        ->check(CLI::IsMember({"util", "memory", "pid", "command"}));
     app.add_flag("--no-netlink", no_netlink,
                  "Do not listen to the driver's netlink events: detect resets from the counters");
     app.add_flag("-V,--version", version, "Print the version and exit");
@@ -298,10 +352,24 @@ int run(int argc, const char *const *argv, std::ostream &out, std::ostream &err,
         out << "neuron-top " << NEURON_TOOLS_VERSION << "\n";
         return exit_ok;
     }
+    std::optional<ScreenSize> size;
+    if (app.count("--screen")) {
+        size = parse_screen_size(screen_size);
+        if (!size) {
+            err << "neuron-top: --screen: '" << screen_size
+                << "' is not COLSxROWS with 20 to 1000 columns and 5 to 1000 rows\n"
+                   "Run neuron-top --help for the options.\n";
+            return exit_usage;
+        }
+    }
+    UiState ui;
+    for (SortKey k : {SortKey::util, SortKey::memory, SortKey::pid, SortKey::command})
+        if (sort == sort_name(k))
+            ui.sort = k;
     if (as_json)
         batch = true;
-    if (!batch && !isatty(STDOUT_FILENO)) {
-        err << "neuron-top: standard output is not a terminal: use --batch or --json\n";
+    if (!batch && !size && !isatty(STDOUT_FILENO)) {
+        err << "neuron-top: standard output is not a terminal: use --batch, --json or --screen\n";
         return exit_usage;
     }
 
@@ -319,9 +387,11 @@ int run(int argc, const char *const *argv, std::ostream &out, std::ostream &err,
     }
 
     Sampler sampler(roots, !no_netlink);
+    if (size)
+        return run_screen(sampler, interval, count, *size, ui, out);
     if (batch)
         return run_batch(sampler, interval, count, as_json, out);
-    return run_interactive(sampler, interval);
+    return run_interactive(sampler, interval, ui);
 }
 
 } // namespace neuron::tools::top

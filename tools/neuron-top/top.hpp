@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -72,6 +73,15 @@ std::string batch_text(const Model &m, const std::vector<Event> &events, unsigne
 /// One sample as a JSON object (one line of --json output).
 nlohmann::ordered_json batch_json(const Model &m, const std::vector<Event> &events,
                                   unsigned sample);
+
+/// The size of a screen printed by --screen.
+struct ScreenSize {
+    int columns = 0;
+    int rows = 0;
+};
+
+/// "COLSxROWS" (20 to 1000 columns, 5 to 1000 rows); nullopt otherwise.
+std::optional<ScreenSize> parse_screen_size(std::string_view text);
 
 int run(int argc, const char *const *argv, std::ostream &out, std::ostream &err,
         const Roots &roots);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // neuron-top: screens rendered to text from fixed snapshots of the fake tree
 // (80x24 and 160x50), keys, rates measured with real time, counter events,
-// batch and JSON output, --help vs the man page.
+// batch and JSON output, --screen, --help vs the man page.
 #include <chrono>
 #include <sstream>
 #include <thread>
@@ -249,6 +249,67 @@ void test_batch(void **) {
     assert_int_equal(n, 2);
 }
 
+std::vector<std::string> lines_of(const std::string &text) {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);)
+        out.push_back(line);
+    return out;
+}
+
+// Characters of a UTF-8 line (the screen's bars and rules are multibyte).
+size_t columns(const std::string &line) {
+    size_t n = 0;
+    for (unsigned char c : line)
+        n += (c & 0xc0) != 0x80;
+    return n;
+}
+
+// --screen: the interactive screen of a live sample of the fake tree.
+void test_screen_option(void **) {
+    fake::Tree t;
+    t.standard();
+    Result r = run_top(
+        t.roots(), {"--screen", "80x24", "--interval", "0.05", "--sort", "memory", "--no-netlink"});
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.err.c_str(), "");
+    auto lines = lines_of(r.out);
+    assert_int_equal(lines.size(), 24);
+    for (const auto &l : lines)
+        assert_true(columns(l) <= 80);
+    assert_true(lines[0].rfind(" neuron-top ", 0) == 0);
+    assert_true(lines[0].find("  2 devices  every ") != std::string::npos);
+    assert_true(r.out.find("PROCESSES (3, sorted by memory)") != std::string::npos);
+    size_t train = r.out.find("\n1200    accel0  train ");
+    size_t infer = r.out.find("\n1300    accel0  infer ");
+    assert_true(train != std::string::npos && infer != std::string::npos && train < infer);
+    assert_true(lines[23].rfind("events: polling reset_count (--no-netlink)", 0) == 0);
+    assert_true(r.out.find("\x1b[") == std::string::npos);
+
+    r = run_top(t.roots(), {"--screen", "160x50", "-n", "2", "-d", "0.05", "--no-netlink"});
+    assert_int_equal(r.status, 0);
+    lines = lines_of(r.out);
+    assert_int_equal(lines.size(), 50);
+    assert_true(r.out.find("PROCESSES (3, sorted by util)") != std::string::npos);
+    // At 160 columns a device's header fits on one line.
+    assert_true(lines[1].find("  resets 0") != std::string::npos);
+
+    for (const char *bad : {"80", "80x", "x24", "19x24", "80x4", "1001x24", "80x24x"}) {
+        r = run_top(t.roots(), {"--screen", bad});
+        assert_int_equal(r.status, top::exit_usage);
+        assert_true(r.err.find("--screen") != std::string::npos);
+    }
+    r = run_top(t.roots(), {"--screen", "80x24", "--batch"});
+    assert_int_equal(r.status, top::exit_usage);
+    r = run_top(t.roots(), {"--screen", "80x24", "--json"});
+    assert_int_equal(r.status, top::exit_usage);
+    r = run_top(t.roots(), {"--screen", "80x24", "--sort", "size"});
+    assert_int_equal(r.status, top::exit_usage);
+
+    auto size = top::parse_screen_size("132x43");
+    assert_true(size && size->columns == 132 && size->rows == 43);
+}
+
 void test_errors_and_help(void **) {
     fake::Tree t;
     Result r = run_top(t.roots(), {"--batch"});
@@ -284,6 +345,7 @@ int main() {
         cmocka_unit_test(test_keys),
         cmocka_unit_test(test_sampler_real_time),
         cmocka_unit_test(test_batch),
+        cmocka_unit_test(test_screen_option),
         cmocka_unit_test(test_errors_and_help),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
