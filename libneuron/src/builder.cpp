@@ -491,10 +491,16 @@ std::vector<std::byte> ProgramBuilder::build() const {
     c.constants = impl_->constants;
     if (!c.constants.empty() && c.constants.size() % 64)
         c.constants.resize(align_up(c.constants.size(), 64));
+    // A stream must not run off its end: only END and an infinite LOOP
+    // never fall through.
+    auto ends_stream = [](std::span<const std::byte> insn) {
+        const auto op = static_cast<uint8_t>(insn[0]);
+        return op == NEURON_OP_END ||
+               (op == NEURON_OP_LOOP && rd32(insn, 56) == NEURON_LOOP_INFINITE);
+    };
     for (unsigned e = 0; e < num_engines; e++) {
         auto code = impl_->streams[e]->code_;
-        if (!code.empty() && static_cast<uint8_t>(code[code.size() - 64]) != NEURON_OP_END &&
-            static_cast<uint8_t>(code[code.size() - 64]) != NEURON_OP_LOOP) {
+        if (!code.empty() && !ends_stream(std::span(code).last(64))) {
             code.resize(code.size() + 64);
             code[code.size() - 64] = std::byte{NEURON_OP_END};
         }

@@ -155,6 +155,18 @@ static void end_appended(void **) {
     assert_int_equal(static_cast<int>(s[64]), NEURON_OP_END);
     assert_int_equal(p.num_slots(), 0);
     assert_false(p.const_slot().has_value());
+
+    // A counted LOOP falls through when done: END follows it; an infinite
+    // one never does.
+    ProgramBuilder loops("loops");
+    const Label top = loops.tensor().here();
+    loops.tensor().nop().loop(top, 3);
+    const Label forever = loops.vector().here();
+    loops.vector().nop().loop(forever, 0);
+    Program lp = loops.finish();
+    assert_int_equal(lp.stream(Engine::tensor).size(), 3 * 64);
+    assert_int_equal(static_cast<int>(lp.stream(Engine::tensor)[128]), NEURON_OP_END);
+    assert_int_equal(lp.stream(Engine::vector).size(), 2 * 64);
 }
 
 int main(void) {

@@ -71,8 +71,7 @@ Program job_program() {
     b.vector().memset(stationary.tap(), 0.5f).memset(moving.tap(), 1.0f).signal(operands);
     b.tensor().wait(operands);
     Label pass = b.tensor().here();
-    // A counted LOOP last in a stream gets no END from the builder.
-    b.tensor().matmul(product.tap(), stationary.tap(), moving.tap()).loop(pass, mm_passes).end();
+    b.tensor().matmul(product.tap(), stationary.tap(), moving.tap()).loop(pass, mm_passes);
     return b.finish();
 }
 
