@@ -51,8 +51,12 @@ done
 cat workload.out
 
 tools_version=$("$ls_bin" --version)
+# The device reset counts are what sysfs says (0 in the test's own boot;
+# nothing here resets).
+resets() { cat "/sys/class/accel/accel$1/device/neuron/reset_count"; }
 set -- --var pid=$wpid --var driver_version="$(cat /sys/module/neuron/version)" \
-	--var tools_version="${tools_version#neuron-ls }"
+	--var tools_version="${tools_version#neuron-ls }" \
+	--var resets0="$(resets 0)" --var resets1="$(resets 1)"
 # run OUTPUT COMMAND...: COMMAND's standard output into OUTPUT, printed.
 run() {
 	out=$1
