@@ -13,11 +13,16 @@
 #include <drm/drm_file.h>
 #include <drm/drm_gem.h>
 #include <drm/drm_gem_shmem_helper.h>
+#include <drm/drm_print.h>
 #include <drm/drm_vma_manager.h>
 #include <drm/neuron_accel.h>
 #include <linux/dma-buf.h>
+#include <linux/dma-mapping.h>
 #include <linux/mm.h>
+#include <linux/mutex.h>
+#include <linux/scatterlist.h>
 #include <linux/sizes.h>
+#include <linux/slab.h>
 
 #include "neuron_drv.h"
 #include "neuron_gem.h"
@@ -35,8 +40,18 @@ static struct dma_buf *neuron_gem_prime_export(struct drm_gem_object *obj,
 	return ERR_PTR(-EOPNOTSUPP);
 }
 
+static void neuron_host_bo_free(struct drm_gem_object *obj)
+{
+	struct neuron_bo *bo = to_neuron_bo(obj);
+
+	/* Every job and copy holds a reference while it uses the buffer. */
+	drm_WARN_ON(obj->dev, bo->dma_users);
+	mutex_destroy(&bo->dma_lock);
+	drm_gem_shmem_object_free(obj);
+}
+
 static const struct drm_gem_object_funcs neuron_host_bo_funcs = {
-	.free = drm_gem_shmem_object_free,
+	.free = neuron_host_bo_free,
 	.print_info = drm_gem_shmem_object_print_info,
 	.mmap = drm_gem_shmem_object_mmap,
 	.vm_ops = &drm_gem_shmem_vm_ops,
@@ -63,7 +78,84 @@ struct drm_gem_object *neuron_gem_create_object(struct drm_device *drm,
 		return ERR_PTR(-ENOMEM);
 	bo->region = DRM_NEURON_BO_HOST;
 	bo->base.funcs = &neuron_host_bo_funcs;
+	mutex_init(&bo->dma_lock);
 	return &bo->base;
+}
+
+/**
+ * neuron_bo_dma_get() - pin a host buffer and map it for the device
+ * @bo: a %DRM_NEURON_BO_HOST buffer
+ *
+ * The first user pins the buffer's pages and DMA-maps them; later users
+ * share that mapping. Each successful call is paired with one
+ * neuron_bo_dma_put(). May sleep; not for the fence signalling path.
+ *
+ * Return: the DMA-mapped SG table, valid until the matching
+ * neuron_bo_dma_put(), or an ERR_PTR().
+ */
+struct sg_table *neuron_bo_dma_get(struct neuron_bo *bo)
+{
+	struct neuron_device *ndev = to_neuron_device(bo->base.dev);
+	struct sg_table *sgt;
+	int ret;
+
+	mutex_lock(&bo->dma_lock);
+	if (bo->dma_users) {
+		sgt = bo->dma_sgt;
+		goto out_get;
+	}
+	ret = drm_gem_shmem_pin(&bo->shmem);
+	if (ret) {
+		sgt = ERR_PTR(ret);
+		goto out_unlock;
+	}
+	sgt = drm_gem_shmem_get_sg_table(&bo->shmem);
+	if (IS_ERR(sgt))
+		goto err_unpin;
+	ret = dma_map_sgtable(ndev->drm.dev, sgt, DMA_BIDIRECTIONAL, 0);
+	if (ret)
+		goto err_free;
+	bo->dma_sgt = sgt;
+	atomic64_add(bo->base.size, &ndev->telemetry.host_mapped);
+out_get:
+	bo->dma_users++;
+out_unlock:
+	mutex_unlock(&bo->dma_lock);
+	return sgt;
+
+err_free:
+	sg_free_table(sgt);
+	kfree(sgt);
+	sgt = ERR_PTR(ret);
+err_unpin:
+	drm_gem_shmem_unpin(&bo->shmem);
+	goto out_unlock;
+}
+
+/**
+ * neuron_bo_dma_put() - end a use of neuron_bo_dma_get()
+ * @bo: the host buffer
+ *
+ * The last user unmaps and unpins the pages. May sleep.
+ */
+void neuron_bo_dma_put(struct neuron_bo *bo)
+{
+	struct neuron_device *ndev = to_neuron_device(bo->base.dev);
+	struct sg_table *sgt;
+
+	mutex_lock(&bo->dma_lock);
+	if (drm_WARN_ON(&ndev->drm, !bo->dma_users) || --bo->dma_users) {
+		mutex_unlock(&bo->dma_lock);
+		return;
+	}
+	sgt = bo->dma_sgt;
+	bo->dma_sgt = NULL;
+	dma_unmap_sgtable(ndev->drm.dev, sgt, DMA_BIDIRECTIONAL, 0);
+	sg_free_table(sgt);
+	kfree(sgt);
+	drm_gem_shmem_unpin(&bo->shmem);
+	atomic64_sub(bo->base.size, &ndev->telemetry.host_mapped);
+	mutex_unlock(&bo->dma_lock);
 }
 
 static void neuron_device_bo_free(struct drm_gem_object *obj)

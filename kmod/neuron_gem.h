@@ -8,6 +8,7 @@
 #include <drm/drm_gem.h>
 #include <drm/drm_gem_shmem_helper.h>
 #include <drm/drm_mm.h>
+#include <linux/mutex.h>
 #include <linux/types.h>
 
 struct drm_device;
@@ -23,11 +24,16 @@ struct drm_file;
  * @node: the range of device memory of a %DRM_NEURON_BO_DEVICE buffer,
  *	allocated for the buffer's whole life; its start is the device
  *	address
+ * @dma_lock: host buffers: protects @dma_users and @dma_sgt
+ * @dma_users: host buffers: jobs and copies that use the buffer now
+ * @dma_sgt: host buffers: the pages' DMA-mapped SG table while
+ *	@dma_users is not zero, else NULL
  *
- * Host buffers are shmem objects: their pages are allocated on first use,
- * pinned and DMA-mapped for the device with drm_gem_shmem_get_pages_sgt()
- * by the code that hands them to the device. Device buffers are ranges of
- * the device's memory, zeroed at creation.
+ * Host buffers are shmem objects: their pages are allocated on first use
+ * and pinned and DMA-mapped for the device only while jobs or copies use
+ * them (neuron_bo_dma_get() and neuron_bo_dma_put()); in between, the
+ * pages may be swapped out like any other shmem page. Device buffers are
+ * ranges of the device's memory, zeroed at creation.
  */
 struct neuron_bo {
 	union {
@@ -37,6 +43,10 @@ struct neuron_bo {
 	u32 region;
 	u32 flags;
 	struct drm_mm_node node;
+	/* Protects dma_users and dma_sgt. */
+	struct mutex dma_lock;
+	unsigned int dma_users;
+	struct sg_table *dma_sgt;
 };
 
 static inline struct neuron_bo *to_neuron_bo(struct drm_gem_object *obj)
@@ -46,6 +56,8 @@ static inline struct neuron_bo *to_neuron_bo(struct drm_gem_object *obj)
 
 struct drm_gem_object *neuron_gem_create_object(struct drm_device *drm,
 						size_t size);
+struct sg_table *neuron_bo_dma_get(struct neuron_bo *bo);
+void neuron_bo_dma_put(struct neuron_bo *bo);
 int neuron_bo_create_ioctl(struct drm_device *drm, void *data,
 			   struct drm_file *file);
 int neuron_bo_info_ioctl(struct drm_device *drm, void *data,

@@ -217,7 +217,7 @@ static void neuron_job_release(struct neuron_job *job)
 		struct neuron_bo *bo = job->bos[i];
 
 		if (bo->region == DRM_NEURON_BO_HOST)
-			drm_gem_shmem_unpin(&bo->shmem);
+			neuron_bo_dma_put(bo);
 		drm_gem_object_put(&bo->base);
 	}
 	kfree(job->bos);
@@ -263,8 +263,8 @@ void neuron_job_free(struct drm_sched_job *sched_job)
  * @bo_out: the buffer
  * @sgt_out: for a host buffer, its DMA-mapped SG table (else NULL)
  *
- * The job keeps a reference on the buffer and, for a host buffer, a pin of
- * its pages (which keeps the DMA mapping) until it is freed.
+ * The job keeps a reference on the buffer and, for a host buffer, its
+ * pages pinned and DMA-mapped (neuron_bo_dma_get()) until it is freed.
  *
  * Return: 0, -ENOENT for an unknown handle, or another negative errno.
  */
@@ -283,13 +283,9 @@ int neuron_job_add_bo(struct neuron_job *job, struct drm_file *file,
 	bo = to_neuron_bo(obj);
 
 	if (bo->region == DRM_NEURON_BO_HOST) {
-		ret = drm_gem_shmem_pin(&bo->shmem);
-		if (ret)
-			goto err_put;
-		sgt = drm_gem_shmem_get_pages_sgt(&bo->shmem);
+		sgt = neuron_bo_dma_get(bo);
 		if (IS_ERR(sgt)) {
 			ret = PTR_ERR(sgt);
-			drm_gem_shmem_unpin(&bo->shmem);
 			goto err_put;
 		}
 	}

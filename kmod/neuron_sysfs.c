@@ -270,6 +270,14 @@ static ssize_t memory_used_show(struct kobject *kobj,
 			  READ_ONCE(to_neuron_sysfs_dir(kobj)->ndev->mm.used));
 }
 
+static ssize_t host_memory_mapped_show(struct kobject *kobj,
+				       struct kobj_attribute *attr, char *buf)
+{
+	struct neuron_device *ndev = to_neuron_sysfs_dir(kobj)->ndev;
+
+	return sysfs_emit(buf, "%lld\n", atomic64_read(&ndev->telemetry.host_mapped));
+}
+
 static ssize_t hw_version_show(struct kobject *kobj,
 			       struct kobj_attribute *attr, char *buf)
 {
@@ -312,6 +320,8 @@ static struct kobj_attribute neuron_attr_cores = __ATTR_RO(cores);
 static struct kobj_attribute neuron_attr_dma_engines = __ATTR_RO(dma_engines);
 static struct kobj_attribute neuron_attr_memory_total = __ATTR_RO(memory_total);
 static struct kobj_attribute neuron_attr_memory_used = __ATTR_RO(memory_used);
+static struct kobj_attribute neuron_attr_host_memory_mapped =
+	__ATTR_RO(host_memory_mapped);
 static struct kobj_attribute neuron_attr_hw_version = __ATTR_RO(hw_version);
 static struct kobj_attribute neuron_attr_fw_version = __ATTR_RO(fw_version);
 static struct kobj_attribute neuron_attr_state = __ATTR_RO(state);
@@ -322,6 +332,7 @@ static struct attribute *neuron_dev_attrs[] = {
 	&neuron_attr_dma_engines.attr,
 	&neuron_attr_memory_total.attr,
 	&neuron_attr_memory_used.attr,
+	&neuron_attr_host_memory_mapped.attr,
 	&neuron_attr_hw_version.attr,
 	&neuron_attr_fw_version.attr,
 	&neuron_attr_state.attr,
@@ -548,8 +559,9 @@ static u64 neuron_fdinfo_busy_ns(struct neuron_file *nfile, u32 core)
  * After the DRM core's drm-driver, drm-pdev and drm-client-id keys, prints
  * drm-engine-core<N> (busy time of this file's jobs on core N) and
  * drm-engine-capacity-core<N>, and the size of the file's buffers in the
- * regions ``device`` and ``host``. Buffers of both regions hold their
- * memory for their whole life, so they are all resident.
+ * regions ``device`` and ``host``. All are counted as resident: device
+ * buffers hold their memory for their whole life, and host buffers keep
+ * their pages in shmem (swappable while no job uses them).
  */
 void neuron_show_fdinfo(struct drm_printer *p, struct drm_file *file)
 {

@@ -88,6 +88,8 @@ struct neuron_telemetry_unit {
  * @resets: core and device resets since probe
  * @core_resets: per core, resets of that core (device resets included)
  * @core_timeouts: per core, jobs that timed out
+ * @host_mapped: bytes of host buffers pinned and DMA-mapped for the device
+ *	now (written by neuron_bo_dma_get() and neuron_bo_dma_put())
  * @debugfs_cores: private data of the debugfs core<N> files
  * @debugfs_dma: private data of the debugfs dma<N> files
  *
@@ -104,6 +106,7 @@ struct neuron_telemetry {
 	atomic64_t resets;
 	atomic64_t core_resets[NEURON_MAX_CORES];
 	atomic64_t core_timeouts[NEURON_MAX_CORES];
+	atomic64_t host_mapped;
 	struct neuron_telemetry_unit debugfs_cores[NEURON_MAX_CORES];
 	struct neuron_telemetry_unit debugfs_dma[NEURON_MAX_DMA_ENGINES];
 };

@@ -699,6 +699,20 @@ static void write_file(const char *path, const char *val) {
     assert_int_equal(fclose(f), 0);
 }
 
+/*
+ * Waits up to @timeout_s for sysfs host_memory_mapped to read @want (jobs
+ * drop their buffers shortly after their fences signal) and returns the
+ * last value read.
+ */
+static long wait_host_mapped(long want, double timeout_s) {
+    double end = now_s() + timeout_s;
+    long v;
+
+    while ((v = read_sysfs_long("host_memory_mapped")) != want && now_s() < end)
+        usleep(10000);
+    return v;
+}
+
 static void rebind(void) {
     write_file("/sys/bus/pci/drivers/neuron/unbind", tdev.bdf);
     write_file("/sys/bus/pci/drivers/neuron/bind", tdev.bdf);
@@ -723,15 +737,17 @@ static void test_timeout(void **state) {
     s_good = syncobj_new(fd);
     s_good2 = syncobj_new(fd2);
 
-    job_bufs_init(fd, &spin, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, 0,
-                  1);
+    /* The spinning job's input is a host buffer: mapped only while it runs. */
+    job_bufs_init(fd, &spin, DRM_NEURON_BO_HOST, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, 0, 1);
     job_bufs_init(fd, &good, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, 0,
                   0);
     job_bufs_init(fd2, &good2, DRM_NEURON_BO_HOST, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, 0,
                   0);
 
+    assert_int_equal(wait_host_mapped(0, 5), 0);
     t0 = now_s();
     assert_int_equal(submit(fd, &spin, 0, s_spin, NULL), 0);
+    assert_int_equal(read_sysfs_long("host_memory_mapped"), PROG_BYTES);
     /* Queued behind the spinning job on the same core: runs after it. */
     assert_int_equal(submit(fd, &good, 0, s_good, NULL), 0);
     /* Another process's job on another core is not disturbed. */
@@ -748,6 +764,7 @@ static void test_timeout(void **state) {
     assert_int_equal(syncobj_status(fd2, s_good2, 30), 1);
     check_axpb(&good);
     check_axpb(&good2);
+    assert_int_equal(wait_host_mapped(0, 5), 0);
 
     /* The core still works. */
     memset(good.pout, 0, PROG_BYTES);
