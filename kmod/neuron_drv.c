@@ -239,7 +239,9 @@ static int neuron_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		return PTR_ERR(ndev);
 	ndev->pdev = pdev;
 	pci_set_drvdata(pdev, ndev);
-	neuron_telemetry_init(ndev);
+	ret = neuron_telemetry_init(ndev);
+	if (ret)
+		return ret;
 
 	ret = pcim_enable_device(pdev);
 	if (ret)

@@ -813,7 +813,7 @@ void neuron_device_recover(struct neuron_device *ndev,
 		ndev_err(ndev, "device error (status %#x, cause %u): resetting the device\n",
 			 neuron_rd32(hw, NEURON_REG_DEV_STATUS),
 			 neuron_rd32(hw, NEURON_REG_FATAL_CAUSE));
-		ret = neuron_hw_reset(ndev);
+		ret = neuron_telemetry_reset_device(ndev);
 		neuron_wr32(hw, NEURON_REG_IRQ_STATUS, ~0u);
 		neuron_wr32(hw, NEURON_REG_IRQ_MASK, ~ndev->irq.enabled);
 	}

@@ -13,14 +13,18 @@
  *
  * Counters live in the device and are read between drm_dev_enter() and
  * drm_dev_exit(): once the device is unplugged, reads fail with -ENODEV.
+ * A device reset zeroes them; the driver adds what they had reached, so
+ * users see counters that only grow while the device is bound.
  */
 #include <drm/drm_drv.h>
 #include <drm/drm_file.h>
 #include <drm/drm_gem.h>
+#include <drm/drm_managed.h>
 #include <drm/drm_print.h>
 #include <drm/neuron_accel.h>
 #include <linux/device.h>
 #include <linux/kobject.h>
+#include <linux/mutex.h>
 #include <linux/slab.h>
 #include <linux/sysfs.h>
 
@@ -46,9 +50,13 @@ static const u32 neuron_dma_counter_regs[NEURON_DMA_NR_COUNTERS] = {
 	[NEURON_DMA_ERRORS] = NEURON_DMA_CNT_ERRORS_LO,
 };
 
-/* Reads @n 64-bit counters at @base + @regs[i] into @values. */
+/*
+ * Reads @n 64-bit counters at @base + @regs[i] into @values, each plus
+ * @saved[i], what the counter had reached before the last device reset.
+ */
 static int neuron_telemetry_read(struct neuron_device *ndev, u32 base,
-				 const u32 *regs, unsigned int n, u64 *values)
+				 const u32 *regs, const u64 *saved,
+				 unsigned int n, u64 *values)
 {
 	struct neuron_telemetry *t = &ndev->telemetry;
 	unsigned int i;
@@ -56,10 +64,10 @@ static int neuron_telemetry_read(struct neuron_device *ndev, u32 base,
 
 	if (!drm_dev_enter(&ndev->drm, &idx))
 		return -ENODEV;
-	spin_lock(&t->counter_lock);
+	mutex_lock(&t->counter_lock);
 	for (i = 0; i < n; i++)
-		values[i] = neuron_rd64(&ndev->hw, base + regs[i]);
-	spin_unlock(&t->counter_lock);
+		values[i] = saved[i] + neuron_rd64(&ndev->hw, base + regs[i]);
+	mutex_unlock(&t->counter_lock);
 	drm_dev_exit(idx);
 	return 0;
 }
@@ -81,6 +89,7 @@ int neuron_telemetry_core_counters(struct neuron_device *ndev, u32 core,
 		return -EINVAL;
 	return neuron_telemetry_read(ndev, NEURON_QUEUE_BASE(core),
 				     neuron_core_counter_regs,
+				     ndev->telemetry.core_saved[core],
 				     NEURON_CORE_NR_COUNTERS, values);
 }
 
@@ -101,7 +110,41 @@ int neuron_telemetry_dma_counters(struct neuron_device *ndev, u32 engine,
 		return -EINVAL;
 	return neuron_telemetry_read(ndev, NEURON_DMA_BASE(engine),
 				     neuron_dma_counter_regs,
+				     ndev->telemetry.dma_saved[engine],
 				     NEURON_DMA_NR_COUNTERS, values);
+}
+
+/**
+ * neuron_telemetry_reset_device() - reset the device, keeping its counters
+ * @ndev: the device, present (the caller is inside drm_dev_enter())
+ *
+ * A device reset restarts the hardware counters from zero. What they had
+ * reached is added to the values saved for them first, so that sysfs and
+ * netlink report counters that never go back; readers wait for the reset.
+ *
+ * Return: as neuron_hw_reset().
+ */
+int neuron_telemetry_reset_device(struct neuron_device *ndev)
+{
+	struct neuron_telemetry *t = &ndev->telemetry;
+	struct neuron_hw *hw = &ndev->hw;
+	unsigned int i, k;
+	int ret;
+
+	mutex_lock(&t->counter_lock);
+	for (i = 0; i < hw->num_cores; i++)
+		for (k = 0; k < NEURON_CORE_NR_COUNTERS; k++)
+			t->core_saved[i][k] +=
+				neuron_rd64(hw, NEURON_QUEUE_BASE(i) +
+					    neuron_core_counter_regs[k]);
+	for (i = 0; i < hw->num_dma; i++)
+		for (k = 0; k < NEURON_DMA_NR_COUNTERS; k++)
+			t->dma_saved[i][k] +=
+				neuron_rd64(hw, NEURON_DMA_BASE(i) +
+					    neuron_dma_counter_regs[k]);
+	ret = neuron_hw_reset(ndev);
+	mutex_unlock(&t->counter_lock);
+	return ret;
 }
 
 /**
@@ -207,13 +250,15 @@ void neuron_telemetry_reset_event(struct neuron_device *ndev, int core,
  * @ndev: the device
  *
  * Before anything can report a reset: early in probe.
+ *
+ * Return: 0 or a negative errno.
  */
-void neuron_telemetry_init(struct neuron_device *ndev)
+int neuron_telemetry_init(struct neuron_device *ndev)
 {
 	struct neuron_telemetry *t = &ndev->telemetry;
 
-	spin_lock_init(&t->counter_lock);
 	t->id = -1;
+	return drmm_mutex_init(&ndev->drm, &t->counter_lock);
 }
 
 /* ------------------------------------------------------------------------

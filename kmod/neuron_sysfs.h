@@ -8,7 +8,7 @@
 
 #include <drm/neuron_genl.h>
 #include <linux/atomic.h>
-#include <linux/spinlock.h>
+#include <linux/mutex.h>
 #include <linux/types.h>
 
 #include "neuron_regs.h"
@@ -83,8 +83,12 @@ struct neuron_telemetry_unit {
  * @dma_kobjs: its ``dma<N>`` subdirectories
  * @id: index of the device in the generic netlink family (stable while
  *	the device is bound; -1 when not registered there)
- * @counter_lock: serializes reads of the _LO/_HI counter pairs: reading
- *	_LO latches _HI, so two readers must not interleave
+ * @counter_lock: serializes reads of the _LO/_HI counter pairs (reading
+ *	_LO latches _HI, so two readers must not interleave) and protects
+ *	@core_saved and @dma_saved; held across a device reset
+ * @core_saved: per core, the counters' values at the last device reset,
+ *	by &enum neuron_core_counter
+ * @dma_saved: per DMA engine, the same, by &enum neuron_dma_counter
  * @resets: core and device resets since probe
  * @core_resets: per core, resets of that core (device resets included)
  * @core_timeouts: per core, jobs that timed out
@@ -101,8 +105,10 @@ struct neuron_telemetry {
 	struct kobject *core_kobjs[NEURON_MAX_CORES];
 	struct kobject *dma_kobjs[NEURON_MAX_DMA_ENGINES];
 	int id;
-	/* Protects the device's counter latches (one _LO/_HI read pair). */
-	spinlock_t counter_lock;
+	/* Protects the counter latches, core_saved and dma_saved. */
+	struct mutex counter_lock;
+	u64 core_saved[NEURON_MAX_CORES][NEURON_CORE_NR_COUNTERS];
+	u64 dma_saved[NEURON_MAX_DMA_ENGINES][NEURON_DMA_NR_COUNTERS];
 	atomic64_t resets;
 	atomic64_t core_resets[NEURON_MAX_CORES];
 	atomic64_t core_timeouts[NEURON_MAX_CORES];
@@ -111,7 +117,8 @@ struct neuron_telemetry {
 	struct neuron_telemetry_unit debugfs_dma[NEURON_MAX_DMA_ENGINES];
 };
 
-void neuron_telemetry_init(struct neuron_device *ndev);
+int neuron_telemetry_init(struct neuron_device *ndev);
+int neuron_telemetry_reset_device(struct neuron_device *ndev);
 int neuron_sysfs_init(struct neuron_device *ndev);
 
 void neuron_telemetry_reset_event(struct neuron_device *ndev, int core,

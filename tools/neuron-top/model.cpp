@@ -27,8 +27,8 @@ Snapshot take_snapshot(const Roots &roots) {
 
 namespace {
 
-// A counter's increase; a device reset restarts the device's counters from
-// zero, which is not a negative rate.
+// A counter's increase; counters restart from zero when the device is
+// bound again, which is not a negative rate.
 uint64_t delta(uint64_t before, uint64_t after) {
     return after >= before ? after - before : after;
 }

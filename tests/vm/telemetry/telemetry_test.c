@@ -13,8 +13,8 @@
  *    and all of it for an unprivileged process too;
  *  - events: the debugfs reset_core knob resets a core, which bumps
  *    reset_count and core<N>/resets and multicasts a reset event; the
- *    inject_fatal knob makes the device fatal, the driver resets it, and
- *    fatal and reset events follow.
+ *    inject_fatal knob makes the device fatal, the driver resets it,
+ *    fatal and reset events follow and no counter goes back.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -142,6 +142,28 @@ static int find_devices(void **state) {
 
 /* --- sysfs ----------------------------------------------------------------- */
 
+static const char *const core_counters[] = {
+    "busy_ns", "instructions", "flops", "dma_bytes", "jobs", "faults", "timeouts", "resets",
+};
+static const char *const dma_counters[] = {"bytes", "descriptors", "errors"};
+#define NUM_CORE_COUNTERS (sizeof(core_counters) / sizeof(core_counters[0]))
+#define NUM_DMA_COUNTERS (sizeof(dma_counters) / sizeof(dma_counters[0]))
+
+/* Every counter of a device: per core, then per DMA engine. */
+struct counters {
+    uint64_t core[16][NUM_CORE_COUNTERS];
+    uint64_t dma[8][NUM_DMA_COUNTERS];
+};
+
+static void read_counters(const struct device *d, struct counters *c) {
+    for (unsigned int i = 0; i < d->cores; i++)
+        for (size_t k = 0; k < NUM_CORE_COUNTERS; k++)
+            c->core[i][k] = read_u64("%s/core%u/%s", d->sysfs, i, core_counters[k]);
+    for (unsigned int e = 0; e < d->dma; e++)
+        for (size_t k = 0; k < NUM_DMA_COUNTERS; k++)
+            c->dma[e][k] = read_u64("%s/dma%u/%s", d->sysfs, e, dma_counters[k]);
+}
+
 static void test_sysfs(void **state) {
     (void)state;
     for (int i = 0; i < num_devices; i++) {
@@ -168,22 +190,18 @@ static void test_sysfs(void **state) {
         read_u64("%s/reset_count", d->sysfs);
 
         for (unsigned int c = 0; c < d->cores; c++) {
-            static const char *const names[] = {
-                "busy_ns", "instructions", "flops",    "dma_bytes",
-                "jobs",    "faults",       "timeouts", "resets",
-            };
-
-            for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
-                read_u64("%s/core%u/%s", d->sysfs, c, names[k]);
+            for (size_t k = 0; k < NUM_CORE_COUNTERS; k++)
+                read_u64("%s/core%u/%s", d->sysfs, c, core_counters[k]);
             assert_true(read_u64("%s/core%u/faults", d->sysfs, c) <=
                         read_u64("%s/core%u/jobs", d->sysfs, c));
         }
         for (unsigned int e = 0; e < d->dma; e++) {
-            read_u64("%s/dma%u/bytes", d->sysfs, e);
-            read_u64("%s/dma%u/descriptors", d->sysfs, e);
+            for (size_t k = 0; k < NUM_DMA_COUNTERS; k++)
+                read_u64("%s/dma%u/%s", d->sysfs, e, dma_counters[k]);
             assert_true(read_u64("%s/dma%u/errors", d->sysfs, e) <=
                         read_u64("%s/dma%u/descriptors", d->sysfs, e));
         }
+        read_u64("%s/host_memory_mapped", d->sysfs);
 
         /* No core or engine beyond what the device has. */
         snprintf(buf, sizeof(buf), "core%u", d->cores);
@@ -726,15 +744,40 @@ static void test_reset_core_event(void **state) {
     }
 }
 
+/* Copies @size bytes between two new device buffers on DMA engine 0 and waits. */
+static void copy_on_engine0(const struct device *d, uint64_t size) {
+    int fd = open_device(d);
+    uint32_t src = bo_create(fd, size, DRM_NEURON_BO_DEVICE);
+    uint32_t dst = bo_create(fd, size, DRM_NEURON_BO_DEVICE);
+    uint32_t done;
+    struct drm_syncobj_create create = {0};
+    struct drm_neuron_copy copy = {.src_handle = src, .dst_handle = dst, .size = size};
+
+    assert_int_equal(drmIoctl(fd, DRM_IOCTL_SYNCOBJ_CREATE, &create), 0);
+    done = create.handle;
+    copy.out_sync.handle = done;
+    assert_int_equal(drmIoctl(fd, DRM_IOCTL_NEURON_COPY, &copy), 0);
+    assert_int_equal(drmSyncobjWait(fd, &done, 1, INT64_MAX, 0, NULL), 0);
+    close(fd);
+}
+
 static void test_inject_fatal_event(void **state) {
     (void)state;
     for (int i = 0; i < num_devices; i++) {
         struct device *d = &devices[i];
-        uint64_t resets = read_u64("%s/reset_count", d->sysfs);
-        uint64_t core0 = read_u64("%s/core0/resets", d->sysfs);
+        uint64_t resets, core0;
+        struct counters before, after;
         struct event_ctx ctx;
-        struct nl_sock *sk = events_open(&ctx);
+        struct nl_sock *sk;
         int ret;
+
+        /* Counters that are not zero, to see that the reset keeps them. */
+        copy_on_engine0(d, BO_SIZE);
+        read_counters(d, &before);
+        assert_true(before.dma[0][0] >= BO_SIZE);
+        resets = read_u64("%s/reset_count", d->sysfs);
+        core0 = read_u64("%s/core0/resets", d->sysfs);
+        sk = events_open(&ctx);
 
         ret = debugfs_write(d, "inject_fatal", "1\n");
         if (ret)
@@ -746,6 +789,20 @@ static void test_inject_fatal_event(void **state) {
         assert_int_equal(read_u64("%s/reset_count", d->sysfs), resets + 1);
         /* A device reset resets every core. */
         assert_int_equal(read_u64("%s/core0/resets", d->sysfs), core0 + 1);
+        /* The device zeroes its counters; the driver keeps what they had reached. */
+        read_counters(d, &after);
+        for (unsigned int c = 0; c < d->cores; c++)
+            for (size_t k = 0; k < NUM_CORE_COUNTERS; k++)
+                if (after.core[c][k] < before.core[c][k])
+                    fail_msg("accel%d core%u/%s went back from %llu to %llu", d->minor, c,
+                             core_counters[k], (unsigned long long)before.core[c][k],
+                             (unsigned long long)after.core[c][k]);
+        for (unsigned int e = 0; e < d->dma; e++)
+            for (size_t k = 0; k < NUM_DMA_COUNTERS; k++)
+                if (after.dma[e][k] < before.dma[e][k])
+                    fail_msg("accel%d dma%u/%s went back from %llu to %llu", d->minor, e,
+                             dma_counters[k], (unsigned long long)before.dma[e][k],
+                             (unsigned long long)after.dma[e][k]);
         nl_socket_free(sk);
 
         /* The device works again. */
