@@ -120,6 +120,13 @@ struct Options {
 /// driver has none.
 std::optional<neuron::Device> open_device(const Options &o);
 
+/// Submissions per second of @p count calls of @p submit (given the call's
+/// index) with at most @p depth in flight: when the window is full, the
+/// oldest fence is waited for; the last ones are drained before the clock
+/// stops.
+double rate_in_flight(unsigned depth, unsigned count,
+                      const std::function<neuron::Fence(unsigned)> &submit);
+
 /// Copy sizes min_copy .. max_copy, x4 apart (x16 in quick mode).
 std::vector<uint64_t> copy_sizes(const Options &o);
 /// "4 KiB", "256 MiB".

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <algorithm>
+#include <deque>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -30,6 +31,22 @@ Stats repeat_runs(unsigned repeat, const std::function<double()> &once, bool war
 bool Options::wants(const std::string &section) const {
     return sections.empty() ||
            std::find(sections.begin(), sections.end(), section) != sections.end();
+}
+
+double rate_in_flight(unsigned depth, unsigned count,
+                      const std::function<neuron::Fence(unsigned)> &submit) {
+    std::deque<neuron::Fence> in_flight;
+    const double t0 = now_s();
+    for (unsigned i = 0; i < count; i++) {
+        if (in_flight.size() == depth) {
+            in_flight.front().wait();
+            in_flight.pop_front();
+        }
+        in_flight.push_back(submit(i));
+    }
+    for (auto &f : in_flight)
+        f.wait();
+    return count / (now_s() - t0);
 }
 
 std::vector<uint64_t> copy_sizes(const Options &o) {

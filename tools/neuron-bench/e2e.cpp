@@ -2,7 +2,6 @@
 // End to end: the example models (examples/) run as a user would run
 // them: per-run latency one at a time, and throughput with many runs in
 // flight spread over every core.
-#include <deque>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -70,18 +69,7 @@ class LoadedExample {
 
 /// Runs per second with @p depth in flight, round robin over the cores.
 double throughput(const LoadedExample &ex, unsigned depth, unsigned runs) {
-    std::deque<neuron::Fence> in_flight;
-    const double t0 = now_s();
-    for (unsigned i = 0; i < runs; i++) {
-        if (in_flight.size() == depth) {
-            in_flight.front().wait();
-            in_flight.pop_front();
-        }
-        in_flight.push_back(ex.submit(i % depth, i));
-    }
-    for (auto &f : in_flight)
-        f.wait();
-    return runs / (now_s() - t0);
+    return rate_in_flight(depth, runs, [&](unsigned i) { return ex.submit(i % depth, i); });
 }
 
 } // namespace

@@ -2,7 +2,6 @@
 // Submission: a no-op job's submit -> fence-signalled latency and the job
 // rate at queue depths 1..max, next to a null ioctl (the floor of any
 // driver round trip) and the NVMe peer's 4 KiB O_DIRECT reads.
-#include <deque>
 #include <optional>
 #include <stdexcept>
 #include <sys/ioctl.h>
@@ -49,18 +48,7 @@ double job_latency_us(const neuron::Queue &q, const neuron::LoadedProgram &p, un
 double job_rate(const neuron::Queue &q, const neuron::LoadedProgram &p, unsigned depth,
                 unsigned jobs) {
     const neuron::Arguments none;
-    std::deque<neuron::Fence> in_flight;
-    const double t0 = now_s();
-    for (unsigned i = 0; i < jobs; i++) {
-        if (in_flight.size() == depth) {
-            in_flight.front().wait();
-            in_flight.pop_front();
-        }
-        in_flight.push_back(q.submit(p, none));
-    }
-    for (auto &f : in_flight)
-        f.wait();
-    return jobs / (now_s() - t0);
+    return rate_in_flight(depth, jobs, [&](unsigned) { return q.submit(p, none); });
 }
 
 /// Mean microseconds of GET_PARAM: the cheapest ioctl of the driver.

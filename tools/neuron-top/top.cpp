@@ -8,7 +8,9 @@
 #include <fmt/format.h>
 #include <ftxui/component/component.hpp>
 #include <ftxui/component/screen_interactive.hpp>
+#include <functional>
 #include <mutex>
+#include <optional>
 #include <ostream>
 #include <poll.h>
 #include <thread>
@@ -200,7 +202,11 @@ std::chrono::steady_clock::duration period_of(double interval) {
         std::chrono::duration<double>(interval));
 }
 
-int run_batch(Sampler &sampler, double interval, unsigned count, bool json, std::ostream &out) {
+// Starts @p sampler and samples every @p interval seconds, @p count times
+// (0: until interrupted), handing each sample and its number (from 1) to
+// @p on_sample, which returns false to stop early.
+void sample_periodically(Sampler &sampler, double interval, unsigned count,
+                         const std::function<bool(Model, unsigned)> &on_sample) {
     catch_signals();
     auto period = period_of(interval);
     auto next = std::chrono::steady_clock::now();
@@ -208,17 +214,20 @@ int run_batch(Sampler &sampler, double interval, unsigned count, bool json, std:
     for (unsigned i = 1; count == 0 || i <= count; i++) {
         next += period;
         sampler.wait_until(next, {}, [] { return g_interrupted.load(); });
-        if (g_interrupted)
+        if (g_interrupted || !on_sample(sampler.sample(), i))
             break;
-        Model m = sampler.sample();
+    }
+}
+
+int run_batch(Sampler &sampler, double interval, unsigned count, bool json, std::ostream &out) {
+    sample_periodically(sampler, interval, count, [&](Model m, unsigned i) {
         if (json)
             out << batch_json(m, sampler.new_events(), i).dump() << "\n";
         else
             out << batch_text(m, sampler.new_events(), i) << "\n";
         out.flush();
-        if (!out)
-            break;
-    }
+        return static_cast<bool>(out);
+    });
     return exit_ok;
 }
 
@@ -226,18 +235,11 @@ int run_batch(Sampler &sampler, double interval, unsigned count, bool json, std:
 // last sample (and the events of all of them) as text.
 int run_screen(Sampler &sampler, double interval, unsigned count, const ScreenSize &size,
                const UiState &ui, std::ostream &out) {
-    catch_signals();
-    auto period = period_of(interval);
-    auto next = std::chrono::steady_clock::now();
-    sampler.start();
     std::optional<Model> model;
-    for (unsigned i = 1; i <= std::max(count, 1u); i++) {
-        next += period;
-        sampler.wait_until(next, {}, [] { return g_interrupted.load(); });
-        if (g_interrupted)
-            break;
-        model = sampler.sample();
-    }
+    sample_periodically(sampler, interval, std::max(count, 1u), [&](Model m, unsigned) {
+        model = std::move(m);
+        return true;
+    });
     if (!model) // interrupted before the first sample: the interval so far
         model = sampler.sample();
     out << render_to_text(*model, ui, size.columns, size.rows);

@@ -14,6 +14,8 @@
 #include <neuron/neuron.h>
 #include <neuron/neuron.hpp>
 
+#include "relu_program.hpp"
+
 // cmocka last: it defines macros that clash with the standard library.
 #include <csetjmp>
 #include <cstdarg>
@@ -42,17 +44,7 @@ Region data_region(const Device &d) {
 /// y[128, n] = relu(x * 2 + 1): load, activate, store, with semaphores.
 Program relu_program(uint32_t n) {
     ProgramBuilder b("relu2x1");
-    auto x = b.argument("x", DType::fp32, {128, n}, Direction::in);
-    auto y = b.argument("y", DType::fp32, {128, n}, Direction::out);
-    auto xs = b.sbuf("x", DType::fp32, n);
-    auto ys = b.sbuf("y", DType::fp32, n);
-    auto loaded = b.semaphore("loaded"), done = b.semaphore("done");
-    b.sync()
-        .dma_load(xs.tap(), x.at(0, n * 4))
-        .signal(loaded)
-        .wait(done)
-        .dma_store(y.at(0, n * 4), ys.tap());
-    b.scalar().wait(loaded).activate(Activation::relu, ys.tap(), xs.tap(), 2.0f, 1.0f).signal(done);
+    test::add_relu2x1(b, n);
     return b.finish();
 }
 

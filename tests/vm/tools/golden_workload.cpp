@@ -33,6 +33,8 @@
 
 #include <neuron/neuron.hpp>
 
+#include "relu_program.hpp"
+
 using namespace neuron;
 
 namespace {
@@ -52,17 +54,7 @@ constexpr uint64_t copy_bytes = 64 * 1024;
 
 Program job_program() {
     ProgramBuilder b("golden-job");
-    auto x = b.argument("x", DType::fp32, {128, job_n}, Direction::in);
-    auto y = b.argument("y", DType::fp32, {128, job_n}, Direction::out);
-    auto xs = b.sbuf("x", DType::fp32, job_n);
-    auto ys = b.sbuf("y", DType::fp32, job_n);
-    auto loaded = b.semaphore("loaded"), done = b.semaphore("done");
-    b.sync()
-        .dma_load(xs.tap(), x.at(0, job_n * 4))
-        .signal(loaded)
-        .wait(done)
-        .dma_store(y.at(0, job_n * 4), ys.tap());
-    b.scalar().wait(loaded).activate(Activation::relu, ys.tap(), xs.tap(), 2.0f, 1.0f).signal(done);
+    test::add_relu2x1(b, job_n);
 
     auto stationary = b.sbuf("stationary", DType::fp32, 1, 1);
     auto moving = b.sbuf("moving", DType::fp32, 512, 1);
