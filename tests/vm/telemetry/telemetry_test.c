@@ -761,6 +761,14 @@ static void copy_on_engine0(const struct device *d, uint64_t size) {
     close(fd);
 }
 
+/* Fails if counter @unit<@index>/@name went back from @before to @after. */
+static void check_not_back(const struct device *d, const char *unit, unsigned int index,
+                           const char *name, uint64_t before, uint64_t after) {
+    if (after < before)
+        fail_msg("accel%d %s%u/%s went back from %llu to %llu", d->minor, unit, index, name,
+                 (unsigned long long)before, (unsigned long long)after);
+}
+
 static void test_inject_fatal_event(void **state) {
     (void)state;
     for (int i = 0; i < num_devices; i++) {
@@ -793,16 +801,10 @@ static void test_inject_fatal_event(void **state) {
         read_counters(d, &after);
         for (unsigned int c = 0; c < d->cores; c++)
             for (size_t k = 0; k < NUM_CORE_COUNTERS; k++)
-                if (after.core[c][k] < before.core[c][k])
-                    fail_msg("accel%d core%u/%s went back from %llu to %llu", d->minor, c,
-                             core_counters[k], (unsigned long long)before.core[c][k],
-                             (unsigned long long)after.core[c][k]);
+                check_not_back(d, "core", c, core_counters[k], before.core[c][k], after.core[c][k]);
         for (unsigned int e = 0; e < d->dma; e++)
             for (size_t k = 0; k < NUM_DMA_COUNTERS; k++)
-                if (after.dma[e][k] < before.dma[e][k])
-                    fail_msg("accel%d dma%u/%s went back from %llu to %llu", d->minor, e,
-                             dma_counters[k], (unsigned long long)before.dma[e][k],
-                             (unsigned long long)after.dma[e][k]);
+                check_not_back(d, "dma", e, dma_counters[k], before.dma[e][k], after.dma[e][k]);
         nl_socket_free(sk);
 
         /* The device works again. */
