@@ -90,48 +90,59 @@ static int neuron_genl_put_device(struct sk_buff *skb,
 	return 0;
 }
 
-static int neuron_genl_put_core(struct sk_buff *skb,
-				struct neuron_device *ndev, u32 core)
+/*
+ * Puts a nest @nest_type holding @index as the u32 attribute @index_type
+ * and @values[i] as the u64 attributes @types[i] (padded with @pad).
+ */
+static int neuron_genl_put_unit(struct sk_buff *skb, int nest_type,
+				int index_type, u32 index, const u16 *types,
+				const u64 *values, unsigned int n, int pad)
 {
-	static const u16 types[NEURON_CORE_NR_COUNTERS] = {
-		[NEURON_CORE_BUSY_NS] = NEURON_A_CORE_BUSY_NS,
-		[NEURON_CORE_INSTR] = NEURON_A_CORE_INSTRUCTIONS,
-		[NEURON_CORE_FLOPS] = NEURON_A_CORE_FLOPS,
-		[NEURON_CORE_DMA_BYTES] = NEURON_A_CORE_DMA_BYTES,
-		[NEURON_CORE_JOBS] = NEURON_A_CORE_JOBS,
-		[NEURON_CORE_FAULTS] = NEURON_A_CORE_FAULTS,
-	};
-	struct neuron_telemetry *t = &ndev->telemetry;
-	u64 values[NEURON_CORE_NR_COUNTERS];
 	struct nlattr *nest;
 	unsigned int i;
-	int ret;
 
-	ret = neuron_telemetry_core_counters(ndev, core, values);
-	if (ret)
-		return ret;
-
-	nest = nla_nest_start(skb, NEURON_A_CORE);
+	nest = nla_nest_start(skb, nest_type);
 	if (!nest)
 		return -EMSGSIZE;
-	if (nla_put_u32(skb, NEURON_A_CORE_INDEX, core))
+	if (nla_put_u32(skb, index_type, index))
 		goto cancel;
-	for (i = 0; i < ARRAY_SIZE(types); i++)
-		if (nla_put_u64_64bit(skb, types[i], values[i], NEURON_A_CORE_PAD))
+	for (i = 0; i < n; i++)
+		if (nla_put_u64_64bit(skb, types[i], values[i], pad))
 			goto cancel;
-	if (nla_put_u64_64bit(skb, NEURON_A_CORE_TIMEOUTS,
-			      atomic64_read(&t->core_timeouts[core]),
-			      NEURON_A_CORE_PAD) ||
-	    nla_put_u64_64bit(skb, NEURON_A_CORE_RESETS,
-			      atomic64_read(&t->core_resets[core]),
-			      NEURON_A_CORE_PAD))
-		goto cancel;
 	nla_nest_end(skb, nest);
 	return 0;
 
 cancel:
 	nla_nest_cancel(skb, nest);
 	return -EMSGSIZE;
+}
+
+static int neuron_genl_put_core(struct sk_buff *skb,
+				struct neuron_device *ndev, u32 core)
+{
+	/* The device's counters, then the driver's. */
+	static const u16 types[NEURON_CORE_NR_COUNTERS + 2] = {
+		[NEURON_CORE_BUSY_NS] = NEURON_A_CORE_BUSY_NS,
+		[NEURON_CORE_INSTR] = NEURON_A_CORE_INSTRUCTIONS,
+		[NEURON_CORE_FLOPS] = NEURON_A_CORE_FLOPS,
+		[NEURON_CORE_DMA_BYTES] = NEURON_A_CORE_DMA_BYTES,
+		[NEURON_CORE_JOBS] = NEURON_A_CORE_JOBS,
+		[NEURON_CORE_FAULTS] = NEURON_A_CORE_FAULTS,
+		[NEURON_CORE_NR_COUNTERS] = NEURON_A_CORE_TIMEOUTS,
+		[NEURON_CORE_NR_COUNTERS + 1] = NEURON_A_CORE_RESETS,
+	};
+	struct neuron_telemetry *t = &ndev->telemetry;
+	u64 values[ARRAY_SIZE(types)];
+	int ret;
+
+	ret = neuron_telemetry_core_counters(ndev, core, values);
+	if (ret)
+		return ret;
+	values[NEURON_CORE_NR_COUNTERS] = atomic64_read(&t->core_timeouts[core]);
+	values[NEURON_CORE_NR_COUNTERS + 1] = atomic64_read(&t->core_resets[core]);
+	return neuron_genl_put_unit(skb, NEURON_A_CORE, NEURON_A_CORE_INDEX,
+				    core, types, values, ARRAY_SIZE(types),
+				    NEURON_A_CORE_PAD);
 }
 
 static int neuron_genl_put_dma(struct sk_buff *skb,
@@ -143,28 +154,14 @@ static int neuron_genl_put_dma(struct sk_buff *skb,
 		[NEURON_DMA_ERRORS] = NEURON_A_DMA_ERRORS,
 	};
 	u64 values[NEURON_DMA_NR_COUNTERS];
-	struct nlattr *nest;
-	unsigned int i;
 	int ret;
 
 	ret = neuron_telemetry_dma_counters(ndev, engine, values);
 	if (ret)
 		return ret;
-
-	nest = nla_nest_start(skb, NEURON_A_DMA);
-	if (!nest)
-		return -EMSGSIZE;
-	if (nla_put_u32(skb, NEURON_A_DMA_INDEX, engine))
-		goto cancel;
-	for (i = 0; i < ARRAY_SIZE(types); i++)
-		if (nla_put_u64_64bit(skb, types[i], values[i], NEURON_A_DMA_PAD))
-			goto cancel;
-	nla_nest_end(skb, nest);
-	return 0;
-
-cancel:
-	nla_nest_cancel(skb, nest);
-	return -EMSGSIZE;
+	return neuron_genl_put_unit(skb, NEURON_A_DMA, NEURON_A_DMA_INDEX,
+				    engine, types, values, ARRAY_SIZE(types),
+				    NEURON_A_DMA_PAD);
 }
 
 static int neuron_genl_put_counters(struct sk_buff *skb,

@@ -1137,8 +1137,13 @@ static bool neuron_range_ok(struct neuron_bo *bo, u64 offset, u64 size)
 	return !check_add_overflow(offset, size, &end) && end <= bo->base.size;
 }
 
-/* SG entries covering [offset, offset + size) of a DMA-mapped table. */
-static u32 neuron_sg_count(struct sg_table *sgt, u64 offset, u64 size)
+/*
+ * Walks the DMA segments of @sgt that cover [@offset, @offset + @size),
+ * writing them to @out unless it is NULL. Returns how many there are, or 0
+ * if the table ends before the range does.
+ */
+static u32 neuron_sg_walk(struct sg_table *sgt, u64 offset, u64 size,
+			  struct neuron_sg_entry *out)
 {
 	struct scatterlist *sg;
 	u32 count = 0;
@@ -1154,35 +1159,15 @@ static u32 neuron_sg_count(struct sg_table *sgt, u64 offset, u64 size)
 			continue;
 		}
 		len = min(len - offset, size);
+		if (out) {
+			out[count].addr = cpu_to_le64(sg_dma_address(sg) + offset);
+			out[count].len = cpu_to_le64(len);
+		}
+		count++;
 		offset = 0;
 		size -= len;
-		count++;
 	}
 	return size ? 0 : count;
-}
-
-static void neuron_sg_fill(struct neuron_sg_entry *out, struct sg_table *sgt,
-			   u64 offset, u64 size)
-{
-	struct scatterlist *sg;
-	int i;
-
-	for_each_sgtable_dma_sg(sgt, sg, i) {
-		u64 len = sg_dma_len(sg);
-
-		if (!size)
-			break;
-		if (offset >= len) {
-			offset -= len;
-			continue;
-		}
-		len = min(len - offset, size);
-		out->addr = cpu_to_le64(sg_dma_address(sg) + offset);
-		out->len = cpu_to_le64(len);
-		out++;
-		offset = 0;
-		size -= len;
-	}
 }
 
 /* One validated slot of a job: the buffer range and its rights. */
@@ -1215,7 +1200,7 @@ static int neuron_slot_prepare(struct neuron_job *job, struct drm_file *file,
 		return 0;
 	if (!(ndev->hw.caps & NEURON_CAP_HOST_BINDINGS))
 		return -EOPNOTSUPP;
-	slot->sg_count = neuron_sg_count(slot->sgt, offset, size);
+	slot->sg_count = neuron_sg_walk(slot->sgt, offset, size, NULL);
 	if (!slot->sg_count)
 		return -EINVAL;
 	slot->flags |= NEURON_BIND_HOST_SG;
@@ -1258,7 +1243,7 @@ static int neuron_job_build_table(struct neuron_job *job,
 		b->reserved = 0;
 		if (s->flags & NEURON_BIND_HOST_SG) {
 			b->addr = cpu_to_le64(sg_dma);
-			neuron_sg_fill(sg, s->sgt, s->offset, s->size);
+			neuron_sg_walk(s->sgt, s->offset, s->size, sg);
 			sg += s->sg_count;
 			sg_dma += s->sg_count * sizeof(*sg);
 		} else {
