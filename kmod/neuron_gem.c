@@ -23,6 +23,7 @@
 #include <linux/scatterlist.h>
 #include <linux/sizes.h>
 #include <linux/slab.h>
+#include <linux/workqueue.h>
 
 #include "neuron_drv.h"
 #include "neuron_gem.h"
@@ -40,12 +41,41 @@ static struct dma_buf *neuron_gem_prime_export(struct drm_gem_object *obj,
 	return ERR_PTR(-EOPNOTSUPP);
 }
 
+/* Unmaps and unpins an idle host buffer's pages; dma_lock held. */
+static void neuron_bo_dma_release_locked(struct neuron_bo *bo)
+{
+	struct neuron_device *ndev = to_neuron_device(bo->base.dev);
+
+	if (bo->dma_users || !bo->dma_sgt)
+		return;
+	dma_unmap_sgtable(ndev->drm.dev, bo->dma_sgt, DMA_BIDIRECTIONAL, 0);
+	sg_free_table(bo->dma_sgt);
+	kfree(bo->dma_sgt);
+	bo->dma_sgt = NULL;
+	drm_gem_shmem_unpin(&bo->shmem);
+	atomic64_sub(bo->base.size, &ndev->telemetry.host_mapped);
+}
+
+static void neuron_bo_dma_release_work(struct work_struct *work)
+{
+	struct neuron_bo *bo = container_of(to_delayed_work(work),
+					    struct neuron_bo, dma_release);
+
+	mutex_lock(&bo->dma_lock);
+	neuron_bo_dma_release_locked(bo);
+	mutex_unlock(&bo->dma_lock);
+}
+
 static void neuron_host_bo_free(struct drm_gem_object *obj)
 {
 	struct neuron_bo *bo = to_neuron_bo(obj);
 
 	/* Every job and copy holds a reference while it uses the buffer. */
 	drm_WARN_ON(obj->dev, bo->dma_users);
+	cancel_delayed_work_sync(&bo->dma_release);
+	mutex_lock(&bo->dma_lock);
+	neuron_bo_dma_release_locked(bo);
+	mutex_unlock(&bo->dma_lock);
 	mutex_destroy(&bo->dma_lock);
 	drm_gem_shmem_object_free(obj);
 }
@@ -79,6 +109,7 @@ struct drm_gem_object *neuron_gem_create_object(struct drm_device *drm,
 	bo->region = DRM_NEURON_BO_HOST;
 	bo->base.funcs = &neuron_host_bo_funcs;
 	mutex_init(&bo->dma_lock);
+	INIT_DELAYED_WORK(&bo->dma_release, neuron_bo_dma_release_work);
 	return &bo->base;
 }
 
@@ -86,7 +117,8 @@ struct drm_gem_object *neuron_gem_create_object(struct drm_device *drm,
  * neuron_bo_dma_get() - pin a host buffer and map it for the device
  * @bo: a %DRM_NEURON_BO_HOST buffer
  *
- * The first user pins the buffer's pages and DMA-maps them; later users
+ * The first user pins the buffer's pages and DMA-maps them; later users,
+ * and users that come within %NEURON_HOST_UNMAP_DELAY_MS of the last one,
  * share that mapping. Each successful call is paired with one
  * neuron_bo_dma_put(). May sleep; not for the fence signalling path.
  *
@@ -100,7 +132,7 @@ struct sg_table *neuron_bo_dma_get(struct neuron_bo *bo)
 	int ret;
 
 	mutex_lock(&bo->dma_lock);
-	if (bo->dma_users) {
+	if (bo->dma_sgt) {
 		sgt = bo->dma_sgt;
 		goto out_get;
 	}
@@ -136,25 +168,15 @@ err_unpin:
  * neuron_bo_dma_put() - end a use of neuron_bo_dma_get()
  * @bo: the host buffer
  *
- * The last user unmaps and unpins the pages. May sleep.
+ * After the last user, the pages are unmapped and unpinned once the buffer
+ * has been idle for %NEURON_HOST_UNMAP_DELAY_MS (or when it is freed).
  */
 void neuron_bo_dma_put(struct neuron_bo *bo)
 {
-	struct neuron_device *ndev = to_neuron_device(bo->base.dev);
-	struct sg_table *sgt;
-
 	mutex_lock(&bo->dma_lock);
-	if (drm_WARN_ON(&ndev->drm, !bo->dma_users) || --bo->dma_users) {
-		mutex_unlock(&bo->dma_lock);
-		return;
-	}
-	sgt = bo->dma_sgt;
-	bo->dma_sgt = NULL;
-	dma_unmap_sgtable(ndev->drm.dev, sgt, DMA_BIDIRECTIONAL, 0);
-	sg_free_table(sgt);
-	kfree(sgt);
-	drm_gem_shmem_unpin(&bo->shmem);
-	atomic64_sub(bo->base.size, &ndev->telemetry.host_mapped);
+	if (!drm_WARN_ON(bo->base.dev, !bo->dma_users) && !--bo->dma_users)
+		mod_delayed_work(system_wq, &bo->dma_release,
+				 msecs_to_jiffies(NEURON_HOST_UNMAP_DELAY_MS));
 	mutex_unlock(&bo->dma_lock);
 }
 

@@ -10,6 +10,7 @@
 #include <drm/drm_mm.h>
 #include <linux/mutex.h>
 #include <linux/types.h>
+#include <linux/workqueue.h>
 
 struct drm_device;
 struct drm_file;
@@ -26,14 +27,16 @@ struct drm_file;
  *	address
  * @dma_lock: host buffers: protects @dma_users and @dma_sgt
  * @dma_users: host buffers: jobs and copies that use the buffer now
- * @dma_sgt: host buffers: the pages' DMA-mapped SG table while
- *	@dma_users is not zero, else NULL
+ * @dma_sgt: host buffers: the pages' DMA-mapped SG table, or NULL
+ * @dma_release: host buffers: unmaps and unpins the pages once the buffer
+ *	has been idle for %NEURON_HOST_UNMAP_DELAY_MS
  *
  * Host buffers are shmem objects: their pages are allocated on first use
  * and pinned and DMA-mapped for the device only while jobs or copies use
- * them (neuron_bo_dma_get() and neuron_bo_dma_put()); in between, the
- * pages may be swapped out like any other shmem page. Device buffers are
- * ranges of the device's memory, zeroed at creation.
+ * them (neuron_bo_dma_get() and neuron_bo_dma_put()), plus a short grace
+ * period so that back-to-back jobs do not pin and map the pages each time;
+ * after that the pages may be swapped out like any other shmem page.
+ * Device buffers are ranges of the device's memory, zeroed at creation.
  */
 struct neuron_bo {
 	union {
@@ -47,7 +50,11 @@ struct neuron_bo {
 	struct mutex dma_lock;
 	unsigned int dma_users;
 	struct sg_table *dma_sgt;
+	struct delayed_work dma_release;
 };
+
+/* How long an idle host buffer stays pinned and mapped for the device. */
+#define NEURON_HOST_UNMAP_DELAY_MS	1000
 
 static inline struct neuron_bo *to_neuron_bo(struct drm_gem_object *obj)
 {
