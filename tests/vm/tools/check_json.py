@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 # SPDX-License-Identifier: MIT
 # Validates a JSON document against the subset of JSON Schema the tools'
 # schema files use (type, required, properties, additionalProperties, items,

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 # SPDX-License-Identifier: MIT
 # Compares a tool's output with a golden template, line by line. The text
 # must be the same except for fields marked {{...}}:

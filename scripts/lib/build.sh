@@ -1,0 +1,24 @@
+# SPDX-License-Identifier: MIT
+#
+# Sourced by scripts/test, scripts/demo and scripts/bench (after step.sh):
+# set up the dependencies and build a CMake preset, with compiler results
+# kept in the dependency cache so that a new clone or a fresh root builds
+# from ccache.
+
+NEURON_CACHE=${NEURON_CACHE:-$HOME/.cache/neuron}
+export CCACHE_DIR=${CCACHE_DIR:-$NEURON_CACHE/ccache}
+# Paths below the checkout are hashed relative to it: clones share results.
+CCACHE_BASEDIR=$(pwd)
+export CCACHE_BASEDIR
+
+# setup_and_build PRESET...: scripts/setup-deps once, then configure and
+# build each preset.
+setup_and_build() {
+	local preset
+	step "setting up dependencies (scripts/setup-deps)" scripts/setup-deps || return
+	for preset in "$@"; do
+		step "configuring the $preset build" cmake --preset "$preset" >/dev/null || return
+		step "building the $preset build" cmake --build --preset "$preset" -j "$(nproc)" ||
+			return
+	done
+}
