@@ -7,9 +7,11 @@
 
 NEURON_CACHE=${NEURON_CACHE:-$HOME/.cache/neuron}
 export CCACHE_DIR=${CCACHE_DIR:-$NEURON_CACHE/ccache}
-# Paths below the checkout are hashed relative to it: clones share results.
+# Paths below the checkout are hashed relative to it, and the build
+# directory is not hashed into objects with debug information: clones at
+# other paths share results (their debug information names the first).
 CCACHE_BASEDIR=$(pwd)
-export CCACHE_BASEDIR
+export CCACHE_BASEDIR CCACHE_NOHASHDIR=1
 
 # setup_and_build PRESET...: scripts/setup-deps once, then configure and
 # build each preset.
