@@ -14,6 +14,21 @@
 /* Instructions a stream runs before the scheduler moves to the next one. */
 #define NM_QUANTUM 32
 
+/*
+ * Host bytes between partitions: the size rounded up to cache lines, plus
+ * one line if that leaves an even number of lines. With a pitch of a
+ * power-of-two multiple of lines, a column of 128 partitions would fall
+ * into a handful of cache sets and be evicted before it is used again.
+ */
+static uint32_t partition_pitch(uint32_t bytes) {
+    uint32_t pitch = (bytes + 63u) & ~63u;
+    return (pitch / 64u) % 2 ? pitch : pitch + 64u;
+}
+
+static uint8_t *line_aligned(void *p) {
+    return p ? (uint8_t *)p + (-(uintptr_t)p & 63u) : NULL;
+}
+
 nm_core *nm_core_new(uint32_t sbuf_bytes, uint32_t psum_bytes) {
     if (sbuf_bytes == 0 || sbuf_bytes % (NEURON_PARTITIONS * 4) ||
         psum_bytes < NEURON_PARTITIONS * NEURON_PSUM_BANK_SIZE ||
@@ -25,18 +40,21 @@ nm_core *nm_core_new(uint32_t sbuf_bytes, uint32_t psum_bytes) {
         return NULL;
     c->sbuf_pp = sbuf_bytes / NEURON_PARTITIONS;
     c->psum_pp = psum_bytes / NEURON_PARTITIONS;
+    c->sbuf_pitch = partition_pitch(c->sbuf_pp);
+    c->psum_pitch = partition_pitch(c->psum_pp);
     /* calloc: untouched pages of a large SBUF cost nothing. */
-    c->sbuf = calloc(NEURON_PARTITIONS, c->sbuf_pp);
-    c->psum = calloc(NEURON_PARTITIONS, c->psum_pp);
+    c->sbuf_mem = calloc(1, (size_t)NEURON_PARTITIONS * c->sbuf_pitch + 64);
+    c->psum_mem = calloc(1, (size_t)NEURON_PARTITIONS * c->psum_pitch + 64);
+    c->sbuf = line_aligned(c->sbuf_mem);
+    c->psum = line_aligned(c->psum_mem);
     bool ok = c->sbuf && c->psum;
     for (int i = 0; i < NM_SCRATCH_BUFS; i++) {
         c->scratch[i] = malloc(NEURON_MAX_FREE_ELEMS * sizeof(float));
         ok = ok && c->scratch[i];
     }
-    c->mm_a = malloc(sizeof(float) * NEURON_MM_MAX_K * NEURON_MM_MAX_M);
-    c->mm_b = malloc(sizeof(float) * NEURON_MM_MAX_K * NEURON_MM_MAX_N);
+    ok = nm_mm_work_init(&c->mm) && ok;
     c->mm_c = malloc(sizeof(float) * NEURON_MM_MAX_M * NEURON_MM_MAX_N);
-    if (!ok || !c->mm_a || !c->mm_b || !c->mm_c) {
+    if (!ok || !c->mm_c) {
         nm_core_free(c);
         return NULL;
     }
@@ -46,12 +64,11 @@ nm_core *nm_core_new(uint32_t sbuf_bytes, uint32_t psum_bytes) {
 void nm_core_free(nm_core *c) {
     if (!c)
         return;
-    free(c->sbuf);
-    free(c->psum);
+    free(c->sbuf_mem);
+    free(c->psum_mem);
     for (int i = 0; i < NM_SCRATCH_BUFS; i++)
         free(c->scratch[i]);
-    free(c->mm_a);
-    free(c->mm_b);
+    nm_mm_work_free(&c->mm);
     free(c->mm_c);
     free(c);
 }
@@ -60,12 +77,12 @@ void nm_core_free(nm_core *c) {
 static void clear_memories(nm_core *c) {
     if (c->sbuf_dirty) {
         for (uint32_t p = 0; p < NEURON_PARTITIONS; p++)
-            memset(c->sbuf + (size_t)p * c->sbuf_pp, 0, c->sbuf_dirty);
+            memset(c->sbuf + (size_t)p * c->sbuf_pitch, 0, c->sbuf_dirty);
         c->sbuf_dirty = 0;
     }
     if (c->psum_dirty) {
         for (uint32_t p = 0; p < NEURON_PARTITIONS; p++)
-            memset(c->psum + (size_t)p * c->psum_pp, 0, c->psum_dirty);
+            memset(c->psum + (size_t)p * c->psum_pitch, 0, c->psum_dirty);
         c->psum_dirty = 0;
     }
 }
@@ -127,8 +144,9 @@ uint32_t nm_tap_decode(nm_exec *ex, const struct neuron_tap *raw, unsigned allow
     if (t->offset > size || extent > size - t->offset)
         return sbuf ? NEURON_JOB_STATUS_SBUF_RANGE : NEURON_JOB_STATUS_PSUM_RANGE;
     t->extent = (uint32_t)extent;
-    t->pitch = size;
-    t->base = (sbuf ? ex->core->sbuf : ex->core->psum) + (size_t)t->part_start * size + t->offset;
+    t->pitch = sbuf ? ex->core->sbuf_pitch : ex->core->psum_pitch;
+    t->base =
+        (sbuf ? ex->core->sbuf : ex->core->psum) + (size_t)t->part_start * t->pitch + t->offset;
     return NEURON_JOB_STATUS_OK;
 }
 

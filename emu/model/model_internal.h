@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "job.h"
+#include "matmul.h"
 #include "neuron_isa.h"
 
 /* ---- little-endian field access (the model also builds on BE hosts) ---- */
@@ -54,6 +55,18 @@ static inline uint32_t nm_f32_bits(float f) {
     return u;
 }
 
+/*
+ * Hot loops are built for several x86-64 levels and picked at load time.
+ * Floating-point contraction is off in every build (CMake and QEMU's), so
+ * a clone gives the same bits as the baseline.
+ */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__) &&       \
+    !defined(NEURON_MODEL_NO_CLONES)
+#define NM_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define NM_CLONES
+#endif
+
 /* ---- dtype.c ---- */
 
 uint16_t nm_f32_to_bf16(float f);
@@ -76,17 +89,19 @@ void nm_store_f32(uint8_t *restrict dst, const float *restrict src, uint32_t dty
 struct nm_core {
     uint32_t sbuf_pp; /* bytes per partition */
     uint32_t psum_pp;
-    uint8_t *sbuf; /* [NEURON_PARTITIONS][sbuf_pp] */
-    uint8_t *psum; /* [NEURON_PARTITIONS][psum_pp] */
+    uint32_t sbuf_pitch; /* host bytes between partitions (core.c) */
+    uint32_t psum_pitch;
+    uint8_t *sbuf;             /* [NEURON_PARTITIONS][sbuf_pitch] */
+    uint8_t *psum;             /* [NEURON_PARTITIONS][psum_pitch] */
+    void *sbuf_mem, *psum_mem; /* as allocated; sbuf and psum are line-aligned in them */
     /* Bytes per partition that may be non-zero (cleared at job start). */
     uint32_t sbuf_dirty;
     uint32_t psum_dirty;
     /* Per-partition fp32 rows for elementwise work, NEURON_MAX_FREE_ELEMS each. */
     float *scratch[NM_SCRATCH_BUFS];
-    /* Packed matmul operands and result. */
-    float *mm_a; /* stationary, [K][M] */
-    float *mm_b; /* moving, [K][N] */
-    float *mm_c; /* result, [M][N] */
+    nm_mm_work mm; /* packed matmul operands */
+    /* [M][N] fp32: a MATMUL result whose PSUM rows are not contiguous; TRANSPOSE's staging. */
+    float *mm_c;
 };
 
 typedef struct nm_stream {
@@ -187,8 +202,11 @@ void nm_exec_iota(nm_exec *ex, const struct neuron_insn *in, nm_result *r);
 #define NM_DMA_BYTES_PER_CYCLE 64u
 #define NM_MM_FP32_FACTOR 4u /* fp32 matmul passes take 4 cycles per column */
 
-/* fp32 C[M][N] (+)= A[K][M]^T B[K][N], all row-major and contiguous. */
-void nm_matmul_f32(float *restrict c, const float *restrict a, const float *restrict b, uint32_t m,
-                   uint32_t n, uint32_t k, bool accumulate);
+/*
+ * fp32 C[M][N] (+)= A^T B (matmul.c), with A the K partitions of @a (M
+ * elements each), B those of @b (N each), and row i of C at c + i * ldc.
+ */
+void nm_mm_run(nm_mm_work *w, float *c, size_t ldc, const nm_tap *a, const nm_tap *b, uint32_t M,
+               uint32_t N, uint32_t K, bool accumulate);
 
 #endif /* NEURON_MODEL_INTERNAL_H */

@@ -12,7 +12,7 @@
  * these host-side limits next to the emulated device's figures.
  *
  * Usage: neuron-model-bench [--quick] [--seconds S] [--repeat N]
- *                           [--shape MxNxK] [--json FILE]
+ *                           [--shape MxNxK] [--matmul-path NAME] [--json FILE]
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -22,6 +22,7 @@
 
 #include <cblas.h>
 
+#include "matmul.h"
 #include "progbuild.h"
 
 #define MAX_REPEAT 100
@@ -128,13 +129,13 @@ static double run_timed(tenv *t, const image *im, uint64_t flops_expected) {
 }
 
 /*
- * The model's GFLOP/s with inputs of @dt. The repetition count is
- * calibrated by doubling it until a run takes an eighth of @seconds (so the
- * fixed cost of a job, loading A and B into SBUF, no longer dominates),
- * then scaled to @seconds.
+ * A program with inputs of @dt whose run lasts about @seconds: the
+ * repetition count is calibrated by doubling it until a run takes an
+ * eighth of @seconds (so the fixed cost of a job, loading A and B into
+ * SBUF, no longer dominates), then scaled to @seconds.
  */
-static int bench_model(tenv *t, uint8_t dt, uint32_t sa, uint32_t sb, uint32_t M, uint32_t N,
-                       uint32_t K, double seconds, unsigned repeat, stats *out) {
+static int calibrate(tenv *t, uint8_t dt, uint32_t sa, uint32_t sb, uint32_t M, uint32_t N,
+                     uint32_t K, double seconds, image *out, uint32_t *reps_out) {
     const double flop = 2.0 * M * N * K;
     uint32_t reps = 1;
     double elapsed;
@@ -150,40 +151,22 @@ static int bench_model(tenv *t, uint8_t dt, uint32_t sa, uint32_t sb, uint32_t M
     }
     double scaled = (double)reps * seconds / (elapsed > 1e-9 ? elapsed : 1e-9);
     reps = scaled < 1 ? 1 : scaled > 4e9 ? 4000000000u : (uint32_t)scaled;
-
-    image im = build_image(dt, sa, sb, M, N, K, reps);
-    double gflops[MAX_REPEAT];
-    for (unsigned r = 0; r < repeat; r++) {
-        elapsed = run_timed(t, &im, (uint64_t)(flop * reps));
-        if (elapsed < 0) {
-            free(im.bytes);
-            return 1;
-        }
-        gflops[r] = flop * reps / elapsed * 1e-9;
-    }
-    free(im.bytes);
-    *out = stats_of(gflops, repeat);
+    *out = build_image(dt, sa, sb, M, N, K, reps);
+    *reps_out = reps;
     return 0;
 }
 
-/* OpenBLAS on one thread: C = A^T B on the same data, calls counted per run. */
-static stats bench_sgemm(const float *a, const float *b, float *c, uint32_t M, uint32_t N,
-                         uint32_t K, double seconds, unsigned repeat) {
-    const double flop = 2.0 * M * N * K;
-    double gflops[MAX_REPEAT];
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.0f, a, (int)M, b,
-                (int)N, 0.0f, c, (int)N);
-    for (unsigned r = 0; r < repeat; r++) {
-        int calls = 0;
-        double t0 = now(), elapsed;
-        do {
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.0f, a,
-                        (int)M, b, (int)N, 0.0f, c, (int)N);
-            calls++;
-        } while ((elapsed = now() - t0) < seconds);
-        gflops[r] = flop * calls / elapsed * 1e-9;
-    }
-    return stats_of(gflops, repeat);
+/* OpenBLAS on one thread, C = A^T B on the same data for @seconds: GFLOP/s. */
+static double sgemm_run(const float *a, const float *b, float *c, uint32_t M, uint32_t N,
+                        uint32_t K, double seconds) {
+    int calls = 0;
+    double t0 = now(), elapsed;
+    do {
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.0f, a,
+                    (int)M, b, (int)N, 0.0f, c, (int)N);
+        calls++;
+    } while ((elapsed = now() - t0) < seconds);
+    return 2.0 * M * N * K * calls / elapsed * 1e-9;
 }
 
 typedef struct result {
@@ -225,18 +208,44 @@ static int bench(uint32_t M, uint32_t N, uint32_t K, double seconds, unsigned re
     for (uint64_t i = 0; i < b_elems; i++)
         b16[i] = to_bf16(b[i]);
 
-    int err = bench_model(t, NEURON_DT_FP32, sa, sb, M, N, K, seconds, repeat, &out[0].model) ||
-              bench_model(t, NEURON_DT_BF16, sa16, sb16, M, N, K, seconds, repeat, &out[1].model);
+    /*
+     * The timed runs of the model (fp32, bf16) and of sgemm alternate, so
+     * that the machine's drift during a run hits all three alike.
+     */
+    const double flop = 2.0 * M * N * K;
+    image im[2];
+    uint32_t reps[2];
+    int err = calibrate(t, NEURON_DT_FP32, sa, sb, M, N, K, seconds, &im[0], &reps[0]);
     if (!err) {
-        stats sg = bench_sgemm(a, b, c, M, N, K, seconds, repeat);
-        for (int i = 0; i < 2; i++) {
-            out[i].m = M, out[i].n = N, out[i].k = K, out[i].sgemm = sg;
-            out[i].dtype = i ? NEURON_DT_BF16 : NEURON_DT_FP32;
-            printf("%5u x %5u x %5u  %-5s  %9.2f   %9.2f   %6.3f\n", M, N, K,
-                   dtype_name(out[i].dtype), out[i].model.median, sg.median,
-                   out[i].model.median / sg.median);
+        err = calibrate(t, NEURON_DT_BF16, sa16, sb16, M, N, K, seconds, &im[1], &reps[1]);
+        if (err)
+            free(im[0].bytes);
+    }
+    if (!err) {
+        double g[3][MAX_REPEAT];
+        sgemm_run(a, b, c, M, N, K, seconds / 8); /* warm-up */
+        for (unsigned r = 0; r < repeat && !err; r++) {
+            for (int i = 0; i < 2 && !err; i++) {
+                double elapsed = run_timed(t, &im[i], (uint64_t)(flop * reps[i]));
+                err = elapsed < 0;
+                g[i][r] = flop * reps[i] / elapsed * 1e-9;
+            }
+            g[2][r] = sgemm_run(a, b, c, M, N, K, seconds);
         }
-        fflush(stdout);
+        free(im[0].bytes);
+        free(im[1].bytes);
+        if (!err) {
+            stats sg = stats_of(g[2], repeat);
+            for (int i = 0; i < 2; i++) {
+                out[i].m = M, out[i].n = N, out[i].k = K, out[i].sgemm = sg;
+                out[i].dtype = i ? NEURON_DT_BF16 : NEURON_DT_FP32;
+                out[i].model = stats_of(g[i], repeat);
+                printf("%5u x %5u x %5u  %-5s  %9.2f   %9.2f   %6.3f\n", M, N, K,
+                       dtype_name(out[i].dtype), out[i].model.median, sg.median,
+                       out[i].model.median / sg.median);
+            }
+            fflush(stdout);
+        }
     }
     free(c);
     te_free(t);
@@ -255,7 +264,10 @@ static int write_json(const char *path, const result *res, size_t count, double 
         return 1;
     }
     fprintf(f, "{\n  \"unit\": \"GFLOP/s\",\n  \"seconds_per_run\": %g,\n", seconds);
-    fprintf(f, "  \"sgemm\": \"OpenBLAS cblas_sgemm, 1 thread, fp32\",\n  \"matmul\": [");
+    fprintf(f, "  \"sgemm\": \"OpenBLAS cblas_sgemm, 1 thread, fp32, %s kernels\",\n",
+            openblas_get_corename());
+    fprintf(f, "  \"model_matmul_path\": \"%s\",\n  \"matmul\": [",
+            nm_mm_path_name(nm_mm_path_current()));
     for (size_t i = 0; i < count; i++) {
         const result *r = &res[i];
         fprintf(f, "%s\n    {\"m\": %u, \"n\": %u, \"k\": %u, \"dtype\": \"%s\", ", i ? "," : "",
@@ -275,11 +287,14 @@ static int write_json(const char *path, const result *res, size_t count, double 
 
 static int usage(const char *argv0) {
     fprintf(stderr,
-            "usage: %s [--quick] [--seconds S] [--repeat N] [--shape MxNxK] [--json FILE]\n"
+            "usage: %s [--quick] [--seconds S] [--repeat N] [--shape MxNxK]\n"
+            "          [--matmul-path NAME] [--json FILE]\n"
             "  --quick         short runs (%s)\n"
             "  --seconds S     length of one timed run (default 0.5)\n"
             "  --repeat N      timed runs per figure, 1..%d (default 5)\n"
             "  --shape MxNxK   only this shape (M, K multiples of 128, N of 512)\n"
+            "  --matmul-path NAME  the model's matmul kernels: portable, avx2-fma or avx512\n"
+            "                  (default: the best the CPU supports)\n"
             "  --json FILE     also write the figures as JSON\n",
             argv0, "0.05 s, 3 runs", MAX_REPEAT);
     return 2;
@@ -303,6 +318,16 @@ int main(int argc, char **argv) {
             if (n < 1 || n > MAX_REPEAT)
                 return usage(argv[0]);
             repeat = (unsigned)n;
+        } else if (!strcmp(argv[i], "--matmul-path") && i + 1 < argc) {
+            const char *name = argv[++i];
+            nm_mm_path p = 0;
+            while (p < NM_MM_PATHS && !(nm_mm_path_name(p) && !strcmp(nm_mm_path_name(p), name)))
+                p++;
+            if (!nm_mm_path_select(p)) {
+                fprintf(stderr, "%s: matmul path '%s' unknown or not supported here\n", argv[0],
+                        name);
+                return 2;
+            }
         } else if (!strcmp(argv[i], "--json") && i + 1 < argc) {
             json = argv[++i];
         } else if (!strcmp(argv[i], "--shape") && i + 1 < argc) {
@@ -326,8 +351,9 @@ int main(int argc, char **argv) {
 
     openblas_set_num_threads(1);
     printf("matmul, C[M,N] = A[K,M]^T B[K,N], fp32 accumulation; model through MATMUL\n"
-           "instructions, OpenBLAS cblas_sgemm (fp32) on 1 thread; GFLOP/s, median of %u\n\n",
-           repeat);
+           "instructions (kernels: %s), OpenBLAS cblas_sgemm (fp32, %s) on 1 thread;\n"
+           "GFLOP/s, median of %u\n\n",
+           nm_mm_path_name(nm_mm_path_current()), openblas_get_corename(), repeat);
     printf("%-23s  %-5s  %9s   %9s   %6s\n", "M x N x K", "dtype", "model", "sgemm", "ratio");
     static const uint32_t sizes[][3] = {{128, 512, 128}, {512, 512, 512}, {1024, 1024, 1024}};
     const uint32_t(*shapes)[3] = sizes;
