@@ -192,14 +192,11 @@ static inline void prefetch_row(const nm_tap *t, uint32_t k, uint32_t K) {
         __builtin_prefetch(p + off);
 }
 
-static bool contiguous(const nm_tap *t) {
-    return t->stride[0] == 1 && (t->count[1] == 1 || t->stride[1] == t->count[0]);
-}
-
 /* Row @k of @t as fp32: in place when it is contiguous fp32, else in @row. */
 static const float *operand_row(const nm_tap *t, uint32_t k, float *restrict row) {
-    if (t->dtype == NEURON_DT_FP32 && contiguous(t))
-        return (const float *)(const void *)(t->base + (size_t)k * t->pitch);
+    const float *in_place = nm_tap_row_f32(t, k);
+    if (in_place)
+        return in_place;
     nm_tap_load(t, k, row);
     return row;
 }
@@ -293,7 +290,7 @@ void nm_mm_run(nm_mm_work *w, float *c, size_t ldc, const nm_tap *a, const nm_ta
      * buffer, the next panel's rows fetched while the kernels run on this
      * one; any other B is converted and packed whole up front.
      */
-    const bool by_panel = contiguous(b);
+    const bool by_panel = nm_tap_contiguous(b);
     if (!by_panel)
         pack_panels(b, w->b, K, N, nr, w->row);
 

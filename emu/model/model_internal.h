@@ -159,6 +159,18 @@ uint32_t nm_tap_decode(nm_exec *ex, const struct neuron_tap *raw, unsigned allow
                        bool optional, nm_tap *t);
 bool nm_tap_is_zero(const struct neuron_tap *raw);
 
+/* Whether each partition's elements of @t are consecutive in memory. */
+static inline bool nm_tap_contiguous(const nm_tap *t) {
+    return t->stride[0] == 1 && (t->count[1] == 1 || t->stride[1] == t->count[0]);
+}
+
+/* Partition @p of @t as fp32 in place, when it is contiguous fp32; else NULL. */
+static inline float *nm_tap_row_f32(const nm_tap *t, uint32_t p) {
+    if (t->dtype != NEURON_DT_FP32 || !nm_tap_contiguous(t))
+        return NULL;
+    return (float *)(void *)(t->base + (size_t)p * t->pitch);
+}
+
 /* Pointer to element (p, linear free index j) of @t. */
 static inline uint8_t *nm_tap_elem(const nm_tap *t, uint32_t p, uint32_t j) {
     uint32_t j1 = j / t->count[0], j0 = j % t->count[0];

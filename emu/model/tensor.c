@@ -48,7 +48,7 @@ void nm_exec_matmul(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
     }
 
     bool acc = in->flags & NEURON_MM_F_ACCUMULATE;
-    if (d.stride[0] == 1 && (d.count[1] == 1 || d.stride[1] == d.count[0])) {
+    if (nm_tap_contiguous(&d)) {
         nm_mm_run(&core->mm, (float *)(void *)d.base, d.pitch / sizeof(float), &s, &mv, M, N, K,
                   acc);
     } else {

@@ -5,7 +5,9 @@
  * would emit them) with fp32 and bf16 inputs (fp32 accumulation in PSUM),
  * next to OpenBLAS cblas_sgemm on one thread on the same sizes and data, in
  * the same run. sgemm is fp32 in both rows: OpenBLAS has no bf16 path the
- * model could be held to, and the model computes in fp32 either way.
+ * model could be held to, and the model computes in fp32 either way. Then
+ * the Vector and Scalar engines (ACTIVATE, TENSOR_TENSOR, REDUCE) over a
+ * full SBUF tile, next to plain C loops of the same operation.
  *
  * Every figure is the median (with min and max) of --repeat timed runs;
  * each timed run lasts about --seconds. neuron-bench reads --json to show
@@ -15,6 +17,7 @@
  *                           [--shape MxNxK] [--matmul-path NAME] [--json FILE]
  */
 #define _POSIX_C_SOURCE 200809L
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -252,12 +255,180 @@ static int bench(uint32_t M, uint32_t N, uint32_t K, double seconds, unsigned re
     return err;
 }
 
+/* ---- the Vector and Scalar engines over a full SBUF tile ---- */
+
+#define VEC_P 128u
+#define VEC_F 2048u /* [128, 2048] fp32: 1 MiB per operand */
+#define SUM_LANES 16
+
+typedef enum vec_op { VEC_RELU, VEC_GELU, VEC_ADD, VEC_SUM, VEC_OPS } vec_op;
+
+static const char *const vec_names[VEC_OPS] = {"ACTIVATE relu", "ACTIVATE gelu",
+                                               "TENSOR_TENSOR add", "REDUCE sum"};
+
+typedef struct vec_result {
+    vec_op op;
+    stats model, cloop; /* Gelem/s */
+} vec_result;
+
+/* x (tile 0) and y (tile 1) loaded; the op repeated @reps times into tile 2. */
+static image vec_image(vec_op op, uint32_t slot, uint32_t reps) {
+    const uint32_t row = VEC_F * 4;
+    pb_prog p;
+    pb_init(&p);
+    pb_dma(&p, true, pb_sbuf(NEURON_DT_FP32, 0, VEC_P, 0, 2 * VEC_F), slot, 0, 2 * row, 4, 0);
+    const int engine =
+        op == VEC_RELU || op == VEC_GELU ? NEURON_ENGINE_SCALAR : NEURON_ENGINE_VECTOR;
+    pb_signal(&p, NEURON_ENGINE_SYNC, 0, 1);
+    pb_end(&p, NEURON_ENGINE_SYNC);
+    pb_wait(&p, engine, 0, 1, false);
+    const uint32_t top = pb_here(&p, engine);
+    const struct neuron_tap x = pb_sbuf(NEURON_DT_FP32, 0, VEC_P, 0, VEC_F),
+                            y = pb_sbuf(NEURON_DT_FP32, 0, VEC_P, row, VEC_F),
+                            out = pb_sbuf(NEURON_DT_FP32, 0, VEC_P, 2 * row, VEC_F);
+    static const struct neuron_tap none;
+    switch (op) {
+    case VEC_RELU:
+        pb_activate(&p, NEURON_ACT_RELU, out, x, none, 1.5f, 0.25f);
+        break;
+    case VEC_GELU:
+        pb_activate(&p, NEURON_ACT_GELU, out, x, none, 1.5f, 0.25f);
+        break;
+    case VEC_ADD:
+        pb_tt(&p, NEURON_ALU_ADD, out, x, y);
+        break;
+    default:
+        pb_reduce(&p, NEURON_RED_SUM, pb_sbuf(NEURON_DT_FP32, 0, VEC_P, 2 * row, 1), x);
+        break;
+    }
+    if (reps > 1)
+        pb_loop(&p, engine, 0, top, reps);
+    pb_end(&p, engine);
+    image im;
+    im.bytes = pb_image(&p, &im.size);
+    pb_free(&p);
+    return im;
+}
+
+/* The same operation as plain C loops over [VEC_P][VEC_F] arrays. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
+/* Built for the same x86-64 levels as the model's loops (NM_CLONES). */
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+static void
+vec_cloop(vec_op op, float *restrict out, const float *restrict x, const float *restrict y) {
+    const size_t n = (size_t)VEC_P * VEC_F;
+    switch (op) {
+    case VEC_RELU:
+        for (size_t i = 0; i < n; i++) {
+            float v = x[i] * 1.5f + 0.25f;
+            out[i] = v >= 0.0f ? v : 0.0f;
+        }
+        return;
+    case VEC_GELU:
+        for (size_t i = 0; i < n; i++) {
+            float v = x[i] * 1.5f + 0.25f;
+            out[i] = 0.5f * v * (1.0f + erff(v * 0.7071067811865476f));
+        }
+        return;
+    case VEC_ADD:
+        for (size_t i = 0; i < n; i++)
+            out[i] = x[i] + y[i];
+        return;
+    default:
+        for (size_t p = 0; p < VEC_P; p++) {
+            float lane[SUM_LANES] = {0};
+            for (size_t i = 0; i < VEC_F; i += SUM_LANES)
+                for (size_t l = 0; l < SUM_LANES; l++)
+                    lane[l] += x[p * VEC_F + i + l];
+            float v = 0;
+            for (size_t l = 0; l < SUM_LANES; l++)
+                v += lane[l];
+            out[p] = v;
+        }
+        return;
+    }
+}
+
+static double cloop_run(vec_op op, float *out, const float *x, const float *y, double seconds) {
+    unsigned calls = 0;
+    double t0 = now(), elapsed;
+    do {
+        vec_cloop(op, out, x, y);
+        calls++;
+    } while ((elapsed = now() - t0) < seconds);
+    return (double)VEC_P * VEC_F * calls / elapsed * 1e-9;
+}
+
+static int bench_vector(double seconds, unsigned repeat, vec_result out[VEC_OPS]) {
+    const uint64_t elems = (uint64_t)VEC_P * VEC_F;
+    tenv *t = te_new();
+    uint8_t *px;
+    const uint32_t slot = te_buffer(t, 2 * elems * 4, NEURON_BIND_READ, &px);
+    float *xy = (float *)(void *)px, *x = malloc(elems * 4), *y = malloc(elems * 4),
+          *res = malloc(elems * 4);
+    if (!x || !y || !res)
+        abort();
+    uint64_t seed = 0x2545f4914f6cdd1dull;
+    fill_random(xy, 2 * elems, &seed);
+    /* The host copies in the loops' layout: x and y side by side per row in SBUF. */
+    for (uint32_t p = 0; p < VEC_P; p++) {
+        memcpy(x + (size_t)p * VEC_F, xy + (size_t)p * 2 * VEC_F, VEC_F * 4);
+        memcpy(y + (size_t)p * VEC_F, xy + (size_t)p * 2 * VEC_F + VEC_F, VEC_F * 4);
+    }
+    int err = 0;
+    for (vec_op op = 0; op < VEC_OPS && !err; op++) {
+        uint32_t reps = 1;
+        double elapsed;
+        for (;;) {
+            image im = vec_image(op, slot, reps);
+            elapsed = run_timed(t, &im, elems * reps);
+            free(im.bytes);
+            if (elapsed < 0) {
+                err = 1;
+                break;
+            }
+            if (elapsed >= seconds / 8 || reps >= (1u << 30))
+                break;
+            reps *= 2;
+        }
+        if (err)
+            break;
+        double scaled = (double)reps * seconds / (elapsed > 1e-9 ? elapsed : 1e-9);
+        reps = scaled < 1 ? 1 : (uint32_t)scaled;
+        image im = vec_image(op, slot, reps);
+        double gm[MAX_REPEAT], gc[MAX_REPEAT];
+        for (unsigned r = 0; r < repeat && !err; r++) {
+            elapsed = run_timed(t, &im, elems * reps);
+            err = elapsed < 0;
+            gm[r] = (double)elems * reps / elapsed * 1e-9;
+            gc[r] = cloop_run(op, res, x, y, seconds);
+        }
+        free(im.bytes);
+        if (err)
+            break;
+        out[op].op = op;
+        out[op].model = stats_of(gm, repeat);
+        out[op].cloop = stats_of(gc, repeat);
+        printf("%-18s [%u x %u] fp32  %9.3f   %9.3f   %6.3f\n", vec_names[op], VEC_P, VEC_F,
+               out[op].model.median, out[op].cloop.median,
+               out[op].model.median / out[op].cloop.median);
+        fflush(stdout);
+    }
+    free(x);
+    free(y);
+    free(res);
+    te_free(t);
+    return err;
+}
+
 static void json_stats(FILE *f, const char *name, const stats *s) {
     fprintf(f, "\"%s\": {\"median\": %.6g, \"min\": %.6g, \"max\": %.6g, \"runs\": %u}", name,
             s->median, s->min, s->max, s->runs);
 }
 
-static int write_json(const char *path, const result *res, size_t count, double seconds) {
+static int write_json(const char *path, const result *res, size_t count, const vec_result *vec,
+                      size_t nvec, double seconds) {
     FILE *f = fopen(path, "w");
     if (!f) {
         perror(path);
@@ -275,6 +446,15 @@ static int write_json(const char *path, const result *res, size_t count, double 
         json_stats(f, "model_gflops", &r->model);
         fputs(", ", f);
         json_stats(f, "sgemm_gflops", &r->sgemm);
+        fputc('}', f);
+    }
+    fprintf(f, "\n  ],\n  \"vector_unit\": \"Gelem/s\",\n  \"vector\": [");
+    for (size_t i = 0; i < nvec; i++) {
+        fprintf(f, "%s\n    {\"op\": \"%s\", \"p\": %u, \"f\": %u, \"dtype\": \"fp32\", ",
+                i ? "," : "", vec_names[vec[i].op], VEC_P, VEC_F);
+        json_stats(f, "model_gelems", &vec[i].model);
+        fputs(", ", f);
+        json_stats(f, "cloop_gelems", &vec[i].cloop);
         fputc('}', f);
     }
     fprintf(f, "\n  ]\n}\n");
@@ -366,7 +546,16 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < nshapes; i++)
         if (bench(shapes[i][0], shapes[i][1], shapes[i][2], seconds, repeat, &res[2 * i]))
             return 1;
-    if (json && write_json(json, res, 2 * nshapes, seconds))
+
+    printf("\nVector and Scalar engines over a full SBUF tile, next to plain C loops of the\n"
+           "same operation on the same data (-O3, vectorized where the operation allows);\n"
+           "Gelem/s, median of %u\n\n",
+           repeat);
+    printf("%-18s %-18s %9s   %9s   %6s\n", "instruction", "shape", "model", "C loop", "ratio");
+    vec_result vec[VEC_OPS];
+    if (bench_vector(seconds, repeat, vec))
+        return 1;
+    if (json && write_json(json, res, 2 * nshapes, vec, VEC_OPS, seconds))
         return 1;
     return 0;
 }
