@@ -174,14 +174,6 @@ void nm_tap_store(const nm_tap *t, uint32_t p, const float *restrict in) {
 
 /* ---- program fetch ---- */
 
-static bool bytes_zero(const void *p, size_t n) {
-    const uint8_t *b = p;
-    for (size_t i = 0; i < n; i++)
-        if (b[i])
-            return false;
-    return true;
-}
-
 static void fault(nm_job *job, uint32_t status, uint32_t info, uint16_t engine) {
     job->status = status;
     job->info = info;
@@ -251,9 +243,38 @@ static uint8_t *fetch_program(nm_job *job, struct neuron_prog_header *h) {
 
 enum step { STEP_RAN, STEP_BLOCKED, STEP_DONE, STEP_FAULT };
 
-/* Control instructions use only the header words (and imm[0] for LOOP). */
-static bool control_fields_ok(const struct neuron_insn *in, bool uses_imm0) {
-    return bytes_zero(in->op, sizeof(in->op)) && (uses_imm0 || in->imm[0] == 0) && in->imm[1] == 0;
+/*
+ * The opcode table's part of decoding: flags the opcode defines, zero in
+ * the header fields it does not use and in the operands it has not.
+ */
+static bool encoding_ok(const struct neuron_insn *in, const struct neuron_opcode_info *info) {
+    const uint32_t unused = ~(uint32_t)info->uses;
+    if ((in->flags & ~info->flags) || ((unused & NEURON_FIELD_FUNC) && in->func) ||
+        ((unused & NEURON_FIELD_FUNC2) && in->func2) || ((unused & NEURON_FIELD_ARG) && in->arg) ||
+        ((unused & NEURON_FIELD_IMM0) && in->imm[0]) ||
+        ((unused & NEURON_FIELD_IMM1) && in->imm[1]))
+        return false;
+    for (unsigned k = 0; k < NEURON_INSN_OPERANDS; k++)
+        if (info->operand[k] == NEURON_OPERAND_NONE && !nm_tap_is_zero(&in->op[k]))
+            return false;
+    return true;
+}
+
+uint32_t nm_operand_decode(nm_exec *ex, const struct neuron_insn *in, unsigned k, nm_tap *t) {
+    const unsigned sbuf = 1u << NEURON_SPACE_SBUF, psum = 1u << NEURON_SPACE_PSUM;
+    switch (neuron_opcode_lookup(in->opcode)->operand[k]) {
+    case NEURON_OPERAND_SBUF:
+        return nm_tap_decode(ex, &in->op[k], sbuf, false, t);
+    case NEURON_OPERAND_PSUM:
+        return nm_tap_decode(ex, &in->op[k], psum, false, t);
+    case NEURON_OPERAND_ONCHIP:
+        return nm_tap_decode(ex, &in->op[k], sbuf | psum, false, t);
+    case NEURON_OPERAND_ONCHIP_OPT:
+        return nm_tap_decode(ex, &in->op[k], sbuf | psum, true, t);
+    default: /* absent (checked by the decoder) or not an on-core operand */
+        memset(t, 0, sizeof(*t));
+        return NEURON_JOB_STATUS_OK;
+    }
 }
 
 static enum step exec_control(nm_exec *ex, nm_stream *s, const struct neuron_insn *in,
@@ -264,8 +285,6 @@ static enum step exec_control(nm_exec *ex, nm_stream *s, const struct neuron_ins
     switch (in->opcode) {
     case NEURON_OP_END:
     case NEURON_OP_NOP:
-        if (in->flags || in->func || in->func2 || arg || !control_fields_ok(in, false))
-            goto decode;
         if (in->opcode == NEURON_OP_END) {
             s->done = true;
             return STEP_DONE;
@@ -273,15 +292,11 @@ static enum step exec_control(nm_exec *ex, nm_stream *s, const struct neuron_ins
         s->pc++;
         return STEP_RAN;
     case NEURON_OP_NOTIFY:
-        if (in->flags || in->func || in->func2 || !control_fields_ok(in, false))
-            goto decode;
         if (ex->job->notify)
             ex->job->notify(ex->job->notify_opaque, ex->job->job_id, arg);
         s->pc++;
         return STEP_RAN;
     case NEURON_OP_SEM_SIGNAL:
-        if (in->flags || in->func2 || !control_fields_ok(in, false))
-            goto decode;
         if (in->func >= NEURON_NUM_SEMAPHORES || arg > UINT32_MAX - ex->sem[in->func]) {
             r->status = NEURON_JOB_STATUS_SEMAPHORE;
             return STEP_FAULT;
@@ -292,8 +307,6 @@ static enum step exec_control(nm_exec *ex, nm_stream *s, const struct neuron_ins
         s->pc++;
         return STEP_RAN;
     case NEURON_OP_SEM_WAIT:
-        if ((in->flags & ~NEURON_SEM_F_DECREMENT) || in->func2 || !control_fields_ok(in, false))
-            goto decode;
         if (in->func >= NEURON_NUM_SEMAPHORES) {
             r->status = NEURON_JOB_STATUS_SEMAPHORE;
             return STEP_FAULT;
@@ -310,8 +323,6 @@ static enum step exec_control(nm_exec *ex, nm_stream *s, const struct neuron_ins
         s->pc++;
         return STEP_RAN;
     case NEURON_OP_LOOP: {
-        if (in->flags || in->func2 || !control_fields_ok(in, true))
-            goto decode;
         if (in->func >= NEURON_NUM_LOOP_COUNTERS || arg >= s->pc)
             goto decode;
         uint32_t n = nm_le32(in->imm[0]);
@@ -353,7 +364,8 @@ static enum step step(nm_exec *ex, nm_stream *s) {
         goto failed;
     }
     memcpy(&in, s->code + (size_t)s->pc * sizeof(in), sizeof(in));
-    if (!(neuron_opcode_engines(in.opcode) & (1u << s->engine))) {
+    const struct neuron_opcode_info *info = neuron_opcode_lookup(in.opcode);
+    if (!info || !(info->engines & (1u << s->engine)) || !encoding_ok(&in, info)) {
         r.status = NEURON_JOB_STATUS_DECODE;
         goto failed;
     }

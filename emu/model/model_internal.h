@@ -158,6 +158,12 @@ void nm_mark_dirty(nm_exec *ex, const nm_tap *t);
 uint32_t nm_tap_decode(nm_exec *ex, const struct neuron_tap *raw, unsigned allowed_spaces,
                        bool optional, nm_tap *t);
 bool nm_tap_is_zero(const struct neuron_tap *raw);
+/*
+ * Decode operand op[@k] of @in (@k < NEURON_INSN_OPERANDS) as the opcode
+ * table says it is: SBUF, PSUM, either, optional. An absent operand
+ * decodes to t->space == 0.
+ */
+uint32_t nm_operand_decode(nm_exec *ex, const struct neuron_insn *in, unsigned k, nm_tap *t);
 
 /* Whether each partition's elements of @t are consecutive in memory. */
 static inline bool nm_tap_contiguous(const nm_tap *t) {

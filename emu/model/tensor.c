@@ -16,17 +16,9 @@ void nm_exec_matmul(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
     nm_tap d, s, mv;
     nm_core *core = ex->core;
 
-    if ((in->flags & ~NEURON_MM_F_ACCUMULATE) || in->func || in->func2 || in->arg || in->imm[0] ||
-        in->imm[1]) {
-        r->status = NEURON_JOB_STATUS_DECODE;
-        return;
-    }
-    if ((r->status =
-             nm_tap_decode(ex, &in->op[NEURON_INSN_DST], 1u << NEURON_SPACE_PSUM, false, &d)) ||
-        (r->status =
-             nm_tap_decode(ex, &in->op[NEURON_INSN_SRC0], 1u << NEURON_SPACE_SBUF, false, &s)) ||
-        (r->status =
-             nm_tap_decode(ex, &in->op[NEURON_INSN_SRC1], 1u << NEURON_SPACE_SBUF, false, &mv)))
+    if ((r->status = nm_operand_decode(ex, in, NEURON_INSN_DST, &d)) ||
+        (r->status = nm_operand_decode(ex, in, NEURON_INSN_SRC0, &s)) ||
+        (r->status = nm_operand_decode(ex, in, NEURON_INSN_SRC1, &mv)))
         return;
     if (d.dtype != NEURON_DT_FP32 || !mm_dtype(s.dtype) || !mm_dtype(mv.dtype)) {
         r->status = NEURON_JOB_STATUS_DTYPE;
@@ -67,17 +59,11 @@ void nm_exec_matmul(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
 }
 
 void nm_exec_transpose(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
-    const unsigned both = (1u << NEURON_SPACE_SBUF) | (1u << NEURON_SPACE_PSUM);
     nm_tap d, s;
     nm_core *core = ex->core;
 
-    if (in->flags || in->func || in->func2 || in->arg || in->imm[0] || in->imm[1] ||
-        !nm_tap_is_zero(&in->op[NEURON_INSN_SRC1])) {
-        r->status = NEURON_JOB_STATUS_DECODE;
-        return;
-    }
-    if ((r->status = nm_tap_decode(ex, &in->op[NEURON_INSN_DST], both, false, &d)) ||
-        (r->status = nm_tap_decode(ex, &in->op[NEURON_INSN_SRC0], both, false, &s)))
+    if ((r->status = nm_operand_decode(ex, in, NEURON_INSN_DST, &d)) ||
+        (r->status = nm_operand_decode(ex, in, NEURON_INSN_SRC0, &s)))
         return;
     uint32_t P = s.part_count, F = s.elems;
     if (d.part_count != F || d.elems != P) {

@@ -11,8 +11,6 @@
 
 #include "model_internal.h"
 
-#define ONCHIP ((1u << NEURON_SPACE_SBUF) | (1u << NEURON_SPACE_PSUM))
-
 static float alu(uint32_t op, float a, float b) {
     switch (op) {
     case NEURON_ALU_ADD:
@@ -120,16 +118,16 @@ static bool in_place_ok(const nm_tap *d, const nm_tap *s) {
 
 /*
  * Decode dst and the first @nsrc sources; all must have dst's shape. The
- * caller has checked that unused operands are zero.
+ * decoder has checked that unused operands are zero (the opcode table).
  */
 static uint32_t decode_ew(nm_exec *ex, const struct neuron_insn *in, int nsrc, nm_tap *d, nm_tap *a,
                           nm_tap *b) {
     uint32_t st;
-    if ((st = nm_tap_decode(ex, &in->op[NEURON_INSN_DST], ONCHIP, false, d)))
+    if ((st = nm_operand_decode(ex, in, NEURON_INSN_DST, d)))
         return st;
-    if (nsrc >= 1 && (st = nm_tap_decode(ex, &in->op[NEURON_INSN_SRC0], ONCHIP, false, a)))
+    if (nsrc >= 1 && (st = nm_operand_decode(ex, in, NEURON_INSN_SRC0, a)))
         return st;
-    if (nsrc >= 2 && (st = nm_tap_decode(ex, &in->op[NEURON_INSN_SRC1], ONCHIP, false, b)))
+    if (nsrc >= 2 && (st = nm_operand_decode(ex, in, NEURON_INSN_SRC1, b)))
         return st;
     if (nsrc >= 1 && (a->part_count != d->part_count || a->elems != d->elems))
         return NEURON_JOB_STATUS_SHAPE;
@@ -138,10 +136,10 @@ static uint32_t decode_ew(nm_exec *ex, const struct neuron_insn *in, int nsrc, n
     return NEURON_JOB_STATUS_OK;
 }
 
-/* An optional per-partition scalar operand: [part_count, 1]. */
-static uint32_t decode_scalar(nm_exec *ex, const struct neuron_tap *raw, const nm_tap *d,
+/* The optional per-partition scalar operand src1: [part_count, 1]. */
+static uint32_t decode_scalar(nm_exec *ex, const struct neuron_insn *in, const nm_tap *d,
                               nm_tap *t) {
-    uint32_t st = nm_tap_decode(ex, raw, ONCHIP, true, t);
+    uint32_t st = nm_operand_decode(ex, in, NEURON_INSN_SRC1, t);
     if (st)
         return st;
     if (t->space && (t->part_count != d->part_count || t->elems != 1))
@@ -157,12 +155,12 @@ static void finish_ew(nm_exec *ex, const nm_tap *d, nm_result *r, uint64_t flops
 
 void nm_exec_activate(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
     nm_tap d, s, bias;
-    if (in->flags || in->func == 0 || in->func >= NEURON_ACT_COUNT || in->func2 || in->arg) {
+    if (in->func == 0 || in->func >= NEURON_ACT_COUNT) {
         r->status = NEURON_JOB_STATUS_DECODE;
         return;
     }
     if ((r->status = decode_ew(ex, in, 1, &d, &s, NULL)) ||
-        (r->status = decode_scalar(ex, &in->op[NEURON_INSN_SRC1], &d, &bias)))
+        (r->status = decode_scalar(ex, in, &d, &bias)))
         return;
 
     const float scale = nm_f32_from_bits(nm_le32(in->imm[0]));
@@ -194,8 +192,7 @@ void nm_exec_activate(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
 
 void nm_exec_tensor_tensor(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
     nm_tap d, a, b;
-    if (in->flags || in->func == 0 || in->func >= NEURON_ALU_COUNT || in->func2 || in->arg ||
-        in->imm[0] || in->imm[1]) {
+    if (in->func == 0 || in->func >= NEURON_ALU_COUNT) {
         r->status = NEURON_JOB_STATUS_DECODE;
         return;
     }
@@ -225,15 +222,14 @@ void nm_exec_tensor_tensor(nm_exec *ex, const struct neuron_insn *in, nm_result 
 void nm_exec_tensor_scalar(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
     nm_tap d, s, sc;
     const uint32_t op0 = in->func, op1 = in->func2;
-    if ((in->flags & ~(NEURON_TS_F_REVERSE0 | NEURON_TS_F_REVERSE1)) || op0 == 0 ||
-        op0 >= NEURON_ALU_COUNT || op1 >= NEURON_ALU_COUNT || in->arg ||
+    if (op0 == 0 || op0 >= NEURON_ALU_COUNT || op1 >= NEURON_ALU_COUNT ||
         (op1 == NEURON_ALU_NONE && ((in->flags & NEURON_TS_F_REVERSE1) || in->imm[1])) ||
         (!nm_tap_is_zero(&in->op[NEURON_INSN_SRC1]) && in->imm[0])) {
         r->status = NEURON_JOB_STATUS_DECODE;
         return;
     }
     if ((r->status = decode_ew(ex, in, 1, &d, &s, NULL)) ||
-        (r->status = decode_scalar(ex, &in->op[NEURON_INSN_SRC1], &d, &sc)))
+        (r->status = decode_scalar(ex, in, &d, &sc)))
         return;
 
     const bool rev0 = in->flags & NEURON_TS_F_REVERSE0, rev1 = in->flags & NEURON_TS_F_REVERSE1;
@@ -290,13 +286,12 @@ static float sum_row(const float *x, uint32_t n) {
 
 void nm_exec_reduce(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
     nm_tap d, s;
-    if (in->flags || in->func == 0 || in->func >= NEURON_RED_COUNT || in->func2 || in->arg ||
-        in->imm[0] || in->imm[1] || !nm_tap_is_zero(&in->op[NEURON_INSN_SRC1])) {
+    if (in->func == 0 || in->func >= NEURON_RED_COUNT) {
         r->status = NEURON_JOB_STATUS_DECODE;
         return;
     }
-    if ((r->status = nm_tap_decode(ex, &in->op[NEURON_INSN_DST], ONCHIP, false, &d)) ||
-        (r->status = nm_tap_decode(ex, &in->op[NEURON_INSN_SRC0], ONCHIP, false, &s)))
+    if ((r->status = nm_operand_decode(ex, in, NEURON_INSN_DST, &d)) ||
+        (r->status = nm_operand_decode(ex, in, NEURON_INSN_SRC0, &s)))
         return;
     if (d.part_count != s.part_count || d.elems != 1) {
         r->status = NEURON_JOB_STATUS_SHAPE;
@@ -330,11 +325,6 @@ void nm_exec_reduce(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
 
 void nm_exec_copy(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
     nm_tap d, s;
-    if (in->flags || in->func || in->func2 || in->arg || in->imm[0] || in->imm[1] ||
-        !nm_tap_is_zero(&in->op[NEURON_INSN_SRC1])) {
-        r->status = NEURON_JOB_STATUS_DECODE;
-        return;
-    }
     if ((r->status = decode_ew(ex, in, 1, &d, &s, NULL)))
         return;
     float *x = ex->core->scratch[0];
@@ -360,11 +350,6 @@ void nm_exec_copy(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
 
 void nm_exec_memset(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
     nm_tap d;
-    if (in->flags || in->func || in->func2 || in->arg || in->imm[1] ||
-        !nm_tap_is_zero(&in->op[NEURON_INSN_SRC0]) || !nm_tap_is_zero(&in->op[NEURON_INSN_SRC1])) {
-        r->status = NEURON_JOB_STATUS_DECODE;
-        return;
-    }
     if ((r->status = decode_ew(ex, in, 0, &d, NULL, NULL)))
         return;
     uint8_t val[4];
@@ -383,11 +368,6 @@ void nm_exec_memset(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
 
 void nm_exec_iota(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
     nm_tap d;
-    if (in->flags || in->func || in->func2 || !nm_tap_is_zero(&in->op[NEURON_INSN_SRC0]) ||
-        !nm_tap_is_zero(&in->op[NEURON_INSN_SRC1])) {
-        r->status = NEURON_JOB_STATUS_DECODE;
-        return;
-    }
     if ((r->status = decode_ew(ex, in, 0, &d, NULL, NULL)))
         return;
     const int64_t base = (int32_t)nm_le32(in->arg);
