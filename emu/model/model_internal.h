@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * NeuronCore interpreter internals shared by core.c and the per-engine
- * files (sync.c, tensor.c, vector.c) and dtype.c. Not part of the
- * boundary to device.c: that is job.h.
+ * NeuronCore interpreter internals shared by core.c, the operand layer
+ * (operand.c), the engines (sync.c, tensor.c, vector.c, matmul.c) and
+ * dtype.c. Not part of the boundary to device.c: that is job.h.
  */
 #ifndef NEURON_MODEL_INTERNAL_H
 #define NEURON_MODEL_INTERNAL_H
@@ -16,32 +16,7 @@
 #include "job.h"
 #include "matmul.h"
 #include "neuron_isa.h"
-
-/* ---- little-endian field access (the model also builds on BE hosts) ---- */
-
-static inline uint16_t nm_le16(uint16_t v) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    return __builtin_bswap16(v);
-#else
-    return v;
-#endif
-}
-
-static inline uint32_t nm_le32(uint32_t v) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    return __builtin_bswap32(v);
-#else
-    return v;
-#endif
-}
-
-static inline uint64_t nm_le64(uint64_t v) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    return __builtin_bswap64(v);
-#else
-    return v;
-#endif
-}
+#include "nm_endian.h"
 
 static inline float nm_f32_from_bits(uint32_t u) {
     float f;
