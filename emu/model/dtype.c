@@ -73,22 +73,14 @@ int32_t nm_f32_to_i32(float f) {
     return (int32_t)nearbyintf(f);
 }
 
-/* Contiguous blocks: plain loops the compiler vectorizes, per host ISA. */
+/* Contiguous bf16 or fp16 blocks: a loop the compiler vectorizes, per host ISA. */
 NM_CLONES
-static void load_bf16(float *restrict dst, const uint8_t *restrict src, size_t n) {
+static void load_16bit(float *restrict dst, const uint8_t *restrict src, size_t n, bool bf16) {
     for (size_t i = 0; i < n; i++) {
         uint16_t h;
         memcpy(&h, src + i * 2, 2);
-        dst[i] = nm_bf16_to_f32(nm_le16(h));
-    }
-}
-
-NM_CLONES
-static void load_f16(float *restrict dst, const uint8_t *restrict src, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        uint16_t h;
-        memcpy(&h, src + i * 2, 2);
-        dst[i] = nm_f16_to_f32(nm_le16(h));
+        h = nm_le16(h);
+        dst[i] = bf16 ? nm_bf16_to_f32(h) : nm_f16_to_f32(h);
     }
 }
 
@@ -105,7 +97,7 @@ void nm_load_f32(float *restrict dst, const uint8_t *restrict src, uint32_t dtyp
         return;
     case NEURON_DT_BF16:
         if (stride == 1) {
-            load_bf16(dst, src, n);
+            load_16bit(dst, src, n, true);
             return;
         }
         for (size_t i = 0; i < n; i++) {
@@ -116,7 +108,7 @@ void nm_load_f32(float *restrict dst, const uint8_t *restrict src, uint32_t dtyp
         return;
     case NEURON_DT_FP16:
         if (stride == 1) {
-            load_f16(dst, src, n);
+            load_16bit(dst, src, n, false);
             return;
         }
         for (size_t i = 0; i < n; i++) {

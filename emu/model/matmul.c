@@ -54,57 +54,42 @@ static void kernel_portable(const float *restrict ap, const float *restrict bp, 
 }
 
 #ifdef MM_X86
-/* 6 x 16: 12 accumulators, 2 loads of B and 6 broadcasts of A per k. */
+/*
+ * An x86 kernel: an MR x 2W tile of C in 2 * MR vector registers of W
+ * floats; per k, two loads of B, MR broadcasts of A, 2 * MR FMAs.
+ */
+#define MM_X86_KERNEL(fn, isa, vec, MR, W, load, store, set1, zero, fmadd)                         \
+    __attribute__((target(isa))) static void fn(const float *restrict ap,                          \
+                                                const float *restrict bp, float *restrict c,       \
+                                                size_t ldc, uint32_t k, bool accumulate) {         \
+        vec t[MR][2];                                                                              \
+        for (int r = 0; r < MR; r++)                                                               \
+            for (int h = 0; h < 2; h++)                                                            \
+                t[r][h] = accumulate ? load(c + r * ldc + W * h) : zero();                         \
+        for (uint32_t kk = 0; kk < k; kk++) {                                                      \
+            const vec b0 = load(bp + (size_t)kk * 2 * W), b1 = load(bp + (size_t)kk * 2 * W + W);  \
+            for (int r = 0; r < MR; r++) {                                                         \
+                const vec a = set1(ap[(size_t)kk * MR + r]);                                       \
+                t[r][0] = fmadd(a, b0, t[r][0]);                                                   \
+                t[r][1] = fmadd(a, b1, t[r][1]);                                                   \
+            }                                                                                      \
+        }                                                                                          \
+        for (int r = 0; r < MR; r++)                                                               \
+            for (int h = 0; h < 2; h++)                                                            \
+                store(c + r * ldc + W * h, t[r][h]);                                               \
+    }
+
+/* 6 x 16 in ymm registers: 12 accumulators. */
 #define AVX2_MR 6
 #define AVX2_NR 16
+MM_X86_KERNEL(kernel_avx2, "avx2,fma", __m256, AVX2_MR, 8, _mm256_loadu_ps, _mm256_storeu_ps,
+              _mm256_set1_ps, _mm256_setzero_ps, _mm256_fmadd_ps)
 
-__attribute__((target("avx2,fma"))) static void kernel_avx2(const float *restrict ap,
-                                                            const float *restrict bp,
-                                                            float *restrict c, size_t ldc,
-                                                            uint32_t k, bool accumulate) {
-    __m256 t[AVX2_MR][2];
-    for (int r = 0; r < AVX2_MR; r++)
-        for (int h = 0; h < 2; h++)
-            t[r][h] = accumulate ? _mm256_loadu_ps(c + r * ldc + 8 * h) : _mm256_setzero_ps();
-    for (uint32_t kk = 0; kk < k; kk++) {
-        const __m256 b0 = _mm256_loadu_ps(bp + (size_t)kk * AVX2_NR);
-        const __m256 b1 = _mm256_loadu_ps(bp + (size_t)kk * AVX2_NR + 8);
-        for (int r = 0; r < AVX2_MR; r++) {
-            const __m256 a = _mm256_broadcast_ss(ap + (size_t)kk * AVX2_MR + r);
-            t[r][0] = _mm256_fmadd_ps(a, b0, t[r][0]);
-            t[r][1] = _mm256_fmadd_ps(a, b1, t[r][1]);
-        }
-    }
-    for (int r = 0; r < AVX2_MR; r++)
-        for (int h = 0; h < 2; h++)
-            _mm256_storeu_ps(c + r * ldc + 8 * h, t[r][h]);
-}
-
-/* 8 x 32: 16 accumulators, 2 loads of B and 8 broadcasts of A per k. */
+/* 8 x 32 in zmm registers: 16 accumulators. */
 #define AVX512_MR 8
 #define AVX512_NR 32
-
-__attribute__((target("avx512f"))) static void kernel_avx512(const float *restrict ap,
-                                                             const float *restrict bp,
-                                                             float *restrict c, size_t ldc,
-                                                             uint32_t k, bool accumulate) {
-    __m512 t[AVX512_MR][2];
-    for (int r = 0; r < AVX512_MR; r++)
-        for (int h = 0; h < 2; h++)
-            t[r][h] = accumulate ? _mm512_loadu_ps(c + r * ldc + 16 * h) : _mm512_setzero_ps();
-    for (uint32_t kk = 0; kk < k; kk++) {
-        const __m512 b0 = _mm512_loadu_ps(bp + (size_t)kk * AVX512_NR);
-        const __m512 b1 = _mm512_loadu_ps(bp + (size_t)kk * AVX512_NR + 16);
-        for (int r = 0; r < AVX512_MR; r++) {
-            const __m512 a = _mm512_set1_ps(ap[(size_t)kk * AVX512_MR + r]);
-            t[r][0] = _mm512_fmadd_ps(a, b0, t[r][0]);
-            t[r][1] = _mm512_fmadd_ps(a, b1, t[r][1]);
-        }
-    }
-    for (int r = 0; r < AVX512_MR; r++)
-        for (int h = 0; h < 2; h++)
-            _mm512_storeu_ps(c + r * ldc + 16 * h, t[r][h]);
-}
+MM_X86_KERNEL(kernel_avx512, "avx512f", __m512, AVX512_MR, 16, _mm512_loadu_ps, _mm512_storeu_ps,
+              _mm512_set1_ps, _mm512_setzero_ps, _mm512_fmadd_ps)
 #endif
 
 static const mm_path_desc paths[NM_MM_PATHS] = {
