@@ -214,6 +214,7 @@ struct neuron_insn {
 #define NEURON_INSN_DST			0
 #define NEURON_INSN_SRC0		1
 #define NEURON_INSN_SRC1		2
+#define NEURON_INSN_OPERANDS		3
 
 /*
  * Opcodes. The engines on which each may run are in brackets; any other
@@ -297,40 +298,158 @@ static_assert(offsetof(struct neuron_insn, imm) == 56, "instruction immediates")
 static_assert(NEURON_PSUM_BANK_SIZE * NEURON_PSUM_BANKS * 128 == NEURON_PSUM_SIZE,
 	      "PSUM banks");
 
+/*
+ * The opcode table: the one description of each opcode's encoding, read by
+ * the device model's decoder, libneuron's validator and its disassembler.
+ * Semantics (function ranges, semaphores, loop targets, DMA bindings) are
+ * checked by each opcode's own code; hw/isa.md, section 4, is the text.
+ */
+
+/* Header fields an opcode uses (neuron_opcode_info.uses); the others must be 0. */
+#define NEURON_FIELD_FUNC		(1u << 0)
+#define NEURON_FIELD_FUNC2		(1u << 1)
+#define NEURON_FIELD_ARG		(1u << 2)
+#define NEURON_FIELD_IMM0		(1u << 3)
+#define NEURON_FIELD_IMM1		(1u << 4)
+
+/* What an operand slot op[k] holds (neuron_opcode_info.operand[k]). */
+#define NEURON_OPERAND_NONE		0 /* absent: all 16 bytes zero */
+#define NEURON_OPERAND_SBUF		1
+#define NEURON_OPERAND_PSUM		2
+#define NEURON_OPERAND_ONCHIP		3 /* SBUF or PSUM */
+#define NEURON_OPERAND_ONCHIP_OPT	4 /* SBUF, PSUM or absent */
+#define NEURON_OPERAND_DRAM		5 /* op[1..2]: struct neuron_dram */
+
+/**
+ * struct neuron_opcode_info - the encoding of one opcode
+ * @opcode: NEURON_OP_*
+ * @flags: the flag bits the opcode defines; any other flag bit is invalid
+ * @uses: NEURON_FIELD_* the opcode reads; the other header fields must be 0
+ * @engines: bit NEURON_ENGINE_* of each engine that may run it
+ * @operand: NEURON_OPERAND_* of op[0], op[1], op[2]
+ * @name: lower-case mnemonic, as the disassembler prints it
+ */
+struct neuron_opcode_info {
+	__u8 opcode;
+	__u8 flags;
+	__u8 uses;
+	__u8 engines;
+	__u8 operand[3];
+	const char *name;
+};
+
+#define NEURON_ENGINES_ALL	((1u << NEURON_ENGINE_TENSOR) | \
+				 (1u << NEURON_ENGINE_VECTOR) | \
+				 (1u << NEURON_ENGINE_SCALAR) | \
+				 (1u << NEURON_ENGINE_SYNC))
+#define NEURON_ENGINES_VS	((1u << NEURON_ENGINE_VECTOR) | \
+				 (1u << NEURON_ENGINE_SCALAR))
+
+/* The entry of opcode @op, or NULL for an unknown opcode. */
+static inline const struct neuron_opcode_info *neuron_opcode_lookup(__u8 op)
+{
+	static const struct neuron_opcode_info table[] = {
+		{NEURON_OP_END, 0,
+		 0,
+		 NEURON_ENGINES_ALL,
+		 {NEURON_OPERAND_NONE, NEURON_OPERAND_NONE, NEURON_OPERAND_NONE},
+		 "end"},
+		{NEURON_OP_NOP, 0,
+		 0,
+		 NEURON_ENGINES_ALL,
+		 {NEURON_OPERAND_NONE, NEURON_OPERAND_NONE, NEURON_OPERAND_NONE},
+		 "nop"},
+		{NEURON_OP_NOTIFY, 0,
+		 NEURON_FIELD_ARG,
+		 NEURON_ENGINES_ALL,
+		 {NEURON_OPERAND_NONE, NEURON_OPERAND_NONE, NEURON_OPERAND_NONE},
+		 "notify"},
+		{NEURON_OP_SEM_SIGNAL, 0,
+		 NEURON_FIELD_FUNC | NEURON_FIELD_ARG,
+		 NEURON_ENGINES_ALL,
+		 {NEURON_OPERAND_NONE, NEURON_OPERAND_NONE, NEURON_OPERAND_NONE},
+		 "signal"},
+		{NEURON_OP_SEM_WAIT, NEURON_SEM_F_DECREMENT,
+		 NEURON_FIELD_FUNC | NEURON_FIELD_ARG,
+		 NEURON_ENGINES_ALL,
+		 {NEURON_OPERAND_NONE, NEURON_OPERAND_NONE, NEURON_OPERAND_NONE},
+		 "wait"},
+		{NEURON_OP_LOOP, 0,
+		 NEURON_FIELD_FUNC | NEURON_FIELD_ARG | NEURON_FIELD_IMM0,
+		 NEURON_ENGINES_ALL,
+		 {NEURON_OPERAND_NONE, NEURON_OPERAND_NONE, NEURON_OPERAND_NONE},
+		 "loop"},
+		{NEURON_OP_DMA_LOAD, 0,
+		 0,
+		 (1u << NEURON_ENGINE_SYNC),
+		 {NEURON_OPERAND_SBUF, NEURON_OPERAND_DRAM, NEURON_OPERAND_DRAM},
+		 "dma_load"},
+		{NEURON_OP_DMA_STORE, 0,
+		 0,
+		 (1u << NEURON_ENGINE_SYNC),
+		 {NEURON_OPERAND_SBUF, NEURON_OPERAND_DRAM, NEURON_OPERAND_DRAM},
+		 "dma_store"},
+		{NEURON_OP_MATMUL, NEURON_MM_F_ACCUMULATE,
+		 0,
+		 (1u << NEURON_ENGINE_TENSOR),
+		 {NEURON_OPERAND_PSUM, NEURON_OPERAND_SBUF, NEURON_OPERAND_SBUF},
+		 "matmul"},
+		{NEURON_OP_TRANSPOSE, 0,
+		 0,
+		 (1u << NEURON_ENGINE_TENSOR),
+		 {NEURON_OPERAND_ONCHIP, NEURON_OPERAND_ONCHIP, NEURON_OPERAND_NONE},
+		 "transpose"},
+		{NEURON_OP_ACTIVATE, 0,
+		 NEURON_FIELD_FUNC | NEURON_FIELD_IMM0 | NEURON_FIELD_IMM1,
+		 (1u << NEURON_ENGINE_SCALAR),
+		 {NEURON_OPERAND_ONCHIP, NEURON_OPERAND_ONCHIP, NEURON_OPERAND_ONCHIP_OPT},
+		 "activate"},
+		{NEURON_OP_TENSOR_TENSOR, 0,
+		 NEURON_FIELD_FUNC,
+		 (1u << NEURON_ENGINE_VECTOR),
+		 {NEURON_OPERAND_ONCHIP, NEURON_OPERAND_ONCHIP, NEURON_OPERAND_ONCHIP},
+		 "tensor_tensor"},
+		{NEURON_OP_TENSOR_SCALAR, NEURON_TS_F_REVERSE0 | NEURON_TS_F_REVERSE1,
+		 NEURON_FIELD_FUNC | NEURON_FIELD_FUNC2 | NEURON_FIELD_IMM0 | NEURON_FIELD_IMM1,
+		 NEURON_ENGINES_VS,
+		 {NEURON_OPERAND_ONCHIP, NEURON_OPERAND_ONCHIP, NEURON_OPERAND_ONCHIP_OPT},
+		 "tensor_scalar"},
+		{NEURON_OP_REDUCE, 0,
+		 NEURON_FIELD_FUNC,
+		 (1u << NEURON_ENGINE_VECTOR),
+		 {NEURON_OPERAND_ONCHIP, NEURON_OPERAND_ONCHIP, NEURON_OPERAND_NONE},
+		 "reduce"},
+		{NEURON_OP_COPY, 0,
+		 0,
+		 NEURON_ENGINES_VS,
+		 {NEURON_OPERAND_ONCHIP, NEURON_OPERAND_ONCHIP, NEURON_OPERAND_NONE},
+		 "copy"},
+		{NEURON_OP_MEMSET, 0,
+		 NEURON_FIELD_IMM0,
+		 NEURON_ENGINES_VS,
+		 {NEURON_OPERAND_ONCHIP, NEURON_OPERAND_NONE, NEURON_OPERAND_NONE},
+		 "memset"},
+		{NEURON_OP_IOTA, 0,
+		 NEURON_FIELD_ARG | NEURON_FIELD_IMM0 | NEURON_FIELD_IMM1,
+		 (1u << NEURON_ENGINE_VECTOR),
+		 {NEURON_OPERAND_ONCHIP, NEURON_OPERAND_NONE, NEURON_OPERAND_NONE},
+		 "iota"},
+		{0, 0, 0, 0, {0, 0, 0}, NULL}, /* end of the table */
+	};
+	unsigned int i;
+
+	for (i = 0; table[i].name; i++)
+		if (table[i].opcode == op)
+			return &table[i];
+	return NULL;
+}
+
 /* The engines (bit NEURON_ENGINE_*) that may run opcode @op; 0 if unknown. */
 static inline unsigned int neuron_opcode_engines(__u8 op)
 {
-	const unsigned int vector_scalar = (1u << NEURON_ENGINE_VECTOR) |
-					   (1u << NEURON_ENGINE_SCALAR);
+	const struct neuron_opcode_info *info = neuron_opcode_lookup(op);
 
-	switch (op) {
-	case NEURON_OP_END:
-	case NEURON_OP_NOP:
-	case NEURON_OP_NOTIFY:
-	case NEURON_OP_SEM_SIGNAL:
-	case NEURON_OP_SEM_WAIT:
-	case NEURON_OP_LOOP:
-		return (1u << NEURON_ENGINE_TENSOR) | (1u << NEURON_ENGINE_SYNC) |
-		       vector_scalar;
-	case NEURON_OP_DMA_LOAD:
-	case NEURON_OP_DMA_STORE:
-		return 1u << NEURON_ENGINE_SYNC;
-	case NEURON_OP_MATMUL:
-	case NEURON_OP_TRANSPOSE:
-		return 1u << NEURON_ENGINE_TENSOR;
-	case NEURON_OP_ACTIVATE:
-		return 1u << NEURON_ENGINE_SCALAR;
-	case NEURON_OP_TENSOR_TENSOR:
-	case NEURON_OP_REDUCE:
-	case NEURON_OP_IOTA:
-		return 1u << NEURON_ENGINE_VECTOR;
-	case NEURON_OP_TENSOR_SCALAR:
-	case NEURON_OP_COPY:
-	case NEURON_OP_MEMSET:
-		return vector_scalar;
-	default:
-		return 0;
-	}
+	return info ? info->engines : 0;
 }
 
 #endif /* NEURON_ISA_H */

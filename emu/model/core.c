@@ -3,9 +3,11 @@
  * A NeuronCore: on-core memories, program fetch and validation, and the
  * cooperative scheduler that runs the four engine streams of a job in the
  * calling thread, round-robin, until each has ended or all live ones are
- * blocked on semaphores. Control instructions (END, NOP, NOTIFY, SEM_*,
- * LOOP) are executed here; the engines' own instructions live in sync.c,
- * tensor.c and vector.c. hw/isa.md is the specification.
+ * blocked on semaphores. Instructions are decoded against the opcode
+ * table (hw/neuron_isa.h) here; control instructions (END, NOP, NOTIFY,
+ * SEM_*, LOOP) are executed here, the engines' own instructions in sync.c,
+ * tensor.c and vector.c, on operands of operand.c. hw/isa.md is the
+ * specification.
  */
 #include <stdlib.h>
 
@@ -13,6 +15,21 @@
 
 /* Instructions a stream runs before the scheduler moves to the next one. */
 #define NM_QUANTUM 32
+
+/*
+ * Host bytes between partitions: the size rounded up to cache lines, plus
+ * one line if that leaves an even number of lines. With a pitch of a
+ * power-of-two multiple of lines, a column of 128 partitions would fall
+ * into a handful of cache sets and be evicted before it is used again.
+ */
+static uint32_t partition_pitch(uint32_t bytes) {
+    uint32_t pitch = (bytes + 63u) & ~63u;
+    return (pitch / 64u) % 2 ? pitch : pitch + 64u;
+}
+
+static uint8_t *line_aligned(void *p) {
+    return p ? (uint8_t *)p + (-(uintptr_t)p & 63u) : NULL;
+}
 
 nm_core *nm_core_new(uint32_t sbuf_bytes, uint32_t psum_bytes) {
     if (sbuf_bytes == 0 || sbuf_bytes % (NEURON_PARTITIONS * 4) ||
@@ -25,18 +42,21 @@ nm_core *nm_core_new(uint32_t sbuf_bytes, uint32_t psum_bytes) {
         return NULL;
     c->sbuf_pp = sbuf_bytes / NEURON_PARTITIONS;
     c->psum_pp = psum_bytes / NEURON_PARTITIONS;
+    c->sbuf_pitch = partition_pitch(c->sbuf_pp);
+    c->psum_pitch = partition_pitch(c->psum_pp);
     /* calloc: untouched pages of a large SBUF cost nothing. */
-    c->sbuf = calloc(NEURON_PARTITIONS, c->sbuf_pp);
-    c->psum = calloc(NEURON_PARTITIONS, c->psum_pp);
+    c->sbuf_mem = calloc(1, (size_t)NEURON_PARTITIONS * c->sbuf_pitch + 64);
+    c->psum_mem = calloc(1, (size_t)NEURON_PARTITIONS * c->psum_pitch + 64);
+    c->sbuf = line_aligned(c->sbuf_mem);
+    c->psum = line_aligned(c->psum_mem);
     bool ok = c->sbuf && c->psum;
     for (int i = 0; i < NM_SCRATCH_BUFS; i++) {
         c->scratch[i] = malloc(NEURON_MAX_FREE_ELEMS * sizeof(float));
         ok = ok && c->scratch[i];
     }
-    c->mm_a = malloc(sizeof(float) * NEURON_MM_MAX_K * NEURON_MM_MAX_M);
-    c->mm_b = malloc(sizeof(float) * NEURON_MM_MAX_K * NEURON_MM_MAX_N);
+    ok = nm_mm_work_init(&c->mm) && ok;
     c->mm_c = malloc(sizeof(float) * NEURON_MM_MAX_M * NEURON_MM_MAX_N);
-    if (!ok || !c->mm_a || !c->mm_b || !c->mm_c) {
+    if (!ok || !c->mm_c) {
         nm_core_free(c);
         return NULL;
     }
@@ -46,12 +66,11 @@ nm_core *nm_core_new(uint32_t sbuf_bytes, uint32_t psum_bytes) {
 void nm_core_free(nm_core *c) {
     if (!c)
         return;
-    free(c->sbuf);
-    free(c->psum);
+    free(c->sbuf_mem);
+    free(c->psum_mem);
     for (int i = 0; i < NM_SCRATCH_BUFS; i++)
         free(c->scratch[i]);
-    free(c->mm_a);
-    free(c->mm_b);
+    nm_mm_work_free(&c->mm);
     free(c->mm_c);
     free(c);
 }
@@ -60,12 +79,12 @@ void nm_core_free(nm_core *c) {
 static void clear_memories(nm_core *c) {
     if (c->sbuf_dirty) {
         for (uint32_t p = 0; p < NEURON_PARTITIONS; p++)
-            memset(c->sbuf + (size_t)p * c->sbuf_pp, 0, c->sbuf_dirty);
+            memset(c->sbuf + (size_t)p * c->sbuf_pitch, 0, c->sbuf_dirty);
         c->sbuf_dirty = 0;
     }
     if (c->psum_dirty) {
         for (uint32_t p = 0; p < NEURON_PARTITIONS; p++)
-            memset(c->psum + (size_t)p * c->psum_pp, 0, c->psum_dirty);
+            memset(c->psum + (size_t)p * c->psum_pitch, 0, c->psum_dirty);
         c->psum_dirty = 0;
     }
 }
@@ -74,95 +93,7 @@ void nm_core_reset(nm_core *c) {
     clear_memories(c);
 }
 
-void nm_mark_dirty(nm_exec *ex, const nm_tap *t) {
-    uint32_t end = t->offset + t->extent;
-    if (t->space == NEURON_SPACE_SBUF && end > ex->core->sbuf_dirty)
-        ex->core->sbuf_dirty = end;
-    else if (t->space == NEURON_SPACE_PSUM && end > ex->core->psum_dirty)
-        ex->core->psum_dirty = end;
-}
-
-bool nm_tap_is_zero(const struct neuron_tap *raw) {
-    static const struct neuron_tap zero;
-    return memcmp(raw, &zero, sizeof(zero)) == 0;
-}
-
-uint32_t nm_tap_decode(nm_exec *ex, const struct neuron_tap *raw, unsigned allowed_spaces,
-                       bool optional, nm_tap *t) {
-    memset(t, 0, sizeof(*t));
-    if (raw->space == NEURON_SPACE_NONE) {
-        if (optional && nm_tap_is_zero(raw))
-            return NEURON_JOB_STATUS_OK;
-        return NEURON_JOB_STATUS_DECODE;
-    }
-    if (raw->space > NEURON_SPACE_PSUM || !(allowed_spaces & (1u << raw->space)))
-        return NEURON_JOB_STATUS_DECODE;
-    if (raw->dtype == NEURON_DT_INVALID || raw->dtype >= NEURON_DT_COUNT)
-        return NEURON_JOB_STATUS_DTYPE;
-    if (raw->part_count == 0 || raw->part_start + raw->part_count > NEURON_PARTITIONS)
-        return NEURON_JOB_STATUS_PARTITION;
-
-    t->space = raw->space;
-    t->dtype = raw->dtype;
-    t->esize = NEURON_DT_SIZE(raw->dtype);
-    t->part_start = raw->part_start;
-    t->part_count = raw->part_count;
-    t->offset = nm_le32(raw->offset);
-    for (int i = 0; i < 2; i++) {
-        t->count[i] = nm_le16(raw->count[i]);
-        t->stride[i] = nm_le16(raw->stride[i]);
-    }
-    if (t->count[0] == 0 || t->count[1] == 0 ||
-        (uint64_t)t->count[0] * t->count[1] > NEURON_MAX_FREE_ELEMS)
-        return NEURON_JOB_STATUS_SHAPE;
-    t->elems = t->count[0] * t->count[1];
-    if (t->offset % t->esize)
-        return NEURON_JOB_STATUS_ALIGN;
-
-    uint64_t extent = ((uint64_t)(t->count[1] - 1) * t->stride[1] +
-                       (uint64_t)(t->count[0] - 1) * t->stride[0] + 1) *
-                      t->esize;
-    bool sbuf = t->space == NEURON_SPACE_SBUF;
-    uint32_t size = sbuf ? ex->core->sbuf_pp : ex->core->psum_pp;
-    if (t->offset > size || extent > size - t->offset)
-        return sbuf ? NEURON_JOB_STATUS_SBUF_RANGE : NEURON_JOB_STATUS_PSUM_RANGE;
-    t->extent = (uint32_t)extent;
-    t->pitch = size;
-    t->base = (sbuf ? ex->core->sbuf : ex->core->psum) + (size_t)t->part_start * size + t->offset;
-    return NEURON_JOB_STATUS_OK;
-}
-
-void nm_tap_load(const nm_tap *t, uint32_t p, float *restrict out) {
-    const uint8_t *row = t->base + (size_t)p * t->pitch;
-    if (t->count[1] == 1 || t->stride[1] == t->count[0] * t->stride[0]) {
-        nm_load_f32(out, row, t->dtype, t->elems, t->stride[0]);
-        return;
-    }
-    for (uint32_t j1 = 0; j1 < t->count[1]; j1++)
-        nm_load_f32(out + (size_t)j1 * t->count[0], row + (size_t)j1 * t->stride[1] * t->esize,
-                    t->dtype, t->count[0], t->stride[0]);
-}
-
-void nm_tap_store(const nm_tap *t, uint32_t p, const float *restrict in) {
-    uint8_t *row = t->base + (size_t)p * t->pitch;
-    if (t->count[1] == 1 || t->stride[1] == t->count[0] * t->stride[0]) {
-        nm_store_f32(row, in, t->dtype, t->elems, t->stride[0]);
-        return;
-    }
-    for (uint32_t j1 = 0; j1 < t->count[1]; j1++)
-        nm_store_f32(row + (size_t)j1 * t->stride[1] * t->esize, in + (size_t)j1 * t->count[0],
-                     t->dtype, t->count[0], t->stride[0]);
-}
-
 /* ---- program fetch ---- */
-
-static bool bytes_zero(const void *p, size_t n) {
-    const uint8_t *b = p;
-    for (size_t i = 0; i < n; i++)
-        if (b[i])
-            return false;
-    return true;
-}
 
 static void fault(nm_job *job, uint32_t status, uint32_t info, uint16_t engine) {
     job->status = status;
@@ -233,9 +164,21 @@ static uint8_t *fetch_program(nm_job *job, struct neuron_prog_header *h) {
 
 enum step { STEP_RAN, STEP_BLOCKED, STEP_DONE, STEP_FAULT };
 
-/* Control instructions use only the header words (and imm[0] for LOOP). */
-static bool control_fields_ok(const struct neuron_insn *in, bool uses_imm0) {
-    return bytes_zero(in->op, sizeof(in->op)) && (uses_imm0 || in->imm[0] == 0) && in->imm[1] == 0;
+/*
+ * The opcode table's part of decoding: flags the opcode defines, zero in
+ * the header fields it does not use and in the operands it has not.
+ */
+static bool encoding_ok(const struct neuron_insn *in, const struct neuron_opcode_info *info) {
+    const uint32_t unused = ~(uint32_t)info->uses;
+    if ((in->flags & ~info->flags) || ((unused & NEURON_FIELD_FUNC) && in->func) ||
+        ((unused & NEURON_FIELD_FUNC2) && in->func2) || ((unused & NEURON_FIELD_ARG) && in->arg) ||
+        ((unused & NEURON_FIELD_IMM0) && in->imm[0]) ||
+        ((unused & NEURON_FIELD_IMM1) && in->imm[1]))
+        return false;
+    for (unsigned k = 0; k < NEURON_INSN_OPERANDS; k++)
+        if (info->operand[k] == NEURON_OPERAND_NONE && !nm_tap_is_zero(&in->op[k]))
+            return false;
+    return true;
 }
 
 static enum step exec_control(nm_exec *ex, nm_stream *s, const struct neuron_insn *in,
@@ -246,8 +189,6 @@ static enum step exec_control(nm_exec *ex, nm_stream *s, const struct neuron_ins
     switch (in->opcode) {
     case NEURON_OP_END:
     case NEURON_OP_NOP:
-        if (in->flags || in->func || in->func2 || arg || !control_fields_ok(in, false))
-            goto decode;
         if (in->opcode == NEURON_OP_END) {
             s->done = true;
             return STEP_DONE;
@@ -255,15 +196,11 @@ static enum step exec_control(nm_exec *ex, nm_stream *s, const struct neuron_ins
         s->pc++;
         return STEP_RAN;
     case NEURON_OP_NOTIFY:
-        if (in->flags || in->func || in->func2 || !control_fields_ok(in, false))
-            goto decode;
         if (ex->job->notify)
             ex->job->notify(ex->job->notify_opaque, ex->job->job_id, arg);
         s->pc++;
         return STEP_RAN;
     case NEURON_OP_SEM_SIGNAL:
-        if (in->flags || in->func2 || !control_fields_ok(in, false))
-            goto decode;
         if (in->func >= NEURON_NUM_SEMAPHORES || arg > UINT32_MAX - ex->sem[in->func]) {
             r->status = NEURON_JOB_STATUS_SEMAPHORE;
             return STEP_FAULT;
@@ -274,8 +211,6 @@ static enum step exec_control(nm_exec *ex, nm_stream *s, const struct neuron_ins
         s->pc++;
         return STEP_RAN;
     case NEURON_OP_SEM_WAIT:
-        if ((in->flags & ~NEURON_SEM_F_DECREMENT) || in->func2 || !control_fields_ok(in, false))
-            goto decode;
         if (in->func >= NEURON_NUM_SEMAPHORES) {
             r->status = NEURON_JOB_STATUS_SEMAPHORE;
             return STEP_FAULT;
@@ -292,8 +227,6 @@ static enum step exec_control(nm_exec *ex, nm_stream *s, const struct neuron_ins
         s->pc++;
         return STEP_RAN;
     case NEURON_OP_LOOP: {
-        if (in->flags || in->func2 || !control_fields_ok(in, true))
-            goto decode;
         if (in->func >= NEURON_NUM_LOOP_COUNTERS || arg >= s->pc)
             goto decode;
         uint32_t n = nm_le32(in->imm[0]);
@@ -335,7 +268,8 @@ static enum step step(nm_exec *ex, nm_stream *s) {
         goto failed;
     }
     memcpy(&in, s->code + (size_t)s->pc * sizeof(in), sizeof(in));
-    if (!(neuron_opcode_engines(in.opcode) & (1u << s->engine))) {
+    const struct neuron_opcode_info *info = neuron_opcode_lookup(in.opcode);
+    if (!info || !(info->engines & (1u << s->engine)) || !encoding_ok(&in, info)) {
         r.status = NEURON_JOB_STATUS_DECODE;
         goto failed;
     }

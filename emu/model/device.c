@@ -4,6 +4,7 @@
  * and hw/README.md for the behaviour every function here implements.
  */
 #include "device.h"
+#include "nm_endian.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -111,41 +112,30 @@ struct nm_device {
 /* ---------------------------------------------------------------------- */
 /* Helpers */
 
-/* Descriptors are little endian in memory; these convert on big-endian hosts. */
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-#define LE16(v) __builtin_bswap16(v)
-#define LE32(v) __builtin_bswap32(v)
-#define LE64(v) __builtin_bswap64(v)
-#else
-#define LE16(v) (v)
-#define LE32(v) (v)
-#define LE64(v) (v)
-#endif
-
 static void job_desc_to_cpu(struct neuron_job_desc *d) {
-    d->bindings_addr = LE64(d->bindings_addr);
-    d->num_bindings = LE32(d->num_bindings);
-    d->flags = LE32(d->flags);
-    d->program_binding = LE32(d->program_binding);
-    d->program_size = LE32(d->program_size);
-    d->program_offset = LE64(d->program_offset);
-    d->job_id = LE64(d->job_id);
+    d->bindings_addr = nm_le64(d->bindings_addr);
+    d->num_bindings = nm_le32(d->num_bindings);
+    d->flags = nm_le32(d->flags);
+    d->program_binding = nm_le32(d->program_binding);
+    d->program_size = nm_le32(d->program_size);
+    d->program_offset = nm_le64(d->program_offset);
+    d->job_id = nm_le64(d->job_id);
 }
 
 static void cpl_to_le(struct neuron_cpl_entry *e) {
-    e->job_id = LE64(e->job_id);
-    e->status = LE32(e->status);
-    e->info = LE32(e->info);
-    e->cycles = LE64(e->cycles);
-    e->flags = LE16(e->flags);
-    e->fault_engine = LE16(e->fault_engine);
+    e->job_id = nm_le64(e->job_id);
+    e->status = nm_le32(e->status);
+    e->info = nm_le32(e->info);
+    e->cycles = nm_le64(e->cycles);
+    e->flags = nm_le16(e->flags);
+    e->fault_engine = nm_le16(e->fault_engine);
 }
 
 static void dma_desc_to_cpu(struct neuron_dma_desc *d) {
-    d->src = LE64(d->src);
-    d->dst = LE64(d->dst);
-    d->len = LE32(d->len);
-    d->flags = LE32(d->flags);
+    d->src = nm_le64(d->src);
+    d->dst = nm_le64(d->dst);
+    d->len = nm_le32(d->len);
+    d->flags = nm_le32(d->flags);
 }
 
 static uint64_t now_ns(nm_device *dev) {
@@ -674,7 +664,7 @@ bool nm_device_dma_step(nm_device *dev, uint32_t engine) {
         if (stale)
             goto stale_nolock; /* device reset or fatal error: no writeback */
     }
-    d.status = LE32(NEURON_DMA_DONE | status);
+    d.status = nm_le32(NEURON_DMA_DONE | status);
     rc = dev->env.mem.host_write(dev->env.mem.opaque,
                                  addr + offsetof(struct neuron_dma_desc, status), &d.status,
                                  sizeof(d.status));

@@ -54,21 +54,13 @@ uint16_t nm_f32_to_f16(float f) {
     return (uint16_t)(sign | half);
 }
 
+/* Branch-free (selects only), so that the block conversions vectorize. */
 float nm_f16_to_f32(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t exp = (h >> 10) & 0x1fu;
-    uint32_t mant = h & 0x3ffu;
-
-    if (exp == 0x1f)
-        return nm_f32_from_bits(sign | 0x7f800000u | (mant << 13));
-    if (exp == 0) {
-        if (mant == 0)
-            return nm_f32_from_bits(sign);
-        /* Subnormal: exact in fp32. */
-        float v = (float)mant * 0x1p-24f;
-        return sign ? -v : v;
-    }
-    return nm_f32_from_bits(sign | ((exp + 112u) << 23) | (mant << 13));
+    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16, em = h & 0x7fffu;
+    const uint32_t normal = (em << 13) + ((127u - 15u) << 23);
+    const uint32_t special = (em << 13) | 0x7f800000u;            /* infinity, NaN (payload kept) */
+    const uint32_t subnormal = nm_f32_bits((float)em * 0x1p-24f); /* and zero: exact */
+    return nm_f32_from_bits(sign | (em >= 0x7c00u ? special : em >= 0x400u ? normal : subnormal));
 }
 
 int32_t nm_f32_to_i32(float f) {
@@ -79,6 +71,17 @@ int32_t nm_f32_to_i32(float f) {
     if (f <= -2147483648.0f)
         return INT32_MIN;
     return (int32_t)nearbyintf(f);
+}
+
+/* Contiguous bf16 or fp16 blocks: a loop the compiler vectorizes, per host ISA. */
+NM_CLONES
+static void load_16bit(float *restrict dst, const uint8_t *restrict src, size_t n, bool bf16) {
+    for (size_t i = 0; i < n; i++) {
+        uint16_t h;
+        memcpy(&h, src + i * 2, 2);
+        h = nm_le16(h);
+        dst[i] = bf16 ? nm_bf16_to_f32(h) : nm_f16_to_f32(h);
+    }
 }
 
 void nm_load_f32(float *restrict dst, const uint8_t *restrict src, uint32_t dtype, size_t n,
@@ -93,6 +96,10 @@ void nm_load_f32(float *restrict dst, const uint8_t *restrict src, uint32_t dtyp
             memcpy(&dst[i], src + i * stride * 4, 4);
         return;
     case NEURON_DT_BF16:
+        if (stride == 1) {
+            load_16bit(dst, src, n, true);
+            return;
+        }
         for (size_t i = 0; i < n; i++) {
             uint16_t h;
             memcpy(&h, src + i * stride * 2, 2);
@@ -100,6 +107,10 @@ void nm_load_f32(float *restrict dst, const uint8_t *restrict src, uint32_t dtyp
         }
         return;
     case NEURON_DT_FP16:
+        if (stride == 1) {
+            load_16bit(dst, src, n, false);
+            return;
+        }
         for (size_t i = 0; i < n; i++) {
             uint16_t h;
             memcpy(&h, src + i * stride * 2, 2);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * NeuronCore interpreter internals shared by core.c and the per-engine
- * files (sync.c, tensor.c, vector.c) and dtype.c. Not part of the
- * boundary to device.c: that is job.h.
+ * NeuronCore interpreter internals shared by core.c, the operand layer
+ * (operand.c), the engines (sync.c, tensor.c, vector.c, matmul.c) and
+ * dtype.c. Not part of the boundary to device.c: that is job.h.
  */
 #ifndef NEURON_MODEL_INTERNAL_H
 #define NEURON_MODEL_INTERNAL_H
@@ -14,33 +14,9 @@
 #include <string.h>
 
 #include "job.h"
+#include "matmul.h"
 #include "neuron_isa.h"
-
-/* ---- little-endian field access (the model also builds on BE hosts) ---- */
-
-static inline uint16_t nm_le16(uint16_t v) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    return __builtin_bswap16(v);
-#else
-    return v;
-#endif
-}
-
-static inline uint32_t nm_le32(uint32_t v) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    return __builtin_bswap32(v);
-#else
-    return v;
-#endif
-}
-
-static inline uint64_t nm_le64(uint64_t v) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    return __builtin_bswap64(v);
-#else
-    return v;
-#endif
-}
+#include "nm_endian.h"
 
 static inline float nm_f32_from_bits(uint32_t u) {
     float f;
@@ -53,6 +29,18 @@ static inline uint32_t nm_f32_bits(float f) {
     memcpy(&u, &f, sizeof(u));
     return u;
 }
+
+/*
+ * Hot loops are built for several x86-64 levels and picked at load time.
+ * Floating-point contraction is off in every build (CMake and QEMU's), so
+ * a clone gives the same bits as the baseline.
+ */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__) &&       \
+    !defined(NEURON_MODEL_NO_CLONES)
+#define NM_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define NM_CLONES
+#endif
 
 /* ---- dtype.c ---- */
 
@@ -76,17 +64,19 @@ void nm_store_f32(uint8_t *restrict dst, const float *restrict src, uint32_t dty
 struct nm_core {
     uint32_t sbuf_pp; /* bytes per partition */
     uint32_t psum_pp;
-    uint8_t *sbuf; /* [NEURON_PARTITIONS][sbuf_pp] */
-    uint8_t *psum; /* [NEURON_PARTITIONS][psum_pp] */
+    uint32_t sbuf_pitch; /* host bytes between partitions (core.c) */
+    uint32_t psum_pitch;
+    uint8_t *sbuf;             /* [NEURON_PARTITIONS][sbuf_pitch] */
+    uint8_t *psum;             /* [NEURON_PARTITIONS][psum_pitch] */
+    void *sbuf_mem, *psum_mem; /* as allocated; sbuf and psum are line-aligned in them */
     /* Bytes per partition that may be non-zero (cleared at job start). */
     uint32_t sbuf_dirty;
     uint32_t psum_dirty;
     /* Per-partition fp32 rows for elementwise work, NEURON_MAX_FREE_ELEMS each. */
     float *scratch[NM_SCRATCH_BUFS];
-    /* Packed matmul operands and result. */
-    float *mm_a; /* stationary, [K][M] */
-    float *mm_b; /* moving, [K][N] */
-    float *mm_c; /* result, [M][N] */
+    nm_mm_work mm; /* packed matmul operands */
+    /* [M][N] fp32: a MATMUL result whose PSUM rows are not contiguous; TRANSPOSE's staging. */
+    float *mm_c;
 };
 
 typedef struct nm_stream {
@@ -143,6 +133,24 @@ void nm_mark_dirty(nm_exec *ex, const nm_tap *t);
 uint32_t nm_tap_decode(nm_exec *ex, const struct neuron_tap *raw, unsigned allowed_spaces,
                        bool optional, nm_tap *t);
 bool nm_tap_is_zero(const struct neuron_tap *raw);
+/*
+ * Decode operand op[@k] of @in (@k < NEURON_INSN_OPERANDS) as the opcode
+ * table says it is: SBUF, PSUM, either, optional. An absent operand
+ * decodes to t->space == 0.
+ */
+uint32_t nm_operand_decode(nm_exec *ex, const struct neuron_insn *in, unsigned k, nm_tap *t);
+
+/* Whether each partition's elements of @t are consecutive in memory. */
+static inline bool nm_tap_contiguous(const nm_tap *t) {
+    return t->stride[0] == 1 && (t->count[1] == 1 || t->stride[1] == t->count[0]);
+}
+
+/* Partition @p of @t as fp32 in place, when it is contiguous fp32; else NULL. */
+static inline float *nm_tap_row_f32(const nm_tap *t, uint32_t p) {
+    if (t->dtype != NEURON_DT_FP32 || !nm_tap_contiguous(t))
+        return NULL;
+    return (float *)(void *)(t->base + (size_t)p * t->pitch);
+}
 
 /* Pointer to element (p, linear free index j) of @t. */
 static inline uint8_t *nm_tap_elem(const nm_tap *t, uint32_t p, uint32_t j) {
@@ -187,8 +195,11 @@ void nm_exec_iota(nm_exec *ex, const struct neuron_insn *in, nm_result *r);
 #define NM_DMA_BYTES_PER_CYCLE 64u
 #define NM_MM_FP32_FACTOR 4u /* fp32 matmul passes take 4 cycles per column */
 
-/* fp32 C[M][N] (+)= A[K][M]^T B[K][N], all row-major and contiguous. */
-void nm_matmul_f32(float *restrict c, const float *restrict a, const float *restrict b, uint32_t m,
-                   uint32_t n, uint32_t k, bool accumulate);
+/*
+ * fp32 C[M][N] (+)= A^T B (matmul.c), with A the K partitions of @a (M
+ * elements each), B those of @b (N each), and row i of C at c + i * ldc.
+ */
+void nm_mm_run(nm_mm_work *w, float *c, size_t ldc, const nm_tap *a, const nm_tap *b, uint32_t M,
+               uint32_t N, uint32_t K, bool accumulate);
 
 #endif /* NEURON_MODEL_INTERNAL_H */

@@ -31,13 +31,12 @@ void nm_exec_dma(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
     bool load = in->opcode == NEURON_OP_DMA_LOAD;
     nm_tap t;
 
-    if (in->flags || in->func || in->func2 || in->arg || in->imm[0] || in->imm[1] ||
-        in->dma.reserved[0] || in->dma.reserved[1] || d->reserved[0] || d->reserved[1] ||
+    if (in->dma.reserved[0] || in->dma.reserved[1] || d->reserved[0] || d->reserved[1] ||
         d->reserved[2]) {
         r->status = NEURON_JOB_STATUS_DECODE;
         return;
     }
-    r->status = nm_tap_decode(ex, &in->dma.sbuf, 1u << NEURON_SPACE_SBUF, false, &t);
+    r->status = nm_operand_decode(ex, in, NEURON_INSN_DST, &t);
     if (r->status != NEURON_JOB_STATUS_OK)
         return;
 

@@ -11,8 +11,6 @@
 
 #include "model_internal.h"
 
-#define ONCHIP ((1u << NEURON_SPACE_SBUF) | (1u << NEURON_SPACE_PSUM))
-
 static float alu(uint32_t op, float a, float b) {
     switch (op) {
     case NEURON_ALU_ADD:
@@ -32,6 +30,7 @@ static float alu(uint32_t op, float a, float b) {
     }
 }
 
+NM_CLONES
 static void alu_rows(uint32_t op, float *y, const float *a, const float *b, uint32_t n) {
     switch (op) {
     case NEURON_ALU_ADD:
@@ -53,12 +52,17 @@ static void alu_rows(uint32_t op, float *y, const float *a, const float *b, uint
     }
 }
 
+/* glibc's fmaxf(x, 0.0f) (x when equal, 0 for NaN) as a select that vectorizes. */
+static inline float relu(float x) {
+    return x >= 0.0f ? x : 0.0f;
+}
+
 static float act(uint32_t f, float x) {
     switch (f) {
     case NEURON_ACT_IDENTITY:
         return x;
     case NEURON_ACT_RELU:
-        return fmaxf(x, 0.0f);
+        return relu(x);
     case NEURON_ACT_GELU_TANH:
         return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
     case NEURON_ACT_GELU:
@@ -76,18 +80,54 @@ static float act(uint32_t f, float x) {
     }
 }
 
+/* y = act(f, x * scale + b) over a row, one loop per function. */
+NM_CLONES
+static void act_rows(uint32_t f, float *y, const float *x, uint32_t n, float scale, float b) {
+    switch (f) {
+    case NEURON_ACT_IDENTITY:
+        for (uint32_t i = 0; i < n; i++)
+            y[i] = x[i] * scale + b;
+        return;
+    case NEURON_ACT_RELU:
+        for (uint32_t i = 0; i < n; i++)
+            y[i] = relu(x[i] * scale + b);
+        return;
+    default:
+        for (uint32_t i = 0; i < n; i++)
+            y[i] = act(f, x[i] * scale + b);
+        return;
+    }
+}
+
+/*
+ * Whether an instruction may read @s and write @d in place, element by
+ * element in order: they do not overlap, or they are the same elements.
+ * Otherwise the rows are staged in scratch buffers.
+ */
+static bool in_place_ok(const nm_tap *d, const nm_tap *s) {
+    if (d->space != s->space)
+        return true;
+    if (d->base == s->base && d->dtype == s->dtype &&
+        !memcmp(d->count, s->count, sizeof(d->count)) &&
+        !memcmp(d->stride, s->stride, sizeof(d->stride)))
+        return true;
+    return d->part_start + d->part_count <= s->part_start ||
+           s->part_start + s->part_count <= d->part_start || d->offset + d->extent <= s->offset ||
+           s->offset + s->extent <= d->offset;
+}
+
 /*
  * Decode dst and the first @nsrc sources; all must have dst's shape. The
- * caller has checked that unused operands are zero.
+ * decoder has checked that unused operands are zero (the opcode table).
  */
 static uint32_t decode_ew(nm_exec *ex, const struct neuron_insn *in, int nsrc, nm_tap *d, nm_tap *a,
                           nm_tap *b) {
     uint32_t st;
-    if ((st = nm_tap_decode(ex, &in->op[NEURON_INSN_DST], ONCHIP, false, d)))
+    if ((st = nm_operand_decode(ex, in, NEURON_INSN_DST, d)))
         return st;
-    if (nsrc >= 1 && (st = nm_tap_decode(ex, &in->op[NEURON_INSN_SRC0], ONCHIP, false, a)))
+    if (nsrc >= 1 && (st = nm_operand_decode(ex, in, NEURON_INSN_SRC0, a)))
         return st;
-    if (nsrc >= 2 && (st = nm_tap_decode(ex, &in->op[NEURON_INSN_SRC1], ONCHIP, false, b)))
+    if (nsrc >= 2 && (st = nm_operand_decode(ex, in, NEURON_INSN_SRC1, b)))
         return st;
     if (nsrc >= 1 && (a->part_count != d->part_count || a->elems != d->elems))
         return NEURON_JOB_STATUS_SHAPE;
@@ -96,10 +136,10 @@ static uint32_t decode_ew(nm_exec *ex, const struct neuron_insn *in, int nsrc, n
     return NEURON_JOB_STATUS_OK;
 }
 
-/* An optional per-partition scalar operand: [part_count, 1]. */
-static uint32_t decode_scalar(nm_exec *ex, const struct neuron_tap *raw, const nm_tap *d,
+/* The optional per-partition scalar operand src1: [part_count, 1]. */
+static uint32_t decode_scalar(nm_exec *ex, const struct neuron_insn *in, const nm_tap *d,
                               nm_tap *t) {
-    uint32_t st = nm_tap_decode(ex, raw, ONCHIP, true, t);
+    uint32_t st = nm_operand_decode(ex, in, NEURON_INSN_SRC1, t);
     if (st)
         return st;
     if (t->space && (t->part_count != d->part_count || t->elems != 1))
@@ -115,16 +155,17 @@ static void finish_ew(nm_exec *ex, const nm_tap *d, nm_result *r, uint64_t flops
 
 void nm_exec_activate(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
     nm_tap d, s, bias;
-    if (in->flags || in->func == 0 || in->func >= NEURON_ACT_COUNT || in->func2 || in->arg) {
+    if (in->func == 0 || in->func >= NEURON_ACT_COUNT) {
         r->status = NEURON_JOB_STATUS_DECODE;
         return;
     }
     if ((r->status = decode_ew(ex, in, 1, &d, &s, NULL)) ||
-        (r->status = decode_scalar(ex, &in->op[NEURON_INSN_SRC1], &d, &bias)))
+        (r->status = decode_scalar(ex, in, &d, &bias)))
         return;
 
     const float scale = nm_f32_from_bits(nm_le32(in->imm[0]));
     const float bimm = nm_f32_from_bits(nm_le32(in->imm[1]));
+    const bool in_place = in_place_ok(&d, &s);
     float *x = ex->core->scratch[0];
     for (uint32_t p = 0; p < d.part_count; p++) {
         if (nm_aborted(ex)) {
@@ -137,9 +178,13 @@ void nm_exec_activate(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
             nm_tap_load(&bias, p, &bv);
             b = bv + bimm;
         }
+        float *src = in_place ? nm_tap_row_f32(&s, p) : NULL, *dst = nm_tap_row_f32(&d, p);
+        if (src && dst) {
+            act_rows(in->func, dst, src, d.elems, scale, b);
+            continue;
+        }
         nm_tap_load(&s, p, x);
-        for (uint32_t i = 0; i < d.elems; i++)
-            x[i] = act(in->func, x[i] * scale + b);
+        act_rows(in->func, x, x, d.elems, scale, b);
         nm_tap_store(&d, p, x);
     }
     finish_ew(ex, &d, r, 1);
@@ -147,18 +192,24 @@ void nm_exec_activate(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
 
 void nm_exec_tensor_tensor(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
     nm_tap d, a, b;
-    if (in->flags || in->func == 0 || in->func >= NEURON_ALU_COUNT || in->func2 || in->arg ||
-        in->imm[0] || in->imm[1]) {
+    if (in->func == 0 || in->func >= NEURON_ALU_COUNT) {
         r->status = NEURON_JOB_STATUS_DECODE;
         return;
     }
     if ((r->status = decode_ew(ex, in, 2, &d, &a, &b)))
         return;
+    const bool in_place = in_place_ok(&d, &a) && in_place_ok(&d, &b);
     float *x = ex->core->scratch[0], *y = ex->core->scratch[1];
     for (uint32_t p = 0; p < d.part_count; p++) {
         if (nm_aborted(ex)) {
             r->status = NEURON_JOB_STATUS_ABORTED;
             return;
+        }
+        float *ra = in_place ? nm_tap_row_f32(&a, p) : NULL, *rb = nm_tap_row_f32(&b, p),
+              *rd = nm_tap_row_f32(&d, p);
+        if (ra && rb && rd) {
+            alu_rows(in->func, rd, ra, rb, d.elems);
+            continue;
         }
         nm_tap_load(&a, p, x);
         nm_tap_load(&b, p, y);
@@ -171,15 +222,14 @@ void nm_exec_tensor_tensor(nm_exec *ex, const struct neuron_insn *in, nm_result 
 void nm_exec_tensor_scalar(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
     nm_tap d, s, sc;
     const uint32_t op0 = in->func, op1 = in->func2;
-    if ((in->flags & ~(NEURON_TS_F_REVERSE0 | NEURON_TS_F_REVERSE1)) || op0 == 0 ||
-        op0 >= NEURON_ALU_COUNT || op1 >= NEURON_ALU_COUNT || in->arg ||
+    if (op0 == 0 || op0 >= NEURON_ALU_COUNT || op1 >= NEURON_ALU_COUNT ||
         (op1 == NEURON_ALU_NONE && ((in->flags & NEURON_TS_F_REVERSE1) || in->imm[1])) ||
         (!nm_tap_is_zero(&in->op[NEURON_INSN_SRC1]) && in->imm[0])) {
         r->status = NEURON_JOB_STATUS_DECODE;
         return;
     }
     if ((r->status = decode_ew(ex, in, 1, &d, &s, NULL)) ||
-        (r->status = decode_scalar(ex, &in->op[NEURON_INSN_SRC1], &d, &sc)))
+        (r->status = decode_scalar(ex, in, &d, &sc)))
         return;
 
     const bool rev0 = in->flags & NEURON_TS_F_REVERSE0, rev1 = in->flags & NEURON_TS_F_REVERSE1;
@@ -205,15 +255,43 @@ void nm_exec_tensor_scalar(nm_exec *ex, const struct neuron_insn *in, nm_result 
     finish_ew(ex, &d, r, op1 == NEURON_ALU_NONE ? 1 : 2);
 }
 
+/*
+ * REDUCE sum (hw/isa.md, section 6): 16 running sums, element i into sum
+ * i % 16, then the sums added pairwise. The same order on every host,
+ * whatever its vector width.
+ */
+#define SUM_LANES 16
+
+/* 16 floats as one value: one zmm, two ymm or four xmm registers. */
+typedef float sum_vec __attribute__((vector_size(SUM_LANES * sizeof(float))));
+
+NM_CLONES
+static float sum_row(const float *x, uint32_t n) {
+    sum_vec acc = {0};
+    uint32_t i = 0;
+    for (; i + SUM_LANES <= n; i += SUM_LANES) {
+        sum_vec v;
+        memcpy(&v, x + i, sizeof(v));
+        acc += v;
+    }
+    float lane[SUM_LANES];
+    memcpy(lane, &acc, sizeof(lane));
+    for (uint32_t l = 0; i < n; i++, l++)
+        lane[l] += x[i];
+    for (uint32_t w = SUM_LANES / 2; w; w /= 2)
+        for (uint32_t l = 0; l < w; l++)
+            lane[l] += lane[l + w];
+    return lane[0];
+}
+
 void nm_exec_reduce(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
     nm_tap d, s;
-    if (in->flags || in->func == 0 || in->func >= NEURON_RED_COUNT || in->func2 || in->arg ||
-        in->imm[0] || in->imm[1] || !nm_tap_is_zero(&in->op[NEURON_INSN_SRC1])) {
+    if (in->func == 0 || in->func >= NEURON_RED_COUNT) {
         r->status = NEURON_JOB_STATUS_DECODE;
         return;
     }
-    if ((r->status = nm_tap_decode(ex, &in->op[NEURON_INSN_DST], ONCHIP, false, &d)) ||
-        (r->status = nm_tap_decode(ex, &in->op[NEURON_INSN_SRC0], ONCHIP, false, &s)))
+    if ((r->status = nm_operand_decode(ex, in, NEURON_INSN_DST, &d)) ||
+        (r->status = nm_operand_decode(ex, in, NEURON_INSN_SRC0, &s)))
         return;
     if (d.part_count != s.part_count || d.elems != 1) {
         r->status = NEURON_JOB_STATUS_SHAPE;
@@ -225,15 +303,18 @@ void nm_exec_reduce(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
             r->status = NEURON_JOB_STATUS_ABORTED;
             return;
         }
-        nm_tap_load(&s, p, x);
-        float v = x[0];
-        for (uint32_t i = 1; i < s.elems; i++) {
-            if (in->func == NEURON_RED_SUM)
-                v += x[i];
-            else if (in->func == NEURON_RED_MAX)
-                v = fmaxf(v, x[i]);
-            else
-                v = fminf(v, x[i]);
+        const float *row = nm_tap_row_f32(&s, p);
+        if (!row) {
+            nm_tap_load(&s, p, x);
+            row = x;
+        }
+        float v;
+        if (in->func == NEURON_RED_SUM) {
+            v = sum_row(row, s.elems);
+        } else {
+            v = row[0];
+            for (uint32_t i = 1; i < s.elems; i++)
+                v = in->func == NEURON_RED_MAX ? fmaxf(v, row[i]) : fminf(v, row[i]);
         }
         nm_tap_store(&d, p, &v);
     }
@@ -244,11 +325,6 @@ void nm_exec_reduce(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
 
 void nm_exec_copy(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
     nm_tap d, s;
-    if (in->flags || in->func || in->func2 || in->arg || in->imm[0] || in->imm[1] ||
-        !nm_tap_is_zero(&in->op[NEURON_INSN_SRC1])) {
-        r->status = NEURON_JOB_STATUS_DECODE;
-        return;
-    }
     if ((r->status = decode_ew(ex, in, 1, &d, &s, NULL)))
         return;
     float *x = ex->core->scratch[0];
@@ -274,11 +350,6 @@ void nm_exec_copy(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
 
 void nm_exec_memset(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
     nm_tap d;
-    if (in->flags || in->func || in->func2 || in->arg || in->imm[1] ||
-        !nm_tap_is_zero(&in->op[NEURON_INSN_SRC0]) || !nm_tap_is_zero(&in->op[NEURON_INSN_SRC1])) {
-        r->status = NEURON_JOB_STATUS_DECODE;
-        return;
-    }
     if ((r->status = decode_ew(ex, in, 0, &d, NULL, NULL)))
         return;
     uint8_t val[4];
@@ -297,11 +368,6 @@ void nm_exec_memset(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
 
 void nm_exec_iota(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
     nm_tap d;
-    if (in->flags || in->func || in->func2 || !nm_tap_is_zero(&in->op[NEURON_INSN_SRC0]) ||
-        !nm_tap_is_zero(&in->op[NEURON_INSN_SRC1])) {
-        r->status = NEURON_JOB_STATUS_DECODE;
-        return;
-    }
     if ((r->status = decode_ew(ex, in, 0, &d, NULL, NULL)))
         return;
     const int64_t base = (int32_t)nm_le32(in->arg);

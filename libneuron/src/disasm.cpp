@@ -94,61 +94,65 @@ std::string disassemble_instruction(std::span<const std::byte> in, const Program
         return "<truncated instruction>";
     uint8_t op = rd8(in, 0), flags = rd8(in, 1), func = rd8(in, 2), func2 = rd8(in, 3);
     uint32_t arg = rd32(in, 4), imm0 = rd32(in, 56), imm1 = rd32(in, 60);
+    const neuron_opcode_info *info = neuron_opcode_lookup(op);
+    if (!info)
+        return fmt::format(".insn {:#04x}", op);
+    const char *name = info->name; // the mnemonic, from the opcode table
     switch (op) {
     case NEURON_OP_END:
-        return "end";
     case NEURON_OP_NOP:
-        return "nop";
+        return name;
     case NEURON_OP_NOTIFY:
-        return fmt::format("notify {}", arg);
+        return fmt::format("{} {}", name, arg);
     case NEURON_OP_SEM_SIGNAL:
-        return fmt::format("signal {} += {}", sem_name(p, func), arg);
+        return fmt::format("{} {} += {}", name, sem_name(p, func), arg);
     case NEURON_OP_SEM_WAIT:
-        return fmt::format("wait {} >= {}{}", sem_name(p, func), arg,
+        return fmt::format("{} {} >= {}{}", name, sem_name(p, func), arg,
                            flags & NEURON_SEM_F_DECREMENT ? ", decrement" : "");
     case NEURON_OP_LOOP:
-        return imm0 ? fmt::format("loop ctr{} -> {} x{}", func, arg, imm0)
-                    : fmt::format("loop ctr{} -> {} forever", func, arg);
+        return imm0 ? fmt::format("{} ctr{} -> {} x{}", name, func, arg, imm0)
+                    : fmt::format("{} ctr{} -> {} forever", name, func, arg);
     case NEURON_OP_DMA_LOAD:
     case NEURON_OP_DMA_STORE: {
         std::string mem = fmt::format("slot{}{}[+{:#x} pstride {} strides {},{}]", rd8(in, 24),
                                       slot_name(p, rd8(in, 24)), rd64(in, 32), rd32(in, 28),
                                       rd32(in, 40), rd32(in, 44));
-        return op == NEURON_OP_DMA_LOAD ? fmt::format("dma_load {} <- {}", tap(in, 0, p), mem)
-                                        : fmt::format("dma_store {} <- {}", mem, tap(in, 0, p));
+        return op == NEURON_OP_DMA_LOAD ? fmt::format("{} {} <- {}", name, tap(in, 0, p), mem)
+                                        : fmt::format("{} {} <- {}", name, mem, tap(in, 0, p));
     }
     case NEURON_OP_MATMUL:
-        return fmt::format("matmul {} {} {}^T * {}", tap(in, 0, p),
+        return fmt::format("{} {} {} {}^T * {}", name, tap(in, 0, p),
                            flags & NEURON_MM_F_ACCUMULATE ? "+=" : "=", tap(in, 1, p),
                            tap(in, 2, p));
     case NEURON_OP_TRANSPOSE:
-        return fmt::format("transpose {} <- {}", tap(in, 0, p), tap(in, 1, p));
+        return fmt::format("{} {} <- {}", name, tap(in, 0, p), tap(in, 1, p));
     case NEURON_OP_ACTIVATE:
-        return fmt::format("activate.{} {} <- {} * {} + {}", act_name(func), tap(in, 0, p),
+        return fmt::format("{}.{} {} <- {} * {} + {}", name, act_name(func), tap(in, 0, p),
                            tap(in, 1, p), f32(imm0),
                            rd8(in, 40) ? tap(in, 2, p) : fmt::format("{}", f32(imm1)));
     case NEURON_OP_TENSOR_TENSOR:
-        return fmt::format("tensor_tensor.{} {} <- {}, {}", alu_name(func), tap(in, 0, p),
-                           tap(in, 1, p), tap(in, 2, p));
+        return fmt::format("{}.{} {} <- {}, {}", name, alu_name(func), tap(in, 0, p), tap(in, 1, p),
+                           tap(in, 2, p));
     case NEURON_OP_TENSOR_SCALAR: {
         std::string s0 = rd8(in, 40) ? tap(in, 2, p) : fmt::format("{}", f32(imm0));
         std::string s =
-            fmt::format("tensor_scalar {} <- {} {}{} {}", tap(in, 0, p), tap(in, 1, p),
-                        alu_name(func), flags & NEURON_TS_F_REVERSE0 ? "(rev)" : "", s0);
+            fmt::format("{} {} <- {} {}{} {}", name, tap(in, 0, p), tap(in, 1, p), alu_name(func),
+                        flags & NEURON_TS_F_REVERSE0 ? "(rev)" : "", s0);
         if (func2)
             s += fmt::format(" then {}{} {}", alu_name(func2),
                              flags & NEURON_TS_F_REVERSE1 ? "(rev)" : "", f32(imm1));
         return s;
     }
     case NEURON_OP_REDUCE:
-        return fmt::format("reduce.{} {} <- {}", red_name(func), tap(in, 0, p), tap(in, 1, p));
+        return fmt::format("{}.{} {} <- {}", name, red_name(func), tap(in, 0, p), tap(in, 1, p));
     case NEURON_OP_COPY:
-        return fmt::format("copy {} <- {}", tap(in, 0, p), tap(in, 1, p));
+        return fmt::format("{} {} <- {}", name, tap(in, 0, p), tap(in, 1, p));
     case NEURON_OP_MEMSET:
-        return fmt::format("memset {} <- {:#010x} ({})", tap(in, 0, p), imm0, f32(imm0));
+        return fmt::format("{} {} <- {:#010x} ({})", name, tap(in, 0, p), imm0, f32(imm0));
     case NEURON_OP_IOTA:
-        return fmt::format("iota {} <- {} + {}*p + {}*i", tap(in, 0, p), static_cast<int32_t>(arg),
-                           static_cast<int32_t>(imm0), static_cast<int32_t>(imm1));
+        return fmt::format("{} {} <- {} + {}*p + {}*i", name, tap(in, 0, p),
+                           static_cast<int32_t>(arg), static_cast<int32_t>(imm0),
+                           static_cast<int32_t>(imm1));
     default:
         return fmt::format(".insn {:#04x}", op);
     }

@@ -126,44 +126,8 @@ const char *section_name(uint32_t type) {
 }
 
 const char *opcode_name(uint8_t op) {
-    switch (op) {
-    case NEURON_OP_END:
-        return "end";
-    case NEURON_OP_NOP:
-        return "nop";
-    case NEURON_OP_NOTIFY:
-        return "notify";
-    case NEURON_OP_SEM_SIGNAL:
-        return "signal";
-    case NEURON_OP_SEM_WAIT:
-        return "wait";
-    case NEURON_OP_LOOP:
-        return "loop";
-    case NEURON_OP_DMA_LOAD:
-        return "dma_load";
-    case NEURON_OP_DMA_STORE:
-        return "dma_store";
-    case NEURON_OP_MATMUL:
-        return "matmul";
-    case NEURON_OP_TRANSPOSE:
-        return "transpose";
-    case NEURON_OP_ACTIVATE:
-        return "activate";
-    case NEURON_OP_TENSOR_TENSOR:
-        return "tensor_tensor";
-    case NEURON_OP_TENSOR_SCALAR:
-        return "tensor_scalar";
-    case NEURON_OP_REDUCE:
-        return "reduce";
-    case NEURON_OP_COPY:
-        return "copy";
-    case NEURON_OP_MEMSET:
-        return "memset";
-    case NEURON_OP_IOTA:
-        return "iota";
-    default:
-        return nullptr;
-    }
+    const neuron_opcode_info *info = neuron_opcode_lookup(op);
+    return info ? info->name : nullptr;
 }
 
 bool zero(std::span<const std::byte> b, size_t off, size_t n) {
@@ -279,39 +243,28 @@ class CodeChecker {
         where_ = fmt::format("CODE[{}] instruction {} ({}): ", eng, index, name);
         if (!(neuron_opcode_engines(op) & (1u << engine_)))
             return bad(I, "{} cannot run on the {} engine", name, eng);
+        if (auto e = encoding(I, *neuron_opcode_lookup(op)))
+            return e;
         uint8_t flags = rd8(b_, I + 1), func = rd8(b_, I + 2), func2 = rd8(b_, I + 3);
         uint32_t arg = rd32(b_, I + 4);
-        const unsigned SB = 1u << NEURON_SPACE_SBUF, PS = 1u << NEURON_SPACE_PSUM, ANY = SB | PS;
-        VErr e;
         switch (op) {
-        case NEURON_OP_END:
-        case NEURON_OP_NOP:
-            return need_zero(I, {{1, 1}, {2, 1}, {3, 1}, {4, 4}, {8, 56}});
-        case NEURON_OP_NOTIFY:
-            return need_zero(I, {{1, 1}, {2, 1}, {3, 1}, {8, 56}});
         case NEURON_OP_SEM_SIGNAL:
         case NEURON_OP_SEM_WAIT:
-            if (op == NEURON_OP_SEM_WAIT ? (flags & ~NEURON_SEM_F_DECREMENT) : flags)
-                return bad(I + 1, "undefined flags {:#x}", flags);
             if (func >= NEURON_NUM_SEMAPHORES)
                 return bad(I + 2, "semaphore {} does not exist (0..{})", func,
                            NEURON_NUM_SEMAPHORES - 1);
-            return need_zero(I, {{3, 1}, {8, 56}});
+            return {};
         case NEURON_OP_LOOP:
             if (func >= NEURON_NUM_LOOP_COUNTERS)
                 return bad(I + 2, "loop counter {} does not exist (0..{})", func,
                            NEURON_NUM_LOOP_COUNTERS - 1);
             if (arg >= index)
                 return bad(I + 4, "loop target {} is not before the loop (index {})", arg, index);
-            return need_zero(I, {{1, 1}, {3, 1}, {8, 48}, {60, 4}});
+            return {};
         case NEURON_OP_DMA_LOAD:
         case NEURON_OP_DMA_STORE: {
-            if ((e = need_zero(I, {{1, 1}, {2, 1}, {3, 1}, {4, 4}, {56, 8}})))
-                return e;
             if (!zero(b_, I + 25, 3) || !zero(b_, I + 48, 8))
                 return bad(I + (zero(b_, I + 25, 3) ? 48 : 25), "reserved DMA fields must be zero");
-            if ((e = tap(I, 0, SB, false)))
-                return e;
             uint8_t slot = rd8(b_, I + 24);
             if (slot >= slots_.size())
                 return bad(I + 24, "binding slot {} does not exist (the program has {})", slot,
@@ -333,38 +286,15 @@ class CodeChecker {
                            es);
             return {};
         }
-        case NEURON_OP_MATMUL:
-            if (flags & ~NEURON_MM_F_ACCUMULATE)
-                return bad(I + 1, "undefined flags {:#x}", flags);
-            if ((e = need_zero(I, {{2, 1}, {3, 1}, {4, 4}, {56, 8}})) ||
-                (e = tap(I, 0, PS, false)) || (e = tap(I, 1, SB, false)) ||
-                (e = tap(I, 2, SB, false)))
-                return e;
-            return {};
-        case NEURON_OP_TRANSPOSE:
-        case NEURON_OP_COPY:
-            if ((e = need_zero(I, {{1, 1}, {2, 1}, {3, 1}, {4, 4}, {40, 16}, {56, 8}})) ||
-                (e = tap(I, 0, ANY, false)) || (e = tap(I, 1, ANY, false)))
-                return e;
-            return {};
         case NEURON_OP_ACTIVATE:
             if (func == 0 || func >= NEURON_ACT_COUNT)
                 return bad(I + 2, "unknown activation function {}", func);
-            if ((e = need_zero(I, {{1, 1}, {3, 1}, {4, 4}})) || (e = tap(I, 0, ANY, false)) ||
-                (e = tap(I, 1, ANY, false)) || (e = tap(I, 2, ANY, true)))
-                return e;
             return {};
         case NEURON_OP_TENSOR_TENSOR:
             if (func == 0 || func >= NEURON_ALU_COUNT)
                 return bad(I + 2, "unknown ALU operation {}", func);
-            if ((e = need_zero(I, {{1, 1}, {3, 1}, {4, 4}, {56, 8}})) ||
-                (e = tap(I, 0, ANY, false)) || (e = tap(I, 1, ANY, false)) ||
-                (e = tap(I, 2, ANY, false)))
-                return e;
             return {};
         case NEURON_OP_TENSOR_SCALAR:
-            if (flags & ~(NEURON_TS_F_REVERSE0 | NEURON_TS_F_REVERSE1))
-                return bad(I + 1, "undefined flags {:#x}", flags);
             if (func == 0 || func >= NEURON_ALU_COUNT)
                 return bad(I + 2, "unknown ALU operation {}", func);
             if (func2 >= NEURON_ALU_COUNT)
@@ -375,30 +305,59 @@ class CodeChecker {
                 return bad(I + 60, "imm[1] must be zero without a second operation");
             if (!zero(b_, I + 40, 16) && rd32(b_, I + 56))
                 return bad(I + 56, "imm[0] must be zero when the scalar comes from operand 2");
-            if ((e = need_zero(I, {{4, 4}})) || (e = tap(I, 0, ANY, false)) ||
-                (e = tap(I, 1, ANY, false)) || (e = tap(I, 2, ANY, true)))
-                return e;
             return {};
         case NEURON_OP_REDUCE:
             if (func == 0 || func >= NEURON_RED_COUNT)
                 return bad(I + 2, "unknown reduction {}", func);
-            if ((e = need_zero(I, {{1, 1}, {3, 1}, {4, 4}, {40, 16}, {56, 8}})) ||
-                (e = tap(I, 0, ANY, false)) || (e = tap(I, 1, ANY, false)))
-                return e;
             return {};
-        case NEURON_OP_MEMSET:
-            if ((e = need_zero(I, {{1, 1}, {2, 1}, {3, 1}, {4, 4}, {24, 32}, {60, 4}})) ||
-                (e = tap(I, 0, ANY, false)))
-                return e;
+        default: /* the encoding is all there is to check */
             return {};
-        case NEURON_OP_IOTA:
-            if ((e = need_zero(I, {{1, 1}, {2, 1}, {3, 1}, {24, 32}})) ||
-                (e = tap(I, 0, ANY, false)))
-                return e;
-            return {};
-        default:
-            return bad(I, "unknown opcode {:#04x}", op);
         }
+    }
+
+    /// What the opcode table says of every opcode: defined flags, zero in
+    /// the fields it does not use, its operands of the right kinds.
+    VErr encoding(uint64_t I, const neuron_opcode_info &info) {
+        uint8_t flags = rd8(b_, I + 1);
+        if (flags & ~info.flags)
+            return info.flags ? bad(I + 1, "undefined flags {:#x}", flags) : need_zero(I, {{1, 1}});
+        static constexpr struct {
+            unsigned field, offset, size;
+        } fields[] = {{NEURON_FIELD_FUNC, 2, 1},
+                      {NEURON_FIELD_FUNC2, 3, 1},
+                      {NEURON_FIELD_ARG, 4, 4},
+                      {NEURON_FIELD_IMM0, 56, 4},
+                      {NEURON_FIELD_IMM1, 60, 4}};
+        for (const auto &f : fields)
+            if (!(info.uses & f.field))
+                if (auto e = need_zero(I, {{f.offset, f.size}}))
+                    return e;
+        const unsigned SB = 1u << NEURON_SPACE_SBUF, PS = 1u << NEURON_SPACE_PSUM;
+        for (unsigned k = 0; k < NEURON_INSN_OPERANDS; k++) {
+            VErr e;
+            switch (info.operand[k]) {
+            case NEURON_OPERAND_NONE:
+                e = need_zero(I, {{8 + 16 * k, 16}});
+                break;
+            case NEURON_OPERAND_SBUF:
+                e = tap(I, k, SB, false);
+                break;
+            case NEURON_OPERAND_PSUM:
+                e = tap(I, k, PS, false);
+                break;
+            case NEURON_OPERAND_ONCHIP:
+                e = tap(I, k, SB | PS, false);
+                break;
+            case NEURON_OPERAND_ONCHIP_OPT:
+                e = tap(I, k, SB | PS, true);
+                break;
+            default: /* DMA's DRAM operand: checked with the opcode */
+                break;
+            }
+            if (e)
+                return e;
+        }
+        return {};
     }
 };
 

@@ -5,16 +5,19 @@
  * would emit them) with fp32 and bf16 inputs (fp32 accumulation in PSUM),
  * next to OpenBLAS cblas_sgemm on one thread on the same sizes and data, in
  * the same run. sgemm is fp32 in both rows: OpenBLAS has no bf16 path the
- * model could be held to, and the model computes in fp32 either way.
+ * model could be held to, and the model computes in fp32 either way. Then
+ * the Vector and Scalar engines (ACTIVATE, TENSOR_TENSOR, REDUCE) over a
+ * full SBUF tile, next to plain C loops of the same operation.
  *
  * Every figure is the median (with min and max) of --repeat timed runs;
  * each timed run lasts about --seconds. neuron-bench reads --json to show
  * these host-side limits next to the emulated device's figures.
  *
  * Usage: neuron-model-bench [--quick] [--seconds S] [--repeat N]
- *                           [--shape MxNxK] [--json FILE]
+ *                           [--shape MxNxK] [--matmul-path NAME] [--json FILE]
  */
 #define _POSIX_C_SOURCE 200809L
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +25,7 @@
 
 #include <cblas.h>
 
+#include "matmul.h"
 #include "progbuild.h"
 
 #define MAX_REPEAT 100
@@ -128,13 +132,13 @@ static double run_timed(tenv *t, const image *im, uint64_t flops_expected) {
 }
 
 /*
- * The model's GFLOP/s with inputs of @dt. The repetition count is
- * calibrated by doubling it until a run takes an eighth of @seconds (so the
- * fixed cost of a job, loading A and B into SBUF, no longer dominates),
- * then scaled to @seconds.
+ * A program with inputs of @dt whose run lasts about @seconds: the
+ * repetition count is calibrated by doubling it until a run takes an
+ * eighth of @seconds (so the fixed cost of a job, loading A and B into
+ * SBUF, no longer dominates), then scaled to @seconds.
  */
-static int bench_model(tenv *t, uint8_t dt, uint32_t sa, uint32_t sb, uint32_t M, uint32_t N,
-                       uint32_t K, double seconds, unsigned repeat, stats *out) {
+static int calibrate(tenv *t, uint8_t dt, uint32_t sa, uint32_t sb, uint32_t M, uint32_t N,
+                     uint32_t K, double seconds, image *out, uint32_t *reps_out) {
     const double flop = 2.0 * M * N * K;
     uint32_t reps = 1;
     double elapsed;
@@ -150,40 +154,22 @@ static int bench_model(tenv *t, uint8_t dt, uint32_t sa, uint32_t sb, uint32_t M
     }
     double scaled = (double)reps * seconds / (elapsed > 1e-9 ? elapsed : 1e-9);
     reps = scaled < 1 ? 1 : scaled > 4e9 ? 4000000000u : (uint32_t)scaled;
-
-    image im = build_image(dt, sa, sb, M, N, K, reps);
-    double gflops[MAX_REPEAT];
-    for (unsigned r = 0; r < repeat; r++) {
-        elapsed = run_timed(t, &im, (uint64_t)(flop * reps));
-        if (elapsed < 0) {
-            free(im.bytes);
-            return 1;
-        }
-        gflops[r] = flop * reps / elapsed * 1e-9;
-    }
-    free(im.bytes);
-    *out = stats_of(gflops, repeat);
+    *out = build_image(dt, sa, sb, M, N, K, reps);
+    *reps_out = reps;
     return 0;
 }
 
-/* OpenBLAS on one thread: C = A^T B on the same data, calls counted per run. */
-static stats bench_sgemm(const float *a, const float *b, float *c, uint32_t M, uint32_t N,
-                         uint32_t K, double seconds, unsigned repeat) {
-    const double flop = 2.0 * M * N * K;
-    double gflops[MAX_REPEAT];
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.0f, a, (int)M, b,
-                (int)N, 0.0f, c, (int)N);
-    for (unsigned r = 0; r < repeat; r++) {
-        int calls = 0;
-        double t0 = now(), elapsed;
-        do {
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.0f, a,
-                        (int)M, b, (int)N, 0.0f, c, (int)N);
-            calls++;
-        } while ((elapsed = now() - t0) < seconds);
-        gflops[r] = flop * calls / elapsed * 1e-9;
-    }
-    return stats_of(gflops, repeat);
+/* OpenBLAS on one thread, C = A^T B on the same data for @seconds: GFLOP/s. */
+static double sgemm_run(const float *a, const float *b, float *c, uint32_t M, uint32_t N,
+                        uint32_t K, double seconds) {
+    int calls = 0;
+    double t0 = now(), elapsed;
+    do {
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.0f, a,
+                    (int)M, b, (int)N, 0.0f, c, (int)N);
+        calls++;
+    } while ((elapsed = now() - t0) < seconds);
+    return 2.0 * M * N * K * calls / elapsed * 1e-9;
 }
 
 typedef struct result {
@@ -225,20 +211,213 @@ static int bench(uint32_t M, uint32_t N, uint32_t K, double seconds, unsigned re
     for (uint64_t i = 0; i < b_elems; i++)
         b16[i] = to_bf16(b[i]);
 
-    int err = bench_model(t, NEURON_DT_FP32, sa, sb, M, N, K, seconds, repeat, &out[0].model) ||
-              bench_model(t, NEURON_DT_BF16, sa16, sb16, M, N, K, seconds, repeat, &out[1].model);
+    /*
+     * The timed runs of the model (fp32, bf16) and of sgemm alternate, so
+     * that the machine's drift during a run hits all three alike.
+     */
+    const double flop = 2.0 * M * N * K;
+    image im[2];
+    uint32_t reps[2];
+    int err = calibrate(t, NEURON_DT_FP32, sa, sb, M, N, K, seconds, &im[0], &reps[0]);
     if (!err) {
-        stats sg = bench_sgemm(a, b, c, M, N, K, seconds, repeat);
-        for (int i = 0; i < 2; i++) {
-            out[i].m = M, out[i].n = N, out[i].k = K, out[i].sgemm = sg;
-            out[i].dtype = i ? NEURON_DT_BF16 : NEURON_DT_FP32;
-            printf("%5u x %5u x %5u  %-5s  %9.2f   %9.2f   %6.3f\n", M, N, K,
-                   dtype_name(out[i].dtype), out[i].model.median, sg.median,
-                   out[i].model.median / sg.median);
+        err = calibrate(t, NEURON_DT_BF16, sa16, sb16, M, N, K, seconds, &im[1], &reps[1]);
+        if (err)
+            free(im[0].bytes);
+    }
+    if (!err) {
+        double g[3][MAX_REPEAT];
+        sgemm_run(a, b, c, M, N, K, seconds / 8); /* warm-up */
+        for (unsigned r = 0; r < repeat && !err; r++) {
+            for (int i = 0; i < 2 && !err; i++) {
+                double elapsed = run_timed(t, &im[i], (uint64_t)(flop * reps[i]));
+                err = elapsed < 0;
+                g[i][r] = flop * reps[i] / elapsed * 1e-9;
+            }
+            g[2][r] = sgemm_run(a, b, c, M, N, K, seconds);
         }
-        fflush(stdout);
+        free(im[0].bytes);
+        free(im[1].bytes);
+        if (!err) {
+            stats sg = stats_of(g[2], repeat);
+            for (int i = 0; i < 2; i++) {
+                out[i].m = M, out[i].n = N, out[i].k = K, out[i].sgemm = sg;
+                out[i].dtype = i ? NEURON_DT_BF16 : NEURON_DT_FP32;
+                out[i].model = stats_of(g[i], repeat);
+                printf("%5u x %5u x %5u  %-5s  %9.2f   %9.2f   %6.3f\n", M, N, K,
+                       dtype_name(out[i].dtype), out[i].model.median, sg.median,
+                       out[i].model.median / sg.median);
+            }
+            fflush(stdout);
+        }
     }
     free(c);
+    te_free(t);
+    return err;
+}
+
+/* ---- the Vector and Scalar engines over a full SBUF tile ---- */
+
+#define VEC_P 128u
+#define VEC_F 2048u /* [128, 2048] fp32: 1 MiB per operand */
+#define SUM_LANES 16
+
+typedef enum vec_op { VEC_RELU, VEC_GELU, VEC_ADD, VEC_SUM, VEC_OPS } vec_op;
+
+static const char *const vec_names[VEC_OPS] = {"ACTIVATE relu", "ACTIVATE gelu",
+                                               "TENSOR_TENSOR add", "REDUCE sum"};
+
+typedef struct vec_result {
+    vec_op op;
+    stats model, cloop; /* Gelem/s */
+} vec_result;
+
+/* x (tile 0) and y (tile 1) loaded; the op repeated @reps times into tile 2. */
+static image vec_image(vec_op op, uint32_t slot, uint32_t reps) {
+    const uint32_t row = VEC_F * 4;
+    pb_prog p;
+    pb_init(&p);
+    pb_dma(&p, true, pb_sbuf(NEURON_DT_FP32, 0, VEC_P, 0, 2 * VEC_F), slot, 0, 2 * row, 4, 0);
+    const int engine =
+        op == VEC_RELU || op == VEC_GELU ? NEURON_ENGINE_SCALAR : NEURON_ENGINE_VECTOR;
+    pb_signal(&p, NEURON_ENGINE_SYNC, 0, 1);
+    pb_end(&p, NEURON_ENGINE_SYNC);
+    pb_wait(&p, engine, 0, 1, false);
+    const uint32_t top = pb_here(&p, engine);
+    const struct neuron_tap x = pb_sbuf(NEURON_DT_FP32, 0, VEC_P, 0, VEC_F),
+                            y = pb_sbuf(NEURON_DT_FP32, 0, VEC_P, row, VEC_F),
+                            out = pb_sbuf(NEURON_DT_FP32, 0, VEC_P, 2 * row, VEC_F);
+    static const struct neuron_tap none;
+    switch (op) {
+    case VEC_RELU:
+        pb_activate(&p, NEURON_ACT_RELU, out, x, none, 1.5f, 0.25f);
+        break;
+    case VEC_GELU:
+        pb_activate(&p, NEURON_ACT_GELU, out, x, none, 1.5f, 0.25f);
+        break;
+    case VEC_ADD:
+        pb_tt(&p, NEURON_ALU_ADD, out, x, y);
+        break;
+    default:
+        pb_reduce(&p, NEURON_RED_SUM, pb_sbuf(NEURON_DT_FP32, 0, VEC_P, 2 * row, 1), x);
+        break;
+    }
+    if (reps > 1)
+        pb_loop(&p, engine, 0, top, reps);
+    pb_end(&p, engine);
+    image im;
+    im.bytes = pb_image(&p, &im.size);
+    pb_free(&p);
+    return im;
+}
+
+/* The same operation as plain C loops over [VEC_P][VEC_F] arrays. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
+/* Built for the same x86-64 levels as the model's loops (NM_CLONES). */
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+static void
+vec_cloop(vec_op op, float *restrict out, const float *restrict x, const float *restrict y) {
+    const size_t n = (size_t)VEC_P * VEC_F;
+    switch (op) {
+    case VEC_RELU:
+        for (size_t i = 0; i < n; i++) {
+            float v = x[i] * 1.5f + 0.25f;
+            out[i] = v >= 0.0f ? v : 0.0f;
+        }
+        return;
+    case VEC_GELU:
+        for (size_t i = 0; i < n; i++) {
+            float v = x[i] * 1.5f + 0.25f;
+            out[i] = 0.5f * v * (1.0f + erff(v * 0.7071067811865476f));
+        }
+        return;
+    case VEC_ADD:
+        for (size_t i = 0; i < n; i++)
+            out[i] = x[i] + y[i];
+        return;
+    default:
+        for (size_t p = 0; p < VEC_P; p++) {
+            float lane[SUM_LANES] = {0};
+            for (size_t i = 0; i < VEC_F; i += SUM_LANES)
+                for (size_t l = 0; l < SUM_LANES; l++)
+                    lane[l] += x[p * VEC_F + i + l];
+            float v = 0;
+            for (size_t l = 0; l < SUM_LANES; l++)
+                v += lane[l];
+            out[p] = v;
+        }
+        return;
+    }
+}
+
+static double cloop_run(vec_op op, float *out, const float *x, const float *y, double seconds) {
+    unsigned calls = 0;
+    double t0 = now(), elapsed;
+    do {
+        vec_cloop(op, out, x, y);
+        calls++;
+    } while ((elapsed = now() - t0) < seconds);
+    return (double)VEC_P * VEC_F * calls / elapsed * 1e-9;
+}
+
+static int bench_vector(double seconds, unsigned repeat, vec_result out[VEC_OPS]) {
+    const uint64_t elems = (uint64_t)VEC_P * VEC_F;
+    tenv *t = te_new();
+    uint8_t *px;
+    const uint32_t slot = te_buffer(t, 2 * elems * 4, NEURON_BIND_READ, &px);
+    float *xy = (float *)(void *)px, *x = malloc(elems * 4), *y = malloc(elems * 4),
+          *res = malloc(elems * 4);
+    if (!x || !y || !res)
+        abort();
+    uint64_t seed = 0x2545f4914f6cdd1dull;
+    fill_random(xy, 2 * elems, &seed);
+    /* The host copies in the loops' layout: x and y side by side per row in SBUF. */
+    for (uint32_t p = 0; p < VEC_P; p++) {
+        memcpy(x + (size_t)p * VEC_F, xy + (size_t)p * 2 * VEC_F, VEC_F * 4);
+        memcpy(y + (size_t)p * VEC_F, xy + (size_t)p * 2 * VEC_F + VEC_F, VEC_F * 4);
+    }
+    int err = 0;
+    for (vec_op op = 0; op < VEC_OPS && !err; op++) {
+        uint32_t reps = 1;
+        double elapsed;
+        for (;;) {
+            image im = vec_image(op, slot, reps);
+            elapsed = run_timed(t, &im, elems * reps);
+            free(im.bytes);
+            if (elapsed < 0) {
+                err = 1;
+                break;
+            }
+            if (elapsed >= seconds / 8 || reps >= (1u << 30))
+                break;
+            reps *= 2;
+        }
+        if (err)
+            break;
+        double scaled = (double)reps * seconds / (elapsed > 1e-9 ? elapsed : 1e-9);
+        reps = scaled < 1 ? 1 : (uint32_t)scaled;
+        image im = vec_image(op, slot, reps);
+        double gm[MAX_REPEAT], gc[MAX_REPEAT];
+        for (unsigned r = 0; r < repeat && !err; r++) {
+            elapsed = run_timed(t, &im, elems * reps);
+            err = elapsed < 0;
+            gm[r] = (double)elems * reps / elapsed * 1e-9;
+            gc[r] = cloop_run(op, res, x, y, seconds);
+        }
+        free(im.bytes);
+        if (err)
+            break;
+        out[op].op = op;
+        out[op].model = stats_of(gm, repeat);
+        out[op].cloop = stats_of(gc, repeat);
+        printf("%-18s [%u x %u] fp32  %9.3f   %9.3f   %6.3f\n", vec_names[op], VEC_P, VEC_F,
+               out[op].model.median, out[op].cloop.median,
+               out[op].model.median / out[op].cloop.median);
+        fflush(stdout);
+    }
+    free(x);
+    free(y);
+    free(res);
     te_free(t);
     return err;
 }
@@ -248,14 +427,18 @@ static void json_stats(FILE *f, const char *name, const stats *s) {
             s->median, s->min, s->max, s->runs);
 }
 
-static int write_json(const char *path, const result *res, size_t count, double seconds) {
+static int write_json(const char *path, const result *res, size_t count, const vec_result *vec,
+                      size_t nvec, double seconds) {
     FILE *f = fopen(path, "w");
     if (!f) {
         perror(path);
         return 1;
     }
     fprintf(f, "{\n  \"unit\": \"GFLOP/s\",\n  \"seconds_per_run\": %g,\n", seconds);
-    fprintf(f, "  \"sgemm\": \"OpenBLAS cblas_sgemm, 1 thread, fp32\",\n  \"matmul\": [");
+    fprintf(f, "  \"sgemm\": \"OpenBLAS cblas_sgemm, 1 thread, fp32, %s kernels\",\n",
+            openblas_get_corename());
+    fprintf(f, "  \"model_matmul_path\": \"%s\",\n  \"matmul\": [",
+            nm_mm_path_name(nm_mm_path_current()));
     for (size_t i = 0; i < count; i++) {
         const result *r = &res[i];
         fprintf(f, "%s\n    {\"m\": %u, \"n\": %u, \"k\": %u, \"dtype\": \"%s\", ", i ? "," : "",
@@ -263,6 +446,15 @@ static int write_json(const char *path, const result *res, size_t count, double 
         json_stats(f, "model_gflops", &r->model);
         fputs(", ", f);
         json_stats(f, "sgemm_gflops", &r->sgemm);
+        fputc('}', f);
+    }
+    fprintf(f, "\n  ],\n  \"vector_unit\": \"Gelem/s\",\n  \"vector\": [");
+    for (size_t i = 0; i < nvec; i++) {
+        fprintf(f, "%s\n    {\"op\": \"%s\", \"p\": %u, \"f\": %u, \"dtype\": \"fp32\", ",
+                i ? "," : "", vec_names[vec[i].op], VEC_P, VEC_F);
+        json_stats(f, "model_gelems", &vec[i].model);
+        fputs(", ", f);
+        json_stats(f, "cloop_gelems", &vec[i].cloop);
         fputc('}', f);
     }
     fprintf(f, "\n  ]\n}\n");
@@ -275,11 +467,14 @@ static int write_json(const char *path, const result *res, size_t count, double 
 
 static int usage(const char *argv0) {
     fprintf(stderr,
-            "usage: %s [--quick] [--seconds S] [--repeat N] [--shape MxNxK] [--json FILE]\n"
+            "usage: %s [--quick] [--seconds S] [--repeat N] [--shape MxNxK]\n"
+            "          [--matmul-path NAME] [--json FILE]\n"
             "  --quick         short runs (%s)\n"
             "  --seconds S     length of one timed run (default 0.5)\n"
             "  --repeat N      timed runs per figure, 1..%d (default 5)\n"
             "  --shape MxNxK   only this shape (M, K multiples of 128, N of 512)\n"
+            "  --matmul-path NAME  the model's matmul kernels: portable, avx2-fma or avx512\n"
+            "                  (default: the best the CPU supports)\n"
             "  --json FILE     also write the figures as JSON\n",
             argv0, "0.05 s, 3 runs", MAX_REPEAT);
     return 2;
@@ -303,6 +498,16 @@ int main(int argc, char **argv) {
             if (n < 1 || n > MAX_REPEAT)
                 return usage(argv[0]);
             repeat = (unsigned)n;
+        } else if (!strcmp(argv[i], "--matmul-path") && i + 1 < argc) {
+            const char *name = argv[++i];
+            nm_mm_path p = 0;
+            while (p < NM_MM_PATHS && !(nm_mm_path_name(p) && !strcmp(nm_mm_path_name(p), name)))
+                p++;
+            if (!nm_mm_path_select(p)) {
+                fprintf(stderr, "%s: matmul path '%s' unknown or not supported here\n", argv[0],
+                        name);
+                return 2;
+            }
         } else if (!strcmp(argv[i], "--json") && i + 1 < argc) {
             json = argv[++i];
         } else if (!strcmp(argv[i], "--shape") && i + 1 < argc) {
@@ -326,8 +531,9 @@ int main(int argc, char **argv) {
 
     openblas_set_num_threads(1);
     printf("matmul, C[M,N] = A[K,M]^T B[K,N], fp32 accumulation; model through MATMUL\n"
-           "instructions, OpenBLAS cblas_sgemm (fp32) on 1 thread; GFLOP/s, median of %u\n\n",
-           repeat);
+           "instructions (kernels: %s), OpenBLAS cblas_sgemm (fp32, %s) on 1 thread;\n"
+           "GFLOP/s, median of %u\n\n",
+           nm_mm_path_name(nm_mm_path_current()), openblas_get_corename(), repeat);
     printf("%-23s  %-5s  %9s   %9s   %6s\n", "M x N x K", "dtype", "model", "sgemm", "ratio");
     static const uint32_t sizes[][3] = {{128, 512, 128}, {512, 512, 512}, {1024, 1024, 1024}};
     const uint32_t(*shapes)[3] = sizes;
@@ -340,7 +546,16 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < nshapes; i++)
         if (bench(shapes[i][0], shapes[i][1], shapes[i][2], seconds, repeat, &res[2 * i]))
             return 1;
-    if (json && write_json(json, res, 2 * nshapes, seconds))
+
+    printf("\nVector and Scalar engines over a full SBUF tile, next to plain C loops of the\n"
+           "same operation on the same data (-O3, vectorized where the operation allows);\n"
+           "Gelem/s, median of %u\n\n",
+           repeat);
+    printf("%-18s %-18s %9s   %9s   %6s\n", "instruction", "shape", "model", "C loop", "ratio");
+    vec_result vec[VEC_OPS];
+    if (bench_vector(seconds, repeat, vec))
+        return 1;
+    if (json && write_json(json, res, 2 * nshapes, vec, VEC_OPS, seconds))
         return 1;
     return 0;
 }

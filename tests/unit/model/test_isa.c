@@ -521,6 +521,61 @@ static void test_reduce(void **state) {
     free(x);
 }
 
+/*
+ * Destinations overlapping their sources: the same elements (in place),
+ * and one element later or earlier in the row, where each source row must
+ * be read before the destination row is written.
+ */
+static void check_overlap(int32_t shift, bool tensor_tensor) {
+    const uint32_t P = 4, F = 64, W = F + 2; /* a row of W elements, operands at 1 and 1 + shift */
+    tenv *t = te_new();
+    pb_prog p;
+    pb_init(&p);
+    float *v = malloc(sizeof(float) * P * W);
+    fill(v, P * W, 41, 4.0f);
+    uint32_t sv = in_buf(t, NEURON_DT_FP32, v, P * W);
+    uint8_t *out;
+    uint32_t so = out_buf(t, 4ull * P * W, &out);
+    ld(&p, sv, NEURON_DT_FP32, P, W, 0);
+    const struct neuron_tap src = pb_sbuf(NEURON_DT_FP32, 0, P, 4, F);
+    const struct neuron_tap dst = pb_sbuf(NEURON_DT_FP32, 0, P, (uint32_t)(4 + 4 * shift), F);
+    int engine = tensor_tensor ? NEURON_ENGINE_VECTOR : NEURON_ENGINE_SCALAR;
+    handoff(&p, NEURON_ENGINE_SYNC, engine, 0);
+    if (tensor_tensor)
+        pb_tt(&p, NEURON_ALU_ADD, dst, src, src);
+    else
+        pb_activate(&p, NEURON_ACT_IDENTITY, dst, src, (struct neuron_tap){0}, 2.0f, 1.0f);
+    handoff(&p, engine, NEURON_ENGINE_SYNC, 1);
+    st(&p, so, NEURON_DT_FP32, P, W, 0);
+    pb_end_all(&p);
+    assert_int_equal(te_run(t, &p), NEURON_JOB_STATUS_OK);
+    for (uint32_t pp = 0; pp < P; pp++)
+        for (uint32_t j = 0; j < W; j++) {
+            const float *row = v + (size_t)pp * W;
+            int32_t i = (int32_t)j - 1 - shift; /* the source element written to j */
+            float want = row[j];
+            if (i >= 0 && i < (int32_t)F)
+                want = tensor_tensor ? row[1 + i] + row[1 + i] : row[1 + i] * 2.0f + 1.0f;
+            float got;
+            memcpy(&got, out + 4 * ((size_t)pp * W + j), 4);
+            if (tu_bits(got) != tu_bits(want))
+                fail_msg("shift %d %s [%u,%u]: got %g want %g", shift,
+                         tensor_tensor ? "TENSOR_TENSOR" : "ACTIVATE", pp, j, (double)got,
+                         (double)want);
+        }
+    free(v);
+    pb_free(&p);
+    te_free(t);
+}
+
+static void test_overlap(void **state) {
+    (void)state;
+    for (int32_t shift = -1; shift <= 1; shift++) {
+        check_overlap(shift, false);
+        check_overlap(shift, true);
+    }
+}
+
 static void test_copy_memset_iota(void **state) {
     (void)state;
     tenv *t = te_new();
@@ -747,19 +802,13 @@ static void test_isolation(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_convert),
-        cmocka_unit_test(test_dma_patterns),
-        cmocka_unit_test(test_matmul),
-        cmocka_unit_test(test_transpose),
-        cmocka_unit_test(test_activation),
-        cmocka_unit_test(test_tensor_tensor),
-        cmocka_unit_test(test_tensor_scalar),
-        cmocka_unit_test(test_reduce),
-        cmocka_unit_test(test_copy_memset_iota),
-        cmocka_unit_test(test_semaphore_order),
-        cmocka_unit_test(test_loops),
-        cmocka_unit_test(test_sg_binding),
-        cmocka_unit_test(test_counters),
+        cmocka_unit_test(test_convert),         cmocka_unit_test(test_dma_patterns),
+        cmocka_unit_test(test_matmul),          cmocka_unit_test(test_transpose),
+        cmocka_unit_test(test_activation),      cmocka_unit_test(test_tensor_tensor),
+        cmocka_unit_test(test_tensor_scalar),   cmocka_unit_test(test_reduce),
+        cmocka_unit_test(test_overlap),         cmocka_unit_test(test_copy_memset_iota),
+        cmocka_unit_test(test_semaphore_order), cmocka_unit_test(test_loops),
+        cmocka_unit_test(test_sg_binding),      cmocka_unit_test(test_counters),
         cmocka_unit_test(test_isolation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,317 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The matmul kernels: C[M][N] (+)= A[K][M]^T B[K][N] in fp32, register
+ * blocked. A is packed into panels of MR rows of C (K x MR each), B into
+ * panels of NR columns (K x NR each, in L1 while every A panel passes
+ * over it), and an MR x NR tile of C stays in registers for the whole K.
+ *
+ * Every path computes each element of C the same way, whatever its tile
+ * shape: starting from C (accumulate) or 0, one multiply-add per k in
+ * increasing k order. The FMA paths (AVX2+FMA, AVX-512) round once per
+ * multiply-add and give the same bits as each other; the portable path
+ * rounds the product and the sum separately (hw/isa.md, section 6).
+ */
+#include <stdlib.h>
+
+#include "matmul.h"
+#include "model_internal.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define MM_X86 1
+#include <immintrin.h>
+#endif
+
+/* An MR x NR tile of C at @c (row stride @ldc floats) (+)= panels @ap, @bp. */
+typedef void mm_kernel(const float *restrict ap, const float *restrict bp, float *restrict c,
+                       size_t ldc, uint32_t k, bool accumulate);
+
+typedef struct mm_path_desc {
+    const char *name;
+    uint32_t mr, nr;
+    mm_kernel *kernel;
+} mm_path_desc;
+
+#define PORTABLE_MR 4
+#define PORTABLE_NR 16
+
+static void kernel_portable(const float *restrict ap, const float *restrict bp, float *restrict c,
+                            size_t ldc, uint32_t k, bool accumulate) {
+    float t[PORTABLE_MR][PORTABLE_NR];
+    for (uint32_t r = 0; r < PORTABLE_MR; r++)
+        for (uint32_t j = 0; j < PORTABLE_NR; j++)
+            t[r][j] = accumulate ? c[r * ldc + j] : 0.0f;
+    for (uint32_t kk = 0; kk < k; kk++) {
+        const float *restrict b = bp + (size_t)kk * PORTABLE_NR;
+        for (uint32_t r = 0; r < PORTABLE_MR; r++) {
+            const float a = ap[(size_t)kk * PORTABLE_MR + r];
+            for (uint32_t j = 0; j < PORTABLE_NR; j++)
+                t[r][j] += a * b[j];
+        }
+    }
+    for (uint32_t r = 0; r < PORTABLE_MR; r++)
+        for (uint32_t j = 0; j < PORTABLE_NR; j++)
+            c[r * ldc + j] = t[r][j];
+}
+
+#ifdef MM_X86
+/*
+ * An x86 kernel: an MR x 2W tile of C in 2 * MR vector registers of W
+ * floats; per k, two loads of B, MR broadcasts of A, 2 * MR FMAs.
+ */
+#define MM_X86_KERNEL(fn, isa, vec, MR, W, load, store, set1, zero, fmadd)                         \
+    __attribute__((target(isa))) static void fn(const float *restrict ap,                          \
+                                                const float *restrict bp, float *restrict c,       \
+                                                size_t ldc, uint32_t k, bool accumulate) {         \
+        vec t[MR][2];                                                                              \
+        for (int r = 0; r < MR; r++)                                                               \
+            for (int h = 0; h < 2; h++)                                                            \
+                t[r][h] = accumulate ? load(c + r * ldc + W * h) : zero();                         \
+        for (uint32_t kk = 0; kk < k; kk++) {                                                      \
+            const vec b0 = load(bp + (size_t)kk * 2 * W), b1 = load(bp + (size_t)kk * 2 * W + W);  \
+            for (int r = 0; r < MR; r++) {                                                         \
+                const vec a = set1(ap[(size_t)kk * MR + r]);                                       \
+                t[r][0] = fmadd(a, b0, t[r][0]);                                                   \
+                t[r][1] = fmadd(a, b1, t[r][1]);                                                   \
+            }                                                                                      \
+        }                                                                                          \
+        for (int r = 0; r < MR; r++)                                                               \
+            for (int h = 0; h < 2; h++)                                                            \
+                store(c + r * ldc + W * h, t[r][h]);                                               \
+    }
+
+/* 6 x 16 in ymm registers: 12 accumulators. */
+#define AVX2_MR 6
+#define AVX2_NR 16
+MM_X86_KERNEL(kernel_avx2, "avx2,fma", __m256, AVX2_MR, 8, _mm256_loadu_ps, _mm256_storeu_ps,
+              _mm256_set1_ps, _mm256_setzero_ps, _mm256_fmadd_ps)
+
+/* 8 x 32 in zmm registers: 16 accumulators. */
+#define AVX512_MR 8
+#define AVX512_NR 32
+MM_X86_KERNEL(kernel_avx512, "avx512f", __m512, AVX512_MR, 16, _mm512_loadu_ps, _mm512_storeu_ps,
+              _mm512_set1_ps, _mm512_setzero_ps, _mm512_fmadd_ps)
+#endif
+
+static const mm_path_desc paths[NM_MM_PATHS] = {
+    [NM_MM_PORTABLE] = {"portable", PORTABLE_MR, PORTABLE_NR, kernel_portable},
+#ifdef MM_X86
+    [NM_MM_AVX2_FMA] = {"avx2-fma", AVX2_MR, AVX2_NR, kernel_avx2},
+    [NM_MM_AVX512] = {"avx512", AVX512_MR, AVX512_NR, kernel_avx512},
+#endif
+};
+
+/* The largest panel widths of any path, for the packing buffers. */
+#define MM_MAX_MR 8
+#define MM_MAX_NR 32
+
+const char *nm_mm_path_name(nm_mm_path p) {
+    return p < NM_MM_PATHS && paths[p].name ? paths[p].name : NULL;
+}
+
+bool nm_mm_path_supported(nm_mm_path p) {
+    if (p >= NM_MM_PATHS || !paths[p].kernel)
+        return false;
+#ifdef MM_X86
+    __builtin_cpu_init();
+    if (p == NM_MM_AVX2_FMA)
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    if (p == NM_MM_AVX512)
+        return __builtin_cpu_supports("avx512f");
+#endif
+    return p == NM_MM_PORTABLE;
+}
+
+nm_mm_path nm_mm_path_host(void) {
+    for (nm_mm_path p = NM_MM_PATHS; p-- > 0;)
+        if (nm_mm_path_supported(p))
+            return p;
+    return NM_MM_PORTABLE;
+}
+
+/* NM_MM_PATHS until chosen: the host's best path, or one set for a test. */
+static _Atomic int selected = NM_MM_PATHS;
+
+nm_mm_path nm_mm_path_current(void) {
+    int p = atomic_load_explicit(&selected, memory_order_relaxed);
+    if (p == NM_MM_PATHS) {
+        p = (int)nm_mm_path_host();
+        atomic_store_explicit(&selected, p, memory_order_relaxed);
+    }
+    return (nm_mm_path)p;
+}
+
+bool nm_mm_path_select(nm_mm_path p) {
+    if (!nm_mm_path_supported(p))
+        return false;
+    atomic_store_explicit(&selected, (int)p, memory_order_relaxed);
+    return true;
+}
+
+bool nm_mm_work_init(nm_mm_work *w) {
+    /* Panels are padded to whole widths; 64-byte aligned rows of B. */
+    size_t a = sizeof(float) * NEURON_MM_MAX_K * (NEURON_MM_MAX_M + MM_MAX_MR);
+    size_t b = sizeof(float) * NEURON_MM_MAX_K * (NEURON_MM_MAX_N + MM_MAX_NR);
+    w->a = aligned_alloc(64, a);
+    w->b = aligned_alloc(64, b);
+    w->row = aligned_alloc(64, sizeof(float) * NEURON_MM_MAX_N);
+    return w->a && w->b && w->row;
+}
+
+void nm_mm_work_free(nm_mm_work *w) {
+    free(w->a);
+    free(w->b);
+    free(w->row);
+}
+
+/*
+ * Partitions are far apart in the host's memory, so the hardware's
+ * prefetchers do not run ahead from one to the next: ask for row @k early.
+ */
+#define PACK_PREFETCH_ROWS 4
+
+static inline void prefetch_row(const nm_tap *t, uint32_t k, uint32_t K) {
+    if (k >= K)
+        return;
+    const uint8_t *p = t->base + (size_t)k * t->pitch;
+    for (uint32_t off = 0; off < t->extent; off += 64)
+        __builtin_prefetch(p + off);
+}
+
+/* Row @k of @t as fp32: in place when it is contiguous fp32, else in @row. */
+static const float *operand_row(const nm_tap *t, uint32_t k, float *restrict row) {
+    const float *in_place = nm_tap_row_f32(t, k);
+    if (in_place)
+        return in_place;
+    nm_tap_load(t, k, row);
+    return row;
+}
+
+/*
+ * Pack the K partitions of @t (W elements each, converted to fp32) into
+ * panels of width @pw: element (k, w) at pack[((w / pw) * K + k) * pw +
+ * w % pw], the last panel zero-padded. Inlined per width, so that the
+ * copies of whole panel rows are a few vector moves.
+ */
+static inline __attribute__((always_inline)) void pack_panels_w(const nm_tap *t,
+                                                                float *restrict pack, uint32_t K,
+                                                                uint32_t W, const uint32_t pw,
+                                                                float *restrict row) {
+    const uint32_t full = W / pw * pw;
+    for (uint32_t k = 0; k < K; k++) {
+        prefetch_row(t, k + PACK_PREFETCH_ROWS, K);
+        const float *restrict src = operand_row(t, k, row);
+        float *restrict dst = pack + (size_t)k * pw;
+        for (uint32_t w = 0; w < full; w += pw, dst += (size_t)K * pw)
+            memcpy(dst, src + w, sizeof(float) * pw);
+        if (full < W) {
+            memcpy(dst, src + full, sizeof(float) * (W - full));
+            memset(dst + (W - full), 0, sizeof(float) * (pw - (W - full)));
+        }
+    }
+}
+
+static void pack_panels(const nm_tap *t, float *restrict pack, uint32_t K, uint32_t W, uint32_t pw,
+                        float *restrict row) {
+    switch (pw) {
+    case PORTABLE_MR:
+        pack_panels_w(t, pack, K, W, PORTABLE_MR, row);
+        break;
+    case PORTABLE_NR: /* = AVX2_NR */
+        pack_panels_w(t, pack, K, W, PORTABLE_NR, row);
+        break;
+#ifdef MM_X86
+    case AVX2_MR:
+        pack_panels_w(t, pack, K, W, AVX2_MR, row);
+        break;
+    case AVX512_MR:
+        pack_panels_w(t, pack, K, W, AVX512_MR, row);
+        break;
+    case AVX512_NR:
+        pack_panels_w(t, pack, K, W, AVX512_NR, row);
+        break;
+#endif
+    default:
+        pack_panels_w(t, pack, K, W, pw, row);
+        break;
+    }
+}
+
+/*
+ * Panel @j0 / @pw (@n columns from @j0) of the K rows of contiguous @t, at
+ * @pack, converted and zero-padded.
+ */
+static void pack_panel(const nm_tap *t, float *restrict pack, uint32_t K, uint32_t j0, uint32_t n,
+                       uint32_t pw) {
+    for (uint32_t k = 0; k < K; k++) {
+        const uint8_t *src = t->base + (size_t)k * t->pitch + (size_t)j0 * t->esize;
+        float *restrict dst = pack + (size_t)k * pw;
+        if (t->dtype == NEURON_DT_FP32 && n == MM_MAX_NR)
+            memcpy(dst, src, sizeof(float) * MM_MAX_NR);
+        else
+            nm_load_f32(dst, src, t->dtype, n, 1);
+        if (n < pw)
+            memset(dst + n, 0, sizeof(float) * (pw - n));
+    }
+}
+
+/* Part @i of @parts of panel @j0 of contiguous @t: into the cache, early. */
+static void prefetch_panel(const nm_tap *t, uint32_t K, uint32_t j0, uint32_t pw, uint32_t i,
+                           uint32_t parts) {
+    const uint32_t k0 = K * i / parts, k1 = K * (i + 1) / parts;
+    for (uint32_t k = k0; k < k1; k++) {
+        const uint8_t *src = t->base + (size_t)k * t->pitch + (size_t)j0 * t->esize;
+        for (uint32_t off = 0; off < pw * t->esize; off += 64)
+            __builtin_prefetch(src + off, 0, 2);
+    }
+}
+
+void nm_mm_run(nm_mm_work *w, float *c, size_t ldc, const nm_tap *a, const nm_tap *b, uint32_t M,
+               uint32_t N, uint32_t K, bool accumulate) {
+    const mm_path_desc *p = &paths[nm_mm_path_current()];
+    const uint32_t mr = p->mr, nr = p->nr, tiles = (M + mr - 1) / mr;
+    pack_panels(a, w->a, K, M, mr, w->row);
+    /*
+     * A contiguous B is packed one panel at a time into one L1-sized
+     * buffer, the next panel's rows fetched while the kernels run on this
+     * one; any other B is converted and packed whole up front.
+     */
+    const bool by_panel = nm_tap_contiguous(b);
+    if (!by_panel)
+        pack_panels(b, w->b, K, N, nr, w->row);
+
+    float edge[MM_MAX_MR * MM_MAX_NR];
+    for (uint32_t j0 = 0; j0 < N; j0 += nr) {
+        const uint32_t nb = N - j0 < nr ? N - j0 : nr;
+        const float *bp = w->b;
+        if (by_panel)
+            pack_panel(b, w->b, K, j0, nb, nr);
+        else
+            bp += (size_t)(j0 / nr) * K * nr;
+        for (uint32_t i0 = 0, i = 0; i0 < M; i0 += mr, i++) {
+            const float *ap = w->a + (size_t)i * K * mr;
+            const uint32_t mb = M - i0 < mr ? M - i0 : mr;
+            float *ct = c + (size_t)i0 * ldc + j0;
+            if (by_panel && j0 + nr < N)
+                prefetch_panel(b, K, j0 + nr, nr, i, tiles);
+            /* The next tile of C (down this column of tiles, or the next column). */
+            const float *cn = i0 + mr < M ? ct + (size_t)mr * ldc : c + j0 + nr;
+            if (accumulate && (i0 + mr < M || j0 + nr < N))
+                for (uint32_t r = 0; r < mr; r++)
+                    for (uint32_t x = 0; x < nr; x += 16)
+                        __builtin_prefetch(cn + r * ldc + x, 1, 2);
+            if (mb == mr && nb == nr) {
+                p->kernel(ap, bp, ct, ldc, K, accumulate);
+                continue;
+            }
+            /* A partial tile goes through a full one on the stack. */
+            if (accumulate) {
+                memset(edge, 0, sizeof(edge));
+                for (uint32_t r = 0; r < mb; r++)
+                    memcpy(edge + r * nr, ct + r * ldc, sizeof(float) * nb);
+            }
+            p->kernel(ap, bp, edge, nr, K, accumulate);
+            for (uint32_t r = 0; r < mb; r++)
+                memcpy(ct + r * ldc, edge + r * nr, sizeof(float) * nb);
+        }
+    }
+}
