@@ -7,10 +7,10 @@
 #include <span>
 #include <vector>
 
+#include <neuron/kernel.hpp>
 #include <neuron/program.hpp>
 
 #include "common/example.hpp"
-#include "common/kernel.hpp"
 
 namespace nex {
 
@@ -34,7 +34,8 @@ LinearGeluParams linear_gelu_params(const LinearGeluShape &s, Rng &rng);
 /// The program: argument "x" [1, tokens, d_in] and "y" [1, tokens, d_out]
 /// of @p dt; constants "w_t" (@p dt) and "bias" (fp32).
 neuron::Program build_linear_gelu(const LinearGeluShape &s, neuron::DType dt,
-                                  const LinearGeluParams &p, Kernel::Stats *stats = nullptr);
+                                  const LinearGeluParams &p,
+                                  neuron::Kernel::Stats *stats = nullptr);
 
 /// The reference in double precision, from x and w_t as given (round them
 /// first to what the device sees).

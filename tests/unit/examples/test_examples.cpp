@@ -318,7 +318,7 @@ void test_kernel_sync(void **) {
     auto y = b.argument("y", DType::fp32, {128, 8}, Direction::out);
     Tile a = b.sbuf("a", DType::fp32, 8), c = b.sbuf("c", DType::fp32, 8);
     Tile d = b.sbuf("d", DType::fp32, 8);
-    nex::Kernel k(b);
+    Kernel k(b);
     k.dma_load(a.view(0, 4), x.at(0, 32));                            // sync 0
     k.activate(Activation::identity, c.tap(), a.view(0, 4, 1, 2, 0)); // RAW: waits sync 0
     k.activate(Activation::relu, d.view(4, 4), a.view(4, 4));         // a[4..8) untouched: no wait
