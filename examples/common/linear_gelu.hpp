@@ -7,6 +7,7 @@
 #include <span>
 #include <vector>
 
+#include <neuron/compiler/graph.hpp>
 #include <neuron/kernel.hpp>
 #include <neuron/program.hpp>
 
@@ -47,5 +48,14 @@ Tolerance linear_gelu_tolerance(neuron::DType dt);
 
 /// Random input and parameters, the program and its reference.
 Case linear_gelu_case(neuron::DType dt, uint64_t seed = 1, const LinearGeluShape &s = {});
+
+/// The same layer as a graph for the compiler: input "x", constants "w_t"
+/// and "bias" (all @p dt), y = gelu(matmul(x, w_t) + bias), output "y".
+neuron::compiler::Graph linear_gelu_graph(const LinearGeluShape &s, neuron::DType dt,
+                                          const LinearGeluParams &p);
+
+/// linear_gelu_case's data and check with the program compiled from
+/// linear_gelu_graph() instead of written by hand (the bias is @p dt too).
+Case compiled_linear_gelu_case(neuron::DType dt, uint64_t seed = 1, const LinearGeluShape &s = {});
 
 } // namespace nex

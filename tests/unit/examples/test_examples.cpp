@@ -89,6 +89,25 @@ void test_linear_gelu_bf16(void **) {
         run_case(nex::linear_gelu_case(DType::bf16, seed));
 }
 
+// The compiled program of the same layer, same data, same check; the
+// model's cycle counts of both are printed side by side.
+void test_linear_gelu_compiled(void **) {
+    for (DType dt : {DType::fp32, DType::bf16})
+        for (uint64_t seed = 1; seed <= 2; seed++) {
+            nex::Case hand = nex::linear_gelu_case(dt, seed),
+                      comp = nex::compiled_linear_gelu_case(dt, seed);
+            run_case(comp);
+            ModelRun h = run_on_model(hand), c = run_on_model(comp);
+            print_message("%s: %llu cycles hand-written, %llu compiled (%.2fx)\n", to_string(dt),
+                          static_cast<unsigned long long>(h.result.cycles),
+                          static_cast<unsigned long long>(c.result.cycles),
+                          static_cast<double>(c.result.cycles) /
+                              static_cast<double>(h.result.cycles));
+        }
+    // Partial token tiles and more output blocks than PSUM banks.
+    run_case(nex::compiled_linear_gelu_case(DType::fp32, 7, {100, 256, 1280}));
+}
+
 void test_transformer_block_fp32(void **) {
     for (uint64_t seed = 1; seed <= 3; seed++)
         run_case(nex::transformer_block_case(seed));
@@ -155,6 +174,7 @@ int main() {
         cmocka_unit_test(test_linear_gelu_fp32),
         cmocka_unit_test(test_linear_gelu_bf16),
         cmocka_unit_test(test_linear_gelu_shapes),
+        cmocka_unit_test(test_linear_gelu_compiled),
         cmocka_unit_test(test_transformer_block_fp32),
         cmocka_unit_test(test_transformer_block_shapes),
     };
