@@ -15,7 +15,10 @@
 #include <neuron/compiler/reference.hpp>
 #include <neuron/compiler/text.hpp>
 
+#include <unistd.h>
+
 #include "harness.hpp"
+#include "model_program.hpp"
 
 // cmocka last: it defines macros that clash with the standard library.
 #include <csetjmp>
@@ -194,7 +197,7 @@ void matmul_ops(DType dt) {
         {{200, 129}, {77, 129}, false, true, true},         // torch's linear: W [out, in]
         {{77, 129}, {300, 129}, false, true, false},        // B^T of an input
         {{2, 77, 129}, {2, 129, 200}, false, false, false}, // batched
-        {{2, 129, 77}, {77, 2}, false, false, true},       // batch x 2-d
+        {{2, 129, 77}, {77, 2}, false, false, true},        // batch x 2-d
     };
     uint64_t seed = 200;
     for (const Case &c : cases) {
@@ -564,6 +567,25 @@ void corpus(void **) {
     }
 }
 
+// A container saved to a file and loaded back runs as the compiled program:
+// what neuron-cc writes is what the device runs.
+void container_file(void **) {
+    Graph g = load(std::filesystem::path(NEURON_COMPILER_CORPUS) / "mlp_bf16.nir");
+    Compiled c = compile(g);
+    auto path = std::filesystem::temp_directory_path() /
+                ("compiler_container_" + std::to_string(::getpid()) + ".nprog");
+    c.program.save(path);
+    Program p = Program::load_file(path);
+    std::filesystem::remove(path);
+    auto in = harness::make_inputs(g, 77);
+    std::map<std::string, std::vector<std::byte>> bytes{{"x", pack(DType::bf16, in.at("x"))}};
+    model::Run from_file = model::run(p, bytes);
+    assert_int_equal(from_file.result.status, EXM_STATUS_OK);
+    auto direct = harness::run(g, in);
+    auto y = unpack(DType::bf16, from_file.outputs.at("y").data(), direct.outputs.at("y").size());
+    assert_true(y == direct.outputs.at("y"));
+}
+
 // --- what the lowering refuses, and why --------------------------------------
 
 void expect_compile_error(const Graph &g, const char *contains) {
@@ -617,7 +639,8 @@ int main() {
         cmocka_unit_test(matmul_fp32),      cmocka_unit_test(matmul_bf16),
         cmocka_unit_test(data_movement),    cmocka_unit_test(fused_linear),
         cmocka_unit_test(fused_chains),     cmocka_unit_test(random_graphs),
-        cmocka_unit_test(corpus),           cmocka_unit_test(compile_errors),
+        cmocka_unit_test(corpus),           cmocka_unit_test(container_file),
+        cmocka_unit_test(compile_errors),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
