@@ -79,8 +79,9 @@ struct Plan {
     std::vector<uint32_t> fused; // the nodes folded into this one, in order
     // matmul epilogue
     std::optional<uint32_t> bias, residual;
-    std::vector<Step> steps; // matmul: affine + activation; elementwise: the chain
-    uint32_t result = 0;     // the node whose value this group produces
+    std::vector<Step> steps;       // matmul: affine + activation; elementwise: the chain
+    std::vector<uint32_t> sources; // gather: the values it reads
+    uint32_t result = 0;           // the node whose value this group produces
 };
 
 Activation activation(Op op) {
@@ -154,6 +155,7 @@ class Lowering {
     void emit_softmax(uint32_t i);
     void emit_norm(uint32_t i);
     void emit_gather(uint32_t i);
+    std::pair<uint32_t, int64_t> source(uint32_t node, int64_t f) const;
     void emit_transpose2(uint32_t src_node, const Buf &in, const Buf &out, uint32_t batch,
                          uint32_t x, uint32_t y);
 
@@ -388,6 +390,37 @@ void Lowering::fuse() {
             break;
         default:
             unsupported(g_, n, "no lowering");
+        }
+    }
+    // Chains of data movement become one gather from the chain's sources.
+    auto moves = [&](uint32_t v) {
+        return plans_[v].kind == Kind::gather || plans_[v].kind == Kind::alias;
+    };
+    for (uint32_t i = 0; i < nodes.size(); i++) {
+        if (taken[i] || !moves(i))
+            continue;
+        Plan &p = plans_[i];
+        std::vector<uint32_t> chain{i};
+        bool gathers = p.kind == Kind::gather;
+        while (opt_.fuse) {
+            auto next = single_consumer(chain.back());
+            if (!next || taken[*next] || !moves(*next))
+                break;
+            gathers |= plans_[*next].kind == Kind::gather;
+            chain.push_back(*next);
+        }
+        if (!gathers)
+            continue;
+        p.kind = Kind::gather;
+        p.result = chain.back();
+        p.fused.assign(chain.begin() + 1, chain.end());
+        for (uint32_t c : chain) {
+            if (c != i)
+                taken[c] = true;
+            for (uint32_t o : nodes[c].operands)
+                if (std::find(chain.begin(), chain.end(), o) == chain.end() &&
+                    std::find(p.sources.begin(), p.sources.end(), o) == p.sources.end())
+                    p.sources.push_back(o);
         }
     }
     for (uint32_t i = 0; i < nodes.size(); i++)
@@ -912,97 +945,92 @@ void Lowering::emit_norm(uint32_t i) {
     }
 }
 
-// Data movement whose last axis is contiguous in the source: every output
-// row is a few segments of source rows; rows whose segments continue the
-// previous row's (next source row, same columns, same tiles) share one COPY.
-void Lowering::emit_gather(uint32_t i) {
-    const Node &n = g_.node(i);
-    for (uint32_t o : n.operands)
-        ensure_loaded(o);
-    if (planning_)
-        return;
-    const Buf &out = buf(i);
+// Where element @p f of data-movement node @p node comes from: an operand
+// and its flat index.
+std::pair<uint32_t, int64_t> Lowering::source(uint32_t node, int64_t f) const {
+    const Node &n = g_.node(node);
     const Shape &os = n.type.shape;
-    const size_t rank = os.size();
-    struct Seg {
-        uint32_t op, row, col, out_col, len;
-    };
-    auto unravel = [](int64_t f, const Shape &s) {
+    auto unravel = [](int64_t x, const Shape &s) {
         Shape idx(s.size());
         for (size_t d = s.size(); d-- > 0;) {
-            idx[d] = f % s[d];
-            f /= s[d];
+            idx[d] = x % s[d];
+            x /= s[d];
         }
         return idx;
     };
-    auto ravel_rows = [](const Shape &idx, const Shape &s) { // row index of idx (last axis dropped)
-        int64_t r = 0;
-        for (size_t d = 0; d + 1 < s.size(); d++)
-            r = r * s[d] + idx[d];
-        return r;
+    auto ravel = [](const Shape &idx, const Shape &s) {
+        int64_t x = 0;
+        for (size_t d = 0; d < s.size(); d++)
+            x = x * s[d] + idx[d];
+        return x;
+    };
+    if (n.op == Op::reshape)
+        return {n.operands[0], f};
+    Shape idx = unravel(f, os);
+    if (n.op == Op::transpose) {
+        Shape src(idx.size());
+        for (size_t d = 0; d < idx.size(); d++)
+            src[static_cast<size_t>(n.dims[d])] = idx[d];
+        return {n.operands[0], ravel(src, g_.node(n.operands[0]).type.shape)};
+    }
+    if (n.op == Op::slice) {
+        idx[static_cast<size_t>(n.axis)] += n.start;
+        return {n.operands[0], ravel(idx, g_.node(n.operands[0]).type.shape)};
+    }
+    const size_t ax = static_cast<size_t>(n.axis); // concat
+    for (uint32_t o : n.operands) {
+        const Shape &is = g_.node(o).type.shape;
+        if (idx[ax] < is[ax])
+            return {o, ravel(idx, is)};
+        idx[ax] -= is[ax];
+    }
+    return {n.operands.back(), 0}; // not reached: the index is inside the result
+}
+
+// Data movement (reshape, transposes keeping the last axis, slice, concat,
+// and chains of them fused into one): every output row is a few runs of
+// consecutive elements of source rows; consecutive output rows whose runs
+// continue in the next source row (same columns, same row tiles) share one
+// COPY, which may move data across partitions.
+void Lowering::emit_gather(uint32_t i) {
+    const Plan &p = plans_[i];
+    for (uint32_t leaf : p.sources)
+        ensure_loaded(leaf);
+    if (planning_)
+        return;
+    const Buf &out = buf(p.result);
+    const uint32_t C = out.cols;
+    struct Seg {
+        uint32_t leaf, row, col, out_col, len;
     };
     auto segments = [&](uint32_t r) {
         std::vector<Seg> segs;
-        const uint32_t C = out.cols;
-        if (n.op == Op::reshape) {
-            const Buf &in = buf(n.operands[0]);
-            for (uint32_t c = 0; c < C;) {
-                uint64_t f = uint64_t{r} * C + c;
-                uint32_t ir = static_cast<uint32_t>(f / in.cols),
-                         ic = static_cast<uint32_t>(f % in.cols);
-                uint32_t len = std::min(C - c, in.cols - ic);
-                segs.push_back({0, ir, ic, c, len});
-                c += len;
-            }
-            return segs;
-        }
-        Shape idx = unravel(int64_t{r} * os.back(), os); // last index 0
-        if (n.op == Op::transpose) {
-            const Shape &is = g_.node(n.operands[0]).type.shape;
-            Shape src(rank);
-            for (size_t d = 0; d < rank; d++)
-                src[static_cast<size_t>(n.dims[d])] = idx[d];
-            segs.push_back({0, static_cast<uint32_t>(ravel_rows(src, is)), 0, 0, C});
-        } else if (n.op == Op::slice) {
-            const Shape &is = g_.node(n.operands[0]).type.shape;
-            Shape src = idx;
-            src[static_cast<size_t>(n.axis)] += n.start;
-            segs.push_back({0, static_cast<uint32_t>(ravel_rows(src, is)),
-                            static_cast<uint32_t>(src.back()), 0, C});
-        } else { // concat
-            const size_t ax = static_cast<size_t>(n.axis);
-            if (ax + 1 == rank) {
-                uint32_t c = 0;
-                for (uint32_t k = 0; k < n.operands.size(); k++) {
-                    const Shape &is = g_.node(n.operands[k]).type.shape;
-                    uint32_t w = static_cast<uint32_t>(is.back());
-                    segs.push_back({k, static_cast<uint32_t>(ravel_rows(idx, is)), 0, c, w});
-                    c += w;
-                }
-            } else {
-                int64_t pos = idx[ax];
-                for (uint32_t k = 0; k < n.operands.size(); k++) {
-                    const Shape &is = g_.node(n.operands[k]).type.shape;
-                    if (pos < is[ax]) {
-                        Shape src = idx;
-                        src[ax] = pos;
-                        segs.push_back({k, static_cast<uint32_t>(ravel_rows(src, is)), 0, 0, C});
-                        break;
-                    }
-                    pos -= is[ax];
+        for (uint32_t c = 0; c < C; c++) {
+            uint32_t node = p.result;
+            int64_t f = int64_t{r} * C + c;
+            do
+                std::tie(node, f) = source(node, f);
+            while (std::find(p.fused.begin(), p.fused.end(), node) != p.fused.end() || node == i);
+            const Buf &in = buf(node);
+            uint32_t row = static_cast<uint32_t>(f / in.cols),
+                     col = static_cast<uint32_t>(f % in.cols);
+            if (!segs.empty()) {
+                Seg &l = segs.back();
+                if (l.leaf == node && l.row == row && l.col + l.len == col) {
+                    l.len++;
+                    continue;
                 }
             }
+            segs.push_back({node, row, col, c, 1});
         }
         return segs;
     };
     std::vector<Seg> run;
     uint32_t run_start = 0, run_len = 0;
     auto flush = [&]() {
-        for (const Seg &s : run) {
-            const Buf &in = buf(n.operands[s.op]);
-            k_->copy(Engine::vector, rows(out, run_start, run_len, s.out_col, s.len),
-                     rows(in, s.row, run_len, s.col, s.len));
-        }
+        for (const Seg &sg : run)
+            k_->copy(Engine::vector, rows(out, run_start, run_len, sg.out_col, sg.len),
+                     rows(buf(sg.leaf), sg.row, run_len, sg.col, sg.len));
         run.clear();
         run_len = 0;
     };
@@ -1012,8 +1040,8 @@ void Lowering::emit_gather(uint32_t i) {
         for (size_t k = 0; extends && k < segs.size(); k++) {
             const Seg &a = run[k], &b = segs[k];
             uint32_t next = a.row + run_len;
-            extends = a.op == b.op && b.row == next && b.col == a.col && b.out_col == a.out_col &&
-                      b.len == a.len && next % P != 0;
+            extends = a.leaf == b.leaf && b.row == next && b.col == a.col &&
+                      b.out_col == a.out_col && b.len == a.len && next % P != 0;
         }
         if (!extends) {
             flush();
