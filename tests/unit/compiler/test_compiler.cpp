@@ -222,9 +222,23 @@ void matmul_bf16(void **) {
     matmul_ops(DType::bf16);
 }
 
+// fp16 through the same paths: its own rounding and bounds.
+void fp16_ops(void **) {
+    Graph g("fp16");
+    uint32_t x = g.input("x", T(DType::fp16, {129, 200}));
+    uint32_t w = g.constant("w", T(DType::fp16, {200, 77}), ConstantInit{{}, 31, 0.07f});
+    uint32_t r = g.input("row", T(DType::fp16, {77}));
+    uint32_t h = g.add(Op::matmul, "h", {x, w});
+    uint32_t z = g.add(Op::add, "z", {h, r});
+    g.add(Op::gelu, "y", {z});
+    g.add(Op::softmax, "p", {z});
+    g.add(Op::layer_norm, "n", {x});
+    check(g, 32, g.name());
+}
+
 void data_movement(void **) {
     uint64_t seed = 300;
-    for (DType dt : {DType::fp32, DType::bf16, DType::int32}) {
+    for (DType dt : {DType::fp32, DType::bf16, DType::fp16, DType::int32}) {
         Graph g(std::string("move_") + to_string(dt));
         uint32_t x = g.input("x", T(dt, {2, 129, 77}));
         uint32_t z = g.input("z", T(dt, {300, 200}));
@@ -653,10 +667,10 @@ int main(int argc, char **argv) {
         cmocka_unit_test(text_round_trip),  cmocka_unit_test(text_errors),
         cmocka_unit_test(elementwise_fp32), cmocka_unit_test(elementwise_bf16),
         cmocka_unit_test(matmul_fp32),      cmocka_unit_test(matmul_bf16),
-        cmocka_unit_test(data_movement),    cmocka_unit_test(fused_linear),
-        cmocka_unit_test(fused_chains),     cmocka_unit_test(random_graphs),
-        cmocka_unit_test(corpus),           cmocka_unit_test(container_file),
-        cmocka_unit_test(compile_errors),
+        cmocka_unit_test(fp16_ops),         cmocka_unit_test(data_movement),
+        cmocka_unit_test(fused_linear),     cmocka_unit_test(fused_chains),
+        cmocka_unit_test(random_graphs),    cmocka_unit_test(corpus),
+        cmocka_unit_test(container_file),   cmocka_unit_test(compile_errors),
     };
     const CMUnitTest encoder[] = {cmocka_unit_test(encoder_768)};
     if (argc > 1 && std::string(argv[1]) == "encoder")
