@@ -366,7 +366,8 @@ uint32_t Graph::add(Op op, const std::string &name, std::vector<uint32_t> operan
     } else if (op == Op::softmax) {
         arity(1, 1);
         floating();
-        if (norm_axis(a.axis.value_or(-1), in[0]->shape.size()) != static_cast<int64_t>(in[0]->shape.size()) - 1)
+        if (norm_axis(a.axis.value_or(-1), in[0]->shape.size()) !=
+            static_cast<int64_t>(in[0]->shape.size()) - 1)
             throw fail("softmax runs over the last axis only");
         n.axis = -1;
         out = *in[0];
