@@ -10,13 +10,6 @@ namespace neuron::compiler {
 
 namespace {
 
-std::vector<int64_t> strides(const Shape &s) {
-    std::vector<int64_t> st(s.size(), 1);
-    for (size_t d = s.size(); d-- > 1;)
-        st[d - 1] = st[d] * s[d];
-    return st;
-}
-
 // Index into a broadcast operand of shape @p s for the output index @p idx.
 int64_t broadcast_index(const Shape &idx, const Shape &s) {
     int64_t f = 0;
@@ -192,49 +185,36 @@ Expected reference(const Graph &g, uint32_t node,
         exact = true;
         e.value = in(0);
         break;
-    case Op::transpose: {
-        exact = true;
-        const Shape &is = shape(0);
-        auto ist = strides(is);
-        for (size_t f = 0; f < total; f++) {
-            Shape idx = unravel(static_cast<int64_t>(f), os);
-            int64_t src = 0;
-            for (size_t d = 0; d < os.size(); d++)
-                src += idx[d] * ist[static_cast<size_t>(n.dims[d])];
-            e.value[f] = in(0)[static_cast<size_t>(src)];
-        }
-        break;
-    }
-    case Op::slice: {
-        exact = true;
-        const Shape &is = shape(0);
-        auto ist = strides(is);
-        for (size_t f = 0; f < total; f++) {
-            Shape idx = unravel(static_cast<int64_t>(f), os);
-            idx[static_cast<size_t>(n.axis)] += n.start;
-            int64_t src = 0;
-            for (size_t d = 0; d < os.size(); d++)
-                src += idx[d] * ist[d];
-            e.value[f] = in(0)[static_cast<size_t>(src)];
-        }
-        break;
-    }
+    case Op::transpose:
+    case Op::slice:
     case Op::concat: {
         exact = true;
+        // operand k's element at the multi-index idx
+        auto at = [&](size_t k, const Shape &idx) {
+            int64_t src = 0;
+            for (size_t d = 0; d < idx.size(); d++)
+                src = src * shape(k)[d] + idx[d];
+            return in(k)[static_cast<size_t>(src)];
+        };
         const size_t ax = static_cast<size_t>(n.axis);
         for (size_t f = 0; f < total; f++) {
             Shape idx = unravel(static_cast<int64_t>(f), os);
-            for (size_t k = 0; k < n.operands.size(); k++) {
-                const Shape &is = shape(k);
-                if (idx[ax] < is[ax]) {
-                    auto ist = strides(is);
-                    int64_t src = 0;
-                    for (size_t d = 0; d < os.size(); d++)
-                        src += idx[d] * ist[d];
-                    e.value[f] = in(k)[static_cast<size_t>(src)];
-                    break;
+            if (n.op == Op::transpose) {
+                Shape src(idx.size());
+                for (size_t d = 0; d < idx.size(); d++)
+                    src[static_cast<size_t>(n.dims[d])] = idx[d];
+                e.value[f] = at(0, src);
+            } else if (n.op == Op::slice) {
+                idx[ax] += n.start;
+                e.value[f] = at(0, idx);
+            } else {
+                for (size_t k = 0; k < n.operands.size(); k++) {
+                    if (idx[ax] < shape(k)[ax]) {
+                        e.value[f] = at(k, idx);
+                        break;
+                    }
+                    idx[ax] -= shape(k)[ax];
                 }
-                idx[ax] -= is[ax];
             }
         }
         break;
