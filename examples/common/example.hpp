@@ -8,9 +8,9 @@
 #include <utility>
 #include <vector>
 
+#include <neuron/kernel.hpp>
 #include <neuron/program.hpp>
 
-#include "common/kernel.hpp"
 #include "common/numerics.hpp"
 
 namespace nex {
@@ -26,9 +26,9 @@ struct Case {
     neuron::DType output_dtype = neuron::DType::fp32;
     std::vector<double> reference; ///< the expected output, element by element
     Tolerance tolerance;
-    uint64_t flops = 0;      ///< multiply-adds x 2 of the matmuls, for reporting
-    Kernel::Stats stats;     ///< instructions, waits and signals per engine
-    double reference_ms = 0; ///< host time of the CPU reference
+    uint64_t flops = 0;          ///< multiply-adds x 2 of the matmuls, for reporting
+    neuron::Kernel::Stats stats; ///< instructions, waits and signals per engine
+    double reference_ms = 0;     ///< host time of the CPU reference
 };
 
 /// Size in bytes of the program's argument @p name (throws if it has none).

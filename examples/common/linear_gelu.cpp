@@ -24,6 +24,7 @@
 
 #include <fmt/format.h>
 #include <neuron/builder.hpp>
+#include <neuron/compiler/compile.hpp>
 
 #include "neuron_isa.h"
 
@@ -119,12 +120,53 @@ Tolerance linear_gelu_tolerance(DType dt) {
     return dt == DType::bf16 ? Tolerance{1e-2, 1e-3} : Tolerance{1e-5, 1e-6};
 }
 
-Case linear_gelu_case(DType dt, uint64_t seed, const LinearGeluShape &s) {
+namespace {
+// The case's input and parameters: the same for both programs.
+std::pair<std::vector<float>, LinearGeluParams> linear_gelu_data(uint64_t seed,
+                                                                 const LinearGeluShape &s) {
     Rng rng(seed);
     std::vector<float> x(size_t{s.tokens} * s.d_in);
     for (auto &v : x)
         v = rng.uniform(1.0f);
     LinearGeluParams p = linear_gelu_params(s, rng);
+    return {std::move(x), std::move(p)};
+}
+} // namespace
+
+compiler::Graph linear_gelu_graph(const LinearGeluShape &s, DType dt, const LinearGeluParams &p) {
+    using namespace neuron::compiler;
+    Graph g(fmt::format("linear_gelu_{}x{}_{}_compiled", s.d_in, s.d_out, to_string(dt)));
+    const int64_t T = s.tokens, DI = s.d_in, DO = s.d_out;
+    uint32_t x = g.input("x", Type{dt, {1, T, DI}});
+    uint32_t w = g.constant("w_t", Type{dt, {DI, DO}}, ConstantInit{p.w_t, {}, 1.0f});
+    uint32_t b = g.constant("bias", Type{dt, {DO}}, ConstantInit{p.bias, {}, 1.0f});
+    uint32_t h = g.add(Op::matmul, "h", {x, w});
+    uint32_t z = g.add(Op::add, "z", {h, b});
+    g.mark_output(g.add(Op::gelu, "y", {z}));
+    return g;
+}
+
+Case compiled_linear_gelu_case(DType dt, uint64_t seed, const LinearGeluShape &s) {
+    auto [x, p] = linear_gelu_data(seed, s);
+    compiler::Compiled compiled = compiler::compile(linear_gelu_graph(s, dt, p));
+    Case c(compiled.program);
+    c.stats = compiled.stats;
+    c.title = fmt::format("Linear({}, {}) + GELU on [1, {}, {}], {}, compiled", s.d_in, s.d_out,
+                          s.tokens, s.d_in, to_string(dt));
+    c.inputs.emplace_back("x", pack(dt, x));
+    c.output = std::string("y");
+    c.output_dtype = dt;
+    auto t0 = std::chrono::steady_clock::now();
+    c.reference = linear_gelu_reference(s, rounded(dt, x), rounded(dt, p.w_t), rounded(dt, p.bias));
+    c.reference_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    c.tolerance = linear_gelu_tolerance(dt);
+    c.flops = 2ull * s.tokens * s.d_in * s.d_out;
+    return c;
+}
+
+Case linear_gelu_case(DType dt, uint64_t seed, const LinearGeluShape &s) {
+    auto [x, p] = linear_gelu_data(seed, s);
 
     Kernel::Stats stats;
     Case c(build_linear_gelu(s, dt, p, &stats));

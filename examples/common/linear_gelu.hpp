@@ -7,10 +7,11 @@
 #include <span>
 #include <vector>
 
+#include <neuron/compiler/graph.hpp>
+#include <neuron/kernel.hpp>
 #include <neuron/program.hpp>
 
 #include "common/example.hpp"
-#include "common/kernel.hpp"
 
 namespace nex {
 
@@ -34,7 +35,8 @@ LinearGeluParams linear_gelu_params(const LinearGeluShape &s, Rng &rng);
 /// The program: argument "x" [1, tokens, d_in] and "y" [1, tokens, d_out]
 /// of @p dt; constants "w_t" (@p dt) and "bias" (fp32).
 neuron::Program build_linear_gelu(const LinearGeluShape &s, neuron::DType dt,
-                                  const LinearGeluParams &p, Kernel::Stats *stats = nullptr);
+                                  const LinearGeluParams &p,
+                                  neuron::Kernel::Stats *stats = nullptr);
 
 /// The reference in double precision, from x and w_t as given (round them
 /// first to what the device sees).
@@ -46,5 +48,14 @@ Tolerance linear_gelu_tolerance(neuron::DType dt);
 
 /// Random input and parameters, the program and its reference.
 Case linear_gelu_case(neuron::DType dt, uint64_t seed = 1, const LinearGeluShape &s = {});
+
+/// The same layer as a graph for the compiler: input "x", constants "w_t"
+/// and "bias" (all @p dt), y = gelu(matmul(x, w_t) + bias), output "y".
+neuron::compiler::Graph linear_gelu_graph(const LinearGeluShape &s, neuron::DType dt,
+                                          const LinearGeluParams &p);
+
+/// linear_gelu_case's data and check with the program compiled from
+/// linear_gelu_graph() instead of written by hand (the bias is @p dt too).
+Case compiled_linear_gelu_case(neuron::DType dt, uint64_t seed = 1, const LinearGeluShape &s = {});
 
 } // namespace nex

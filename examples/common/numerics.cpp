@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 #include "common/numerics.hpp"
 
-#include <bit>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <neuron/compiler/graph.hpp>
 
 namespace nex {
 
@@ -23,29 +23,16 @@ float Rng::uniform(float a) {
     return (static_cast<float>(next()) / 2147483648.0f - 1.0f) * a;
 }
 
-uint16_t to_bf16(float x) {
-    uint32_t u = std::bit_cast<uint32_t>(x);
-    if (std::isnan(x))
-        return static_cast<uint16_t>((u >> 16) | 0x40);
-    // Round to nearest even on the upper 16 bits; overflow carries into
-    // the exponent and gives infinity, as it should.
-    uint32_t lsb = (u >> 16) & 1u;
-    return static_cast<uint16_t>((u + 0x7fffu + lsb) >> 16);
+namespace {
+void fp32_or_bf16(DType t) {
+    if (t != DType::fp32 && t != DType::bf16)
+        throw std::invalid_argument("the examples use fp32 and bf16 only");
 }
-
-float from_bf16(uint16_t h) {
-    return std::bit_cast<float>(static_cast<uint32_t>(h) << 16);
-}
+} // namespace
 
 float round_to(DType t, float x) {
-    switch (t) {
-    case DType::fp32:
-        return x;
-    case DType::bf16:
-        return from_bf16(to_bf16(x));
-    default:
-        throw std::invalid_argument("the examples use fp32 and bf16 only");
-    }
+    fp32_or_bf16(t);
+    return neuron::compiler::round_to(t, x);
 }
 
 std::vector<float> rounded(DType t, std::span<const float> v) {
@@ -56,35 +43,13 @@ std::vector<float> rounded(DType t, std::span<const float> v) {
 }
 
 std::vector<std::byte> pack(DType t, std::span<const float> v) {
-    std::vector<std::byte> out(v.size() * neuron::dtype_size(t));
-    for (size_t i = 0; i < v.size(); i++) {
-        if (t == DType::bf16) {
-            uint16_t h = to_bf16(v[i]);
-            std::memcpy(out.data() + 2 * i, &h, 2);
-        } else if (t == DType::fp32) {
-            std::memcpy(out.data() + 4 * i, &v[i], 4);
-        } else {
-            throw std::invalid_argument("the examples use fp32 and bf16 only");
-        }
-    }
-    return out;
+    fp32_or_bf16(t);
+    return neuron::compiler::pack(t, std::vector<float>(v.begin(), v.end()));
 }
 
 std::vector<float> unpack(DType t, std::span<const std::byte> bytes) {
-    size_t es = neuron::dtype_size(t);
-    std::vector<float> out(bytes.size() / es);
-    for (size_t i = 0; i < out.size(); i++) {
-        if (t == DType::bf16) {
-            uint16_t h;
-            std::memcpy(&h, bytes.data() + 2 * i, 2);
-            out[i] = from_bf16(h);
-        } else if (t == DType::fp32) {
-            std::memcpy(&out[i], bytes.data() + 4 * i, 4);
-        } else {
-            throw std::invalid_argument("the examples use fp32 and bf16 only");
-        }
-    }
-    return out;
+    fp32_or_bf16(t);
+    return neuron::compiler::unpack(t, bytes.data(), bytes.size() / neuron::dtype_size(t));
 }
 
 ErrorStats compare(std::span<const float> got, std::span<const double> ref, Tolerance tol) {

@@ -26,10 +26,8 @@ class Rng {
     uint64_t s_;
 };
 
-/// fp32 -> bf16, round to nearest, ties to even (NaN stays a quiet NaN).
-uint16_t to_bf16(float x);
-float from_bf16(uint16_t h);
-/// @p x rounded through @p t and back (fp32 and bf16).
+/// @p x rounded through @p t and back (fp32 and bf16), as the device
+/// converts (neuron::compiler::round_to).
 float round_to(neuron::DType t, float x);
 /// Every element rounded through @p t (what the device sees of fp32 data stored as @p t).
 std::vector<float> rounded(neuron::DType t, std::span<const float> v);

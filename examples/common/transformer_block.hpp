@@ -13,10 +13,10 @@
 #include <span>
 #include <vector>
 
+#include <neuron/kernel.hpp>
 #include <neuron/program.hpp>
 
 #include "common/example.hpp"
-#include "common/kernel.hpp"
 
 namespace nex {
 
@@ -46,7 +46,7 @@ TransformerParams transformer_params(const TransformerShape &s, Rng &rng);
 /// The program: "x" and "y" [1, seq, d_model] fp32; every parameter a
 /// program constant (fp32).
 neuron::Program build_transformer_block(const TransformerShape &s, const TransformerParams &p,
-                                        Kernel::Stats *stats = nullptr);
+                                        neuron::Kernel::Stats *stats = nullptr);
 
 std::vector<double> transformer_block_reference(const TransformerShape &s, std::span<const float> x,
                                                 const TransformerParams &p);

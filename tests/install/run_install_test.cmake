@@ -1,4 +1,4 @@
-# Installs libneuron (component "neuron") into a temporary prefix and builds
+# Installs libneuron (component "neuron") and the compiler ("compiler") into a temporary prefix and builds
 # the consumer programs against it, once through find_package(neuron) and
 # once through pkg-config, in C and C++, then runs them.
 #
@@ -18,6 +18,7 @@ endfunction()
 file(REMOVE_RECURSE ${WORK})
 set(prefix ${WORK}/prefix)
 run(${CMAKE_COMMAND} --install ${BINARY_DIR} --prefix ${prefix} --component neuron)
+run(${CMAKE_COMMAND} --install ${BINARY_DIR} --prefix ${prefix} --component compiler)
 
 file(GLOB_RECURSE pcs ${prefix}/*/neuron.pc)
 file(GLOB_RECURSE configs ${prefix}/*/neuronConfig.cmake)
@@ -27,11 +28,15 @@ foreach(v pcs configs libs)
     message(FATAL_ERROR "install: no ${v} under ${prefix}")
   endif()
 endforeach()
-foreach(h neuron.h neuron.hpp export.h version.hpp program.hpp builder.hpp)
+foreach(h neuron.h neuron.hpp export.h version.hpp program.hpp builder.hpp kernel.hpp
+          compiler/graph.hpp compiler/text.hpp compiler/compile.hpp compiler/reference.hpp)
   if(NOT EXISTS ${prefix}/include/neuron/${h})
     message(FATAL_ERROR "install: include/neuron/${h} missing")
   endif()
 endforeach()
+if(NOT EXISTS ${prefix}/bin/neuron-cc)
+  message(FATAL_ERROR "install: bin/neuron-cc missing")
+endif()
 get_filename_component(libdir ${libs} DIRECTORY)
 get_filename_component(pcdir ${pcs} DIRECTORY)
 
@@ -48,6 +53,8 @@ run(${WORK}/cmake-build/consumer_c)
 message(STATUS "find_package, C:\n${last_output}")
 run(${WORK}/cmake-build/consumer_cpp)
 message(STATUS "find_package, C++:\n${last_output}")
+run(${WORK}/cmake-build/consumer_compiler)
+message(STATUS "find_package(neuron-compiler):\n${last_output}")
 
 # 2. pkg-config.
 set(ENV{PKG_CONFIG_PATH} ${pcdir})
@@ -66,3 +73,10 @@ run(${WORK}/pc_c)
 message(STATUS "pkg-config, C:\n${last_output}")
 run(${WORK}/pc_cpp)
 message(STATUS "pkg-config, C++: ok")
+run(pkg-config --cflags --libs neuron-compiler)
+string(STRIP "${last_output}" ccflags)
+separate_arguments(ccflags UNIX_COMMAND "${ccflags}")
+run(${CXX} -std=c++20 ${extra} ${SOURCE_DIR}/consumer/consumer_compiler.cpp ${ccflags}
+    -o ${WORK}/pc_compiler)
+run(${WORK}/pc_compiler)
+message(STATUS "pkg-config neuron-compiler: ${last_output}")

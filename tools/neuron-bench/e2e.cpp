@@ -91,6 +91,10 @@ void run_e2e(const Options &o, Report &r) {
     const std::vector<Model> models = {
         {"Linear+GELU fp32", [] { return nex::linear_gelu_case(neuron::DType::fp32); }},
         {"Linear+GELU bf16", [] { return nex::linear_gelu_case(neuron::DType::bf16); }},
+        {"Linear+GELU fp32 compiled",
+         [] { return nex::compiled_linear_gelu_case(neuron::DType::fp32); }},
+        {"Linear+GELU bf16 compiled",
+         [] { return nex::compiled_linear_gelu_case(neuron::DType::bf16); }},
         {"transformer block fp32", [] { return nex::transformer_block_case(); }},
     };
     auto dev = open_device(o);

@@ -7,6 +7,7 @@
 #include <neuron/builder.hpp>
 #include <neuron/device.hpp>
 #include <neuron/error.hpp>
+#include <neuron/kernel.hpp>
 #include <neuron/program.hpp>
 #include <neuron/queue.hpp>
 #include <neuron/version.hpp>

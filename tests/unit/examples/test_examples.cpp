@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -18,7 +19,8 @@
 #include "common/example.hpp"
 #include "common/linear_gelu.hpp"
 #include "common/transformer_block.hpp"
-#include "model_run.h"
+#include "model_program.hpp"
+#include "sync_check.hpp"
 
 // cmocka last: it defines macros that clash with the standard library.
 #include <csetjmp>
@@ -32,9 +34,6 @@ using namespace neuron;
 
 namespace {
 
-constexpr uint8_t op_end = 0x01, op_signal = 0x04, op_wait = 0x05, op_load = 0x10, op_store = 0x11,
-                  op_act = 0x30, op_tt = 0x31;
-
 struct ModelRun {
     exm_result result{};
     std::vector<std::byte> output;
@@ -42,186 +41,24 @@ struct ModelRun {
 };
 
 ModelRun run_on_model(const nex::Case &c) {
-    const Program &p = c.program;
-    std::vector<std::vector<std::byte>> data(p.num_slots());
-    std::vector<exm_slot> slots(p.num_slots());
-    auto consts = p.constants();
-    for (const ArgumentInfo &a : p.arguments()) {
-        auto &d = data[a.slot];
-        exm_slot &s = slots[a.slot];
-        if (a.direction == Direction::constant) {
-            d.assign(consts.begin(), consts.end());
-            s.read = 1;
-        } else if (a.direction == Direction::in || a.direction == Direction::inout) {
-            bool found = false;
-            for (const auto &[name, bytes] : c.inputs)
-                if (name == a.name) {
-                    assert_int_equal(bytes.size(), a.size);
-                    d = bytes;
-                    found = true;
-                }
-            if (!found)
-                fail_msg("no input for argument '%s'", a.name.c_str());
-            s.read = 1;
-            s.write = a.direction == Direction::inout;
-        } else {
-            d.assign(a.size, std::byte{0xa5}); // garbage: every byte must be written
-            s.write = 1;
-        }
-        s.data = d.data();
-        s.size = d.size();
-    }
-    auto image = p.device_image();
+    std::map<std::string, std::vector<std::byte>> inputs(c.inputs.begin(), c.inputs.end());
+    model::Run r = model::run(c.program, inputs);
     ModelRun m;
-    auto t0 = std::chrono::steady_clock::now();
-    assert_int_equal(exm_run(image.data(), image.size(), slots.data(),
-                             static_cast<uint32_t>(slots.size()), &m.result),
-                     0);
-    m.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    const ArgumentInfo *out = p.find_argument(c.output);
-    assert_non_null(out);
-    m.output = data[out->slot];
+    m.result = r.result;
+    m.ms = r.ms;
+    auto it = r.outputs.find(c.output);
+    if (it == r.outputs.end())
+        fail_msg("%s: no output '%s'", c.title.c_str(), c.output.c_str());
+    m.output = it->second;
     return m;
 }
 
-// An independent check of the streams' synchronisation, from the program
-// alone: every pair of instructions on different engines that touch the
-// same SBUF/PSUM bytes (at least one writing) must be ordered by semaphore
-// waits. The model runs the streams in one fixed interleaving, so a
-// missing wait could go unnoticed by the numerics; this cannot.
-struct Touch {
-    uint8_t space;
-    uint32_t p0, p1;
-    uint64_t b0, b1;
-    bool write;
-};
-
-Touch touch(const std::byte *tap, bool write) {
-    uint8_t space = static_cast<uint8_t>(tap[0]), dt = static_cast<uint8_t>(tap[1]);
-    uint32_t ps = static_cast<uint8_t>(tap[2]), pc = static_cast<uint8_t>(tap[3]), off;
-    uint16_t c[2], st[2];
-    std::memcpy(&off, tap + 4, 4);
-    std::memcpy(c, tap + 8, 4);
-    std::memcpy(st, tap + 12, 4);
-    uint64_t es = dtype_size(static_cast<DType>(dt));
-    uint64_t last = uint64_t{c[1] - 1u} * st[1] + uint64_t{c[0] - 1u} * st[0];
-    return Touch{space, ps, ps + pc, off, off + (last + 1) * es, write};
-}
-
-// Returns "" when every conflict is ordered, else the first unordered pair.
-std::string unordered_conflict(const Program &p) {
-    struct Ins {
-        uint8_t opcode, func;
-        uint32_t arg;
-        std::vector<Touch> touches;
-        std::array<int64_t, 4> clock{-1, -1, -1, -1}; // instructions known done, per engine
-    };
-    std::array<std::vector<Ins>, 4> st;
-    for (unsigned e = 0; e < 4; e++) {
-        auto code = p.stream(static_cast<Engine>(e + 1));
-        for (size_t i = 0; i + 64 <= code.size(); i += 64) {
-            const std::byte *b = &code[i];
-            Ins in;
-            in.opcode = static_cast<uint8_t>(b[0]);
-            in.func = static_cast<uint8_t>(b[2]);
-            std::memcpy(&in.arg, b + 4, 4);
-            auto has = [&](int k) { return b[8 + 16 * k] != std::byte{0}; };
-            switch (in.opcode) {
-            case op_load:
-                in.touches.push_back(touch(b + 8, true));
-                break;
-            case op_store:
-                in.touches.push_back(touch(b + 8, false));
-                break;
-            case 0x20: // MATMUL (accumulating also reads op[0]: a write covers it)
-            case 0x21:
-            case 0x30:
-            case 0x31:
-            case 0x32:
-            case 0x33:
-            case 0x34:
-            case 0x35:
-                in.touches.push_back(touch(b + 8, true));
-                for (int k = 1; k < 3; k++)
-                    if (has(k))
-                        in.touches.push_back(touch(b + 8 + 16 * k, false));
-                break;
-            default:
-                break;
-            }
-            st[e].push_back(std::move(in));
-        }
-    }
-    // Who signals each semaphore, and where its n-th signal is.
-    std::array<std::vector<std::pair<unsigned, size_t>>, 16> signals;
-    for (unsigned e = 0; e < 4; e++)
-        for (size_t i = 0; i < st[e].size(); i++)
-            if (st[e][i].opcode == op_signal) {
-                assert_int_equal(st[e][i].arg, 1);
-                signals[st[e][i].func].emplace_back(e, i);
-            }
-    for (const auto &v : signals)
-        for (const auto &sg : v)
-            assert_int_equal(sg.first, v.front().first); // one signaller per semaphore
-    // Run the streams abstractly: a wait passes once its signal has run.
-    std::array<size_t, 4> pc{};
-    std::array<std::array<int64_t, 4>, 4> known{};
-    for (auto &k : known)
-        k.fill(-1);
-    for (bool progress = true; progress;) {
-        progress = false;
-        for (unsigned e = 0; e < 4; e++) {
-            while (pc[e] < st[e].size()) {
-                Ins &in = st[e][pc[e]];
-                if (in.opcode == op_wait) {
-                    auto &v = signals[in.func];
-                    assert_true(in.arg >= 1 && in.arg <= v.size());
-                    auto [f, j] = v[in.arg - 1];
-                    if (pc[f] <= j)
-                        break; // not signalled yet
-                    for (unsigned g = 0; g < 4; g++)
-                        known[e][g] = std::max(known[e][g], st[f][j].clock[g]);
-                }
-                known[e][e] = static_cast<int64_t>(pc[e]);
-                in.clock = known[e];
-                pc[e]++;
-                progress = true;
-            }
-        }
-    }
-    for (unsigned e = 0; e < 4; e++)
-        assert_int_equal(pc[e], st[e].size()); // no deadlock
-    // Every conflicting pair across engines is ordered.
-    size_t pairs = 0;
-    for (unsigned e = 0; e < 4; e++)
-        for (unsigned f = e + 1; f < 4; f++)
-            for (size_t i = 0; i < st[e].size(); i++)
-                for (size_t j = 0; j < st[f].size(); j++) {
-                    bool conflict = false;
-                    for (const Touch &a : st[e][i].touches)
-                        for (const Touch &b : st[f][j].touches)
-                            conflict |= a.space == b.space && (a.write || b.write) && a.p0 < b.p1 &&
-                                        b.p0 < a.p1 && a.b0 < b.b1 && b.b0 < a.b1;
-                    if (!conflict)
-                        continue;
-                    pairs++;
-                    bool ordered = st[f][j].clock[e] >= static_cast<int64_t>(i) ||
-                                   st[e][i].clock[f] >= static_cast<int64_t>(j);
-                    if (!ordered)
-                        return std::string(p.name()) + ": " +
-                               to_string(static_cast<Engine>(e + 1)) + " instruction " +
-                               std::to_string(i) + " and " + to_string(static_cast<Engine>(f + 1)) +
-                               " instruction " + std::to_string(j) +
-                               " touch the same bytes without a semaphore between them";
-                }
-    assert_true(pairs > 0);
-    return {};
-}
-
 void run_case(const nex::Case &c) {
-    std::string race = unordered_conflict(c.program);
+    size_t pairs = 0;
+    std::string race = model::unordered_conflict(c.program, &pairs);
     if (!race.empty())
         fail_msg("%s", race.c_str());
+    assert_true(pairs > 0);
     ModelRun m = run_on_model(c);
     if (m.result.status != EXM_STATUS_OK)
         fail_msg("%s: job status 0x%x, info %u, engine %u", c.title.c_str(), m.result.status,
@@ -250,6 +87,25 @@ void test_linear_gelu_fp32(void **) {
 void test_linear_gelu_bf16(void **) {
     for (uint64_t seed = 1; seed <= 3; seed++)
         run_case(nex::linear_gelu_case(DType::bf16, seed));
+}
+
+// The compiled program of the same layer, same data, same check; the
+// model's cycle counts of both are printed side by side.
+void test_linear_gelu_compiled(void **) {
+    for (DType dt : {DType::fp32, DType::bf16})
+        for (uint64_t seed = 1; seed <= 2; seed++) {
+            nex::Case hand = nex::linear_gelu_case(dt, seed),
+                      comp = nex::compiled_linear_gelu_case(dt, seed);
+            run_case(comp);
+            ModelRun h = run_on_model(hand), c = run_on_model(comp);
+            print_message("%s: %llu cycles hand-written, %llu compiled (%.2fx)\n", to_string(dt),
+                          static_cast<unsigned long long>(h.result.cycles),
+                          static_cast<unsigned long long>(c.result.cycles),
+                          static_cast<double>(c.result.cycles) /
+                              static_cast<double>(h.result.cycles));
+        }
+    // Partial token tiles and more output blocks than PSUM banks.
+    run_case(nex::compiled_linear_gelu_case(DType::fp32, 7, {100, 256, 1280}));
 }
 
 void test_transformer_block_fp32(void **) {
@@ -283,76 +139,29 @@ void test_check_detects_errors(void **) {
     assert_int_equal(s.worst_index, 77);
 }
 
-// Kernel derives the semaphores from what each instruction touches.
-struct Insn {
-    uint8_t opcode, func;
-    uint32_t arg;
-};
-
-std::vector<Insn> stream(const Program &p, Engine e) {
-    std::vector<Insn> v;
-    auto code = p.stream(e);
-    for (size_t i = 0; i + 64 <= code.size(); i += 64) {
-        Insn in{};
-        in.opcode = static_cast<uint8_t>(code[i]);
-        in.func = static_cast<uint8_t>(code[i + 2]);
-        std::memcpy(&in.arg, &code[i + 4], 4);
-        v.push_back(in);
-    }
-    return v;
-}
-
-void expect(const std::vector<Insn> &got, const std::vector<uint8_t> &want, const char *what) {
-    std::string g, w;
-    for (const auto &i : got)
-        g += std::to_string(i.opcode) + " ";
-    for (auto o : want)
-        w += std::to_string(o) + " ";
-    if (g != w)
-        fail_msg("%s: opcodes %s, want %s", what, g.c_str(), w.c_str());
-}
-
-void test_kernel_sync(void **) {
+// The synchronisation check passes a program whose semaphores Kernel
+// derived and catches the same work without them.
+void test_sync_check(void **) {
     ProgramBuilder b("sync");
     auto x = b.argument("x", DType::fp32, {128, 8}, Direction::in);
     auto y = b.argument("y", DType::fp32, {128, 8}, Direction::out);
     Tile a = b.sbuf("a", DType::fp32, 8), c = b.sbuf("c", DType::fp32, 8);
-    Tile d = b.sbuf("d", DType::fp32, 8);
-    nex::Kernel k(b);
-    k.dma_load(a.view(0, 4), x.at(0, 32));                            // sync 0
-    k.activate(Activation::identity, c.tap(), a.view(0, 4, 1, 2, 0)); // RAW: waits sync 0
-    k.activate(Activation::relu, d.view(4, 4), a.view(4, 4));         // a[4..8) untouched: no wait
-    k.dma_store(y.at(0, 32), c.tap());                                // RAW: waits scalar 0
-    k.tensor_tensor(AluOp::add, c.tap(), d.tap(), d.tap());           // WAR on c (store), RAW on d
-    k.activate(Activation::exp, a.view(0, 4), c.view(0, 4));          // RAW on c (vector)
+    Kernel k(b);
+    k.dma_load(a.tap(), x.at(0, 32));
+    k.activate(Activation::identity, c.tap(), a.tap());
+    k.dma_store(y.at(0, 32), c.tap());
     k.finish();
-    Program p = b.finish();
-    auto sync = stream(p, Engine::sync), scalar = stream(p, Engine::scalar);
-    auto vector = stream(p, Engine::vector);
-    expect(sync, {op_load, op_signal, op_wait, op_store, op_signal, op_end}, "sync");
-    expect(scalar, {op_wait, op_act, op_signal, op_act, op_signal, op_wait, op_act, op_end},
-           "scalar");
-    // Vector waits for the store (which already waited for scalar 0) and
-    // for scalar's second activation: one wait per engine, highest count.
-    expect(vector, {op_wait, op_wait, op_tt, op_signal, op_end}, "vector");
-    // The last scalar activation waits for vector's add, which covers the
-    // load and store through vector's own waits: one wait, on vector.
-    const auto &w = scalar[5];
-    assert_int_equal(w.arg, 1);
-    auto syms = p.symbols();
-    for (const auto &sym : syms)
-        if (sym.kind == format::symbol_semaphore && sym.offset == w.func)
-            assert_string_equal(sym.name.c_str(), "vector_done");
-    assert_string_equal(unordered_conflict(p).c_str(), "");
+    size_t pairs = 0;
+    assert_string_equal(model::unordered_conflict(b.finish(), &pairs).c_str(), "");
+    assert_int_equal(pairs, 2);
 
-    // The same work without the semaphores is caught.
     ProgramBuilder r("race");
     auto rx = r.argument("x", DType::fp32, {128, 8}, Direction::in);
     auto ry = r.argument("y", DType::fp32, {128, 8}, Direction::out);
     Tile ra = r.sbuf("a", DType::fp32, 8), rc = r.sbuf("c", DType::fp32, 8);
     r.sync().dma_load(ra.tap(), rx.at(0, 32)).dma_store(ry.at(0, 32), rc.tap());
     r.scalar().activate(Activation::identity, rc.tap(), ra.tap());
-    std::string race = unordered_conflict(r.finish());
+    std::string race = model::unordered_conflict(r.finish());
     assert_true(race.find("scalar instruction 0") != std::string::npos);
 }
 
@@ -360,11 +169,12 @@ void test_kernel_sync(void **) {
 
 int main() {
     const CMUnitTest tests[] = {
-        cmocka_unit_test(test_kernel_sync),
+        cmocka_unit_test(test_sync_check),
         cmocka_unit_test(test_check_detects_errors),
         cmocka_unit_test(test_linear_gelu_fp32),
         cmocka_unit_test(test_linear_gelu_bf16),
         cmocka_unit_test(test_linear_gelu_shapes),
+        cmocka_unit_test(test_linear_gelu_compiled),
         cmocka_unit_test(test_transformer_block_fp32),
         cmocka_unit_test(test_transformer_block_shapes),
     };

@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: MIT
+// The tensor-graph IR of the compiler: typed, shaped values, each produced
+// by one node (a graph input, a constant or an operator), in topological
+// order, and the graph's outputs. docs/compiler.md describes the operators
+// and the text form (neuron/compiler/text.hpp).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <neuron/program.hpp>
+
+namespace neuron::compiler {
+
+enum class Op : uint8_t {
+    input,
+    constant,
+    matmul,
+    add,
+    sub,
+    mul,
+    div,
+    relu,
+    gelu,
+    gelu_tanh,
+    silu,
+    sigmoid,
+    tanh,
+    exp,
+    softmax,
+    layer_norm,
+    rms_norm,
+    reshape,
+    transpose,
+    slice,
+    concat,
+};
+
+/// The operator's name in the text form ("matmul", "gelu_tanh", ...).
+const char *to_string(Op op) noexcept;
+std::optional<Op> op_from_string(std::string_view name) noexcept;
+std::optional<DType> dtype_from_string(std::string_view name) noexcept;
+
+bool is_binary(Op op) noexcept;     ///< add, sub, mul, div
+bool is_activation(Op op) noexcept; ///< relu ... exp
+
+using Shape = std::vector<int64_t>;
+
+struct Type {
+    DType dtype = DType::fp32;
+    Shape shape;
+    int64_t elements() const;
+    bool operator==(const Type &) const = default;
+};
+
+/// "fp32[1, 128, 768]".
+std::string to_string(const Type &t);
+
+/// How a constant's values are given: listed, or drawn from the
+/// deterministic generator (uniform in [-scale, scale), xorshift64 seeded
+/// with seed), so that graphs with large weights stay small files.
+struct ConstantInit {
+    std::vector<float> values; ///< when seed is not set; already rounded to the dtype
+    std::optional<uint64_t> seed;
+    float scale = 1.0f;
+    bool operator==(const ConstantInit &) const = default;
+};
+
+struct Node {
+    Op op = Op::input;
+    std::string name;
+    Type type;
+    std::vector<uint32_t> operands; ///< indices of earlier nodes
+
+    // Attributes; which ones an operator uses is in docs/compiler.md.
+    std::optional<float> scalar; ///< binary op with a literal operand (fp32)
+    bool scalar_first = false;   ///< the literal is the left operand
+    bool transpose_a = false, transpose_b = false;
+    float eps = 0;
+    std::vector<int64_t> dims; ///< reshape: the shape; transpose: the permutation
+    int64_t axis = 0, start = 0, end = 0;
+    ConstantInit init; ///< constants
+
+    bool operator==(const Node &) const = default;
+};
+
+/// A problem with a graph: the node (if any) and why.
+class GraphError : public std::runtime_error {
+  public:
+    using std::runtime_error::runtime_error;
+};
+
+/// Attributes of an operator node, as add() takes them.
+struct Attrs {
+    std::optional<float> scalar;
+    bool scalar_first = false;
+    bool transpose_a = false, transpose_b = false;
+    std::optional<float> eps;
+    std::vector<int64_t> dims;
+    std::optional<int64_t> axis; ///< softmax: -1 (the only one); slice, concat: 0
+    int64_t start = 0, end = 0;
+};
+
+class Graph {
+  public:
+    explicit Graph(std::string name = "graph") : name_(std::move(name)) {}
+
+    const std::string &name() const { return name_; }
+    void set_name(std::string n) { name_ = std::move(n); }
+
+    uint32_t input(const std::string &name, Type type);
+    uint32_t constant(const std::string &name, Type type, ConstantInit init);
+    /// An operator node; its type is inferred from the operands, and a
+    /// GraphError names the node, the operand types and the reason when
+    /// they do not fit the operator.
+    uint32_t add(Op op, const std::string &name, std::vector<uint32_t> operands,
+                 const Attrs &attrs = {});
+    void mark_output(uint32_t node);
+
+    const std::vector<Node> &nodes() const { return nodes_; }
+    const Node &node(uint32_t i) const { return nodes_.at(i); }
+    const std::vector<uint32_t> &outputs() const { return outputs_; }
+    std::optional<uint32_t> find(std::string_view name) const;
+
+    bool operator==(const Graph &) const = default;
+
+  private:
+    uint32_t push(Node n);
+    std::string name_;
+    std::vector<Node> nodes_;
+    std::vector<uint32_t> outputs_;
+};
+
+/// The values of a constant, generated if it has a seed.
+std::vector<float> constant_values(const Node &constant);
+
+/// @p x rounded to @p t as the device stores it (round to nearest even;
+/// int32: nearest even with saturation).
+float round_to(DType t, float x);
+/// fp32 values stored as @p t, little endian, and back.
+std::vector<std::byte> pack(DType t, const std::vector<float> &v);
+std::vector<float> unpack(DType t, const std::byte *bytes, size_t elements);
+
+} // namespace neuron::compiler

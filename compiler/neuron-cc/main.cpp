@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: MIT
+// neuron-cc: compiles a graph in the IR's text form into a program
+// container (docs/program-format.md) that the device runs.
+#include <cstdio>
+#include <exception>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <neuron/compiler/compile.hpp>
+#include <neuron/compiler/text.hpp>
+
+using namespace neuron::compiler;
+
+int main(int argc, char **argv) {
+    CLI::App app{"neuron-cc: compile a tensor graph (IR text, docs/compiler.md) into a neuron "
+                 "program container"};
+    std::string input, output;
+    bool dump = false, dump_plan = false, disasm = false, times = false, no_fuse = false;
+    app.add_option("input", input, "IR file ('-' reads standard input)")->required();
+    app.add_option("-o,--output", output, "write the program container here");
+    app.add_flag("--dump", dump, "print the graph in canonical text form");
+    app.add_flag("--dump-plan", dump_plan, "print the fusion groups and the SBUF layout");
+    app.add_flag("--disassemble", disasm, "print the compiled program's listing");
+    app.add_flag("--time-passes", times, "print the time of every pass");
+    app.add_flag("--no-fuse", no_fuse, "compile every operator on its own");
+    CLI11_PARSE(app, argc, argv);
+    try {
+        Graph g;
+        if (input == "-") {
+            std::string text, line;
+            char buf[4096];
+            size_t n;
+            while ((n = std::fread(buf, 1, sizeof buf, stdin)) > 0)
+                text.append(buf, n);
+            g = parse(text, "<stdin>");
+        } else {
+            g = load(input);
+        }
+        if (dump)
+            std::fputs(print(g).c_str(), stdout);
+        if (output.empty() && !dump_plan && !disasm && !times)
+            return 0;
+        CompileOptions opt;
+        opt.fuse = !no_fuse;
+        Compiled c = compile(g, opt);
+        if (dump_plan)
+            std::fputs(c.plan.c_str(), stdout);
+        if (disasm)
+            std::fputs(neuron::disassemble(c.program).c_str(), stdout);
+        if (times) {
+            double total = 0;
+            for (const PassTime &t : c.times) {
+                std::printf("%-8s %9.3f ms\n", t.pass.c_str(), t.ms);
+                total += t.ms;
+            }
+            std::printf("%-8s %9.3f ms\n", "total", total);
+        }
+        if (!output.empty())
+            c.program.save(output);
+        return 0;
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "neuron-cc: %s\n", e.what());
+        return 1;
+    }
+}

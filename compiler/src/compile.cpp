@@ -1,0 +1,1225 @@
+// SPDX-License-Identifier: MIT
+// Lowering. Every value lives in SBUF in the row layout: viewed as a matrix
+// [R, C] (C the last axis, R the product of the others), rows tiled over
+// the 128 partitions: row r is partition r % 128 of row tile r / 128, and
+// tile t holds elements [t C, (t + 1) C) of each partition of the value's
+// buffer. A last tile with fewer rows uses fewer partitions; nothing is
+// padded. docs/compiler.md explains the passes and the per-operator
+// lowering.
+#include <neuron/compiler/compile.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <deque>
+#include <functional>
+#include <map>
+#include <optional>
+
+#include <fmt/format.h>
+
+namespace neuron::compiler {
+
+namespace {
+
+constexpr uint32_t P = 128;
+constexpr uint32_t psum_banks = 8, bank_elems = 512; // fp32 per partition per bank
+constexpr int64_t max_cols = 16384;
+
+int64_t rows_of(const Type &t) {
+    return t.elements() / t.shape.back();
+}
+
+std::string describe(const Graph &g, const Node &n) {
+    std::vector<std::string> ts;
+    for (uint32_t o : n.operands)
+        ts.push_back(fmt::format("{}: {}", g.node(o).name, to_string(g.node(o).type)));
+    return fmt::format("'{}' ({} of {} -> {})", n.name, to_string(n.op),
+                       ts.empty() ? "nothing" : fmt::format("{}", fmt::join(ts, ", ")),
+                       to_string(n.type));
+}
+
+[[noreturn]] void unsupported(const Graph &g, const Node &n, const std::string &why) {
+    throw GraphError(fmt::format("{}: {}", describe(g, n), why));
+}
+
+// One SBUF buffer in the row layout.
+struct Buf {
+    std::string what;
+    DType dtype = DType::fp32;
+    uint32_t rows = 0, cols = 0;
+    int first = 0, last = 0; // steps during which it is live
+    uint64_t offset = 0;     // bytes in each partition, relative to the arena
+    uint32_t tiles() const { return (rows + P - 1) / P; }
+    uint64_t bytes() const { return (uint64_t{tiles()} * cols * dtype_size(dtype) + 63) / 64 * 64; }
+};
+
+// What the lowering does for one node.
+enum class Kind {
+    none,        // inputs and constants (loaded on first use), fused nodes
+    alias,       // shares its operand's buffer
+    matmul,      // with an epilogue of fused nodes
+    elementwise, // a chain of unary steps
+    binary,
+    softmax,
+    layer_norm,
+    rms_norm,
+    gather, // reshape, transpose keeping the last axis, slice, concat
+    transpose2,
+};
+
+struct Step {
+    enum { affine, div, rdiv, rsub, act } kind;
+    float a = 1, b = 0;
+    Activation f = Activation::identity;
+};
+
+struct Plan {
+    Kind kind = Kind::none;
+    std::vector<uint32_t> fused; // the nodes folded into this one, in order
+    // matmul epilogue
+    std::optional<uint32_t> bias, residual;
+    std::vector<Step> steps;       // matmul: affine + activation; elementwise: the chain
+    std::vector<uint32_t> sources; // gather: the values it reads
+    uint32_t result = 0;           // the node whose value this group produces
+};
+
+Activation activation(Op op) {
+    switch (op) {
+    case Op::relu:
+        return Activation::relu;
+    case Op::gelu:
+        return Activation::gelu;
+    case Op::gelu_tanh:
+        return Activation::gelu_tanh;
+    case Op::silu:
+        return Activation::silu;
+    case Op::sigmoid:
+        return Activation::sigmoid;
+    case Op::tanh:
+        return Activation::tanh;
+    case Op::exp:
+        return Activation::exp;
+    default:
+        return Activation::identity;
+    }
+}
+
+AluOp alu(Op op) {
+    switch (op) {
+    case Op::add:
+        return AluOp::add;
+    case Op::sub:
+        return AluOp::sub;
+    case Op::mul:
+        return AluOp::mul;
+    default:
+        return AluOp::div;
+    }
+}
+
+class Lowering {
+  public:
+    Lowering(const Graph &g, const CompileOptions &o) : g_(g), opt_(o) {}
+    Compiled run();
+
+  private:
+    using Clock = std::chrono::steady_clock;
+    void timed(const char *pass, const std::function<void()> &f) {
+        auto t0 = Clock::now();
+        f();
+        times_.push_back(
+            {pass, std::chrono::duration<double, std::milli>(Clock::now() - t0).count()});
+    }
+
+    void check();
+    void fuse();
+    void plan_memory();
+    void emit();
+
+    // --- helpers of emission
+    int buf_of(uint32_t node) const { return value_buf_.at(node); }
+    const Buf &buf(uint32_t node) const { return bufs_[static_cast<size_t>(buf_of(node))]; }
+    int temp(uint32_t step, const std::string &what, DType dt, uint32_t rows, uint32_t cols);
+    Tap rows(const Buf &b, uint32_t r0, uint32_t n, uint32_t c0, uint32_t cn) const;
+    Tap tile(const Buf &b, uint32_t t) const;
+    uint32_t tile_rows(const Buf &b, uint32_t t) const { return std::min(P, b.rows - t * P); }
+    void ensure_loaded(uint32_t node);
+    void store(uint32_t node);
+    const Buf &replicated(uint32_t node, uint32_t step);
+    void rsqrt(const Tap &r, const Tap &v, const Tap &scratch, const Tap &est_i);
+
+    void emit_matmul(uint32_t i, const Plan &p);
+    void emit_elementwise(uint32_t i, const Plan &p);
+    void emit_binary(uint32_t i);
+    void emit_softmax(uint32_t i);
+    void emit_norm(uint32_t i);
+    void emit_gather(uint32_t i);
+    std::pair<uint32_t, int64_t> source(uint32_t node, int64_t f) const;
+    void emit_transpose2(uint32_t src_node, const Buf &in, const Buf &out, uint32_t batch,
+                         uint32_t x, uint32_t y);
+
+    const Graph &g_;
+    CompileOptions opt_;
+    std::vector<PassTime> times_;
+    std::vector<Plan> plans_;
+    std::vector<int> uses_;
+    std::vector<bool> is_output_;
+    std::vector<int> value_buf_;
+    std::deque<Buf> bufs_;                       // stable references while temporaries are added
+    std::map<uint32_t, std::vector<int>> temps_; // step -> temp buffers, in creation order
+    std::map<uint32_t, size_t> next_temp_;
+    std::map<std::pair<uint32_t, uint32_t>, int> replicas_; // (node, step) -> buffer
+    std::map<uint32_t, std::vector<float>> folded_;         // transposed constants
+    uint64_t peak_ = 0;
+    bool planning_ = true; // temp() records during planning, replays during emission
+
+    std::optional<ProgramBuilder> b_;
+    std::optional<Kernel> k_;
+    std::map<uint32_t, ArgRef> args_;
+    std::vector<bool> loaded_;
+    Tile arena_{}, psum_{};
+    uint32_t next_bank_ = 0;
+    int ones_ = -1;
+    std::string plan_text_;
+};
+
+void Lowering::check() {
+    if (g_.outputs().empty())
+        throw GraphError(fmt::format("graph '{}' has no outputs", g_.name()));
+    uses_.assign(g_.nodes().size(), 0);
+    is_output_.assign(g_.nodes().size(), false);
+    for (const Node &n : g_.nodes())
+        for (uint32_t o : n.operands)
+            uses_[o]++;
+    for (uint32_t o : g_.outputs())
+        is_output_[o] = true;
+    for (const Node &n : g_.nodes()) {
+        if (n.type.shape.back() > max_cols)
+            unsupported(g_, n,
+                        fmt::format("the last axis has {} elements; the row layout holds at most "
+                                    "{} per partition",
+                                    n.type.shape.back(), max_cols));
+        if (rows_of(n.type) > (int64_t{1} << 31))
+            unsupported(g_, n, "more than 2^31 rows");
+    }
+}
+
+// Matmul epilogues: bias (a row vector added), literal affine steps and one
+// activation, or a same-shape residual add; and chains of unary
+// elementwise nodes. A node is folded into its producer's group only when
+// the producer's value is used by it alone and is not an output.
+void Lowering::fuse() {
+    const auto &nodes = g_.nodes();
+    plans_.assign(nodes.size(), Plan{});
+    std::vector<bool> taken(nodes.size(), false);
+    auto single_consumer = [&](uint32_t v) -> std::optional<uint32_t> {
+        if (uses_[v] != 1 || is_output_[v])
+            return std::nullopt;
+        for (uint32_t j = v + 1; j < nodes.size(); j++)
+            for (uint32_t o : nodes[j].operands)
+                if (o == v)
+                    return j;
+        return std::nullopt;
+    };
+    auto literal_step = [&](const Node &n) -> std::optional<Step> {
+        if (!is_binary(n.op) || !n.scalar || n.type.dtype == DType::int32)
+            return std::nullopt;
+        float s = *n.scalar;
+        switch (n.op) {
+        case Op::mul:
+            return Step{Step::affine, s, 0};
+        case Op::add:
+            return Step{Step::affine, 1, s};
+        case Op::sub:
+            return n.scalar_first ? Step{Step::rsub, 1, s} : Step{Step::affine, 1, -s};
+        default:
+            return n.scalar_first ? Step{Step::rdiv, 1, s} : Step{Step::div, s, 0};
+        }
+    };
+    auto unary_step = [&](const Node &n) -> std::optional<Step> {
+        if (is_activation(n.op))
+            return Step{Step::act, 1, 0, activation(n.op)};
+        return literal_step(n);
+    };
+    for (uint32_t i = 0; i < nodes.size(); i++) {
+        if (taken[i])
+            continue;
+        const Node &n = nodes[i];
+        Plan &p = plans_[i];
+        p.result = i;
+        if (n.op == Op::input || n.op == Op::constant) {
+            p.kind = Kind::none;
+            continue;
+        }
+        if (n.op == Op::matmul) {
+            p.kind = Kind::matmul;
+            uint32_t cur = i;
+            auto next = opt_.fuse ? single_consumer(cur) : std::nullopt;
+            // bias: add(h, b) with b a row vector of the output's columns
+            if (next && nodes[*next].op == Op::add && !nodes[*next].scalar &&
+                nodes[*next].type == n.type) {
+                const Node &a = nodes[*next];
+                uint32_t other = a.operands[0] == cur ? a.operands[1] : a.operands[0];
+                const Type &bt = nodes[other].type;
+                if (bt.dtype != DType::int32 && rows_of(bt) == 1 &&
+                    bt.shape.back() == n.type.shape.back() && other != cur && other < i) {
+                    p.bias = other;
+                    p.fused.push_back(*next);
+                    taken[*next] = true;
+                    cur = *next;
+                    next = single_consumer(cur);
+                }
+            }
+            // literal affine steps, then an activation
+            std::vector<Step> steps;
+            std::vector<uint32_t> chain;
+            auto look = next;
+            // (x * scale) + bias, in that order, then f: ACTIVATE's f(x * scale + bias)
+            float scale = 1, bias = 0;
+            bool have_mul = false, have_add = false;
+            while (look) {
+                auto st = unary_step(nodes[*look]);
+                if (!st)
+                    break;
+                if (st->kind == Step::act) {
+                    steps.push_back(Step{Step::act, scale, bias, st->f});
+                    chain.push_back(*look);
+                    break;
+                }
+                if (st->kind != Step::affine)
+                    break;
+                if (st->a != 1) { // a multiplication
+                    if (have_mul || have_add)
+                        break;
+                    scale = st->a;
+                    have_mul = true;
+                } else { // an addition
+                    if (have_add)
+                        break;
+                    bias = st->b;
+                    have_add = true;
+                }
+                chain.push_back(*look);
+                look = single_consumer(*look);
+            }
+            if (!chain.empty()) {
+                if (steps.empty()) // affine without an activation: a TENSOR_SCALAR evacuation
+                    steps.push_back(Step{Step::affine, scale, bias});
+                p.steps = steps;
+                for (uint32_t c : chain) {
+                    p.fused.push_back(c);
+                    taken[c] = true;
+                }
+                cur = chain.back();
+            } else if (next && nodes[*next].op == Op::add && !nodes[*next].scalar &&
+                       nodes[*next].type == n.type) {
+                const Node &a = nodes[*next];
+                uint32_t other = a.operands[0] == cur ? a.operands[1] : a.operands[0];
+                if (nodes[other].type == n.type && other != cur && other < i) {
+                    p.residual = other;
+                    p.fused.push_back(*next);
+                    taken[*next] = true;
+                    cur = *next;
+                }
+            }
+            p.result = cur;
+            continue;
+        }
+        if (auto st = unary_step(n)) {
+            p.kind = Kind::elementwise;
+            p.steps.push_back(*st);
+            uint32_t cur = i;
+            while (opt_.fuse) {
+                auto next = single_consumer(cur);
+                if (!next || nodes[*next].type != n.type)
+                    break;
+                auto s2 = unary_step(nodes[*next]);
+                if (!s2 || nodes[*next].operands[0] != cur)
+                    break;
+                p.steps.push_back(*s2);
+                p.fused.push_back(*next);
+                taken[*next] = true;
+                cur = *next;
+            }
+            p.result = cur;
+            continue;
+        }
+        switch (n.op) {
+        case Op::add:
+        case Op::sub:
+        case Op::mul:
+        case Op::div:
+            p.kind = Kind::binary;
+            break;
+        case Op::softmax:
+            p.kind = Kind::softmax;
+            break;
+        case Op::layer_norm:
+            p.kind = Kind::layer_norm;
+            break;
+        case Op::rms_norm:
+            p.kind = Kind::rms_norm;
+            break;
+        case Op::reshape:
+            p.kind = nodes[n.operands[0]].type.shape.back() == n.type.shape.back() ? Kind::alias
+                                                                                   : Kind::gather;
+            break;
+        case Op::transpose: {
+            const Shape &d = n.dims;
+            size_t r = d.size();
+            bool keeps_last = d[r - 1] == static_cast<int64_t>(r - 1);
+            bool swaps_last2 = r >= 2 && d[r - 1] == static_cast<int64_t>(r - 2) &&
+                               d[r - 2] == static_cast<int64_t>(r - 1);
+            for (size_t j = 0; swaps_last2 && j + 2 < r; j++)
+                swaps_last2 = d[j] == static_cast<int64_t>(j);
+            if (keeps_last)
+                p.kind = Kind::gather;
+            else if (swaps_last2)
+                p.kind = Kind::transpose2;
+            else
+                unsupported(g_, n,
+                            "a permutation that moves the last axis is lowered only as a swap of "
+                            "the last two axes with the others in place; split it into two "
+                            "transposes");
+            break;
+        }
+        case Op::slice:
+        case Op::concat:
+            p.kind = Kind::gather;
+            break;
+        default:
+            unsupported(g_, n, "no lowering");
+        }
+    }
+    // Chains of data movement become one gather from the chain's sources.
+    auto moves = [&](uint32_t v) {
+        return plans_[v].kind == Kind::gather || plans_[v].kind == Kind::alias;
+    };
+    for (uint32_t i = 0; i < nodes.size(); i++) {
+        if (taken[i] || !moves(i))
+            continue;
+        Plan &p = plans_[i];
+        std::vector<uint32_t> chain{i};
+        bool gathers = p.kind == Kind::gather;
+        while (opt_.fuse) {
+            auto next = single_consumer(chain.back());
+            if (!next || taken[*next] || !moves(*next))
+                break;
+            gathers |= plans_[*next].kind == Kind::gather;
+            chain.push_back(*next);
+        }
+        if (!gathers)
+            continue;
+        p.kind = Kind::gather;
+        p.result = chain.back();
+        p.fused.assign(chain.begin() + 1, chain.end());
+        for (uint32_t c : chain) {
+            if (c != i)
+                taken[c] = true;
+            for (uint32_t o : nodes[c].operands)
+                if (std::find(chain.begin(), chain.end(), o) == chain.end() &&
+                    std::find(p.sources.begin(), p.sources.end(), o) == p.sources.end())
+                    p.sources.push_back(o);
+        }
+    }
+    for (uint32_t i = 0; i < nodes.size(); i++)
+        if (taken[i])
+            plans_[i].kind = Kind::none;
+}
+
+int Lowering::temp(uint32_t step, const std::string &what, DType dt, uint32_t rows, uint32_t cols) {
+    if (!planning_) { // emission asks for the same temps in the same order
+        size_t k = next_temp_[step]++;
+        return temps_.at(step).at(k);
+    }
+    Buf b;
+    b.what = what;
+    b.dtype = dt;
+    b.rows = rows;
+    b.cols = cols;
+    b.first = b.last = static_cast<int>(step);
+    bufs_.push_back(b);
+    int id = static_cast<int>(bufs_.size() - 1);
+    temps_[step].push_back(id);
+    return id;
+}
+
+void Lowering::plan_memory() {
+    const auto &nodes = g_.nodes();
+    value_buf_.assign(nodes.size(), -1);
+    // The group's result gets the buffer; aliases share their operand's.
+    std::vector<int> group_step(nodes.size());
+    for (uint32_t i = 0; i < nodes.size(); i++)
+        group_step[i] = static_cast<int>(i);
+    for (uint32_t i = 0; i < nodes.size(); i++)
+        for (uint32_t f : plans_[i].fused)
+            group_step[f] = static_cast<int>(i); // a fused node runs in its group's step
+    auto step_of = [&](uint32_t consumer) { return group_step[consumer]; };
+    std::vector<int> first_use(nodes.size(), -1);
+    for (uint32_t i = 0; i < nodes.size(); i++)
+        for (uint32_t o : nodes[i].operands)
+            if (first_use[o] < 0 || step_of(i) < first_use[o])
+                first_use[o] = step_of(i);
+    for (uint32_t i = 0; i < nodes.size(); i++) {
+        const Node &n = nodes[i];
+        const Plan &p = plans_[i];
+        if (n.op == Op::input || n.op == Op::constant) {
+            Buf b;
+            b.what = n.name;
+            b.dtype = n.type.dtype;
+            b.rows = static_cast<uint32_t>(rows_of(n.type));
+            b.cols = static_cast<uint32_t>(n.type.shape.back());
+            b.first = b.last = first_use[i] >= 0 ? first_use[i] : static_cast<int>(i);
+            if (folded_.count(i)) { // stored transposed: [.., y, x]
+                b.cols = static_cast<uint32_t>(n.type.shape[n.type.shape.size() - 2]);
+                b.rows = static_cast<uint32_t>(n.type.elements() / b.cols);
+            }
+            bufs_.push_back(b);
+            value_buf_[i] = static_cast<int>(bufs_.size() - 1);
+            continue;
+        }
+        if (p.kind == Kind::none)
+            continue;
+        if (p.kind == Kind::alias) {
+            value_buf_[i] = value_buf_[n.operands[0]];
+            continue;
+        }
+        const Node &r = nodes[p.result];
+        Buf b;
+        b.what = r.name;
+        b.dtype = r.type.dtype;
+        b.rows = static_cast<uint32_t>(rows_of(r.type));
+        b.cols = static_cast<uint32_t>(r.type.shape.back());
+        b.first = b.last = static_cast<int>(i);
+        bufs_.push_back(b);
+        value_buf_[p.result] = static_cast<int>(bufs_.size() - 1);
+        for (uint32_t f : p.fused)
+            if (f != p.result)
+                value_buf_[f] = -1;
+    }
+    // Lifetimes: a buffer lives until the last step that reads any value in it.
+    for (uint32_t i = 0; i < nodes.size(); i++)
+        for (uint32_t o : nodes[i].operands)
+            if (value_buf_[o] >= 0) {
+                Buf &b = bufs_[static_cast<size_t>(value_buf_[o])];
+                b.last = std::max(b.last, step_of(i));
+            }
+    // Temporaries: a dry run of the emission records them per step.
+    planning_ = true;
+    emit();
+    planning_ = false;
+
+    // First fit by offset among the buffers whose lifetimes overlap.
+    std::vector<size_t> order(bufs_.size());
+    for (size_t i = 0; i < order.size(); i++)
+        order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return bufs_[a].first < bufs_[b].first; });
+    std::vector<size_t> placed;
+    peak_ = 0;
+    for (size_t id : order) {
+        Buf &x = bufs_[id];
+        std::vector<std::pair<uint64_t, uint64_t>> busy;
+        for (size_t y : placed) {
+            const Buf &o = bufs_[y];
+            if (o.last >= x.first && o.first <= x.last)
+                busy.emplace_back(o.offset, o.offset + o.bytes());
+        }
+        std::sort(busy.begin(), busy.end());
+        uint64_t off = 0;
+        for (auto [b0, b1] : busy) {
+            if (off + x.bytes() <= b0)
+                break;
+            off = std::max(off, b1);
+        }
+        x.offset = off;
+        peak_ = std::max(peak_, off + x.bytes());
+        placed.push_back(id);
+    }
+    if (peak_ > opt_.limits.sbuf_bytes)
+        throw GraphError(fmt::format(
+            "graph '{}' needs {} bytes of SBUF per partition at its peak, the core has {} "
+            "(streaming tensors from device memory is not implemented)",
+            g_.name(), peak_, opt_.limits.sbuf_bytes));
+}
+
+Tap Lowering::rows(const Buf &b, uint32_t r0, uint32_t n, uint32_t c0, uint32_t cn) const {
+    const uint32_t t = r0 / P;
+    Tap tap;
+    tap.space = Space::sbuf;
+    tap.dtype = b.dtype;
+    tap.part_start = r0 % P;
+    tap.part_count = n;
+    tap.offset = arena_.offset + static_cast<uint32_t>(b.offset + (uint64_t{t} * b.cols + c0) *
+                                                                      dtype_size(b.dtype));
+    tap.count = {cn, 1};
+    tap.stride = {1, 0};
+    return tap;
+}
+
+Tap Lowering::tile(const Buf &b, uint32_t t) const {
+    return rows(b, t * P, tile_rows(b, t), 0, b.cols);
+}
+
+void Lowering::ensure_loaded(uint32_t node) {
+    if (planning_ || loaded_[node])
+        return;
+    const Node &n = g_.node(node);
+    if (n.op != Op::input && n.op != Op::constant)
+        return;
+    loaded_[node] = true;
+    const Buf &b = buf(node);
+    const ArgRef &a = args_.at(node);
+    const uint64_t pitch = uint64_t{b.cols} * dtype_size(b.dtype);
+    for (uint32_t t = 0; t < b.tiles(); t++)
+        k_->dma_load(tile(b, t), a.at(uint64_t{t} * P * pitch, static_cast<uint32_t>(pitch)));
+}
+
+void Lowering::store(uint32_t node) {
+    if (planning_ || !is_output_[node])
+        return;
+    const Buf &b = buf(node);
+    const ArgRef &a = args_.at(node);
+    const uint64_t pitch = uint64_t{b.cols} * dtype_size(b.dtype);
+    for (uint32_t t = 0; t < b.tiles(); t++)
+        k_->dma_store(a.at(uint64_t{t} * P * pitch, static_cast<uint32_t>(pitch)), tile(b, t));
+}
+
+// A one-row value copied onto all 128 partitions: one COPY, then copies
+// that double the filled partitions (partition pairing is relative, so a
+// copy may move data across partitions).
+const Buf &Lowering::replicated(uint32_t node, uint32_t step) {
+    auto key = std::make_pair(node, step);
+    auto it = replicas_.find(key);
+    if (it == replicas_.end()) {
+        const Buf &src = buf(node);
+        int id = temp(step, g_.node(node).name + ".rows", src.dtype, P, src.cols);
+        replicas_[key] = id;
+        if (!planning_) {
+            const Buf &r = bufs_[static_cast<size_t>(id)];
+            const Buf &s = buf(node);
+            ensure_loaded(node);
+            k_->copy(Engine::vector, rows(r, 0, 1, 0, r.cols), rows(s, 0, 1, 0, s.cols));
+            for (uint32_t have = 1; have < P; have *= 2)
+                k_->copy(Engine::vector, rows(r, have, std::min(have, P - have), 0, r.cols),
+                         rows(r, 0, std::min(have, P - have), 0, r.cols));
+        }
+        return bufs_[static_cast<size_t>(id)];
+    }
+    return bufs_[static_cast<size_t>(it->second)];
+}
+
+// r = 1/sqrt(v): the integer estimate 0x5f3759df - bits/2 (on the int32
+// view of v's bytes), then three Newton steps r <- r (1.5 - 0.5 v r^2).
+void Lowering::rsqrt(const Tap &r, const Tap &v, const Tap &t, const Tap &est_i) {
+    Tap vi = v;
+    vi.dtype = DType::int32;
+    k_->tensor_scalar(Engine::vector, est_i, vi, AluOp::mul, 0.5f, AluOp::sub,
+                      static_cast<float>(0x5f3759df), false, /*reverse1=*/true);
+    Tap est = est_i;
+    est.dtype = DType::fp32;
+    k_->copy(Engine::vector, r, est);
+    for (int it = 0; it < 3; it++) {
+        k_->tensor_tensor(AluOp::mul, t, r, r);
+        k_->tensor_tensor(AluOp::mul, t, t, v);
+        k_->tensor_scalar(Engine::vector, t, t, AluOp::mul, -0.5f, AluOp::add, 1.5f);
+        k_->tensor_tensor(AluOp::mul, r, r, t);
+    }
+}
+
+void Lowering::emit_matmul(uint32_t i, const Plan &p) {
+    const Node &n = g_.node(i);
+    uint32_t ai = n.operands[0], bi = n.operands[1];
+    const Node &an = g_.node(ai), &bn = g_.node(bi);
+    const Shape &as = an.type.shape, &bs = bn.type.shape;
+    const size_t ra = as.size();
+    // Operands in [.., M, K] and [.., K, N] form: transposed on chip, or, for
+    // constants, in the constant data.
+    auto oriented = [&](uint32_t v, bool transposed, const char *tag) -> const Buf & {
+        const Node &vn = g_.node(v);
+        if (!transposed) {
+            ensure_loaded(v);
+            return buf(v);
+        }
+        const Shape &s = vn.type.shape;
+        uint32_t x = static_cast<uint32_t>(s[s.size() - 2]), y = static_cast<uint32_t>(s.back());
+        uint32_t batch = static_cast<uint32_t>(vn.type.elements() / (int64_t{x} * y));
+        int id = temp(i, vn.name + "." + tag, vn.type.dtype, batch * y, x);
+        if (!planning_) {
+            ensure_loaded(v);
+            emit_transpose2(v, buf(v), bufs_[static_cast<size_t>(id)], batch, x, y);
+        }
+        return bufs_[static_cast<size_t>(id)];
+    };
+    const Buf &A = oriented(ai, n.transpose_a, "t");
+    const Buf *Bp = nullptr;
+    if (n.transpose_b && bn.op == Op::constant) {
+        Bp = &buf(bi); // the constant's data is stored transposed (folded)
+        ensure_loaded(bi);
+    } else {
+        Bp = &oriented(bi, n.transpose_b, "t");
+    }
+    const Buf &B = *Bp;
+    const uint32_t M = static_cast<uint32_t>(n.type.shape[n.type.shape.size() - 2]);
+    const uint32_t N = static_cast<uint32_t>(n.type.shape.back());
+    const uint32_t K = static_cast<uint32_t>(n.transpose_a ? as[ra - 2] : as[ra - 1]);
+    const uint32_t batches = static_cast<uint32_t>(n.type.elements() / (int64_t{M} * N));
+    const bool batched_b = bs.size() > 2;
+    const uint32_t nk_max = (K + P - 1) / P + 1; // pieces of K, at most one more than blocks
+    int at[2] = {temp(i, n.name + ".lhsT0", A.dtype, P, nk_max * P),
+                 temp(i, n.name + ".lhsT1", A.dtype, P, nk_max * P)};
+    if (p.bias && ones_ < 0 && planning_)
+        ones_ = -2; // allocated in emit() before the first step
+    if (p.bias)
+        ensure_loaded(*p.bias);
+    if (p.residual)
+        ensure_loaded(*p.residual);
+    if (planning_)
+        return;
+    const Buf &O = buf(p.result);
+    unsigned flip = 0;
+    for (uint32_t bt = 0; bt < batches; bt++) {
+        for (uint32_t r = 0; r < M;) {
+            const uint32_t ga = bt * M + r, cnt = std::min(P - ga % P, M - r);
+            struct Piece {
+                uint32_t k, kc, gb;
+            };
+            std::vector<Piece> pieces;
+            for (uint32_t kk = 0; kk < K;) {
+                uint32_t gb = (batched_b ? bt * K : 0) + kk;
+                uint32_t kc = std::min(P - gb % P, K - kk);
+                pieces.push_back({kk, kc, gb});
+                kk += kc;
+            }
+            const Buf &T = bufs_[static_cast<size_t>(at[flip++ % 2])];
+            for (size_t j = 0; j < pieces.size(); j++)
+                k_->transpose(rows(T, 0, pieces[j].kc, static_cast<uint32_t>(j) * P, cnt),
+                              rows(A, ga, cnt, pieces[j].k, pieces[j].kc));
+            for (uint32_t n0 = 0; n0 < N; n0 += bank_elems) {
+                const uint32_t nn = std::min(bank_elems, N - n0);
+                Tap bank = psum_.view((next_bank_++ % psum_banks) * bank_elems, nn);
+                bank.part_count = cnt;
+                bool first = true;
+                if (p.bias) {
+                    const Buf &ones = bufs_[static_cast<size_t>(ones_)];
+                    k_->matmul(bank, rows(ones, 0, 1, 0, cnt), rows(buf(*p.bias), 0, 1, n0, nn),
+                               false);
+                    first = false;
+                }
+                for (size_t j = 0; j < pieces.size(); j++) {
+                    k_->matmul(bank, rows(T, 0, pieces[j].kc, static_cast<uint32_t>(j) * P, cnt),
+                               rows(B, pieces[j].gb, pieces[j].kc, n0, nn), !first);
+                    first = false;
+                }
+                Tap dst = rows(O, ga, cnt, n0, nn);
+                if (!p.steps.empty() && p.steps[0].kind == Step::act)
+                    k_->activate(p.steps[0].f, dst, bank, p.steps[0].a, p.steps[0].b);
+                else if (!p.steps.empty())
+                    k_->tensor_scalar(Engine::vector, dst, bank, AluOp::mul, p.steps[0].a,
+                                      AluOp::add, p.steps[0].b);
+                else if (p.residual)
+                    k_->tensor_tensor(AluOp::add, dst, bank,
+                                      rows(buf(*p.residual), ga, cnt, n0, nn));
+                else
+                    k_->copy(Engine::vector, dst, bank);
+            }
+            r += cnt;
+        }
+    }
+}
+
+// dst[b, y, x] = src[b, x, y]: TRANSPOSE of blocks of at most 128 x 128
+// that stay inside one row tile of the source and of the destination.
+void Lowering::emit_transpose2(uint32_t, const Buf &in, const Buf &out, uint32_t batch, uint32_t x,
+                               uint32_t y) {
+    for (uint32_t bt = 0; bt < batch; bt++)
+        for (uint32_t x0 = 0; x0 < x;) {
+            uint32_t gi = bt * x + x0, cnt = std::min(P - gi % P, x - x0);
+            for (uint32_t y0 = 0; y0 < y;) {
+                uint32_t go = bt * y + y0, yc = std::min({P - go % P, y - y0, P});
+                k_->transpose(rows(out, go, yc, x0, cnt), rows(in, gi, cnt, y0, yc));
+                y0 += yc;
+            }
+            x0 += cnt;
+        }
+}
+
+void Lowering::emit_elementwise(uint32_t i, const Plan &p) {
+    const uint32_t src = g_.node(i).operands[0];
+    ensure_loaded(src);
+    if (planning_)
+        return;
+    const Buf &in = buf(src), &out = buf(p.result);
+    for (uint32_t t = 0; t < out.tiles(); t++) {
+        Tap x = tile(in, t), y = tile(out, t);
+        size_t s = 0;
+        while (s < p.steps.size()) {
+            const Step &st = p.steps[s];
+            // x*a + b followed by an activation: one ACTIVATE
+            if (st.kind == Step::affine && s + 1 < p.steps.size() &&
+                p.steps[s + 1].kind == Step::act) {
+                k_->activate(p.steps[s + 1].f, y, x, st.a, st.b);
+                s += 2;
+            } else if (st.kind == Step::act) {
+                k_->activate(st.f, y, x);
+                s++;
+            } else if (st.kind == Step::affine && s + 1 < p.steps.size() &&
+                       p.steps[s + 1].kind == Step::affine && st.b == 0 && p.steps[s + 1].a == 1) {
+                // (x * a) + b: one two-op TENSOR_SCALAR
+                k_->tensor_scalar(Engine::vector, y, x, AluOp::mul, st.a, AluOp::add,
+                                  p.steps[s + 1].b);
+                s += 2;
+            } else if (st.kind == Step::affine) {
+                if (st.a != 1)
+                    k_->tensor_scalar(Engine::vector, y, x, AluOp::mul, st.a);
+                else
+                    k_->tensor_scalar(Engine::vector, y, x, AluOp::add, st.b);
+                s++;
+            } else if (st.kind == Step::div) {
+                k_->tensor_scalar(Engine::vector, y, x, AluOp::div, st.a);
+                s++;
+            } else { // s - x, s / x
+                k_->tensor_scalar(Engine::vector, y, x,
+                                  st.kind == Step::rsub ? AluOp::sub : AluOp::div, st.b,
+                                  AluOp::none, 0.0f, /*reverse0=*/true);
+                s++;
+            }
+            x = y;
+        }
+    }
+}
+
+void Lowering::emit_binary(uint32_t i) {
+    const Node &n = g_.node(i);
+    const Type &ot = n.type;
+    if (n.scalar) { // int32 with a literal: one TENSOR_SCALAR per tile
+        uint32_t src = n.operands[0];
+        ensure_loaded(src);
+        if (planning_)
+            return;
+        const Buf &in = buf(src), &out = buf(i);
+        for (uint32_t t = 0; t < out.tiles(); t++)
+            k_->tensor_scalar(Engine::vector, tile(out, t), tile(in, t), alu(n.op), *n.scalar,
+                              AluOp::none, 0.0f, n.scalar_first);
+        return;
+    }
+    uint32_t a = n.operands[0], b = n.operands[1];
+    const Type &at = g_.node(a).type, &bt = g_.node(b).type;
+    // The operand with the result's shape is "big"; the other is the same
+    // shape, a row of the last axis, a column of the rows, or one element.
+    bool a_big = at.shape.size() == ot.shape.size() && at.shape == ot.shape;
+    bool b_big = bt.shape.size() == ot.shape.size() && bt.shape == ot.shape;
+    if (!a_big && !b_big)
+        unsupported(g_, n,
+                    "both operands are broadcast; the lowering broadcasts one operand "
+                    "against the other's shape");
+    uint32_t big = a_big ? a : b, small = a_big ? b : a;
+    const Type &st = g_.node(small).type;
+    enum { same, row, column, scalar } form;
+    if (st.elements() == ot.elements())
+        form = same; // also equal shapes up to leading 1s
+    else if (st.elements() == 1)
+        form = scalar;
+    else if (rows_of(st) == 1 && st.shape.back() == ot.shape.back())
+        form = row;
+    else if (st.shape.back() == 1 && st.elements() == rows_of(ot)) {
+        // the leading dims must agree (after left-padding with 1s)
+        Shape lead(ot.shape.begin(), ot.shape.end() - 1), sl(st.shape.begin(), st.shape.end() - 1);
+        while (sl.size() < lead.size())
+            sl.insert(sl.begin(), 1);
+        if (sl != lead)
+            unsupported(g_, n, "unsupported broadcast pattern");
+        form = column;
+    } else {
+        unsupported(g_, n,
+                    "broadcast pattern not lowered: the broadcast operand must be the "
+                    "same shape, a row [.., C], a column [.., 1] or one element");
+    }
+    ensure_loaded(big);
+    ensure_loaded(small);
+    const Buf *sm = nullptr;
+    if (form == row || form == scalar)
+        sm = &replicated(small, i);
+    if (planning_)
+        return;
+    if (!sm)
+        sm = &buf(small);
+    const Buf &bg = buf(big), &out = buf(i);
+    const bool reverse = !a_big; // the small operand is on the left
+    for (uint32_t t = 0; t < out.tiles(); t++) {
+        Tap y = tile(out, t), x = tile(bg, t);
+        const uint32_t rt = tile_rows(out, t);
+        switch (form) {
+        case same:
+            k_->tensor_tensor(alu(n.op), y, a_big ? x : tile(*sm, t), a_big ? tile(*sm, t) : x);
+            break;
+        case row: {
+            Tap r = rows(*sm, 0, rt, 0, sm->cols);
+            k_->tensor_tensor(alu(n.op), y, reverse ? r : x, reverse ? x : r);
+            break;
+        }
+        case column:
+            k_->tensor_scalar(Engine::vector, y, x, alu(n.op), rows(*sm, t * P, rt, 0, 1),
+                              AluOp::none, 0.0f, reverse);
+            break;
+        case scalar:
+            k_->tensor_scalar(Engine::vector, y, x, alu(n.op), rows(*sm, 0, rt, 0, 1), AluOp::none,
+                              0.0f, reverse);
+            break;
+        }
+    }
+}
+
+void Lowering::emit_softmax(uint32_t i) {
+    const Node &n = g_.node(i);
+    const uint32_t src = n.operands[0];
+    ensure_loaded(src);
+    const uint32_t C = static_cast<uint32_t>(n.type.shape.back());
+    int mx = temp(i, n.name + ".max", DType::fp32, P, 1);
+    int e = temp(i, n.name + ".exp", DType::fp32, P, C);
+    int sum = temp(i, n.name + ".sum", DType::fp32, P, 1);
+    if (planning_)
+        return;
+    const Buf &in = buf(src), &out = buf(i);
+    const Buf &M = bufs_[static_cast<size_t>(mx)], &E = bufs_[static_cast<size_t>(e)],
+              &S = bufs_[static_cast<size_t>(sum)];
+    for (uint32_t t = 0; t < out.tiles(); t++) {
+        const uint32_t rt = tile_rows(out, t);
+        Tap m = rows(M, 0, rt, 0, 1), ex = rows(E, 0, rt, 0, C), s = rows(S, 0, rt, 0, 1);
+        k_->reduce(ReduceOp::max, m, tile(in, t));
+        k_->tensor_scalar(Engine::vector, m, m, AluOp::mul, -1.0f);
+        k_->activate(Activation::exp, ex, tile(in, t), 1.0f, m);
+        k_->reduce(ReduceOp::sum, s, ex);
+        k_->tensor_scalar(Engine::vector, tile(out, t), ex, AluOp::div, s);
+    }
+}
+
+void Lowering::emit_norm(uint32_t i) {
+    const Node &n = g_.node(i);
+    const bool ln = n.op == Op::layer_norm;
+    const uint32_t src = n.operands[0];
+    const uint32_t C = static_cast<uint32_t>(n.type.shape.back());
+    ensure_loaded(src);
+    const Buf *gamma = n.operands.size() > 1 ? &replicated(n.operands[1], i) : nullptr;
+    const Buf *beta = n.operands.size() > 2 ? &replicated(n.operands[2], i) : nullptr;
+    int stat = temp(i, n.name + ".stat", DType::fp32, P, 1);
+    int var = temp(i, n.name + ".var", DType::fp32, P, 1);
+    int nt = temp(i, n.name + ".newton", DType::fp32, P, 1);
+    int est = temp(i, n.name + ".rstd", DType::int32, P, 1);
+    int r = temp(i, n.name + ".r", DType::fp32, P, 1);
+    int xc = temp(i, n.name + ".centred", DType::fp32, P, C);
+    int sq = temp(i, n.name + ".squares", DType::fp32, P, C);
+    if (planning_)
+        return;
+    auto B = [&](int id) -> const Buf & { return bufs_[static_cast<size_t>(id)]; };
+    const Buf &in = buf(src), &out = buf(i);
+    const float inv_c = 1.0f / static_cast<float>(C);
+    for (uint32_t t = 0; t < out.tiles(); t++) {
+        const uint32_t rt = tile_rows(out, t);
+        auto col = [&](int id) { return rows(B(id), 0, rt, 0, 1); };
+        auto full = [&](int id) { return rows(B(id), 0, rt, 0, C); };
+        Tap x = tile(in, t), y = tile(out, t);
+        Tap centred = x;
+        if (ln) {
+            k_->reduce(ReduceOp::sum, col(stat), x);
+            k_->tensor_scalar(Engine::vector, col(stat), col(stat), AluOp::mul, inv_c);
+            k_->tensor_scalar(Engine::vector, full(xc), x, AluOp::sub, col(stat));
+            centred = full(xc);
+        }
+        k_->tensor_tensor(AluOp::mul, full(sq), centred, centred);
+        k_->reduce(ReduceOp::sum, col(var), full(sq));
+        k_->tensor_scalar(Engine::vector, col(var), col(var), AluOp::mul, inv_c, AluOp::add, n.eps);
+        rsqrt(col(r), col(var), col(nt), col(est));
+        if (!gamma && !beta) {
+            k_->tensor_scalar(Engine::scalar, y, centred, AluOp::mul, col(r));
+            continue;
+        }
+        k_->tensor_scalar(Engine::scalar, full(sq), centred, AluOp::mul, col(r));
+        if (beta) {
+            k_->tensor_tensor(AluOp::mul, full(sq), full(sq), rows(*gamma, 0, rt, 0, C));
+            k_->tensor_tensor(AluOp::add, y, full(sq), rows(*beta, 0, rt, 0, C));
+        } else {
+            k_->tensor_tensor(AluOp::mul, y, full(sq), rows(*gamma, 0, rt, 0, C));
+        }
+    }
+}
+
+// Where element @p f of data-movement node @p node comes from: an operand
+// and its flat index.
+std::pair<uint32_t, int64_t> Lowering::source(uint32_t node, int64_t f) const {
+    const Node &n = g_.node(node);
+    const Shape &os = n.type.shape;
+    auto unravel = [](int64_t x, const Shape &s) {
+        Shape idx(s.size());
+        for (size_t d = s.size(); d-- > 0;) {
+            idx[d] = x % s[d];
+            x /= s[d];
+        }
+        return idx;
+    };
+    auto ravel = [](const Shape &idx, const Shape &s) {
+        int64_t x = 0;
+        for (size_t d = 0; d < s.size(); d++)
+            x = x * s[d] + idx[d];
+        return x;
+    };
+    if (n.op == Op::reshape)
+        return {n.operands[0], f};
+    Shape idx = unravel(f, os);
+    if (n.op == Op::transpose) {
+        Shape src(idx.size());
+        for (size_t d = 0; d < idx.size(); d++)
+            src[static_cast<size_t>(n.dims[d])] = idx[d];
+        return {n.operands[0], ravel(src, g_.node(n.operands[0]).type.shape)};
+    }
+    if (n.op == Op::slice) {
+        idx[static_cast<size_t>(n.axis)] += n.start;
+        return {n.operands[0], ravel(idx, g_.node(n.operands[0]).type.shape)};
+    }
+    const size_t ax = static_cast<size_t>(n.axis); // concat
+    for (uint32_t o : n.operands) {
+        const Shape &is = g_.node(o).type.shape;
+        if (idx[ax] < is[ax])
+            return {o, ravel(idx, is)};
+        idx[ax] -= is[ax];
+    }
+    return {n.operands.back(), 0}; // not reached: the index is inside the result
+}
+
+// Data movement (reshape, transposes keeping the last axis, slice, concat,
+// and chains of them fused into one): every output row is a few runs of
+// consecutive elements of source rows; consecutive output rows whose runs
+// continue in the next source row (same columns, same row tiles) share one
+// COPY, which may move data across partitions.
+void Lowering::emit_gather(uint32_t i) {
+    const Plan &p = plans_[i];
+    for (uint32_t leaf : p.sources)
+        ensure_loaded(leaf);
+    if (planning_)
+        return;
+    const Buf &out = buf(p.result);
+    const uint32_t C = out.cols;
+    struct Seg {
+        uint32_t leaf, row, col, out_col, len;
+    };
+    auto segments = [&](uint32_t r) {
+        std::vector<Seg> segs;
+        for (uint32_t c = 0; c < C; c++) {
+            uint32_t node = p.result;
+            int64_t f = int64_t{r} * C + c;
+            do
+                std::tie(node, f) = source(node, f);
+            while (std::find(p.fused.begin(), p.fused.end(), node) != p.fused.end() || node == i);
+            const Buf &in = buf(node);
+            uint32_t row = static_cast<uint32_t>(f / in.cols),
+                     col = static_cast<uint32_t>(f % in.cols);
+            if (!segs.empty()) {
+                Seg &l = segs.back();
+                if (l.leaf == node && l.row == row && l.col + l.len == col) {
+                    l.len++;
+                    continue;
+                }
+            }
+            segs.push_back({node, row, col, c, 1});
+        }
+        return segs;
+    };
+    std::vector<Seg> run;
+    uint32_t run_start = 0, run_len = 0;
+    auto flush = [&]() {
+        for (const Seg &sg : run)
+            k_->copy(Engine::vector, rows(out, run_start, run_len, sg.out_col, sg.len),
+                     rows(buf(sg.leaf), sg.row, run_len, sg.col, sg.len));
+        run.clear();
+        run_len = 0;
+    };
+    for (uint32_t r = 0; r < out.rows; r++) {
+        auto segs = segments(r);
+        bool extends = run_len > 0 && r % P != 0 && segs.size() == run.size();
+        for (size_t k = 0; extends && k < segs.size(); k++) {
+            const Seg &a = run[k], &b = segs[k];
+            uint32_t next = a.row + run_len;
+            extends = a.leaf == b.leaf && b.row == next && b.col == a.col &&
+                      b.out_col == a.out_col && b.len == a.len && next % P != 0;
+        }
+        if (!extends) {
+            flush();
+            run = segs;
+            run_start = r;
+        }
+        run_len++;
+    }
+    flush();
+}
+
+void Lowering::emit() {
+    const auto &nodes = g_.nodes();
+    if (!planning_) {
+        next_temp_.clear();
+        replicas_.clear();
+        loaded_.assign(nodes.size(), false);
+    }
+    for (uint32_t i = 0; i < nodes.size(); i++) {
+        const Plan &p = plans_[i];
+        switch (p.kind) {
+        case Kind::none:
+            if (nodes[i].op == Op::input || nodes[i].op == Op::constant) {
+                if (is_output_[i]) {
+                    ensure_loaded(i);
+                    store(i);
+                }
+            }
+            continue;
+        case Kind::alias:
+            break;
+        case Kind::matmul:
+            emit_matmul(i, p);
+            break;
+        case Kind::elementwise:
+            emit_elementwise(i, p);
+            break;
+        case Kind::binary:
+            emit_binary(i);
+            break;
+        case Kind::softmax:
+            emit_softmax(i);
+            break;
+        case Kind::layer_norm:
+        case Kind::rms_norm:
+            emit_norm(i);
+            break;
+        case Kind::gather:
+            emit_gather(i);
+            break;
+        case Kind::transpose2: {
+            const Node &n = nodes[i];
+            const Shape &s = g_.node(n.operands[0]).type.shape;
+            uint32_t x = static_cast<uint32_t>(s[s.size() - 2]),
+                     y = static_cast<uint32_t>(s.back());
+            ensure_loaded(n.operands[0]);
+            if (!planning_)
+                emit_transpose2(n.operands[0], buf(n.operands[0]), buf(i),
+                                static_cast<uint32_t>(n.type.elements() / (int64_t{x} * y)), x, y);
+            break;
+        }
+        }
+        if (p.kind == Kind::alias) {
+            ensure_loaded(nodes[i].operands[0]);
+            store(i);
+        } else {
+            store(p.result);
+        }
+    }
+}
+
+Compiled Lowering::run() {
+    timed("check", [&] { check(); });
+    timed("fuse", [&] { fuse(); });
+    timed("fold", [&] {
+        // Constants that a matmul reads transposed are stored transposed.
+        for (const Node &n : g_.nodes())
+            if (n.op == Op::matmul && n.transpose_b && g_.node(n.operands[1]).op == Op::constant) {
+                uint32_t c = n.operands[1];
+                const Node &cn = g_.node(c);
+                if (uses_[c] != 1 || is_output_[c])
+                    unsupported(g_, n, "a transposed constant operand must have no other use");
+                const Shape &s = cn.type.shape;
+                int64_t x = s[s.size() - 2], y = s.back(), batch = cn.type.elements() / (x * y);
+                auto v = constant_values(cn), t = v;
+                for (int64_t b = 0; b < batch; b++)
+                    for (int64_t r = 0; r < x; r++)
+                        for (int64_t q = 0; q < y; q++)
+                            t[static_cast<size_t>(b * x * y + q * x + r)] =
+                                v[static_cast<size_t>(b * x * y + r * y + q)];
+                folded_[c] = std::move(t);
+            }
+    });
+    timed("memory", [&] {
+        ones_ = -1;
+        plan_memory();
+    });
+    std::optional<Program> program;
+    Kernel::Stats stats;
+    timed("emit", [&] {
+        b_.emplace(g_.name(), opt_.limits);
+        // Arguments: inputs, then outputs, then the constants' slot.
+        for (uint32_t i = 0; i < g_.nodes().size(); i++) {
+            const Node &n = g_.node(i);
+            std::vector<uint32_t> shape;
+            for (int64_t d : n.type.shape)
+                shape.push_back(static_cast<uint32_t>(d));
+            if (n.op == Op::input)
+                args_.emplace(i, b_->argument(n.name, n.type.dtype, shape, Direction::in));
+        }
+        for (uint32_t o : g_.outputs()) {
+            const Node &n = g_.node(o);
+            if (n.op == Op::input || n.op == Op::constant)
+                throw GraphError(fmt::format("output '{}' is a graph {}: it needs no program",
+                                             n.name, n.op == Op::input ? "input" : "constant"));
+            std::vector<uint32_t> shape;
+            for (int64_t d : n.type.shape)
+                shape.push_back(static_cast<uint32_t>(d));
+            args_.emplace(o, b_->argument(n.name, n.type.dtype, shape, Direction::out));
+        }
+        for (uint32_t i = 0; i < g_.nodes().size(); i++) {
+            const Node &n = g_.node(i);
+            if (n.op != Op::constant || (uses_[i] == 0 && !is_output_[i]))
+                continue;
+            std::vector<uint32_t> shape;
+            for (int64_t d : n.type.shape)
+                shape.push_back(static_cast<uint32_t>(d));
+            auto it = folded_.find(i);
+            if (it != folded_.end())
+                std::swap(shape[shape.size() - 1], shape[shape.size() - 2]);
+            auto bytes = pack(n.type.dtype, it != folded_.end() ? it->second : constant_values(n));
+            args_.erase(i);
+            args_.emplace(i, b_->constant(n.name, n.type.dtype, shape, bytes));
+        }
+        // The arena: every buffer, and after them the row of ones that adds
+        // a bias in PSUM.
+        arena_ = b_->sbuf("arena", DType::fp32, static_cast<uint32_t>((peak_ + P * 4) / 4));
+        psum_ = b_->psum("acc", DType::fp32, psum_banks * bank_elems);
+        k_.emplace(*b_);
+        if (ones_ == -2) {
+            Buf ones;
+            ones.what = "ones";
+            ones.rows = 1;
+            ones.cols = P;
+            ones.offset = peak_;
+            bufs_.push_back(ones);
+            ones_ = static_cast<int>(bufs_.size() - 1);
+            k_->memset(Engine::vector, rows(bufs_.back(), 0, 1, 0, P), 1.0f);
+        }
+        emit();
+        k_->finish();
+        stats = k_->stats();
+    });
+    timed("build", [&] { program.emplace(b_->finish()); });
+    // The plan, for --dump-plan and docs.
+    std::string plan = fmt::format("SBUF: {} bytes per partition at the peak\n", peak_);
+    for (uint32_t i = 0; i < g_.nodes().size(); i++) {
+        const Plan &p = plans_[i];
+        if (p.kind == Kind::none && !g_.node(i).operands.empty())
+            continue;
+        std::vector<std::string> f;
+        for (uint32_t x : p.fused)
+            f.push_back(g_.node(x).name);
+        int bid = value_buf_[p.result];
+        plan +=
+            fmt::format("{:<20} {:<12} {}{}\n", g_.node(i).name, to_string(g_.node(i).op),
+                        bid >= 0 ? fmt::format("@{} +{}", bufs_[static_cast<size_t>(bid)].offset,
+                                               bufs_[static_cast<size_t>(bid)].bytes())
+                                 : "",
+                        f.empty() ? "" : fmt::format("  fused: {}", fmt::join(f, ", ")));
+    }
+    return Compiled{std::move(*program), times_, plan, stats};
+}
+
+} // namespace
+
+Compiled compile(const Graph &g, const CompileOptions &options) {
+    return Lowering(g, options).run();
+}
+
+} // namespace neuron::compiler

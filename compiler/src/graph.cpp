@@ -1,0 +1,472 @@
+// SPDX-License-Identifier: MIT
+#include <neuron/compiler/graph.hpp>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace neuron::compiler {
+
+namespace {
+
+struct OpName {
+    Op op;
+    const char *name;
+};
+constexpr std::array<OpName, 21> op_names{{
+    {Op::input, "input"},
+    {Op::constant, "const"},
+    {Op::matmul, "matmul"},
+    {Op::add, "add"},
+    {Op::sub, "sub"},
+    {Op::mul, "mul"},
+    {Op::div, "div"},
+    {Op::relu, "relu"},
+    {Op::gelu, "gelu"},
+    {Op::gelu_tanh, "gelu_tanh"},
+    {Op::silu, "silu"},
+    {Op::sigmoid, "sigmoid"},
+    {Op::tanh, "tanh"},
+    {Op::exp, "exp"},
+    {Op::softmax, "softmax"},
+    {Op::layer_norm, "layer_norm"},
+    {Op::rms_norm, "rms_norm"},
+    {Op::reshape, "reshape"},
+    {Op::transpose, "transpose"},
+    {Op::slice, "slice"},
+    {Op::concat, "concat"},
+}};
+
+std::string shape_str(const Shape &s) {
+    return fmt::format("[{}]", fmt::join(s, ", "));
+}
+
+int64_t product(const Shape &s) {
+    int64_t n = 1;
+    for (int64_t d : s)
+        n *= d;
+    return n;
+}
+
+uint16_t to_half(float f) {
+    uint32_t u = std::bit_cast<uint32_t>(f);
+    uint32_t sign = (u >> 16) & 0x8000u;
+    if (std::isnan(f))
+        return static_cast<uint16_t>(sign | 0x7e00u);
+    float a = std::fabs(f);
+    if (a >= 65520.0f)
+        return static_cast<uint16_t>(sign | 0x7c00u);
+    if (a < 6.103515625e-05f) { // subnormal: multiples of 2^-24, nearest even
+        float q = std::nearbyint(a * 16777216.0f);
+        return static_cast<uint16_t>(sign | static_cast<uint32_t>(q));
+    }
+    uint32_t m = u & 0x7fffffffu;
+    uint32_t lsb = (m >> 13) & 1u;
+    m += 0xfffu + lsb;
+    return static_cast<uint16_t>(sign | ((m >> 13) - (112u << 10)));
+}
+
+float from_half(uint16_t h) {
+    uint32_t sign = (h & 0x8000u) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    float v;
+    if (e == 0)
+        v = std::ldexp(static_cast<float>(m), -24);
+    else if (e == 31)
+        v = m ? NAN : INFINITY;
+    else
+        v = std::ldexp(static_cast<float>(m | 0x400), static_cast<int>(e) - 25);
+    return sign ? -v : v;
+}
+
+uint16_t to_bf16(float x) {
+    uint32_t u = std::bit_cast<uint32_t>(x);
+    if (std::isnan(x))
+        return static_cast<uint16_t>((u >> 16) | 0x40);
+    uint32_t lsb = (u >> 16) & 1u;
+    return static_cast<uint16_t>((u + 0x7fffu + lsb) >> 16);
+}
+
+} // namespace
+
+const char *to_string(Op op) noexcept {
+    for (const auto &o : op_names)
+        if (o.op == op)
+            return o.name;
+    return "?";
+}
+
+std::optional<Op> op_from_string(std::string_view name) noexcept {
+    for (const auto &o : op_names)
+        if (name == o.name && o.op != Op::input && o.op != Op::constant)
+            return o.op;
+    return std::nullopt;
+}
+
+std::optional<DType> dtype_from_string(std::string_view name) noexcept {
+    for (DType t : {DType::fp32, DType::bf16, DType::fp16, DType::int32})
+        if (name == neuron::to_string(t))
+            return t;
+    return std::nullopt;
+}
+
+bool is_binary(Op op) noexcept {
+    return op == Op::add || op == Op::sub || op == Op::mul || op == Op::div;
+}
+
+bool is_activation(Op op) noexcept {
+    return op >= Op::relu && op <= Op::exp;
+}
+
+int64_t Type::elements() const {
+    return product(shape);
+}
+
+std::string to_string(const Type &t) {
+    return fmt::format("{}{}", neuron::to_string(t.dtype), shape_str(t.shape));
+}
+
+float round_to(DType t, float x) {
+    switch (t) {
+    case DType::fp32:
+        return x;
+    case DType::bf16:
+        return std::bit_cast<float>(static_cast<uint32_t>(to_bf16(x)) << 16);
+    case DType::fp16:
+        return from_half(to_half(x));
+    case DType::int32:
+        if (std::isnan(x))
+            return 0;
+        return static_cast<float>(
+            std::clamp(static_cast<double>(std::nearbyint(x)), -2147483648.0, 2147483647.0));
+    }
+    return x;
+}
+
+std::vector<std::byte> pack(DType t, const std::vector<float> &v) {
+    const size_t es = dtype_size(t);
+    std::vector<std::byte> out(v.size() * es);
+    for (size_t i = 0; i < v.size(); i++) {
+        std::byte *p = out.data() + i * es;
+        if (t == DType::fp32) {
+            std::memcpy(p, &v[i], 4);
+        } else if (t == DType::bf16) {
+            uint16_t h = to_bf16(v[i]);
+            std::memcpy(p, &h, 2);
+        } else if (t == DType::fp16) {
+            uint16_t h = to_half(v[i]);
+            std::memcpy(p, &h, 2);
+        } else {
+            auto n = static_cast<int32_t>(round_to(DType::int32, v[i]));
+            std::memcpy(p, &n, 4);
+        }
+    }
+    return out;
+}
+
+std::vector<float> unpack(DType t, const std::byte *bytes, size_t elements) {
+    const size_t es = dtype_size(t);
+    std::vector<float> out(elements);
+    for (size_t i = 0; i < elements; i++) {
+        const std::byte *p = bytes + i * es;
+        if (t == DType::fp32) {
+            std::memcpy(&out[i], p, 4);
+        } else if (t == DType::bf16 || t == DType::fp16) {
+            uint16_t h;
+            std::memcpy(&h, p, 2);
+            out[i] = t == DType::bf16 ? std::bit_cast<float>(static_cast<uint32_t>(h) << 16)
+                                      : from_half(h);
+        } else {
+            int32_t n;
+            std::memcpy(&n, p, 4);
+            out[i] = static_cast<float>(n);
+        }
+    }
+    return out;
+}
+
+std::vector<float> constant_values(const Node &c) {
+    if (!c.init.seed)
+        return c.init.values;
+    // xorshift64, as the examples' generator.
+    uint64_t s = *c.init.seed ? *c.init.seed : 0x9e3779b97f4a7c15ull;
+    std::vector<float> v(static_cast<size_t>(c.type.elements()));
+    for (auto &x : v) {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        auto r = static_cast<uint32_t>(s >> 16);
+        x = round_to(c.type.dtype, (static_cast<float>(r) / 2147483648.0f - 1.0f) * c.init.scale);
+    }
+    return v;
+}
+
+std::optional<uint32_t> Graph::find(std::string_view name) const {
+    for (uint32_t i = 0; i < nodes_.size(); i++)
+        if (nodes_[i].name == name)
+            return i;
+    return std::nullopt;
+}
+
+uint32_t Graph::push(Node n) {
+    if (n.name.empty())
+        throw GraphError(fmt::format("a {} node needs a name", to_string(n.op)));
+    if (find(n.name))
+        throw GraphError(fmt::format("'{}' is defined twice", n.name));
+    if (n.type.shape.empty())
+        throw GraphError(
+            fmt::format("'{}': rank-0 values are not supported (use shape [1])", n.name));
+    for (int64_t d : n.type.shape)
+        if (d < 1)
+            throw GraphError(fmt::format("'{}': dimension {} in shape {} (sizes must be >= 1)",
+                                         n.name, d, shape_str(n.type.shape)));
+    nodes_.push_back(std::move(n));
+    return static_cast<uint32_t>(nodes_.size() - 1);
+}
+
+uint32_t Graph::input(const std::string &name, Type type) {
+    Node n;
+    n.op = Op::input;
+    n.name = name;
+    n.type = std::move(type);
+    return push(std::move(n));
+}
+
+uint32_t Graph::constant(const std::string &name, Type type, ConstantInit init) {
+    Node n;
+    n.op = Op::constant;
+    n.name = name;
+    n.type = std::move(type);
+    if (!init.seed) {
+        if (static_cast<int64_t>(init.values.size()) != n.type.elements())
+            throw GraphError(fmt::format("constant '{}' of type {} has {} values, needs {}", name,
+                                         to_string(n.type), init.values.size(), n.type.elements()));
+        for (auto &v : init.values)
+            v = round_to(n.type.dtype, v);
+    }
+    n.init = std::move(init);
+    return push(std::move(n));
+}
+
+void Graph::mark_output(uint32_t node) {
+    if (node >= nodes_.size())
+        throw GraphError(fmt::format("output: no node {}", node));
+    for (uint32_t o : outputs_)
+        if (o == node)
+            throw GraphError(fmt::format("'{}' is an output twice", nodes_[node].name));
+    outputs_.push_back(node);
+}
+
+uint32_t Graph::add(Op op, const std::string &name, std::vector<uint32_t> operands,
+                    const Attrs &a) {
+    Node n;
+    n.op = op;
+    n.name = name;
+    n.operands = operands;
+    n.scalar = a.scalar;
+    n.scalar_first = a.scalar_first;
+    n.transpose_a = a.transpose_a;
+    n.transpose_b = a.transpose_b;
+    n.dims = a.dims;
+    n.axis = a.axis.value_or(0);
+    n.start = a.start;
+    n.end = a.end;
+    std::vector<const Type *> in;
+    for (uint32_t o : operands) {
+        if (o >= nodes_.size())
+            throw GraphError(fmt::format("'{}': operand {} is not defined before it", name, o));
+        in.push_back(&nodes_[o].type);
+    }
+    auto fail = [&](const std::string &why) -> GraphError {
+        std::vector<std::string> ts;
+        for (size_t i = 0; i < in.size(); i++)
+            ts.push_back(fmt::format("{}: {}", nodes_[operands[i]].name, to_string(*in[i])));
+        return GraphError(
+            fmt::format("'{}' ({}) of {}: {}", name, to_string(op),
+                        ts.empty() ? "no operands" : fmt::format("{}", fmt::join(ts, ", ")), why));
+    };
+    auto arity = [&](size_t lo, size_t hi) {
+        if (in.size() < lo || in.size() > hi)
+            throw fail(lo == hi ? fmt::format("takes {} operand(s)", lo)
+                                : fmt::format("takes {} to {} operands", lo, hi));
+    };
+    auto same_dtype = [&]() {
+        for (const Type *t : in)
+            if (t->dtype != in[0]->dtype)
+                throw fail("operands of different dtypes (there are no implicit casts)");
+    };
+    auto floating = [&]() {
+        if (in[0]->dtype == DType::int32)
+            throw fail("int32 is supported by add, sub, mul and the data-movement operators only");
+    };
+    auto norm_axis = [&](int64_t axis, size_t rank) {
+        int64_t r = static_cast<int64_t>(rank);
+        if (axis < -r || axis >= r)
+            throw fail(fmt::format("axis {} out of range for rank {}", axis, rank));
+        return axis < 0 ? axis + r : axis;
+    };
+    if (op == Op::input || op == Op::constant)
+        throw fail("inputs and constants are declared with input() and constant()");
+    if (a.eps && op != Op::layer_norm && op != Op::rms_norm)
+        throw fail("eps is an attribute of layer_norm and rms_norm only");
+    Type out;
+    if (is_binary(op)) {
+        if (a.scalar) {
+            arity(1, 1);
+            if (op == Op::div && in[0]->dtype == DType::int32)
+                throw fail("div is not supported on int32");
+            out = *in[0];
+        } else {
+            arity(2, 2);
+            same_dtype();
+            if (op == Op::div)
+                floating();
+            // Broadcasting as numpy, where the result is one operand's shape.
+            const Shape &x = in[0]->shape, &y = in[1]->shape;
+            size_t r = std::max(x.size(), y.size());
+            Shape res(r);
+            for (size_t i = 0; i < r; i++) {
+                int64_t dx = i + x.size() >= r ? x[i + x.size() - r] : 1;
+                int64_t dy = i + y.size() >= r ? y[i + y.size() - r] : 1;
+                if (dx != dy && dx != 1 && dy != 1)
+                    throw fail(
+                        fmt::format("shapes do not broadcast (axis {}: {} vs {})", i, dx, dy));
+                res[i] = std::max(dx, dy);
+            }
+            out = Type{in[0]->dtype, res};
+        }
+    } else if (is_activation(op)) {
+        arity(1, 1);
+        floating();
+        out = *in[0];
+    } else if (op == Op::matmul) {
+        arity(2, 2);
+        same_dtype();
+        floating();
+        Shape x = in[0]->shape, y = in[1]->shape;
+        if (x.size() < 2 || y.size() < 2)
+            throw fail("operands need rank >= 2");
+        if (a.transpose_a)
+            std::swap(x[x.size() - 1], x[x.size() - 2]);
+        if (a.transpose_b)
+            std::swap(y[y.size() - 1], y[y.size() - 2]);
+        int64_t m = x[x.size() - 2], k = x.back(), k2 = y[y.size() - 2], nn = y.back();
+        if (k != k2)
+            throw fail(fmt::format("contraction sizes differ ({} vs {})", k, k2));
+        Shape bx(x.begin(), x.end() - 2), by(y.begin(), y.end() - 2);
+        if (!by.empty() && bx != by)
+            throw fail("the second operand is 2-d or has the first one's batch dimensions");
+        out.dtype = in[0]->dtype;
+        out.shape = bx;
+        out.shape.push_back(m);
+        out.shape.push_back(nn);
+    } else if (op == Op::softmax) {
+        arity(1, 1);
+        floating();
+        if (norm_axis(a.axis.value_or(-1), in[0]->shape.size()) !=
+            static_cast<int64_t>(in[0]->shape.size()) - 1)
+            throw fail("softmax runs over the last axis only");
+        n.axis = -1;
+        out = *in[0];
+    } else if (op == Op::layer_norm || op == Op::rms_norm) {
+        arity(1, op == Op::layer_norm ? 3 : 2);
+        same_dtype();
+        floating();
+        if (op == Op::layer_norm && in.size() == 2)
+            throw fail("takes the input alone or with both weight and bias");
+        const Shape &x = in[0]->shape;
+        if (x.empty())
+            throw fail("needs rank >= 1");
+        for (size_t i = 1; i < in.size(); i++)
+            if (in[i]->shape != Shape{x.back()})
+                throw fail(fmt::format("weight and bias have shape [{}]", x.back()));
+        n.eps = a.eps.value_or(op == Op::layer_norm ? 1e-5f : 1e-6f);
+        if (!(n.eps >= 0))
+            throw fail("eps must be >= 0");
+        out = *in[0];
+    } else if (op == Op::reshape) {
+        arity(1, 1);
+        Shape s = a.dims;
+        int64_t known = 1, infer = -1;
+        for (size_t i = 0; i < s.size(); i++) {
+            if (s[i] == -1) {
+                if (infer >= 0)
+                    throw fail("at most one -1 in the shape");
+                infer = static_cast<int64_t>(i);
+            } else if (s[i] < 1) {
+                throw fail(fmt::format("bad size {} in the shape", s[i]));
+            } else {
+                known *= s[i];
+            }
+        }
+        int64_t total = in[0]->elements();
+        if (infer >= 0) {
+            if (total % known)
+                throw fail(fmt::format("cannot infer -1 in {}", shape_str(s)));
+            s[static_cast<size_t>(infer)] = total / known;
+        }
+        if (product(s) != total)
+            throw fail(
+                fmt::format("{} has {} elements, the input {}", shape_str(s), product(s), total));
+        n.dims = s;
+        out = Type{in[0]->dtype, s};
+    } else if (op == Op::transpose) {
+        arity(1, 1);
+        const Shape &x = in[0]->shape;
+        Shape p = a.dims;
+        if (p.empty() && x.size() >= 2) { // default: swap the last two axes
+            for (size_t i = 0; i < x.size(); i++)
+                p.push_back(static_cast<int64_t>(i));
+            std::swap(p[x.size() - 1], p[x.size() - 2]);
+        }
+        if (p.size() != x.size())
+            throw fail(fmt::format("permutation {} for rank {}", shape_str(p), x.size()));
+        std::vector<bool> seen(x.size());
+        Shape s;
+        for (int64_t d : p) {
+            if (d < 0 || d >= static_cast<int64_t>(x.size()) || seen[static_cast<size_t>(d)])
+                throw fail(fmt::format("{} is not a permutation", shape_str(p)));
+            seen[static_cast<size_t>(d)] = true;
+            s.push_back(x[static_cast<size_t>(d)]);
+        }
+        n.dims = p;
+        out = Type{in[0]->dtype, s};
+    } else if (op == Op::slice) {
+        arity(1, 1);
+        const Shape &x = in[0]->shape;
+        int64_t ax = norm_axis(a.axis.value_or(0), x.size());
+        int64_t d = x[static_cast<size_t>(ax)];
+        int64_t st = a.start < 0 ? a.start + d : a.start, en = a.end <= 0 ? a.end + d : a.end;
+        if (st < 0 || en > d || st >= en)
+            throw fail(fmt::format("slice [{}, {}) of an axis of {}", a.start, a.end, d));
+        n.axis = ax;
+        n.start = st;
+        n.end = en;
+        out = *in[0];
+        out.shape[static_cast<size_t>(ax)] = en - st;
+    } else if (op == Op::concat) {
+        if (in.empty())
+            throw fail("takes at least one operand");
+        same_dtype();
+        const Shape &x = in[0]->shape;
+        int64_t ax = norm_axis(a.axis.value_or(0), x.size());
+        out = *in[0];
+        for (size_t i = 1; i < in.size(); i++) {
+            const Shape &y = in[i]->shape;
+            bool ok = y.size() == x.size();
+            for (size_t j = 0; ok && j < x.size(); j++)
+                ok = static_cast<int64_t>(j) == ax || x[j] == y[j];
+            if (!ok)
+                throw fail("operands differ outside the concatenation axis");
+            out.shape[static_cast<size_t>(ax)] += y[static_cast<size_t>(ax)];
+        }
+        n.axis = ax;
+    }
+    n.type = out;
+    return push(std::move(n));
+}
+
+} // namespace neuron::compiler

@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: MIT
+// Kernel: instructions for the four engines of one NeuronCore, written in
+// one program order, with the semaphores between the engine streams derived
+// from what every instruction reads and writes.
+//
+// Every instruction names the SBUF/PSUM ranges it reads and writes (its
+// taps). When an instruction on engine E touches bytes that an earlier
+// instruction on another engine F writes (read after write), or writes
+// bytes an earlier instruction of F reads or writes (write after read,
+// write after write), E waits for that instruction of F. Each engine owns
+// one semaphore that it signals after every instruction some other engine
+// waits for; waits compare against the count (they never decrement), so a
+// wait for F's n-th signal also covers all of F's earlier ones. Waits that
+// are already implied (directly or through a third engine) are dropped.
+// Since every wait refers to an instruction recorded earlier, the streams
+// cannot deadlock.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+
+#include <neuron/builder.hpp>
+#include <neuron/export.h>
+
+namespace neuron {
+
+class NEURON_EXPORT Kernel {
+  public:
+    /// Instructions go into @p b's streams when finish() is called.
+    explicit Kernel(ProgramBuilder &b);
+    Kernel(const Kernel &) = delete;
+    Kernel &operator=(const Kernel &) = delete;
+    ~Kernel();
+
+    // Sync engine.
+    void dma_load(const Tap &dst, const DramRef &src);
+    void dma_store(const DramRef &dst, const Tap &src);
+    // Tensor engine.
+    void matmul(const Tap &dst, const Tap &stationary, const Tap &moving, bool accumulate);
+    void transpose(const Tap &dst, const Tap &src);
+    // Scalar engine.
+    void activate(Activation f, const Tap &dst, const Tap &src, float scale = 1.0f,
+                  float bias = 0.0f);
+    void activate(Activation f, const Tap &dst, const Tap &src, float scale, const Tap &bias);
+    // Vector engine (tensor_scalar, copy and memset also on Scalar).
+    void tensor_tensor(AluOp op, const Tap &dst, const Tap &a, const Tap &b);
+    void tensor_scalar(Engine e, const Tap &dst, const Tap &src, AluOp op0, float s0,
+                       AluOp op1 = AluOp::none, float s1 = 0.0f, bool reverse0 = false,
+                       bool reverse1 = false);
+    void tensor_scalar(Engine e, const Tap &dst, const Tap &src, AluOp op0, const Tap &s0,
+                       AluOp op1 = AluOp::none, float s1 = 0.0f, bool reverse0 = false,
+                       bool reverse1 = false);
+    void reduce(ReduceOp op, const Tap &dst, const Tap &src);
+    void copy(Engine e, const Tap &dst, const Tap &src);
+    void memset(Engine e, const Tap &dst, float value);
+    void iota(const Tap &dst, int32_t base, int32_t partition_step, int32_t free_step);
+
+    /// Writes every stream into the builder (semaphores, waits, signals,
+    /// instructions, END). Call once, after the last instruction; throws
+    /// std::logic_error when called twice or when an instruction is
+    /// recorded after it.
+    void finish();
+
+    struct Stats {
+        std::array<uint32_t, 4> insns{}; ///< compute/DMA instructions per engine
+        std::array<uint32_t, 4> waits{};
+        std::array<uint32_t, 4> signals{};
+    };
+    /// Filled in by finish().
+    const Stats &stats() const;
+
+  private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+} // namespace neuron

@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: MIT
+#include "harness.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+
+#include <neuron/compiler/reference.hpp>
+
+#include "model_program.hpp"
+#include "sync_check.hpp"
+
+// cmocka last: it defines macros that clash with the standard library.
+#include <csetjmp>
+#include <cstdarg>
+#include <cstddef>
+extern "C" {
+#include <cmocka.h>
+}
+
+namespace harness {
+
+using namespace neuron::compiler;
+
+Inputs make_inputs(const Graph &g, uint64_t seed) {
+    Rng rng(seed);
+    Inputs in;
+    for (const Node &n : g.nodes()) {
+        if (n.op != Op::input)
+            continue;
+        std::vector<float> v(static_cast<size_t>(n.type.elements()));
+        const bool den = n.name.starts_with("den");
+        for (auto &x : v) {
+            float u = rng.uniform(1.0f);
+            x = den ? std::copysign(0.5f + std::fabs(u), u) : u;
+        }
+        in[n.name] = std::move(v);
+    }
+    return in;
+}
+
+Graph all_outputs(const Graph &g) {
+    Graph a = g;
+    for (uint32_t i = 0; i < a.nodes().size(); i++) {
+        Op op = a.node(i).op;
+        bool out = false;
+        for (uint32_t o : a.outputs())
+            out |= o == i;
+        if (op != Op::input && op != Op::constant && !out)
+            a.mark_output(i);
+    }
+    return a;
+}
+
+Outcome run(const Graph &g, const Inputs &in, const CompileOptions &opt) {
+    std::optional<Compiled> c;
+    try {
+        c.emplace(compile(g, opt));
+    } catch (const std::exception &e) {
+        fail_msg("compiling '%s': %s", g.name().c_str(), e.what());
+    }
+    size_t pairs = 0;
+    std::string race = model::unordered_conflict(c->program, &pairs);
+    if (!race.empty())
+        fail_msg("'%s': %s", g.name().c_str(), race.c_str());
+    std::map<std::string, std::vector<std::byte>> bytes;
+    for (const Node &n : g.nodes())
+        if (n.op == Op::input)
+            bytes[n.name] = pack(n.type.dtype, in.at(n.name));
+    model::Run r = model::run(c->program, bytes);
+    if (r.result.status != EXM_STATUS_OK)
+        fail_msg("'%s': job status 0x%x, info %u, engine %u", g.name().c_str(), r.result.status,
+                 r.result.info, r.result.fault_engine);
+    Outcome o{{}, std::move(*c), r.result.cycles};
+    for (uint32_t i : g.outputs()) {
+        const Node &n = g.node(i);
+        const auto &b = r.outputs.at(n.name);
+        o.outputs[n.name] = unpack(n.type.dtype, b.data(), static_cast<size_t>(n.type.elements()));
+    }
+    return o;
+}
+
+size_t check_nodes(const Graph &g, const Inputs &in, const Outcome &o, const std::string &what) {
+    std::vector<std::vector<double>> value(g.nodes().size());
+    for (uint32_t i = 0; i < g.nodes().size(); i++) {
+        const Node &n = g.node(i);
+        if (n.op == Op::input)
+            for (float x : in.at(n.name))
+                value[i].push_back(round_to(n.type.dtype, x));
+        else if (n.op == Op::constant)
+            for (float x : constant_values(n))
+                value[i].push_back(x);
+        else if (auto it = o.outputs.find(n.name); it != o.outputs.end())
+            value[i].assign(it->second.begin(), it->second.end());
+    }
+    size_t checked = 0;
+    for (uint32_t i : g.outputs()) {
+        const Node &n = g.node(i);
+        std::vector<const std::vector<double> *> ops;
+        bool known = true;
+        for (uint32_t op : n.operands) {
+            known &= !value[op].empty();
+            ops.push_back(&value[op]);
+        }
+        if (!known)
+            fail_msg("%s: '%s' has an operand that is not an output: use all_outputs()",
+                     what.c_str(), n.name.c_str());
+        Expected e = reference(g, i, ops);
+        const std::vector<float> &got = o.outputs.at(n.name);
+        double worst = 0;
+        size_t worst_at = 0, bad = 0;
+        for (size_t f = 0; f < got.size(); f++) {
+            double ref = e.value[f], gv = got[f];
+            double ratio;
+            if (e.bound.empty()) {
+                double want = exact_result(n.type.dtype, ref);
+                ratio = (gv == want || (std::isnan(gv) && std::isnan(want))) ? 0 : INFINITY;
+            } else {
+                ratio = std::fabs(gv - ref) / e.bound[f];
+                if (!std::isfinite(gv) || std::isnan(ratio))
+                    ratio = INFINITY;
+            }
+            if (ratio > 1)
+                bad++;
+            if (ratio > worst || f == 0) {
+                worst = ratio;
+                worst_at = f;
+            }
+        }
+        checked += got.size();
+        if (bad)
+            fail_msg("%s: '%s' (%s, %s): %zu of %zu elements beyond the bound; worst element %zu: "
+                     "got %.9g, reference %.9g, bound %s",
+                     what.c_str(), n.name.c_str(), to_string(n.op), to_string(n.type).c_str(), bad,
+                     got.size(), worst_at, static_cast<double>(got[worst_at]), e.value[worst_at],
+                     e.bound.empty() ? "exact" : std::to_string(e.bound[worst_at]).c_str());
+    }
+    return checked;
+}
+
+} // namespace harness

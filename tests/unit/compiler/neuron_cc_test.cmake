@@ -1,0 +1,52 @@
+# neuron-cc from the command line: compiles an IR file to a container that
+# validates, prints a canonical form that is a fixed point, reports the
+# pass times, and fails with file:line:column for bad IR.
+#
+#   cmake -DNEURON_CC=<neuron-cc> -DCORPUS=<dir> -DWORK=<dir> -P neuron_cc_test.cmake
+
+function(run expect_rc)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL expect_rc)
+    string(REPLACE ";" " " cmd "${ARGN}")
+    message(FATAL_ERROR "exit status ${rc}, want ${expect_rc}: ${cmd}\n${out}\n${err}")
+  endif()
+  set(out "${out}" PARENT_SCOPE)
+  set(err "${err}" PARENT_SCOPE)
+endfunction()
+
+file(REMOVE_RECURSE ${WORK})
+file(MAKE_DIRECTORY ${WORK})
+
+run(0 ${NEURON_CC} ${CORPUS}/mlp_bf16.nir -o ${WORK}/mlp.nprog --time-passes)
+foreach(pass check fuse memory emit build total)
+  if(NOT out MATCHES "${pass} +[0-9.]+ ms")
+    message(FATAL_ERROR "--time-passes: no line for '${pass}':\n${out}")
+  endif()
+endforeach()
+file(SIZE ${WORK}/mlp.nprog size)
+file(READ ${WORK}/mlp.nprog magic LIMIT 4 HEX)
+if(size LESS 1024 OR NOT magic STREQUAL "4e524e46") # "NRNF"
+  message(FATAL_ERROR "mlp.nprog: ${size} bytes, magic '${magic}'")
+endif()
+
+run(0 ${NEURON_CC} --disassemble ${CORPUS}/attention_fp32.nir)
+if(NOT out MATCHES "stream tensor" OR NOT out MATCHES "matmul psum")
+  message(FATAL_ERROR "--disassemble:\n${out}")
+endif()
+
+run(0 ${NEURON_CC} --dump ${CORPUS}/heads_fp32.nir)
+file(WRITE ${WORK}/heads.nir "${out}")
+set(first "${out}")
+run(0 ${NEURON_CC} --dump ${WORK}/heads.nir)
+if(NOT out STREQUAL first)
+  message(FATAL_ERROR "--dump is not a fixed point:\n${first}\n---\n${out}")
+endif()
+
+file(WRITE ${WORK}/bad.nir "graph bad\ninput x: fp32[4, 3]\ny = matmul(x, x)\noutput y\n")
+run(1 ${NEURON_CC} ${WORK}/bad.nir -o ${WORK}/bad.nprog)
+if(NOT err MATCHES "bad.nir:3:1: 'y' \\(matmul\\) of x: fp32\\[4, 3\\], x: fp32\\[4, 3\\]: contraction sizes differ")
+  message(FATAL_ERROR "bad IR: ${err}")
+endif()
+if(EXISTS ${WORK}/bad.nprog)
+  message(FATAL_ERROR "a failed compilation left bad.nprog")
+endif()

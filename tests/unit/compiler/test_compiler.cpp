@@ -1,0 +1,679 @@
+// SPDX-License-Identifier: MIT
+// The graph compiler on the host: the IR's text form (round trip, errors),
+// every operator and fused pattern compiled, run through the device model
+// and checked against the double-precision reference within hw/isa.md's
+// bounds, in fp32 and bf16; random graphs of random shapes (seeded; the
+// seed is printed, NEURON_COMPILER_SEED=<n> reruns one); the seed corpus
+// of IR files in corpus/.
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+
+#include <neuron/compiler/compile.hpp>
+#include <neuron/compiler/reference.hpp>
+#include <neuron/compiler/text.hpp>
+
+#include <unistd.h>
+
+#include "harness.hpp"
+#include "model_program.hpp"
+
+// cmocka last: it defines macros that clash with the standard library.
+#include <csetjmp>
+#include <cstdarg>
+#include <cstddef>
+extern "C" {
+#include <cmocka.h>
+}
+
+using namespace neuron;
+using namespace neuron::compiler;
+using harness::Rng;
+
+namespace {
+
+// The sizes every axis is drawn from: around the 128 partitions, odd, tiny.
+constexpr int64_t sizes[] = {1, 2, 127, 129, 200, 300, 77};
+
+Type T(DType dt, Shape s) {
+    return Type{dt, std::move(s)};
+}
+
+void check(const Graph &g, uint64_t seed, const std::string &what) {
+    Graph a = harness::all_outputs(g);
+    auto in = harness::make_inputs(a, seed);
+    auto o = harness::run(a, in);
+    harness::check_nodes(a, in, o, what);
+}
+
+// --- text form -------------------------------------------------------------
+
+const char *sample = R"(# a comment line
+graph sample
+input x: bf16[2, 77, 129]
+input den: bf16[129]
+const w: bf16[129, 300] = uniform(seed=7, scale=0.088)
+const g: bf16[3] = [1, -0.5, 0.25]
+h: bf16[2, 77, 300] = matmul(x, w)
+q = div(x, den)   # types may be left out
+r: bf16[2, 77, 129] = sub(1.5, q)
+s = layer_norm(r, eps=0.001)
+t = transpose(s, perm=[0, 2, 1])
+u = slice(t, axis=1, start=2, end=-1)
+v = concat(u, u, axis=-1)
+output h, v
+)";
+
+void text_round_trip(void **) {
+    Graph g = parse(sample, "sample");
+    assert_int_equal(g.nodes().size(), 11);
+    assert_string_equal(to_string(g.node(*g.find("u")).type).c_str(), "bf16[2, 126, 77]");
+    assert_string_equal(to_string(g.node(*g.find("v")).type).c_str(), "bf16[2, 126, 154]");
+    std::string text = print(g);
+    Graph back = parse(text);
+    assert_true(back == g);
+    assert_string_equal(print(back).c_str(), text.c_str());
+    // A literal's value survives exactly; the first operand keeps its place.
+    const Node &r = g.node(*g.find("r"));
+    assert_true(r.scalar && *r.scalar == 1.5f && r.scalar_first);
+}
+
+void expect_error(const char *text, unsigned line, const char *contains) {
+    try {
+        parse(text, "t.nir");
+    } catch (const ParseError &e) {
+        if (e.line() != line || std::string(e.what()).find(contains) == std::string::npos)
+            fail_msg("'%s': got line %u: %s; want line %u and '%s'", text, e.line(), e.what(), line,
+                     contains);
+        return;
+    }
+    fail_msg("'%s' parsed", text);
+}
+
+void text_errors(void **) {
+    expect_error("graph g\ninput x: fp64[3]", 2, "t.nir:2:10: unknown dtype 'fp64'");
+    expect_error("input x: fp32[3]\ny = frob(x)", 2, "unknown operator 'frob'");
+    expect_error("input x: fp32[3]\ny = relu(z)", 2, "'z' is not defined");
+    expect_error("input x: fp32[3]\ninput x: fp32[3]", 2, "'x' is defined twice");
+    expect_error("input a: fp32[2, 3]\ninput b: fp32[4, 3]\nc = matmul(a, b)", 3,
+                 "contraction sizes differ (3 vs 4)");
+    expect_error("input a: fp32[2, 3]\nb: fp32[2, 4] = relu(a)", 2,
+                 "declared fp32[2, 4] but relu gives fp32[2, 3]");
+    expect_error("input a: fp32[2, 3]\ninput b: fp32[5]\nc = add(a, b)", 3,
+                 "shapes do not broadcast");
+    expect_error("input a: fp32[2, 3]\nb = reshape(a, shape=[4, 2])", 2,
+                 "[4, 2] has 8 elements, the input 6");
+    expect_error("input a: fp32[2 3]", 1, "expected ']'");
+    expect_error("const c: fp32[2] = [1, 2, 3]", 1, "has 3 values, needs 2");
+    expect_error("input a: fp32[2]\noutput b", 2, "output 'b' is not defined");
+    expect_error("input a: int32[2]\nb = exp(a)", 2, "int32 is supported by");
+    expect_error("input a: fp32[2]\nb = relu(a) extra", 2, "unexpected 'extra'");
+    expect_error("input a: fp32[2, 3]\nb = softmax(a, axis=0)", 2, "last axis only");
+}
+
+// --- operators, one graph per shape ---------------------------------------
+
+std::string shape_name(const Shape &s) {
+    std::string n;
+    for (int64_t d : s)
+        n += (n.empty() ? "" : "x") + std::to_string(d);
+    return n;
+}
+
+// Every elementwise operator, broadcast form and normalisation on one input.
+void elementwise_ops(DType dt) {
+    const std::vector<Shape> shapes = {{1},           {2, 77},  {127, 129}, {300, 2},
+                                       {2, 129, 200}, {200, 1}, {129, 300}};
+    uint64_t seed = 100;
+    for (const Shape &s : shapes) {
+        Graph g("ew_" + shape_name(s) + "_" + to_string(dt));
+        const int64_t C = s.back();
+        Shape col = s;
+        col.back() = 1;
+        uint32_t x = g.input("x", T(dt, s));
+        uint32_t y = g.input("y", T(dt, s));
+        uint32_t den = g.input("den", T(dt, s));
+        uint32_t row = g.input("row", T(dt, {C}));
+        uint32_t denrow = g.input("denrow", T(dt, {1, C}));
+        uint32_t column = g.input("column", T(dt, col));
+        uint32_t one = g.input("one", T(dt, {1}));
+        int k = 0;
+        auto name = [&](const char *b) { return std::string(b) + std::to_string(k++); };
+        for (Op op : {Op::relu, Op::gelu, Op::gelu_tanh, Op::silu, Op::sigmoid, Op::tanh, Op::exp})
+            g.add(op, name(to_string(op)), {x});
+        for (Op op : {Op::add, Op::sub, Op::mul}) {
+            g.add(op, name("same"), {x, y});
+            g.add(op, name("row"), {x, row});
+            g.add(op, name("rowl"), {row, x});
+            g.add(op, name("col"), {x, column});
+            g.add(op, name("coll"), {column, x});
+            g.add(op, name("one"), {x, one});
+            Attrs lit;
+            lit.scalar = 0.375f;
+            g.add(op, name("lit"), {x}, lit);
+            lit.scalar_first = true;
+            g.add(op, name("litl"), {x}, lit);
+        }
+        g.add(Op::div, name("div"), {x, den});
+        g.add(Op::div, name("divrow"), {x, denrow});
+        g.add(Op::div, name("rdiv"), {y, den}); // y / den, den in [0.5, 1.5)
+        Attrs lit;
+        lit.scalar = -1.75f;
+        g.add(Op::div, name("divlit"), {x}, lit);
+        lit.scalar_first = true;
+        g.add(Op::div, name("rdivlit"), {den}, lit);
+        g.add(Op::softmax, "softmax", {x});
+        uint32_t gam = g.input("gamma", T(dt, {C})), bet = g.input("beta", T(dt, {C}));
+        g.add(Op::layer_norm, "ln", {x});
+        g.add(Op::layer_norm, "ln_affine", {y, gam, bet});
+        g.add(Op::rms_norm, "rms", {x});
+        g.add(Op::rms_norm, "rms_w", {y, gam});
+        check(g, seed++, g.name());
+    }
+}
+
+void elementwise_fp32(void **) {
+    elementwise_ops(DType::fp32);
+}
+void elementwise_bf16(void **) {
+    elementwise_ops(DType::bf16);
+}
+
+// matmul: K and N across 128 and 512, partial row tiles, transposes of
+// inputs and of constants, batch dimensions.
+void matmul_ops(DType dt) {
+    struct Case {
+        Shape a, b;
+        bool ta, tb, b_const;
+    };
+    const std::vector<Case> cases = {
+        {{1, 1}, {1, 1}, false, false, false},
+        {{2, 129}, {129, 77}, false, false, true},
+        {{300, 200}, {200, 600}, false, false, true}, // N > 512, M and K > 128
+        {{127, 300}, {300, 2}, false, false, false},
+        {{129, 77}, {129, 200}, true, false, false},        // A^T
+        {{200, 129}, {77, 129}, false, true, true},         // torch's linear: W [out, in]
+        {{77, 129}, {300, 129}, false, true, false},        // B^T of an input
+        {{2, 77, 129}, {2, 129, 200}, false, false, false}, // batched
+        {{2, 129, 77}, {77, 2}, false, false, true},        // batch x 2-d
+    };
+    uint64_t seed = 200;
+    for (const Case &c : cases) {
+        Graph g("mm_" + shape_name(c.a) + "_" + shape_name(c.b) + "_" + to_string(dt));
+        uint32_t a = g.input("a", T(dt, c.a));
+        int64_t k = c.b[c.b.size() - (c.tb ? 1 : 2)];
+        uint32_t b = c.b_const ? g.constant("b", T(dt, c.b),
+                                            ConstantInit{{}, seed, 1.0f / std::sqrt(float(k))})
+                               : g.input("b", T(dt, c.b));
+        Attrs at;
+        at.transpose_a = c.ta;
+        at.transpose_b = c.tb;
+        g.add(Op::matmul, "y", {a, b}, at);
+        check(g, seed++, g.name());
+    }
+}
+
+void matmul_fp32(void **) {
+    matmul_ops(DType::fp32);
+}
+void matmul_bf16(void **) {
+    matmul_ops(DType::bf16);
+}
+
+// fp16 through the same paths: its own rounding and bounds.
+void fp16_ops(void **) {
+    Graph g("fp16");
+    uint32_t x = g.input("x", T(DType::fp16, {129, 200}));
+    uint32_t w = g.constant("w", T(DType::fp16, {200, 77}), ConstantInit{{}, 31, 0.07f});
+    uint32_t r = g.input("row", T(DType::fp16, {77}));
+    uint32_t h = g.add(Op::matmul, "h", {x, w});
+    uint32_t z = g.add(Op::add, "z", {h, r});
+    g.add(Op::gelu, "y", {z});
+    g.add(Op::softmax, "p", {z});
+    g.add(Op::layer_norm, "n", {x});
+    check(g, 32, g.name());
+}
+
+void data_movement(void **) {
+    uint64_t seed = 300;
+    for (DType dt : {DType::fp32, DType::bf16, DType::fp16, DType::int32}) {
+        Graph g(std::string("move_") + to_string(dt));
+        uint32_t x = g.input("x", T(dt, {2, 129, 77}));
+        uint32_t z = g.input("z", T(dt, {300, 200}));
+        Attrs a;
+        a.dims = {258, 77}; // keeps the last axis: shares the buffer
+        g.add(Op::reshape, "merge", {x}, a);
+        a.dims = {2, 77, 129}; // a new last axis
+        g.add(Op::reshape, "reshape", {x}, a);
+        a.dims = {600, 100};
+        g.add(Op::reshape, "reshape2", {z}, a);
+        a.dims = {1, 0, 2};
+        g.add(Op::transpose, "perm", {x}, a);
+        a.dims = {0, 2, 1};
+        g.add(Op::transpose, "swap", {x}, a);
+        a.dims = {1, 0};
+        g.add(Op::transpose, "zt", {z}, a);
+        for (int64_t axis : {0, 1, 2}) {
+            Attrs s;
+            s.axis = axis;
+            s.start = 1;
+            s.end = -1 + (axis == 0 ? 1 : 0);
+            g.add(Op::slice, "slice" + std::to_string(axis), {x}, s);
+            Attrs c;
+            c.axis = axis;
+            g.add(Op::concat, "concat" + std::to_string(axis), {x, x}, c);
+        }
+        if (dt == DType::int32) { // int32 arithmetic: exact below 2^24
+            Attrs lit;
+            lit.scalar = 3;
+            g.add(Op::mul, "imul", {z}, lit);
+            g.add(Op::add, "iadd", {z, z});
+        }
+        check(g, seed++, g.name());
+    }
+}
+
+// --- fused patterns: checked end to end ------------------------------------
+
+// y = f(x W + b): one ACTIVATE per PSUM block evacuates matmul, bias and f.
+void fused_linear(void **) {
+    uint64_t seed = 400;
+    for (DType dt : {DType::fp32, DType::bf16})
+        for (Op f : {Op::gelu, Op::relu, Op::silu, Op::gelu_tanh, Op::sigmoid, Op::tanh}) {
+            Graph g(std::string("linear_") + to_string(f) + "_" + to_string(dt));
+            const int64_t T_ = 200, DI = 300, DO = 600;
+            uint32_t x = g.input("x", T(dt, {T_, DI}));
+            uint32_t w = g.constant("w", T(dt, {DI, DO}), ConstantInit{{}, seed, 0.06f});
+            uint32_t b = g.constant("b", T(DType::fp32 == dt ? dt : dt, {DO}),
+                                    ConstantInit{{}, seed + 1, 0.06f});
+            uint32_t h = g.add(Op::matmul, "h", {x, w});
+            uint32_t z = g.add(Op::add, "z", {h, b});
+            uint32_t y = g.add(f, "y", {z});
+            g.mark_output(y);
+            auto in = harness::make_inputs(g, seed++);
+            auto o = harness::run(g, in);
+            // One ACTIVATE per (row tile, 512-column block), nothing else
+            // on the Scalar engine, no Vector pass over the output.
+            const uint32_t blocks = 2 * 2;
+            assert_int_equal(o.compiled.stats.insns[2], blocks);
+            assert_true(o.compiled.plan.find("fused: z, y") != std::string::npos);
+            // Reference: bias + matmul in double; the device's error is
+            // the matmul's (with the bias as one more product) through f,
+            // whose slope is at most 1.13 for these functions, plus f's own.
+            auto ref = evaluate(g, in);
+            const auto &xv = ref[x], &wv = ref[w], &bv = ref[b];
+            const auto &got = o.outputs.at("y");
+            size_t bad = 0;
+            for (int64_t t = 0; t < T_; t++)
+                for (int64_t j = 0; j < DO; j++) {
+                    double sa = std::fabs(bv[static_cast<size_t>(j)]);
+                    for (int64_t i = 0; i < DI; i++)
+                        sa += std::fabs(xv[static_cast<size_t>(t * DI + i)] *
+                                        wv[static_cast<size_t>(i * DO + j)]);
+                    size_t e = static_cast<size_t>(t * DO + j);
+                    double r = ref[y][e];
+                    double bound = 1.13 * (1e-5 * sa + 1e-6) + 1e-5 * std::fabs(r) + 1e-6;
+                    if (dt == DType::bf16)
+                        bound += 1e-2 * std::fabs(r) + 1e-3;
+                    bad += !(std::fabs(got[e] - r) <= bound);
+                }
+            if (bad)
+                fail_msg("%s: %zu elements beyond the bound", g.name().c_str(), bad);
+        }
+}
+
+// Elementwise chains: x * s + b then f in one ACTIVATE; two literal ops in
+// one TENSOR_SCALAR; the matmul's residual add in its evacuation.
+void fused_chains(void **) {
+    Graph g("chains");
+    uint32_t x = g.input("x", T(DType::fp32, {129, 300}));
+    uint32_t r = g.input("r", T(DType::fp32, {129, 77}));
+    uint32_t w = g.constant("w", T(DType::fp32, {300, 77}), ConstantInit{{}, 5, 0.05f});
+    Attrs m, a;
+    m.scalar = 0.5f;
+    a.scalar = 0.25f;
+    uint32_t s = g.add(Op::mul, "s", {x}, m);
+    uint32_t t = g.add(Op::add, "t", {s}, a);
+    uint32_t e = g.add(Op::tanh, "e", {t});
+    g.mark_output(e);
+    uint32_t u = g.add(Op::mul, "u", {x}, m);
+    uint32_t v = g.add(Op::add, "v", {u}, a);
+    g.mark_output(v);
+    uint32_t h = g.add(Op::matmul, "h", {x, w});
+    uint32_t o = g.add(Op::add, "o", {h, r});
+    g.mark_output(o);
+    auto in = harness::make_inputs(g, 9);
+    auto out = harness::run(g, in);
+    const std::string &plan = out.compiled.plan;
+    assert_true(plan.find("fused: t, e") != std::string::npos);
+    assert_true(plan.find("fused: v") != std::string::npos);
+    assert_true(plan.find("fused: o") != std::string::npos);
+    // Scalar runs the two ACTIVATEs of the tanh chain (two row tiles), no more.
+    assert_int_equal(out.compiled.stats.insns[2], 2);
+    auto ref = evaluate(g, in);
+    auto within = [&](uint32_t node, double rtol, double atol, bool exact) {
+        const auto &got = out.outputs.at(g.node(node).name);
+        for (size_t i = 0; i < got.size(); i++) {
+            double want = ref[node][i];
+            bool ok = exact ? got[i] == static_cast<float>(want)
+                            : std::fabs(got[i] - want) <= rtol * std::fabs(want) + atol;
+            if (!ok)
+                fail_msg("%s[%zu]: %.9g vs %.9g", g.node(node).name.c_str(), i, double(got[i]),
+                         want);
+        }
+    };
+    within(e, 1e-5, 1e-6, false);
+    // (x * 0.5) + 0.25 with one rounding each: 0.5 x is exact, so one rounding
+    within(v, 0, 0, true);
+    const auto &got = out.outputs.at("o");
+    for (int64_t i = 0; i < 129; i++)
+        for (int64_t j = 0; j < 77; j++) {
+            double sa = std::fabs(ref[r][static_cast<size_t>(i * 77 + j)]);
+            for (int64_t k = 0; k < 300; k++)
+                sa += std::fabs(ref[x][static_cast<size_t>(i * 300 + k)] *
+                                ref[w][static_cast<size_t>(k * 77 + j)]);
+            size_t f = static_cast<size_t>(i * 77 + j);
+            if (!(std::fabs(got[f] - ref[o][f]) <= 1e-5 * sa + 1e-6))
+                fail_msg("o[%zu]: %.9g vs %.9g", f, double(got[f]), ref[o][f]);
+        }
+}
+
+// --- random graphs ----------------------------------------------------------
+
+// A random graph of the supported operators on random shapes, built so that
+// values stay finite: each step applies an operator to an existing value.
+Graph random_graph(uint64_t seed, DType dt) {
+    Rng rng(seed);
+    Graph g("random_" + std::to_string(seed) + "_" + to_string(dt));
+    auto pick = [&]() { return sizes[rng.below(7)]; };
+    std::vector<uint32_t> vals;
+    std::vector<bool> bounded; // |values| stay below a few units
+    Shape s0;
+    const size_t rank = 1 + rng.below(3);
+    for (size_t d = 0; d < rank; d++)
+        s0.push_back(pick());
+    while (Type{dt, s0}.elements() > 40000)
+        s0[rng.below(static_cast<uint32_t>(rank))] = 2;
+    vals.push_back(g.input("x", T(dt, s0)));
+    bounded.push_back(true);
+    int inputs = 0;
+    auto fresh = [&](const Shape &s, bool den = false) {
+        return g.input((den ? "den" : "in") + std::to_string(inputs++), T(dt, s));
+    };
+    const int steps = 4 + static_cast<int>(rng.below(5));
+    for (int k = 0; k < steps; k++) {
+        size_t at = rng.below(static_cast<uint32_t>(vals.size()));
+        uint32_t v = vals[at];
+        const Shape s = g.node(v).type.shape;
+        const int64_t C = s.back();
+        std::string name = "v" + std::to_string(k);
+        uint32_t out;
+        bool bnd = bounded[at];
+        switch (rng.below(10)) {
+        case 0: {
+            Op acts[] = {Op::relu,    Op::gelu, Op::gelu_tanh, Op::silu,
+                         Op::sigmoid, Op::tanh, Op::exp};
+            Op f = acts[rng.below(bnd ? 7 : 6)];
+            out = g.add(f, name, {v});
+            bnd = bnd || f == Op::sigmoid || f == Op::tanh;
+            break;
+        }
+        case 1: {
+            Op ops[] = {Op::add, Op::sub, Op::mul};
+            Op op = ops[rng.below(3)];
+            Shape bs = s;
+            switch (rng.below(4)) {
+            case 0:
+                break;
+            case 1:
+                bs = {C};
+                break;
+            case 2:
+                bs.back() = 1;
+                break;
+            default:
+                bs = {1};
+            }
+            uint32_t other = fresh(bs);
+            out = rng.below(2) ? g.add(op, name, {v, other}) : g.add(op, name, {other, v});
+            break;
+        }
+        case 2: {
+            Attrs a;
+            a.scalar = rng.uniform(2.0f);
+            a.scalar_first = rng.below(2);
+            Op ops[] = {Op::add, Op::sub, Op::mul};
+            out = g.add(ops[rng.below(3)], name, {v}, a);
+            break;
+        }
+        case 3:
+            out = g.add(Op::div, name, {v, fresh(s, true)});
+            break;
+        case 4: {
+            int64_t n = pick();
+            if (Type{dt, s}.elements() / C * n > 60000 || C * n > 60000)
+                n = 2;
+            Attrs a;
+            a.transpose_b = rng.below(2);
+            Shape ws = a.transpose_b ? Shape{n, C} : Shape{C, n};
+            uint32_t w = rng.below(2)
+                             ? g.constant("w" + std::to_string(k), T(dt, ws),
+                                          ConstantInit{{}, seed + k, 1.0f / std::sqrt(float(C))})
+                             : fresh(ws);
+            if (s.size() < 2) {
+                Attrs r;
+                r.dims = {1, C};
+                v = g.add(Op::reshape, name + "r", {v}, r);
+            }
+            out = g.add(Op::matmul, name, {v, w}, a);
+            bnd = false;
+            break;
+        }
+        case 5:
+            out = g.add(Op::softmax, name, {v});
+            bnd = true;
+            break;
+        case 6: {
+            int kind = static_cast<int>(rng.below(3));
+            if (kind == 0)
+                out = g.add(Op::layer_norm, name, {v});
+            else if (kind == 1)
+                out = g.add(Op::layer_norm, name, {v, fresh({C}), fresh({C})});
+            else
+                out = g.add(Op::rms_norm, name, {v, fresh({C})});
+            bnd = false;
+            break;
+        }
+        case 7: {
+            Attrs a;
+            if (s.size() >= 2 && rng.below(2)) {
+                for (size_t d = 0; d < s.size(); d++)
+                    a.dims.push_back(static_cast<int64_t>(d));
+                if (s.size() == 3 && rng.below(2))
+                    std::swap(a.dims[0], a.dims[1]);
+                else
+                    std::swap(a.dims[s.size() - 1], a.dims[s.size() - 2]);
+                out = g.add(Op::transpose, name, {v}, a);
+            } else {
+                int64_t n = Type{dt, s}.elements();
+                int64_t d = n % 3 == 0 ? 3 : n % 2 == 0 ? 2 : 1;
+                a.dims = {n / d, d};
+                if (rng.below(2))
+                    a.dims = {-1, C};
+                out = g.add(Op::reshape, name, {v}, a);
+            }
+            break;
+        }
+        case 8: {
+            Attrs a;
+            a.axis = rng.below(static_cast<uint32_t>(s.size()));
+            int64_t d = s[static_cast<size_t>(*a.axis)];
+            if (d < 2) {
+                out = g.add(Op::relu, name, {v});
+                break;
+            }
+            a.start = rng.below(static_cast<uint32_t>(d - 1));
+            a.end = a.start + 1 + rng.below(static_cast<uint32_t>(d - a.start - 1));
+            out = g.add(Op::slice, name, {v}, a);
+            break;
+        }
+        default: {
+            Attrs a;
+            a.axis = rng.below(static_cast<uint32_t>(s.size()));
+            Shape os = s;
+            os[static_cast<size_t>(*a.axis)] = pick();
+            if (Type{dt, os}.elements() > 60000)
+                os[static_cast<size_t>(*a.axis)] = 1;
+            out = g.add(Op::concat, name, {v, fresh(os)}, a);
+            break;
+        }
+        }
+        vals.push_back(out);
+        bounded.push_back(bnd);
+    }
+    return g;
+}
+
+uint64_t base_seed() {
+    const char *e = std::getenv("NEURON_COMPILER_SEED");
+    return e ? std::strtoull(e, nullptr, 0) : 1;
+}
+
+void random_graphs(void **) {
+    const uint64_t base = base_seed();
+    const int count = std::getenv("NEURON_COMPILER_SEED") ? 1 : 24;
+    size_t elems = 0;
+    for (int i = 0; i < count; i++) {
+        uint64_t seed = base + static_cast<uint64_t>(i);
+        DType dt = i % 2 ? DType::bf16 : DType::fp32;
+        Graph g = harness::all_outputs(random_graph(seed, dt));
+        print_message("random graph seed %llu (%s): NEURON_COMPILER_SEED=%llu reruns it\n",
+                      static_cast<unsigned long long>(seed), to_string(dt),
+                      static_cast<unsigned long long>(seed));
+        // The text form holds it exactly.
+        assert_true(parse(print(g)) == g);
+        auto in = harness::make_inputs(g, seed);
+        auto o = harness::run(g, in);
+        elems += harness::check_nodes(g, in, o, g.name());
+    }
+    print_message("%zu elements checked\n", elems);
+}
+
+// --- the corpus --------------------------------------------------------------
+
+void corpus(void **) {
+    std::vector<std::filesystem::path> files;
+    for (const auto &e : std::filesystem::directory_iterator(NEURON_COMPILER_CORPUS))
+        if (e.path().extension() == ".nir" && !e.path().filename().string().starts_with("encoder"))
+            files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    assert_true(files.size() >= 4);
+    uint64_t seed = 500;
+    for (const auto &f : files) {
+        Graph g = load(f);
+        assert_true(parse(print(g)) == g);
+        check(g, seed++, f.filename().string());
+        // As written (fused where it can be), the program compiles and runs.
+        auto in = harness::make_inputs(g, seed);
+        harness::run(g, in);
+    }
+}
+
+// The BERT-base-sized encoder layer of the corpus (its own CTest test,
+// compiler_encoder_768): every node checked, then the fused program run.
+void encoder_768(void **) {
+    Graph g = load(std::filesystem::path(NEURON_COMPILER_CORPUS) / "encoder_768_fp32.nir");
+    check(g, 768, "encoder_768_fp32.nir");
+    auto in = harness::make_inputs(g, 769);
+    auto o = harness::run(g, in);
+    print_message("encoder layer, fused: %llu cycles on the model; %u instructions (tensor %u, "
+                  "vector %u, scalar %u, sync %u)\n",
+                  static_cast<unsigned long long>(o.cycles),
+                  o.compiled.stats.insns[0] + o.compiled.stats.insns[1] +
+                      o.compiled.stats.insns[2] + o.compiled.stats.insns[3],
+                  o.compiled.stats.insns[0], o.compiled.stats.insns[1], o.compiled.stats.insns[2],
+                  o.compiled.stats.insns[3]);
+}
+
+// A container saved to a file and loaded back runs as the compiled program:
+// what neuron-cc writes is what the device runs.
+void container_file(void **) {
+    Graph g = load(std::filesystem::path(NEURON_COMPILER_CORPUS) / "mlp_bf16.nir");
+    Compiled c = compile(g);
+    auto path = std::filesystem::temp_directory_path() /
+                ("compiler_container_" + std::to_string(::getpid()) + ".nprog");
+    c.program.save(path);
+    Program p = Program::load_file(path);
+    std::filesystem::remove(path);
+    auto in = harness::make_inputs(g, 77);
+    std::map<std::string, std::vector<std::byte>> bytes{{"x", pack(DType::bf16, in.at("x"))}};
+    model::Run from_file = model::run(p, bytes);
+    assert_int_equal(from_file.result.status, EXM_STATUS_OK);
+    auto direct = harness::run(g, in);
+    auto y = unpack(DType::bf16, from_file.outputs.at("y").data(), direct.outputs.at("y").size());
+    assert_true(y == direct.outputs.at("y"));
+}
+
+// --- what the lowering refuses, and why --------------------------------------
+
+void expect_compile_error(const Graph &g, const char *contains) {
+    try {
+        compile(g);
+    } catch (const GraphError &e) {
+        if (std::string(e.what()).find(contains) == std::string::npos)
+            fail_msg("got '%s', want '%s'", e.what(), contains);
+        return;
+    }
+    fail_msg("'%s' compiled", g.name().c_str());
+}
+
+void compile_errors(void **) {
+    {
+        Graph g("both_broadcast");
+        uint32_t a = g.input("a", T(DType::fp32, {4, 1})), b = g.input("b", T(DType::fp32, {1, 5}));
+        g.mark_output(g.add(Op::add, "c", {a, b}));
+        expect_compile_error(g, "'c' (add of a: fp32[4, 1], b: fp32[1, 5] -> fp32[4, 5]): both");
+    }
+    {
+        Graph g("perm");
+        uint32_t a = g.input("a", T(DType::fp32, {2, 3, 4}));
+        Attrs p;
+        p.dims = {2, 0, 1};
+        g.mark_output(g.add(Op::transpose, "t", {a}, p));
+        expect_compile_error(g, "moves the last axis");
+    }
+    {
+        Graph g("big");
+        uint32_t a = g.input("a", T(DType::fp32, {128, 16384}));
+        uint32_t b = g.add(Op::exp, "b", {a});
+        uint32_t c = g.add(Op::softmax, "c", {b});
+        g.mark_output(c);
+        g.mark_output(b);
+        expect_compile_error(g, "bytes of SBUF per partition at its peak");
+    }
+    {
+        Graph g("none");
+        g.input("a", T(DType::fp32, {2}));
+        expect_compile_error(g, "has no outputs");
+    }
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+    const CMUnitTest tests[] = {
+        cmocka_unit_test(text_round_trip),  cmocka_unit_test(text_errors),
+        cmocka_unit_test(elementwise_fp32), cmocka_unit_test(elementwise_bf16),
+        cmocka_unit_test(matmul_fp32),      cmocka_unit_test(matmul_bf16),
+        cmocka_unit_test(fp16_ops),         cmocka_unit_test(data_movement),
+        cmocka_unit_test(fused_linear),     cmocka_unit_test(fused_chains),
+        cmocka_unit_test(random_graphs),    cmocka_unit_test(corpus),
+        cmocka_unit_test(container_file),   cmocka_unit_test(compile_errors),
+    };
+    const CMUnitTest encoder[] = {cmocka_unit_test(encoder_768)};
+    if (argc > 1 && std::string(argv[1]) == "encoder")
+        return cmocka_run_group_tests(encoder, nullptr, nullptr);
+    return cmocka_run_group_tests(tests, nullptr, nullptr);
+}
