@@ -10,6 +10,7 @@
 
 using namespace neuron;
 using namespace std::chrono_literals;
+using ::test::expect_error;
 
 namespace {
 
@@ -17,19 +18,6 @@ struct Env {
     std::shared_ptr<test::FakeOs> os = std::make_shared<test::FakeOs>();
     Device open() { return detail::open_device(os, "fake0"); }
 };
-
-template <typename F> std::string expect_error(F &&f, errc want) {
-    try {
-        f();
-    } catch (const Error &e) {
-        if (e.code() != want)
-            fail_msg("got '%s' (%d), want code %d", e.what(), e.code().value(),
-                     static_cast<int>(want));
-        return e.what();
-    }
-    fail_msg("no error, want code %d", static_cast<int>(want));
-    return {};
-}
 
 void expect_contains(const std::string &s, const char *part) {
     if (s.find(part) == std::string::npos)
@@ -51,6 +39,12 @@ const IoctlErrno ioctl_errnos[] = {
     {EOPNOTSUPP, errc::not_supported, "(EOPNOTSUPP)"},
     {EIO, errc::io_error, "Input/output error (EIO)"},
 };
+
+LoadedProgram load_nop(const Device &d) {
+    ProgramBuilder pb("nop");
+    pb.vector().nop();
+    return d.load(pb.finish());
+}
 
 Program two_args() {
     ProgramBuilder b("relu");
@@ -212,9 +206,7 @@ static void submit_bindings(void **) {
 static void submit_no_arguments(void **) {
     Env env;
     Device d = env.open();
-    ProgramBuilder pb("nop");
-    pb.vector().nop();
-    LoadedProgram lp = d.load(pb.finish());
+    LoadedProgram lp = load_nop(d);
     d.queue(0).submit(lp, Arguments());
     // The UAPI wants one binding: the program's own image, read-only.
     assert_int_equal(env.os->last_submit.num_bindings, 1);
@@ -227,9 +219,7 @@ static void submit_no_arguments(void **) {
 static void submit_errnos(void **) {
     Env env;
     Device d = env.open();
-    ProgramBuilder pb("nop");
-    pb.vector().nop();
-    LoadedProgram lp = d.load(pb.finish());
+    LoadedProgram lp = load_nop(d);
     for (const auto &t : ioctl_errnos) {
         env.os->fail[DRM_IOCTL_NEURON_SUBMIT] = t.e;
         std::string m = expect_error([&] { d.queue(0).submit(lp, Arguments()); }, t.code);
@@ -251,9 +241,7 @@ static void submit_errnos(void **) {
 static void fence_errors(void **) {
     Env env;
     Device d = env.open();
-    ProgramBuilder pb("nop");
-    pb.vector().nop();
-    LoadedProgram lp = d.load(pb.finish());
+    LoadedProgram lp = load_nop(d);
     Fence f = d.queue(0).submit(lp, Arguments());
     f.wait(); // status 1: signalled, no error
     assert_true(f.wait_for(0s));
@@ -293,9 +281,7 @@ static void fence_errors(void **) {
 static void fence_timeouts(void **) {
     Env env;
     Device d = env.open();
-    ProgramBuilder pb("nop");
-    pb.vector().nop();
-    LoadedProgram lp = d.load(pb.finish());
+    LoadedProgram lp = load_nop(d);
     Fence f = d.queue(0).submit(lp, Arguments());
     env.os->wait_errno = ETIME;
     assert_false(f.wait_for(0s));

@@ -13,21 +13,9 @@
 
 using namespace neuron;
 using namespace std::chrono_literals;
+using ::test::expect_error;
 
 namespace {
-
-template <typename F> std::string expect_error(F &&f, errc want) {
-    try {
-        f();
-    } catch (const Error &e) {
-        if (e.code() != want)
-            fail_msg("got '%s' (%d), want code %d", e.what(), e.code().value(),
-                     static_cast<int>(want));
-        return e.what();
-    }
-    fail_msg("no error, want code %d", static_cast<int>(want));
-    return {};
-}
 
 int raw(const Device &d, unsigned long req, void *arg) {
     return d.state()->os->ioctl(d.fd(), req, arg);
