@@ -104,7 +104,7 @@ Tile Tile::as(DType t) const {
     return r;
 }
 
-DramRef ArgRef::at(uint64_t byte_offset, uint32_t part_stride, uint32_t stride0,
+DramRef ArgRef::at(uint64_t byte_offset, uint32_t part_stride, std::optional<uint32_t> stride0,
                    uint32_t stride1) const {
     if (byte_offset > size)
         invalid(fmt::format("offset {} is beyond the argument's {} bytes", byte_offset, size));
@@ -112,7 +112,7 @@ DramRef ArgRef::at(uint64_t byte_offset, uint32_t part_stride, uint32_t stride0,
     r.slot = slot;
     r.offset = base + byte_offset;
     r.part_stride = part_stride;
-    r.stride = {stride0 ? stride0 : dtype_size(dtype), stride1};
+    r.stride = {stride0.value_or(dtype_size(dtype)), stride1};
     return r;
 }
 

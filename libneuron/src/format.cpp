@@ -366,158 +366,272 @@ struct Section {
     uint64_t entry, offset, size;
 };
 
-VErr parse_impl(std::span<const std::byte> b, ProgramData *out) {
-    const uint64_t n = b.size();
-    if (n < f::header_size)
-        return fail(n, "truncated: the file has {} bytes, the header alone needs {}", n,
-                    f::header_size);
-    if (rd32(b, 0) != f::magic)
-        return fail(0, "bad magic {:#010x}: not a neuron program container (expected \"NRNF\")",
-                    rd32(b, 0));
-    uint16_t vmaj = rd16(b, 4), vmin = rd16(b, 6);
-    if (vmaj != f::version_major)
-        return fail(4, "unsupported container version {}.{}: this library reads {}.x", vmaj, vmin,
-                    f::version_major);
-    uint32_t hsize = rd32(b, 8);
-    if (hsize < f::header_size || hsize % 8 || hsize > n)
-        return fail(8, "header_size {} is invalid (at least {}, a multiple of 8, within the file)",
-                    hsize, f::header_size);
-    uint64_t file_size = rd64(b, 16);
-    uint32_t table = rd32(b, 24), count = rd32(b, 28);
-    if (count == 0 || count > f::max_sections)
-        return fail(28, "section_count {} is outside 1..{}", count, f::max_sections);
-    uint64_t table_end = static_cast<uint64_t>(table) + uint64_t{count} * f::section_entry_size;
-    if (table < hsize || table % 8)
-        return fail(24,
-                    "section table offset {:#x} is invalid (8-byte aligned, after the {}-byte "
-                    "header)",
-                    table, hsize);
-    if (table_end > n)
-        return fail(n,
-                    "truncated: the section table [{:#x}, {:#x}) extends past the end of the "
-                    "file ({} bytes)",
-                    table, table_end, n);
-    uint32_t stored = rd32(b, 60);
-    uint32_t computed = crc32(b.subspan(table, table_end - table), crc32(b.first(60)));
-    if (stored != computed)
-        return fail(60,
-                    "header checksum {:#010x} does not match the computed {:#010x}: the header "
-                    "or the section table is corrupted",
-                    stored, computed);
-    if (file_size > n)
-        return fail(16, "truncated: the header says {} bytes, the file has {}", file_size, n);
-    if (file_size < n)
-        return fail(16, "file_size {} does not match the file's {} bytes (trailing data)",
-                    file_size, n);
-    if (uint32_t fl = rd32(b, 12))
-        return fail(12, "unknown header flags {:#x}", fl);
-    if (!zero(b, 52, 8))
-        return fail(52, "reserved header fields must be zero");
-    if (!zero(b, f::header_size, hsize - f::header_size))
-        return fail(f::header_size, "header extension bytes must be zero in version {}.{}", vmaj,
-                    vmin);
-    uint16_t isa_maj = rd16(b, 32), isa_min = rd16(b, 34);
-    if (isa_maj != NEURON_ISA_VERSION_MAJOR || isa_min > NEURON_ISA_VERSION_MINOR)
-        return fail(32, "ISA version {}.{} is not supported (this library knows {}.{})", isa_maj,
-                    isa_min, NEURON_ISA_VERSION_MAJOR, NEURON_ISA_VERSION_MINOR);
-    uint32_t num_slots = rd32(b, 48);
-    if (num_slots > NEURON_MAX_BINDINGS - 1)
-        return fail(48, "num_slots {} exceeds {} (one more slot holds the program image)",
-                    num_slots, NEURON_MAX_BINDINGS - 1);
-
-    // Section table.
+// The container parser, one method per part (docs/program-format.md):
+// each returns the first problem found, as (offset, reason).
+struct Parser {
+    std::span<const std::byte> b;
+    uint64_t n;
+    uint16_t vmaj = 0, vmin = 0;
+    uint32_t table = 0, count = 0, num_slots = 0;
+    uint64_t table_end = 0;
     std::vector<Section> secs;
     const Section *strtab = nullptr, *args = nullptr, *cnst = nullptr, *syms = nullptr;
     std::array<const Section *, num_engines> code{};
-    secs.reserve(count);
-    for (uint32_t i = 0; i < count; i++) {
-        uint64_t E = table + uint64_t{i} * f::section_entry_size;
-        Section s{i, rd32(b, E),     rd32(b, E + 4), rd32(b, E + 24), rd32(b, E + 28),
-                  E, rd64(b, E + 8), rd64(b, E + 16)};
-        std::string what = fmt::format("section {} ({})", i, section_name(s.type));
-        bool known = s.type >= f::section_strtab && s.type <= f::section_symbols;
-        if (!known && !(s.flags & f::section_optional))
-            return fail(E, "section {}: unknown type {} (not marked optional)", i, s.type);
-        if (s.flags & ~f::section_optional)
-            return fail(E + 4, "{}: unknown flags {:#x}", what, s.flags);
-        if (s.offset % 8)
-            return fail(E + 8, "{}: offset {:#x} is not 8-byte aligned", what, s.offset);
-        if (s.offset < table_end)
-            return fail(E + 8,
-                        "{}: offset {:#x} overlaps the header or section table (which end "
-                        "at {:#x})",
-                        what, s.offset, table_end);
-        if (s.offset > n || s.size > n - s.offset)
-            return fail(E + 16, "{}: [{:#x}, +{:#x}) extends past the end of the file ({} bytes)",
-                        what, s.offset, s.size, n);
-        if (uint32_t c = crc32(b.subspan(s.offset, s.size)); c != s.crc)
-            return fail(E + 24,
-                        "{}: checksum {:#010x} does not match the computed {:#010x} of "
-                        "its {} bytes at {:#x}",
-                        what, s.crc, c, s.size, s.offset);
-        if (s.type == f::section_code) {
-            if (s.info < NEURON_ENGINE_TENSOR || s.info > NEURON_ENGINE_SYNC)
-                return fail(E + 28, "{}: engine {} does not exist (1..4)", what, s.info);
-        } else if (s.info) {
-            return fail(E + 28, "{}: info must be zero for this section type", what);
-        }
-        secs.push_back(s);
-    }
-    // Overlaps: sort non-empty sections by offset.
-    std::vector<const Section *> order;
-    for (const auto &s : secs)
-        if (s.size)
-            order.push_back(&s);
-    std::sort(order.begin(), order.end(),
-              [](const Section *a, const Section *c) { return a->offset < c->offset; });
-    for (size_t k = 1; k < order.size(); k++) {
-        const Section *p = order[k - 1], *s = order[k];
-        if (s->offset < p->offset + p->size)
-            return fail(s->entry + 8,
-                        "section {} ({}) [{:#x}, {:#x}) overlaps section {} ({}) [{:#x}, {:#x})",
-                        s->index, section_name(s->type), s->offset, s->offset + s->size, p->index,
-                        section_name(p->type), p->offset, p->offset + p->size);
-    }
-    for (const auto &s : secs) {
-        const Section **slot = nullptr;
-        switch (s.type) {
-        case f::section_strtab:
-            slot = &strtab;
-            break;
-        case f::section_args:
-            slot = &args;
-            break;
-        case f::section_const:
-            slot = &cnst;
-            break;
-        case f::section_symbols:
-            slot = &syms;
-            break;
-        case f::section_code:
-            slot = &code[NEURON_ENGINE_INDEX(s.info)];
-            break;
-        default:
-            continue; // optional, unknown: skipped
-        }
-        if (*slot)
-            return fail(
-                s.entry, "section {}: a second {} section{} (section {} is one)", s.index,
-                section_name(s.type),
-                s.type == f::section_code
-                    ? fmt::format(" for the {} engine", to_string(static_cast<Engine>(s.info)))
-                    : std::string(),
-                (*slot)->index);
-        *slot = &s;
+    ProgramData d;
+    std::vector<SlotInfo> slots;
+    std::vector<int> slot_owner;
+
+    explicit Parser(std::span<const std::byte> bytes) : b(bytes), n(bytes.size()) {}
+
+    // The header: magic, versions, sizes, the section table's place and checksum.
+    VErr header() {
+        if (n < f::header_size)
+            return fail(n, "truncated: the file has {} bytes, the header alone needs {}", n,
+                        f::header_size);
+        if (rd32(b, 0) != f::magic)
+            return fail(0, "bad magic {:#010x}: not a neuron program container (expected \"NRNF\")",
+                        rd32(b, 0));
+        vmaj = rd16(b, 4);
+        vmin = rd16(b, 6);
+        if (vmaj != f::version_major)
+            return fail(4, "unsupported container version {}.{}: this library reads {}.x", vmaj,
+                        vmin, f::version_major);
+        uint32_t hsize = rd32(b, 8);
+        if (hsize < f::header_size || hsize % 8 || hsize > n)
+            return fail(8,
+                        "header_size {} is invalid (at least {}, a multiple of 8, within the file)",
+                        hsize, f::header_size);
+        uint64_t file_size = rd64(b, 16);
+        table = rd32(b, 24);
+        count = rd32(b, 28);
+        if (count == 0 || count > f::max_sections)
+            return fail(28, "section_count {} is outside 1..{}", count, f::max_sections);
+        table_end = static_cast<uint64_t>(table) + uint64_t{count} * f::section_entry_size;
+        if (table < hsize || table % 8)
+            return fail(24,
+                        "section table offset {:#x} is invalid (8-byte aligned, after the {}-byte "
+                        "header)",
+                        table, hsize);
+        if (table_end > n)
+            return fail(n,
+                        "truncated: the section table [{:#x}, {:#x}) extends past the end of the "
+                        "file ({} bytes)",
+                        table, table_end, n);
+        uint32_t stored = rd32(b, 60);
+        uint32_t computed = crc32(b.subspan(table, table_end - table), crc32(b.first(60)));
+        if (stored != computed)
+            return fail(60,
+                        "header checksum {:#010x} does not match the computed {:#010x}: the header "
+                        "or the section table is corrupted",
+                        stored, computed);
+        if (file_size > n)
+            return fail(16, "truncated: the header says {} bytes, the file has {}", file_size, n);
+        if (file_size < n)
+            return fail(16, "file_size {} does not match the file's {} bytes (trailing data)",
+                        file_size, n);
+        if (uint32_t fl = rd32(b, 12))
+            return fail(12, "unknown header flags {:#x}", fl);
+        if (!zero(b, 52, 8))
+            return fail(52, "reserved header fields must be zero");
+        if (!zero(b, f::header_size, hsize - f::header_size))
+            return fail(f::header_size, "header extension bytes must be zero in version {}.{}",
+                        vmaj, vmin);
+        uint16_t isa_maj = rd16(b, 32), isa_min = rd16(b, 34);
+        if (isa_maj != NEURON_ISA_VERSION_MAJOR || isa_min > NEURON_ISA_VERSION_MINOR)
+            return fail(32, "ISA version {}.{} is not supported (this library knows {}.{})",
+                        isa_maj, isa_min, NEURON_ISA_VERSION_MAJOR, NEURON_ISA_VERSION_MINOR);
+        num_slots = rd32(b, 48);
+        if (num_slots > NEURON_MAX_BINDINGS - 1)
+            return fail(48, "num_slots {} exceeds {} (one more slot holds the program image)",
+                        num_slots, NEURON_MAX_BINDINGS - 1);
+        return {};
     }
 
-    // String table.
-    if (!strtab)
-        return fail(24, "no STRTAB section (every container has one)");
-    if (strtab->size == 0 || rd8(b, strtab->offset) != 0)
-        return fail(strtab->offset, "the string table must start with a NUL byte");
-    if (rd8(b, strtab->offset + strtab->size - 1) != 0)
-        return fail(strtab->offset + strtab->size - 1, "the string table is not NUL-terminated");
-    auto str = [&](uint64_t field, std::string &s) -> VErr {
+    // Each section table entry on its own.
+    VErr section_table() {
+        // Section table.
+        secs.reserve(count);
+        for (uint32_t i = 0; i < count; i++) {
+            uint64_t E = table + uint64_t{i} * f::section_entry_size;
+            Section s{i, rd32(b, E),     rd32(b, E + 4), rd32(b, E + 24), rd32(b, E + 28),
+                      E, rd64(b, E + 8), rd64(b, E + 16)};
+            std::string what = fmt::format("section {} ({})", i, section_name(s.type));
+            bool known = s.type >= f::section_strtab && s.type <= f::section_symbols;
+            if (!known && !(s.flags & f::section_optional))
+                return fail(E, "section {}: unknown type {} (not marked optional)", i, s.type);
+            if (s.flags & ~f::section_optional)
+                return fail(E + 4, "{}: unknown flags {:#x}", what, s.flags);
+            if (s.offset % 8)
+                return fail(E + 8, "{}: offset {:#x} is not 8-byte aligned", what, s.offset);
+            if (s.offset < table_end)
+                return fail(E + 8,
+                            "{}: offset {:#x} overlaps the header or section table (which end "
+                            "at {:#x})",
+                            what, s.offset, table_end);
+            if (s.offset > n || s.size > n - s.offset)
+                return fail(E + 16,
+                            "{}: [{:#x}, +{:#x}) extends past the end of the file ({} bytes)", what,
+                            s.offset, s.size, n);
+            if (uint32_t c = crc32(b.subspan(s.offset, s.size)); c != s.crc)
+                return fail(E + 24,
+                            "{}: checksum {:#010x} does not match the computed {:#010x} of "
+                            "its {} bytes at {:#x}",
+                            what, s.crc, c, s.size, s.offset);
+            if (s.type == f::section_code) {
+                if (s.info < NEURON_ENGINE_TENSOR || s.info > NEURON_ENGINE_SYNC)
+                    return fail(E + 28, "{}: engine {} does not exist (1..4)", what, s.info);
+            } else if (s.info) {
+                return fail(E + 28, "{}: info must be zero for this section type", what);
+            }
+            secs.push_back(s);
+        }
+        return {};
+    }
+
+    // No two non-empty sections overlap.
+    VErr overlaps() {
+        // Overlaps: sort non-empty sections by offset.
+        std::vector<const Section *> order;
+        for (const auto &s : secs)
+            if (s.size)
+                order.push_back(&s);
+        std::sort(order.begin(), order.end(),
+                  [](const Section *a, const Section *c) { return a->offset < c->offset; });
+        for (size_t k = 1; k < order.size(); k++) {
+            const Section *p = order[k - 1], *s = order[k];
+            if (s->offset < p->offset + p->size)
+                return fail(
+                    s->entry + 8,
+                    "section {} ({}) [{:#x}, {:#x}) overlaps section {} ({}) [{:#x}, {:#x})",
+                    s->index, section_name(s->type), s->offset, s->offset + s->size, p->index,
+                    section_name(p->type), p->offset, p->offset + p->size);
+        }
+        return {};
+    }
+
+    // At most one section of each known type (one CODE per engine).
+    VErr assign_sections() {
+        for (const auto &s : secs) {
+            const Section **slot = nullptr;
+            switch (s.type) {
+            case f::section_strtab:
+                slot = &strtab;
+                break;
+            case f::section_args:
+                slot = &args;
+                break;
+            case f::section_const:
+                slot = &cnst;
+                break;
+            case f::section_symbols:
+                slot = &syms;
+                break;
+            case f::section_code:
+                slot = &code[NEURON_ENGINE_INDEX(s.info)];
+                break;
+            default:
+                continue; // optional, unknown: skipped
+            }
+            if (*slot)
+                return fail(
+                    s.entry, "section {}: a second {} section{} (section {} is one)", s.index,
+                    section_name(s.type),
+                    s.type == f::section_code
+                        ? fmt::format(" for the {} engine", to_string(static_cast<Engine>(s.info)))
+                        : std::string(),
+                    (*slot)->index);
+            *slot = &s;
+        }
+        return {};
+    }
+
+    // STRTAB and the program's name.
+    VErr string_table() {
+        // String table.
+        if (!strtab)
+            return fail(24, "no STRTAB section (every container has one)");
+        if (strtab->size == 0 || rd8(b, strtab->offset) != 0)
+            return fail(strtab->offset, "the string table must start with a NUL byte");
+        if (rd8(b, strtab->offset + strtab->size - 1) != 0)
+            return fail(strtab->offset + strtab->size - 1,
+                        "the string table is not NUL-terminated");
+        return str(36, d.name);
+    }
+
+    // ARGS: every binding slot belongs to one argument (or the constants).
+    VErr arguments() {
+        // Arguments.
+        d.num_slots = num_slots;
+        slots.assign(num_slots, SlotInfo{});
+        slot_owner.assign(num_slots, -1);
+        if (args) {
+            if (args->size % f::arg_entry_size)
+                return fail(args->entry + 16, "ARGS size {} is not a multiple of {}", args->size,
+                            f::arg_entry_size);
+            std::set<std::string> names;
+            for (uint64_t k = 0; k < args->size / f::arg_entry_size; k++)
+                if (auto e = argument(k, names))
+                    return e;
+        }
+        for (uint32_t s = 0; s < num_slots; s++)
+            if (slot_owner[s] < 0)
+                return fail(48, "binding slot {} (of num_slots {}) belongs to no argument", s,
+                            num_slots);
+        if (cnst && d.const_slot == f::no_slot)
+            return fail(cnst->entry, "section {} (CONST): constant data but no constant argument",
+                        cnst->index);
+        return {};
+    }
+
+    // SYMBOLS.
+    VErr symbols() {
+        // Symbols.
+        if (syms) {
+            if (syms->size % f::symbol_entry_size)
+                return fail(syms->entry + 16, "SYMBOLS size {} is not a multiple of {}", syms->size,
+                            f::symbol_entry_size);
+            for (uint64_t k = 0; k < syms->size / f::symbol_entry_size; k++)
+                if (auto e = symbol(k))
+                    return e;
+        }
+        return {};
+    }
+
+    // CODE: every stream, through the CodeChecker.
+    VErr code_sections() {
+        // Code.
+        uint64_t image = sizeof(struct neuron_prog_header);
+        bool any = false;
+        CodeChecker checker(b, slots);
+        for (unsigned e = 0; e < num_engines; e++) {
+            const Section *s = code[e];
+            if (!s)
+                continue;
+            if (s->size == 0 || s->size % f::insn_size)
+                return fail(s->entry + 16,
+                            "section {} (CODE {}): size {} is not a non-zero multiple "
+                            "of {}",
+                            s->index, to_string(static_cast<Engine>(e + 1)), s->size, f::insn_size);
+            image += s->size;
+            if (image > NEURON_PROG_MAX_SIZE)
+                return fail(s->entry + 16,
+                            "the streams need a {}-byte device image, more than the "
+                            "device's limit of {} bytes",
+                            image, NEURON_PROG_MAX_SIZE);
+            if (auto err = checker.check_stream(e + 1, s->offset, s->size / f::insn_size))
+                return err;
+            d.streams[e] = {s->offset, s->size};
+            any = true;
+        }
+        if (!any)
+            return fail(28, "no CODE section: the program has no instructions");
+        if (cnst)
+            d.constants = {cnst->offset, cnst->size};
+        return {};
+    }
+
+    // The string at the string-table offset stored at @p field.
+    VErr str(uint64_t field, std::string &s) const {
         uint32_t o = rd32(b, field);
         if (o >= strtab->size)
             return fail(field, "string offset {} is outside the string table ({} bytes)", o,
@@ -530,195 +644,152 @@ VErr parse_impl(std::span<const std::byte> b, ProgramData *out) {
             s.push_back(static_cast<char>(c));
         }
         return {};
-    };
-    ProgramData d;
-    if (auto e = str(36, d.name))
-        return e;
+    }
 
-    // Arguments.
-    d.num_slots = num_slots;
-    std::vector<SlotInfo> slots(num_slots);
-    std::vector<int> slot_owner(num_slots, -1);
-    if (args) {
-        if (args->size % f::arg_entry_size)
-            return fail(args->entry + 16, "ARGS size {} is not a multiple of {}", args->size,
-                        f::arg_entry_size);
-        std::set<std::string> names;
-        for (uint64_t k = 0; k < args->size / f::arg_entry_size; k++) {
-            uint64_t A = args->offset + k * f::arg_entry_size;
-            ArgumentInfo a;
-            std::string what = fmt::format("argument {}", k);
-            if (auto e = str(A, a.name))
-                return e;
-            if (a.name.empty())
-                return fail(A, "{}: empty name", what);
-            what = fmt::format("argument {} '{}'", k, a.name);
-            if (!names.insert(a.name).second)
-                return fail(A, "{}: duplicate name", what);
-            uint8_t dt = rd8(b, A + 4), dir = rd8(b, A + 5), rank = rd8(b, A + 6);
-            if (dt == NEURON_DT_INVALID || dt >= NEURON_DT_COUNT)
-                return fail(A + 4, "{}: unknown dtype {}", what, dt);
-            if (dir < 1 || dir > 4)
-                return fail(A + 5, "{}: unknown direction {}", what, dir);
-            if (rank < 1 || rank > f::max_rank)
-                return fail(A + 6, "{}: rank {} is outside 1..{}", what, rank, f::max_rank);
-            if (rd8(b, A + 7) || rd32(b, A + 12) || rd64(b, A + 56))
-                return fail(rd8(b, A + 7)     ? A + 7
-                            : rd32(b, A + 12) ? A + 12
-                                              : A + 56,
-                            "{}: reserved fields must be zero", what);
-            a.dtype = static_cast<DType>(dt);
-            a.direction = static_cast<Direction>(dir);
-            uint64_t elems = 1;
-            for (unsigned i = 0; i < f::max_rank; i++) {
-                uint32_t dim = rd32(b, A + 32 + 4 * i);
-                if (i < rank) {
-                    if (dim == 0)
-                        return fail(A + 32 + 4 * i, "{}: dimension {} is zero", what, i);
-                    if (elems > (1ull << 48) / dim)
-                        return fail(A + 32 + 4 * i, "{}: the shape has more than 2^48 elements",
-                                    what);
-                    elems *= dim;
-                    a.shape.push_back(dim);
-                } else if (dim) {
-                    return fail(A + 32 + 4 * i, "{}: dimension {} beyond rank {} must be zero",
-                                what, i, rank);
-                }
+    // Argument @p k: its name, dtype, direction and shape.
+    VErr argument(uint64_t k, std::set<std::string> &names) {
+        const uint64_t A = args->offset + k * f::arg_entry_size;
+        ArgumentInfo a;
+        std::string what = fmt::format("argument {}", k);
+        if (auto e = str(A, a.name))
+            return e;
+        if (a.name.empty())
+            return fail(A, "{}: empty name", what);
+        what = fmt::format("argument {} '{}'", k, a.name);
+        if (!names.insert(a.name).second)
+            return fail(A, "{}: duplicate name", what);
+        uint8_t dt = rd8(b, A + 4), dir = rd8(b, A + 5), rank = rd8(b, A + 6);
+        if (dt == NEURON_DT_INVALID || dt >= NEURON_DT_COUNT)
+            return fail(A + 4, "{}: unknown dtype {}", what, dt);
+        if (dir < 1 || dir > 4)
+            return fail(A + 5, "{}: unknown direction {}", what, dir);
+        if (rank < 1 || rank > f::max_rank)
+            return fail(A + 6, "{}: rank {} is outside 1..{}", what, rank, f::max_rank);
+        if (rd8(b, A + 7) || rd32(b, A + 12) || rd64(b, A + 56))
+            return fail(rd8(b, A + 7)     ? A + 7
+                        : rd32(b, A + 12) ? A + 12
+                                          : A + 56,
+                        "{}: reserved fields must be zero", what);
+        a.dtype = static_cast<DType>(dt);
+        a.direction = static_cast<Direction>(dir);
+        uint64_t elems = 1;
+        for (unsigned i = 0; i < f::max_rank; i++) {
+            uint32_t dim = rd32(b, A + 32 + 4 * i);
+            if (i < rank) {
+                if (dim == 0)
+                    return fail(A + 32 + 4 * i, "{}: dimension {} is zero", what, i);
+                if (elems > (1ull << 48) / dim)
+                    return fail(A + 32 + 4 * i, "{}: the shape has more than 2^48 elements", what);
+                elems *= dim;
+                a.shape.push_back(dim);
+            } else if (dim) {
+                return fail(A + 32 + 4 * i, "{}: dimension {} beyond rank {} must be zero", what, i,
+                            rank);
             }
-            a.slot = rd32(b, A + 8);
-            a.offset = rd64(b, A + 16);
-            a.size = rd64(b, A + 24);
-            if (a.size != elems * NEURON_DT_SIZE(dt))
-                return fail(A + 24,
-                            "{}: size {} does not match its shape ({} elements of {} "
-                            "bytes)",
-                            what, a.size, elems, NEURON_DT_SIZE(dt));
-            if (a.slot >= num_slots)
-                return fail(A + 8, "{}: slot {} is not below num_slots {}", what, a.slot,
-                            num_slots);
-            if (a.direction == Direction::constant) {
-                if (!cnst)
-                    return fail(A + 5, "{}: a constant, but the file has no CONST section", what);
-                if (d.const_slot == f::no_slot) {
-                    if (slot_owner[a.slot] >= 0)
-                        return fail(A + 8, "{}: slot {} is already argument {}'s", what, a.slot,
-                                    slot_owner[a.slot]);
-                    d.const_slot = a.slot;
-                    slot_owner[a.slot] = static_cast<int>(k);
-                    slots[a.slot] = {1, "the constants"};
-                } else if (a.slot != d.const_slot) {
-                    return fail(A + 8, "{}: constants share one slot ({}), not {}", what,
-                                d.const_slot, a.slot);
-                }
-                if (a.offset % NEURON_DT_SIZE(dt) || a.offset > cnst->size ||
-                    a.size > cnst->size - a.offset)
-                    return fail(A + 16,
-                                "{}: [{:#x}, +{:#x}) is not an aligned range of the {} "
-                                "bytes of constant data",
-                                what, a.offset, a.size, cnst->size);
-            } else {
-                if (a.offset)
-                    return fail(A + 16, "{}: offset must be zero for a non-constant argument",
-                                what);
+        }
+        return argument_slot(k, std::move(a), A, what, dt, elems);
+    }
+
+    // Argument @p k's binding slot, size and offset, and the slot's rights.
+    VErr argument_slot(uint64_t k, ArgumentInfo a, uint64_t A, const std::string &what, uint8_t dt,
+                       uint64_t elems) {
+        a.slot = rd32(b, A + 8);
+        a.offset = rd64(b, A + 16);
+        a.size = rd64(b, A + 24);
+        if (a.size != elems * NEURON_DT_SIZE(dt))
+            return fail(A + 24,
+                        "{}: size {} does not match its shape ({} elements of {} "
+                        "bytes)",
+                        what, a.size, elems, NEURON_DT_SIZE(dt));
+        if (a.slot >= num_slots)
+            return fail(A + 8, "{}: slot {} is not below num_slots {}", what, a.slot, num_slots);
+        if (a.direction == Direction::constant) {
+            if (!cnst)
+                return fail(A + 5, "{}: a constant, but the file has no CONST section", what);
+            if (d.const_slot == f::no_slot) {
                 if (slot_owner[a.slot] >= 0)
                     return fail(A + 8, "{}: slot {} is already argument {}'s", what, a.slot,
                                 slot_owner[a.slot]);
+                d.const_slot = a.slot;
                 slot_owner[a.slot] = static_cast<int>(k);
-                unsigned r = a.direction == Direction::in    ? 1
-                             : a.direction == Direction::out ? 2
-                                                             : 3;
-                slots[a.slot] = {r,
-                                 fmt::format("'{}', {} argument", a.name, to_string(a.direction))};
+                slots[a.slot] = {1, "the constants"};
+            } else if (a.slot != d.const_slot) {
+                return fail(A + 8, "{}: constants share one slot ({}), not {}", what, d.const_slot,
+                            a.slot);
             }
-            d.args.push_back(std::move(a));
+            if (a.offset % NEURON_DT_SIZE(dt) || a.offset > cnst->size ||
+                a.size > cnst->size - a.offset)
+                return fail(A + 16,
+                            "{}: [{:#x}, +{:#x}) is not an aligned range of the {} "
+                            "bytes of constant data",
+                            what, a.offset, a.size, cnst->size);
+        } else {
+            if (a.offset)
+                return fail(A + 16, "{}: offset must be zero for a non-constant argument", what);
+            if (slot_owner[a.slot] >= 0)
+                return fail(A + 8, "{}: slot {} is already argument {}'s", what, a.slot,
+                            slot_owner[a.slot]);
+            slot_owner[a.slot] = static_cast<int>(k);
+            unsigned r = a.direction == Direction::in ? 1 : a.direction == Direction::out ? 2 : 3;
+            slots[a.slot] = {r, fmt::format("'{}', {} argument", a.name, to_string(a.direction))};
         }
+        d.args.push_back(std::move(a));
+        return {};
     }
-    for (uint32_t s = 0; s < num_slots; s++)
-        if (slot_owner[s] < 0)
-            return fail(48, "binding slot {} (of num_slots {}) belongs to no argument", s,
-                        num_slots);
-    if (cnst && d.const_slot == f::no_slot)
-        return fail(cnst->entry, "section {} (CONST): constant data but no constant argument",
-                    cnst->index);
 
-    // Symbols.
-    if (syms) {
-        if (syms->size % f::symbol_entry_size)
-            return fail(syms->entry + 16, "SYMBOLS size {} is not a multiple of {}", syms->size,
-                        f::symbol_entry_size);
-        for (uint64_t k = 0; k < syms->size / f::symbol_entry_size; k++) {
-            uint64_t Y = syms->offset + k * f::symbol_entry_size;
-            SymbolInfo s;
-            if (auto e = str(Y, s.name))
-                return e;
-            std::string what = fmt::format("symbol {} '{}'", k, s.name);
-            if (s.name.empty())
-                return fail(Y, "symbol {}: empty name", k);
-            uint8_t kind = rd8(b, Y + 4), dt = rd8(b, Y + 5), ps = rd8(b, Y + 6),
-                    pc = rd8(b, Y + 7);
-            s.offset = rd32(b, Y + 8);
-            s.size = rd32(b, Y + 12);
-            if (rd64(b, Y + 16))
-                return fail(Y + 16, "{}: reserved fields must be zero", what);
-            if (kind == f::symbol_semaphore) {
-                if (dt || ps || pc || s.size)
-                    return fail(Y + 5, "{}: a semaphore has no dtype, partitions or size", what);
-                if (s.offset >= NEURON_NUM_SEMAPHORES)
-                    return fail(Y + 8, "{}: semaphore {} does not exist", what, s.offset);
-            } else if (kind == f::symbol_sbuf || kind == f::symbol_psum) {
-                if (dt == NEURON_DT_INVALID || dt >= NEURON_DT_COUNT)
-                    return fail(Y + 5, "{}: unknown dtype {}", what, dt);
-                if (pc == 0 || ps + pc > NEURON_PARTITIONS)
-                    return fail(Y + 6, "{}: partitions {}+{} are outside 0..127", what, ps, pc);
-                if (s.size == 0)
-                    return fail(Y + 12, "{}: zero size", what);
-                if (kind == f::symbol_psum &&
-                    uint64_t{s.offset} + s.size > NEURON_PSUM_SIZE / NEURON_PARTITIONS)
-                    return fail(Y + 8, "{}: PSUM range [{:#x}, +{:#x}) exceeds a partition", what,
-                                s.offset, s.size);
-            } else {
-                return fail(Y + 4, "{}: unknown kind {}", what, kind);
-            }
-            s.kind = static_cast<f::SymbolKind>(kind);
-            s.dtype = static_cast<DType>(dt ? dt : 1);
-            s.part_start = ps;
-            s.part_count = pc;
-            d.symbols.push_back(std::move(s));
+    // Symbol @p k: a semaphore, or a named SBUF/PSUM range.
+    VErr symbol(uint64_t k) {
+        uint64_t Y = syms->offset + k * f::symbol_entry_size;
+        SymbolInfo s;
+        if (auto e = str(Y, s.name))
+            return e;
+        std::string what = fmt::format("symbol {} '{}'", k, s.name);
+        if (s.name.empty())
+            return fail(Y, "symbol {}: empty name", k);
+        uint8_t kind = rd8(b, Y + 4), dt = rd8(b, Y + 5), ps = rd8(b, Y + 6), pc = rd8(b, Y + 7);
+        s.offset = rd32(b, Y + 8);
+        s.size = rd32(b, Y + 12);
+        if (rd64(b, Y + 16))
+            return fail(Y + 16, "{}: reserved fields must be zero", what);
+        if (kind == f::symbol_semaphore) {
+            if (dt || ps || pc || s.size)
+                return fail(Y + 5, "{}: a semaphore has no dtype, partitions or size", what);
+            if (s.offset >= NEURON_NUM_SEMAPHORES)
+                return fail(Y + 8, "{}: semaphore {} does not exist", what, s.offset);
+        } else if (kind == f::symbol_sbuf || kind == f::symbol_psum) {
+            if (dt == NEURON_DT_INVALID || dt >= NEURON_DT_COUNT)
+                return fail(Y + 5, "{}: unknown dtype {}", what, dt);
+            if (pc == 0 || ps + pc > NEURON_PARTITIONS)
+                return fail(Y + 6, "{}: partitions {}+{} are outside 0..127", what, ps, pc);
+            if (s.size == 0)
+                return fail(Y + 12, "{}: zero size", what);
+            if (kind == f::symbol_psum &&
+                uint64_t{s.offset} + s.size > NEURON_PSUM_SIZE / NEURON_PARTITIONS)
+                return fail(Y + 8, "{}: PSUM range [{:#x}, +{:#x}) exceeds a partition", what,
+                            s.offset, s.size);
+        } else {
+            return fail(Y + 4, "{}: unknown kind {}", what, kind);
         }
+        s.kind = static_cast<f::SymbolKind>(kind);
+        s.dtype = static_cast<DType>(dt ? dt : 1);
+        s.part_start = ps;
+        s.part_count = pc;
+        d.symbols.push_back(std::move(s));
+        return {};
     }
+};
 
-    // Code.
-    uint64_t image = sizeof(struct neuron_prog_header);
-    bool any = false;
-    CodeChecker checker(b, slots);
-    for (unsigned e = 0; e < num_engines; e++) {
-        const Section *s = code[e];
-        if (!s)
-            continue;
-        if (s->size == 0 || s->size % f::insn_size)
-            return fail(s->entry + 16,
-                        "section {} (CODE {}): size {} is not a non-zero multiple "
-                        "of {}",
-                        s->index, to_string(static_cast<Engine>(e + 1)), s->size, f::insn_size);
-        image += s->size;
-        if (image > NEURON_PROG_MAX_SIZE)
-            return fail(s->entry + 16,
-                        "the streams need a {}-byte device image, more than the "
-                        "device's limit of {} bytes",
-                        image, NEURON_PROG_MAX_SIZE);
-        if (auto err = checker.check_stream(e + 1, s->offset, s->size / f::insn_size))
-            return err;
-        d.streams[e] = {s->offset, s->size};
-        any = true;
-    }
-    if (!any)
-        return fail(28, "no CODE section: the program has no instructions");
-    if (cnst)
-        d.constants = {cnst->offset, cnst->size};
-
+VErr parse_impl(std::span<const std::byte> b, ProgramData *out) {
+    Parser p(b);
+    for (auto step :
+         {&Parser::header, &Parser::section_table, &Parser::overlaps, &Parser::assign_sections,
+          &Parser::string_table, &Parser::arguments, &Parser::symbols, &Parser::code_sections})
+        if (auto e = (p.*step)())
+            return e;
+    ProgramData &d = p.d;
     if (out) {
-        d.version_major = vmaj;
-        d.version_minor = vmin;
+        d.version_major = p.vmaj;
+        d.version_minor = p.vmin;
         d.insn_limit = rd64(b, 40);
         d.bytes.assign(b.begin(), b.end());
         *out = std::move(d);

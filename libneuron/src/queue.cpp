@@ -4,15 +4,10 @@
 
 #include <neuron/queue.hpp>
 
+#include "device_state.hpp"
 #include "drm/neuron_accel.h"
-#include "internal.hpp"
 
 namespace neuron {
-
-namespace detail {
-std::vector<drm_neuron_sync> make_in_syncs(const DeviceState &dev, const std::vector<Fence> &deps,
-                                           const std::string &what);
-}
 
 namespace {
 uint64_t align_up(uint64_t v, uint64_t a) {

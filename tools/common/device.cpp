@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "neuron_tools/device.hpp"
 
-#include <algorithm>
+#include <neuron/device.hpp>
+
 #include <cerrno>
 #include <grp.h>
 #include <pwd.h>
@@ -97,36 +98,23 @@ void refresh_device(const Roots &roots, Device &dev, bool counters) {
         read_counters(dir, dev);
 }
 
+// The devices are libneuron's (one scan of /sys/class/accel, one accelN
+// parser, one reading of $NEURON_SYSFS_ROOT/$NEURON_DEV_ROOT); the tools
+// add the driver's sysfs attributes.
 std::vector<Device> scan_devices(const Roots &roots, const ScanOptions &opts) {
     std::vector<Device> out;
-    std::error_code ec;
-    fs::path cls = roots.sys / "class" / "accel";
-    fs::directory_iterator it(cls, ec);
-    if (ec)
-        return out;
-    for (const auto &entry : it) {
-        std::string name = entry.path().filename().string();
-        if (name.rfind("accel", 0) != 0)
-            continue;
-        auto idx = parse_u64(std::string_view(name).substr(5));
-        if (!idx)
-            continue;
-        fs::path devdir = entry.path() / "device";
-        if (link_basename(devdir / "driver") != "neuron")
-            continue;
-
+    neuron::SysPaths paths;
+    paths.sysfs_root = roots.sys.string();
+    paths.dev_root = roots.dev.string();
+    for (const neuron::DeviceEntry &e : neuron::enumerate_sysfs(paths)) {
         Device d;
-        d.index = static_cast<unsigned>(*idx);
-        d.name = name;
-        d.node = "/dev/accel/" + name;
-        d.bdf = link_basename(devdir);
-        if (d.bdf.empty()) {
-            // Not a symlink (unusual): the canonical path still ends in the BDF.
-            d.bdf = fs::canonical(devdir, ec).filename().string();
-        }
-        if (auto n = read_i64(devdir / "numa_node"); n && *n >= 0)
-            d.numa_node = static_cast<int>(*n);
-        fs::path dir = devdir / "neuron";
+        d.index = e.index;
+        d.name = fs::path(e.sysfs_path).filename().string();
+        d.node = "/dev/accel/" + d.name;
+        d.bdf = e.pci_address;
+        if (e.numa_node >= 0)
+            d.numa_node = e.numa_node;
+        fs::path dir = fs::path(e.sysfs_path) / "device" / "neuron";
         if (auto v = read_u64(dir / "cores"))
             d.cores = static_cast<unsigned>(*v);
         if (auto v = read_u64(dir / "dma_engines"))
@@ -136,11 +124,9 @@ std::vector<Device> scan_devices(const Roots &roots, const ScanOptions &opts) {
         d.fw_version = read_text(dir / "fw_version");
         refresh_device(roots, d, opts.counters);
         if (opts.access)
-            d.access = check_access(roots.dev / "accel" / name);
+            d.access = check_access(roots.dev / "accel" / d.name);
         out.push_back(std::move(d));
     }
-    std::sort(out.begin(), out.end(),
-              [](const Device &a, const Device &b) { return a.index < b.index; });
     return out;
 }
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "neuron_tools/sysfs.hpp"
 
+#include <neuron/device.hpp>
+
 #include <charconv>
 #include <cstdlib>
 #include <fstream>
@@ -13,12 +15,11 @@ namespace fs = std::filesystem;
 
 Roots Roots::from_env() {
     Roots r;
-    if (const char *v = std::getenv("NEURON_SYSFS_ROOT"); v && *v)
-        r.sys = v;
+    neuron::SysPaths p = neuron::SysPaths::from_env(); // the library's reading of the variables
+    r.sys = p.sysfs_root;
+    r.dev = p.dev_root;
     if (const char *v = std::getenv("NEURON_PROC_ROOT"); v && *v)
         r.proc = v;
-    if (const char *v = std::getenv("NEURON_DEV_ROOT"); v && *v)
-        r.dev = v;
     return r;
 }
 
@@ -69,14 +70,6 @@ std::optional<int64_t> read_i64(const fs::path &path) {
     if (ec != std::errc() || ptr != s->data() + s->size())
         return std::nullopt;
     return v;
-}
-
-std::string link_basename(const fs::path &link) {
-    std::error_code ec;
-    fs::path target = fs::read_symlink(link, ec);
-    if (ec)
-        return {};
-    return target.filename().string();
 }
 
 } // namespace neuron::tools

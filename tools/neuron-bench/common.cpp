@@ -67,9 +67,13 @@ std::string size_label(uint64_t bytes) {
 }
 
 std::optional<neuron::Device> open_device(const Options &o) {
-    if (o.no_device || neuron::enumerate().empty())
+    if (o.no_device)
         return std::nullopt;
-    return o.device.empty() ? neuron::Device::open_first() : neuron::Device::open(o.device);
+    if (!o.device.empty()) // a node, an index, a PCI address or "sim"
+        return neuron::Device::open(o.device);
+    if (neuron::enumerate().empty())
+        return std::nullopt;
+    return neuron::Device::open_first();
 }
 
 std::optional<BlockPeer> open_peer(const Options &o, std::string &why_not) {

@@ -59,7 +59,7 @@ int main(int argc, char **argv) {
                        ->check(CLI::Range(1u, 1000u))
                        ->capture_default_str();
     app.add_option("-d,--device", o.device,
-                   "Device: index, node or PCI address (default: the first)");
+                   "Device: index, node, PCI address or sim[:options] (default: the first)");
     if (const char *env = std::getenv("NEURON_VM_NVME"))
         o.nvme = env;
     app.add_option("--nvme", o.nvme,

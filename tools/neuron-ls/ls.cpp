@@ -7,6 +7,9 @@
 #include <fmt/format.h>
 #include <ostream>
 
+#include <neuron/device.hpp>
+#include <neuron/error.hpp>
+
 #include "neuron_tools/format.hpp"
 #include "neuron_tools/version.hpp"
 
@@ -21,6 +24,23 @@ Inventory collect(const Roots &roots, bool with_processes) {
     if (with_processes && !inv.devices.empty())
         inv.processes = scan_processes(roots);
     return inv;
+}
+
+Device sim_device(const std::string &spec) {
+    neuron::Device sim = neuron::Device::open(spec);
+    const neuron::DeviceInfo &i = sim.info();
+    auto version = [](uint32_t v) { return fmt::format("{}.{}", v >> 16, v & 0xffff); };
+    Device d;
+    d.name = "sim";
+    d.node = sim.path();
+    d.bdf = i.pci_address;
+    d.cores = i.num_cores;
+    d.dma_engines = i.num_dma_engines;
+    d.memory_total = i.device_memory_size;
+    d.hw_version = version(i.hw_version);
+    d.fw_version = version(i.fw_version);
+    d.state = "ready";
+    return d;
 }
 
 namespace {
@@ -154,6 +174,12 @@ int run(int argc, const char *const *argv, std::ostream &out, std::ostream &err,
                  "device and host memory, cores in use");
     app.add_flag("-j,--json,--json-output", as_json,
                  "Print JSON (schema: neuron-ls.schema.json) instead of a table");
+    std::string sim;
+    app.add_option("--sim", sim,
+                   "Also list the simulator device (libneuron's \"sim\"), with these options "
+                   "(default: $NEURON_SIM_OPTIONS)")
+        ->expected(0, 1)
+        ->default_str("sim");
     app.add_flag("-V,--version", version, "Print the version and exit");
     app.footer("Exit status: 0 ok, 2 usage error, 3 driver not loaded, 4 no devices, "
                "5 a device node cannot be opened by this user. See neuron-ls(1).");
@@ -173,6 +199,16 @@ int run(int argc, const char *const *argv, std::ostream &out, std::ostream &err,
     }
 
     Inventory inv = collect(roots, wide || as_json);
+    if (app.count("--sim")) {
+        try {
+            Device d = sim_device(sim.empty() || sim == "sim" ? "sim" : "sim:" + sim);
+            d.index = static_cast<unsigned>(inv.devices.size());
+            inv.devices.push_back(std::move(d));
+        } catch (const neuron::Error &e) {
+            err << "neuron-ls: " << e.what() << "\n";
+            return exit_usage;
+        }
+    }
     if (inv.devices.empty()) {
         if (!inv.driver.loaded) {
             err << "neuron: driver not loaded: run modprobe neuron\n";

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -87,10 +88,12 @@ struct NEURON_EXPORT ArgRef {
     DType dtype = DType::fp32;
 
     /// Bytes at @p byte_offset of the argument: partition p at
-    /// p * part_stride, inner elements stride0 bytes apart (default: the
-    /// element size, contiguous), outer stride1 bytes.
-    DramRef at(uint64_t byte_offset, uint32_t part_stride, uint32_t stride0 = 0,
-               uint32_t stride1 = 0) const;
+    /// p * part_stride, inner elements @p stride0 bytes apart, outer
+    /// @p stride1 bytes. Without @p stride0 the inner elements are
+    /// contiguous (the element size apart); a stride0 of 0 reads one
+    /// element repeated along the row (a broadcast).
+    DramRef at(uint64_t byte_offset, uint32_t part_stride,
+               std::optional<uint32_t> stride0 = std::nullopt, uint32_t stride1 = 0) const;
 };
 
 struct Semaphore {

@@ -16,7 +16,8 @@ namespace neuron {
 
 namespace detail {
 struct DeviceState;
-}
+class Os;
+} // namespace detail
 
 class Buffer;
 class Fence;
@@ -24,6 +25,11 @@ class Queue;
 class LoadedProgram;
 class Program;
 struct BufferRange;
+class Device;
+
+namespace detail {
+NEURON_EXPORT Device open_device(std::shared_ptr<Os> os, const std::string &node);
+}
 
 /// Where the library looks for devices. Tests point these at a fake tree.
 struct SysPaths {
@@ -46,8 +52,23 @@ struct DeviceEntry {
 };
 
 /// All devices bound to the neuron driver, ordered by index. Never throws for
-/// a missing /sys/class/accel: that simply means no devices.
+/// a missing /sys/class/accel: that simply means no devices. When
+/// $NEURON_DEVICE selects the simulator, the simulator is the one device
+/// (index 0, node "sim...").
 NEURON_EXPORT std::vector<DeviceEntry> enumerate(const SysPaths &paths = SysPaths::from_env());
+
+/// The devices in sysfs only, whatever $NEURON_DEVICE says.
+NEURON_EXPORT std::vector<DeviceEntry>
+enumerate_sysfs(const SysPaths &paths = SysPaths::from_env());
+
+/// N of a device node name "accelN"; nullopt for any other name.
+NEURON_EXPORT std::optional<unsigned> parse_accel_name(std::string_view name);
+
+/// The device $NEURON_DEVICE names (anything Device::open takes), if set.
+NEURON_EXPORT std::optional<std::string> selected_device();
+
+/// Whether @p spec names the simulator: "sim" or "sim:<options>".
+NEURON_EXPORT bool is_sim_spec(std::string_view spec);
 
 /// Capability bits of DeviceInfo::capabilities.
 enum Capability : uint64_t {
@@ -100,10 +121,11 @@ class NEURON_EXPORT Device {
   public:
     /// Opens device /dev/accel/accel<index>.
     static Device open(unsigned index, const SysPaths &paths = SysPaths::from_env());
-    /// Opens by a device node path ("/dev/accel/accel0"), an index ("0") or a
-    /// PCI address ("0000:00:03.0" or "00:03.0").
+    /// Opens by a device node path ("/dev/accel/accel0"), an index ("0"), a
+    /// PCI address ("0000:00:03.0" or "00:03.0") or the simulator ("sim",
+    /// "sim:cores=2,mem=256M"; see docs/libneuron.md).
     static Device open(std::string_view spec, const SysPaths &paths = SysPaths::from_env());
-    /// Opens the first device.
+    /// Opens the device $NEURON_DEVICE names, else the first device.
     static Device open_first(const SysPaths &paths = SysPaths::from_env());
 
     const DeviceInfo &info() const;
@@ -129,7 +151,8 @@ class NEURON_EXPORT Device {
 
   private:
     explicit Device(std::shared_ptr<detail::DeviceState> s) : state_(std::move(s)) {}
-    static Device open_node(const std::string &node, const std::string &pci_hint);
+    friend Device detail::open_device(std::shared_ptr<detail::Os> os, const std::string &node);
+    static Device open_node(const std::string &node);
     std::shared_ptr<detail::DeviceState> state_;
 };
 

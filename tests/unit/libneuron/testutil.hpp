@@ -24,6 +24,20 @@ extern "C" {
 
 namespace test {
 
+/// Runs @p f, which must throw a neuron::Error with code @p want; returns its what().
+template <typename F> std::string expect_error(F &&f, neuron::errc want) {
+    try {
+        f();
+    } catch (const neuron::Error &e) {
+        if (e.code() != want)
+            fail_msg("got '%s' (%d), want code %d", e.what(), e.code().value(),
+                     static_cast<int>(want));
+        return e.what();
+    }
+    fail_msg("no error, want code %d", static_cast<int>(want));
+    return {};
+}
+
 inline uint32_t rd32(const std::vector<std::byte> &b, size_t off) {
     uint32_t v;
     std::memcpy(&v, b.data() + off, 4);

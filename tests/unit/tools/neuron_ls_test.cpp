@@ -228,6 +228,23 @@ void test_fdinfo_parse(void **) {
     assert_false(neuron::tools::parse_fdinfo("pos:\t0\nflags:\t0\n").has_value());
 }
 
+// The simulator is listed on request, without a driver.
+void test_sim(void **) {
+    fake::Tree t;
+    Result r = run_ls(t.roots(), {"--sim", "cores=3,mem=64M"});
+    assert_int_equal(r.status, ls::exit_ok);
+    assert_true(r.out.find("sim") != std::string::npos);
+    r = run_ls(t.roots(), {"--sim", "cores=3,mem=64M", "--json"});
+    assert_int_equal(r.status, ls::exit_ok);
+    auto doc = nlohmann::json::parse(r.out);
+    assert_int_equal(doc.size(), 1);
+    assert_int_equal(doc[0]["nc_count"].get<int>(), 3);
+    assert_int_equal(doc[0]["memory_size"].get<uint64_t>(), 64u << 20);
+    r = run_ls(t.roots(), {"--sim", "cores=99"});
+    assert_int_equal(r.status, ls::exit_usage);
+    assert_true(r.err.find("cores=99") != std::string::npos);
+}
+
 void test_help_matches_man(void **) {
     fake::Tree t;
     Result r = run_ls(t.roots(), {"--help"});
@@ -249,15 +266,11 @@ void test_help_matches_man(void **) {
 
 int main() {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_table),
-        cmocka_unit_test(test_wide),
-        cmocka_unit_test(test_json),
-        cmocka_unit_test(test_no_driver),
-        cmocka_unit_test(test_no_devices),
-        cmocka_unit_test(test_missing_attributes),
-        cmocka_unit_test(test_permission),
-        cmocka_unit_test(test_fdinfo_parse),
-        cmocka_unit_test(test_help_matches_man),
+        cmocka_unit_test(test_table),      cmocka_unit_test(test_wide),
+        cmocka_unit_test(test_json),       cmocka_unit_test(test_no_driver),
+        cmocka_unit_test(test_no_devices), cmocka_unit_test(test_missing_attributes),
+        cmocka_unit_test(test_permission), cmocka_unit_test(test_fdinfo_parse),
+        cmocka_unit_test(test_sim),        cmocka_unit_test(test_help_matches_man),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -34,7 +34,4 @@ std::optional<int64_t> read_i64(const std::filesystem::path &path);
 /// Parses a whole string as a decimal number.
 std::optional<uint64_t> parse_u64(std::string_view text);
 
-/// The last component of a symlink's target ("" when it is not a symlink).
-std::string link_basename(const std::filesystem::path &link);
-
 } // namespace neuron::tools

@@ -1,0 +1,445 @@
+// SPDX-License-Identifier: MIT
+// The simulated device's driver: neuron.ko's UAPI (uapi/drm/neuron_accel.h)
+// and the generic DRM ioctls libneuron uses, with neuron.ko's checks and
+// errno for every argument, over in-process memory and the model's cores.
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <stdexcept>
+#include <thread>
+
+#include <fmt/format.h>
+#include <linux/sync_file.h>
+#include <sys/mman.h>
+
+#include "sim.hpp"
+
+namespace neuron::sim {
+
+namespace {
+
+constexpr uint64_t page = 4096;
+
+uint64_t page_align(uint64_t n) {
+    return (n + page - 1) / page * page;
+}
+
+int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+// The user array of a count and pointer, as vmemdup_array_user() sees it.
+template <typename T> int user_array(uint64_t ptr, uint32_t count, const T *&out) {
+    out = reinterpret_cast<const T *>(static_cast<uintptr_t>(ptr));
+    return count && !out ? EFAULT : 0;
+}
+
+} // namespace
+
+Device::Device(const Options &o) : opts_(o), memory_(std::make_shared<Memory>(o.mem)) {
+    for (uint32_t i = 0; i < o.cores; i++)
+        cores_.push_back(std::make_unique<Core>(*this, i));
+    for (uint32_t i = 0; i < o.dma; i++)
+        dma_.push_back(std::make_unique<Dma>());
+    for (auto &c : cores_)
+        c->start();
+    for (auto &d : dma_)
+        d->start();
+    // drm_sched's job timeout: one watchdog for every core.
+    watchdog_ = std::thread([this] {
+        std::unique_lock<std::mutex> g(watchdog_lock_);
+        while (!watchdog_cv_.wait_for(g, std::chrono::milliseconds(5), [&] { return stopping_; }))
+            for (auto &c : cores_)
+                c->check_timeout(now_ns());
+    });
+}
+
+Device::~Device() {
+    {
+        std::lock_guard<std::mutex> g(watchdog_lock_);
+        stopping_ = true;
+    }
+    watchdog_cv_.notify_all();
+    watchdog_.join();
+    for (auto &c : cores_)
+        c->stop();
+    for (auto &d : dma_)
+        d->stop();
+}
+
+// --- files ------------------------------------------------------------------------
+
+int Device::open(const std::string &) {
+    std::lock_guard<std::mutex> g(lock_);
+    int fd = next_fd_++;
+    files_[fd] = std::make_shared<File>();
+    return fd;
+}
+
+void Device::close(int fd) {
+    std::shared_ptr<File> f;
+    {
+        std::lock_guard<std::mutex> g(lock_);
+        if (auto it = files_.find(fd); it != files_.end()) {
+            f = std::move(it->second);
+            files_.erase(it);
+        }
+        sync_files_.erase(fd);
+    }
+    // Buffers still used by queued work live on in that work.
+}
+
+std::shared_ptr<File> Device::file(int fd) {
+    std::lock_guard<std::mutex> g(lock_);
+    auto it = files_.find(fd);
+    return it == files_.end() ? nullptr : it->second;
+}
+
+void *Device::mmap(int fd, size_t len, uint64_t offset, int &err) {
+    auto f = file(fd);
+    if (!f) {
+        err = EBADF;
+        return nullptr;
+    }
+    std::lock_guard<std::mutex> g(f->lock);
+    for (const auto &[h, bo] : f->bos)
+        if (bo->mmap_offset == offset) {
+            if (len == 0 || len > bo->size) {
+                err = EINVAL;
+                return nullptr;
+            }
+            f->mappings[reinterpret_cast<uintptr_t>(bo->ptr)] = bo;
+            return bo->ptr;
+        }
+    err = EINVAL; // no object at that offset
+    return nullptr;
+}
+
+void Device::munmap(void *addr, size_t) {
+    std::lock_guard<std::mutex> g(lock_);
+    for (auto &[fd, f] : files_) {
+        std::lock_guard<std::mutex> fg(f->lock);
+        f->mappings.erase(reinterpret_cast<uintptr_t>(addr));
+    }
+}
+
+std::string Device::read_line(const std::string &path) {
+    // The counters neuron.ko shows in sysfs, by the same names.
+    if (path == "memory_used")
+        return std::to_string(memory_->used());
+    for (size_t i = 0; i < cores_.size(); i++) {
+        std::string dir = fmt::format("core{}/", i);
+        if (path.rfind(dir, 0) != 0)
+            continue;
+        const Counters &c = cores_[i]->counters;
+        std::string name = path.substr(dir.size());
+        const std::pair<const char *, const std::atomic<uint64_t> *> all[] = {
+            {"jobs", &c.jobs},     {"faults", &c.faults},      {"timeouts", &c.timeouts},
+            {"resets", &c.resets}, {"busy_ns", &c.busy_ns},    {"instructions", &c.instructions},
+            {"flops", &c.flops},   {"dma_bytes", &c.dma_bytes}};
+        for (const auto &[n, v] : all)
+            if (name == n)
+                return std::to_string(v->load());
+    }
+    return {};
+}
+
+// --- ioctls -----------------------------------------------------------------------
+
+int Device::ioctl(int fd, unsigned long request, void *arg) {
+    if (request == SYNC_IOC_FILE_INFO)
+        return sync_file_info(fd, arg);
+    auto f = file(fd);
+    if (!f)
+        return EBADF;
+    switch (request) {
+    case DRM_IOCTL_VERSION: {
+        auto *v = static_cast<drm_version *>(arg);
+        const char name[] = "neuron";
+        if (v->name && v->name_len)
+            std::memcpy(v->name, name, std::min(v->name_len, sizeof(name) - 1));
+        v->name_len = sizeof(name) - 1;
+        v->version_major = DRM_NEURON_API_VERSION_MAJOR;
+        v->version_minor = DRM_NEURON_API_VERSION_MINOR;
+        v->date_len = 0;
+        v->desc_len = 0;
+        return 0;
+    }
+    case DRM_IOCTL_NEURON_GET_PARAM:
+        return get_param(*static_cast<drm_neuron_get_param *>(arg));
+    case DRM_IOCTL_NEURON_BO_CREATE:
+        return bo_create(*f, *static_cast<drm_neuron_bo_create *>(arg));
+    case DRM_IOCTL_NEURON_BO_INFO:
+        return bo_info(*f, *static_cast<drm_neuron_bo_info *>(arg));
+    case DRM_IOCTL_GEM_CLOSE:
+        return gem_close(*f, *static_cast<drm_gem_close *>(arg));
+    case DRM_IOCTL_SYNCOBJ_CREATE:
+        return syncobj_create(*f, *static_cast<drm_syncobj_create *>(arg));
+    case DRM_IOCTL_SYNCOBJ_DESTROY:
+        return syncobj_destroy(*f, *static_cast<drm_syncobj_destroy *>(arg));
+    case DRM_IOCTL_SYNCOBJ_WAIT:
+        return syncobj_wait(*f, *static_cast<drm_syncobj_wait *>(arg));
+    case DRM_IOCTL_SYNCOBJ_HANDLE_TO_FD:
+        return syncobj_export(*f, *static_cast<drm_syncobj_handle *>(arg));
+    case DRM_IOCTL_NEURON_COPY:
+        return copy(*f, *static_cast<drm_neuron_copy *>(arg));
+    case DRM_IOCTL_NEURON_SUBMIT:
+        return submit(*f, *static_cast<drm_neuron_submit *>(arg));
+    default:
+        return _IOC_TYPE(request) == DRM_IOCTL_BASE ? EINVAL : ENOTTY;
+    }
+}
+
+int Device::get_param(drm_neuron_get_param &p) const {
+    if (p.pad)
+        return EINVAL;
+    uint64_t caps = DRM_NEURON_CAP_FP32 | DRM_NEURON_CAP_BF16 | DRM_NEURON_CAP_FP16 |
+                    DRM_NEURON_CAP_CORE_RESET |
+                    (opts_.host_bindings ? DRM_NEURON_CAP_HOST_BINDINGS : 0);
+    switch (p.param) {
+    case DRM_NEURON_PARAM_DEVICE_ID:
+        p.value = uint64_t(NEURON_PCI_VENDOR_ID) << 16 | NEURON_PCI_DEVICE_ID;
+        return 0;
+    case DRM_NEURON_PARAM_DEVICE_REVISION:
+        p.value = NEURON_PCI_REVISION;
+        return 0;
+    case DRM_NEURON_PARAM_NUM_CORES:
+        p.value = opts_.cores;
+        return 0;
+    case DRM_NEURON_PARAM_NUM_DMA_ENGINES:
+        p.value = opts_.dma;
+        return 0;
+    case DRM_NEURON_PARAM_DEVICE_MEM_SIZE:
+        p.value = opts_.mem;
+        return 0;
+    case DRM_NEURON_PARAM_SBUF_SIZE:
+        p.value = opts_.sbuf;
+        return 0;
+    case DRM_NEURON_PARAM_PSUM_SIZE:
+        p.value = opts_.psum;
+        return 0;
+    case DRM_NEURON_PARAM_PARTITIONS:
+        p.value = NEURON_PARTITIONS;
+        return 0;
+    case DRM_NEURON_PARAM_HW_VERSION:
+        p.value = NEURON_VERSION_MAJOR << 16 | NEURON_VERSION_MINOR;
+        return 0;
+    case DRM_NEURON_PARAM_FW_VERSION:
+        p.value = 1u << 16;
+        return 0;
+    case DRM_NEURON_PARAM_CAPABILITIES:
+        p.value = caps;
+        return 0;
+    case DRM_NEURON_PARAM_CORE_CLOCK_MHZ:
+        p.value = opts_.clock_mhz;
+        return 0;
+    case DRM_NEURON_PARAM_MAX_BINDINGS:
+        p.value = NEURON_MAX_BINDINGS - 1; // the last slot holds the program
+        return 0;
+    case DRM_NEURON_PARAM_PCI_BUS_INFO:
+        p.value = 0; // 0000:00:00.0: the simulator is on no bus
+        return 0;
+    case DRM_NEURON_PARAM_API_VERSION:
+        p.value = DRM_NEURON_API_VERSION_MAJOR << 16 | DRM_NEURON_API_VERSION_MINOR;
+        return 0;
+    default:
+        return EINVAL;
+    }
+}
+
+// --- buffers ----------------------------------------------------------------------
+
+int Device::bo_create(File &f, drm_neuron_bo_create &c) {
+    if (c.pad || c.flags & ~DRM_NEURON_BO_FLAGS_ALL)
+        return EINVAL;
+    if (!c.size || c.size > DRM_NEURON_BO_MAX_SIZE)
+        return EINVAL;
+    auto bo = std::make_shared<Bo>();
+    bo->size = page_align(c.size);
+    bo->flags = c.flags;
+    bo->region = c.region;
+    if (c.region == DRM_NEURON_BO_DEVICE) {
+        auto off = memory_->allocate(bo->size);
+        if (!off) {
+            bo->region = DRM_NEURON_BO_HOST; // nothing to release
+            return ENOSPC;
+        }
+        bo->memory = memory_;
+        bo->dev_offset = *off;
+        bo->ptr = memory_->base() + *off;
+    } else if (c.region == DRM_NEURON_BO_HOST) {
+        void *m =
+            ::mmap(nullptr, bo->size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED)
+            return ENOMEM;
+        bo->ptr = static_cast<uint8_t *>(m);
+    } else {
+        return EINVAL;
+    }
+    {
+        std::lock_guard<std::mutex> g(lock_);
+        bo->mmap_offset = next_mmap_offset_;
+        next_mmap_offset_ += bo->size;
+    }
+    std::lock_guard<std::mutex> g(f.lock);
+    c.handle = f.next_handle++;
+    f.bos[c.handle] = std::move(bo);
+    return 0;
+}
+
+int Device::bo_info(File &f, drm_neuron_bo_info &i) {
+    if (i.pad)
+        return EINVAL;
+    std::lock_guard<std::mutex> g(f.lock);
+    auto it = f.bos.find(i.handle);
+    if (it == f.bos.end())
+        return ENOENT;
+    const Bo &bo = *it->second;
+    i.mmap_offset = bo.mmap_offset;
+    i.size = bo.size;
+    i.region = bo.region;
+    i.flags = bo.flags;
+    i.device_addr =
+        bo.region == DRM_NEURON_BO_DEVICE ? bo.dev_offset : DRM_NEURON_BO_NO_DEVICE_ADDR;
+    return 0;
+}
+
+int Device::gem_close(File &f, drm_gem_close &c) {
+    std::lock_guard<std::mutex> g(f.lock);
+    return f.bos.erase(c.handle) ? 0 : EINVAL;
+}
+
+// --- syncobjs ---------------------------------------------------------------------
+
+int Device::syncobj_create(File &f, drm_syncobj_create &c) {
+    if (c.flags & ~DRM_SYNCOBJ_CREATE_SIGNALED)
+        return EINVAL;
+    std::shared_ptr<Fence> fence;
+    if (c.flags & DRM_SYNCOBJ_CREATE_SIGNALED) {
+        fence = std::make_shared<Fence>();
+        fence->signal(0);
+    }
+    std::lock_guard<std::mutex> g(f.lock);
+    c.handle = f.next_handle++;
+    f.syncobjs[c.handle] = std::move(fence);
+    return 0;
+}
+
+int Device::syncobj_destroy(File &f, drm_syncobj_destroy &d) {
+    if (d.pad)
+        return EINVAL;
+    std::lock_guard<std::mutex> g(f.lock);
+    return f.syncobjs.erase(d.handle) ? 0 : EINVAL;
+}
+
+int Device::syncobj_wait(File &f, drm_syncobj_wait &w) {
+    constexpr uint32_t known =
+        DRM_SYNCOBJ_WAIT_FLAGS_WAIT_ALL | DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT;
+    const uint32_t *handles;
+    if (w.flags & ~known || !w.count_handles || w.pad)
+        return EINVAL;
+    if (int e = user_array(w.handles, w.count_handles, handles))
+        return e;
+    for (uint32_t i = 0; i < w.count_handles; i++) {
+        std::shared_ptr<Fence> fence;
+        for (;;) {
+            {
+                std::lock_guard<std::mutex> g(f.lock);
+                auto it = f.syncobjs.find(handles[i]);
+                if (it == f.syncobjs.end())
+                    return ENOENT;
+                fence = it->second;
+            }
+            if (fence)
+                break;
+            if (!(w.flags & DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT))
+                return EINVAL;
+            if (now_ns() >= w.timeout_nsec)
+                return ETIME;
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        if (!fence->wait_until(w.timeout_nsec))
+            return ETIME;
+        // Without WAIT_ALL one signalled fence is enough.
+        if (!(w.flags & DRM_SYNCOBJ_WAIT_FLAGS_WAIT_ALL)) {
+            w.first_signaled = i;
+            return 0;
+        }
+    }
+    return 0;
+}
+
+int Device::syncobj_export(File &f, drm_syncobj_handle &h) {
+    if (h.flags != DRM_SYNCOBJ_HANDLE_TO_FD_FLAGS_EXPORT_SYNC_FILE)
+        return h.flags & ~DRM_SYNCOBJ_HANDLE_TO_FD_FLAGS_EXPORT_SYNC_FILE ? EINVAL : EOPNOTSUPP;
+    std::shared_ptr<Fence> fence;
+    {
+        std::lock_guard<std::mutex> g(f.lock);
+        auto it = f.syncobjs.find(h.handle);
+        if (it == f.syncobjs.end())
+            return ENOENT;
+        fence = it->second;
+    }
+    if (!fence)
+        return EINVAL;
+    std::lock_guard<std::mutex> g(lock_);
+    h.fd = next_fd_++;
+    sync_files_[h.fd] = std::move(fence);
+    return 0;
+}
+
+int Device::sync_file_info(int fd, void *arg) {
+    std::shared_ptr<Fence> fence;
+    {
+        std::lock_guard<std::mutex> g(lock_);
+        auto it = sync_files_.find(fd);
+        if (it == sync_files_.end())
+            return ENOTTY;
+        fence = it->second;
+    }
+    auto *info = static_cast<struct sync_file_info *>(arg);
+    if (info->flags || info->pad)
+        return EINVAL;
+    std::snprintf(info->name, sizeof(info->name), "neuron-sim");
+    info->status = !fence->signaled() ? 0 : fence->error() ? -fence->error() : 1;
+    info->num_fences = 1;
+    return 0;
+}
+
+int Device::in_syncs(File &f, uint64_t ptr, uint32_t count, Work &w) {
+    const drm_neuron_sync *syncs;
+    if (count > DRM_NEURON_MAX_IN_SYNCS)
+        return EINVAL;
+    if (int e = user_array(ptr, count, syncs))
+        return e;
+    for (uint32_t i = 0; i < count; i++)
+        if (syncs[i].pad)
+            return EINVAL;
+    std::lock_guard<std::mutex> g(f.lock);
+    for (uint32_t i = 0; i < count; i++) {
+        auto it = f.syncobjs.find(syncs[i].handle);
+        if (it == f.syncobjs.end())
+            return ENOENT;
+        // No fence yet, or a timeline point: the simulator's syncobjs are binary.
+        if (!it->second || syncs[i].point)
+            return EINVAL;
+        w.deps.push_back(it->second);
+    }
+    return 0;
+}
+
+int Device::out_sync(File &f, const drm_neuron_sync &s, std::shared_ptr<Fence> &fence) {
+    std::lock_guard<std::mutex> g(f.lock);
+    auto it = f.syncobjs.find(s.handle);
+    if (it == f.syncobjs.end())
+        return ENOENT;
+    if (s.point)
+        return EOPNOTSUPP; // timeline syncobjs are not simulated
+    fence = std::make_shared<Fence>();
+    it->second = fence;
+    return 0;
+}
+
+} // namespace neuron::sim

@@ -1,0 +1,224 @@
+// SPDX-License-Identifier: MIT
+// The simulator: neuron.ko's UAPI emulated in-process over the device
+// model's NeuronCores (emu/model), as an Os (libneuron/src/os.hpp).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core_run.h"
+#include "drm/neuron_accel.h"
+#include "neuron_regs.h"
+#include "os.hpp"
+
+namespace neuron::sim {
+
+/// The device's shape: "cores=2,dma=2,mem=256M,sbuf=24M,psum=2M,timeout_ms=5000".
+struct Options {
+    uint32_t cores = 2;
+    uint32_t dma = 2;
+    uint64_t mem = 256ull << 20;
+    uint32_t sbuf = 24u << 20;
+    uint32_t psum = 2u << 20;
+    uint32_t clock_mhz = 1400;
+    uint32_t timeout_ms = 5000; ///< job timeout, as neuron.ko's job_timeout_ms
+    bool host_bindings = true;  ///< DRM_NEURON_CAP_HOST_BINDINGS
+};
+
+/// Parses @p text over the defaults; throws std::invalid_argument saying what is wrong.
+Options parse_options(const std::string &text);
+
+/// A fence: signalled once, with 0 or a positive errno.
+class Fence {
+  public:
+    void signal(int error);
+    bool signaled() const;
+    int error() const; ///< 0 until signalled
+    /// Waits until signalled or @p deadline_ns (steady clock); true if signalled.
+    bool wait_until(int64_t deadline_ns) const;
+
+  private:
+    mutable std::mutex lock_;
+    mutable std::condition_variable cv_;
+    bool signaled_ = false;
+    int error_ = 0;
+};
+
+/// Device memory: one zeroed mapping with a first-fit range allocator.
+class Memory {
+  public:
+    explicit Memory(uint64_t size);
+    ~Memory();
+    Memory(const Memory &) = delete;
+    Memory &operator=(const Memory &) = delete;
+    /// The offset of @p size free bytes (page aligned, zeroed), or nullopt.
+    std::optional<uint64_t> allocate(uint64_t size);
+    void release(uint64_t offset, uint64_t size);
+    uint8_t *base() const { return base_; }
+    uint64_t size() const { return size_; }
+    uint64_t used() const;
+
+  private:
+    uint8_t *base_ = nullptr;
+    uint64_t size_;
+    mutable std::mutex lock_;
+    std::map<uint64_t, uint64_t> free_; ///< offset -> size
+    uint64_t used_ = 0;
+};
+
+/// A buffer object: device memory or its own host mapping.
+struct Bo {
+    std::shared_ptr<Memory> memory; ///< device buffers only
+    uint32_t region = DRM_NEURON_BO_DEVICE;
+    uint32_t flags = 0;
+    uint64_t size = 0;
+    uint64_t dev_offset = 0; ///< device buffers
+    uint64_t mmap_offset = 0;
+    uint8_t *ptr = nullptr;
+    ~Bo();
+};
+
+/// One open device file: its own GEM handle and syncobj namespaces.
+struct File {
+    std::mutex lock;
+    uint32_t next_handle = 1;
+    std::map<uint32_t, std::shared_ptr<Bo>> bos;
+    std::map<uint32_t, std::shared_ptr<Fence>> syncobjs; ///< a null fence: none yet
+    std::map<uintptr_t, std::shared_ptr<Bo>> mappings;   ///< keep mapped buffers alive
+};
+
+/// What a core or DMA worker runs once every dependency has signalled.
+struct Work {
+    std::vector<std::shared_ptr<Fence>> deps;
+    std::shared_ptr<Fence> done;
+    std::vector<std::shared_ptr<Bo>> bos; ///< kept alive until the work ends
+    uint64_t seqno = 0;
+    // A job: the binding table (program slot last) and its host SG entries.
+    std::vector<neuron_binding> table;
+    std::vector<neuron_sg_entry> sg;
+    uint32_t program_size = 0;
+    // A copy.
+    uint8_t *src = nullptr;
+    uint8_t *dst = nullptr;
+    uint64_t size = 0;
+};
+
+/// Counters of one core or DMA engine, as neuron.ko keeps in sysfs.
+struct Counters {
+    std::atomic<uint64_t> jobs{0}, faults{0}, timeouts{0}, resets{0}, busy_ns{0}, instructions{0},
+        flops{0}, dma_bytes{0};
+};
+
+/// A queue with one worker thread: a core queue or a DMA engine.
+class Unit {
+  public:
+    virtual ~Unit() = default;
+    void start();
+    void stop();
+    /// Queues @p w; returns its sequence number on this unit.
+    uint64_t push(Work w);
+    size_t depth() const;
+    Counters counters;
+
+  protected:
+    virtual int execute(Work &w) = 0; ///< 0 or the fence's errno
+    std::atomic<bool> stopping_{false};
+
+  private:
+    void loop();
+    bool wait_deps(const Work &w);
+    mutable std::mutex lock_;
+    std::condition_variable cv_;
+    std::deque<Work> queue_;
+    uint64_t seqno_ = 0;
+    std::thread thread_;
+};
+
+class Device;
+
+class Core final : public Unit {
+  public:
+    Core(Device &dev, uint32_t index);
+    ~Core() override;
+    /// The watchdog's check: aborts a job running for longer than the timeout.
+    void check_timeout(int64_t now_ns);
+
+  private:
+    int execute(Work &w) override;
+    Device &dev_;
+    uint32_t index_;
+    nsim_core *core_ = nullptr;
+    std::mutex run_lock_;    ///< started_ns_, timed_out_
+    int64_t started_ns_ = 0; ///< 0 when idle
+    bool timed_out_ = false;
+};
+
+class Dma final : public Unit {
+  private:
+    int execute(Work &w) override;
+};
+
+/// The simulated device and its driver: the Os libneuron talks to.
+class Device final : public detail::Os {
+  public:
+    explicit Device(const Options &o);
+    ~Device() override;
+
+    int open(const std::string &path) override;
+    void close(int fd) override;
+    int ioctl(int fd, unsigned long request, void *arg) override;
+    void *mmap(int fd, size_t len, uint64_t offset, int &err) override;
+    void munmap(void *addr, size_t len) override;
+    std::vector<std::string> list_dir(const std::string &) override { return {}; }
+    std::optional<std::string> read_link(const std::string &) override { return std::nullopt; }
+    std::optional<std::string> real_path(const std::string &) override { return std::nullopt; }
+    std::string read_line(const std::string &path) override;
+    bool exists(const std::string &) override { return false; }
+    std::optional<detail::NodeMode> node_mode(const std::string &) override { return std::nullopt; }
+
+    const Options &options() const { return opts_; }
+    Memory &memory() { return *memory_; }
+
+  private:
+    std::shared_ptr<File> file(int fd);
+    int sync_file_info(int fd, void *arg);
+    int get_param(drm_neuron_get_param &p) const;
+    int bo_create(File &f, drm_neuron_bo_create &c);
+    int bo_info(File &f, drm_neuron_bo_info &i);
+    int gem_close(File &f, drm_gem_close &c);
+    int syncobj_create(File &f, drm_syncobj_create &c);
+    int syncobj_destroy(File &f, drm_syncobj_destroy &d);
+    int syncobj_wait(File &f, drm_syncobj_wait &w);
+    int syncobj_export(File &f, drm_syncobj_handle &h);
+    int copy(File &f, drm_neuron_copy &c);
+    int submit(File &f, drm_neuron_submit &s);
+    int submit_slot(File &f, Work &w, uint32_t handle, uint64_t offset, uint64_t size,
+                    uint32_t flags);
+    int in_syncs(File &f, uint64_t ptr, uint32_t count, Work &w);
+    int out_sync(File &f, const drm_neuron_sync &s, std::shared_ptr<Fence> &fence);
+
+    Options opts_;
+    std::shared_ptr<Memory> memory_;
+    std::vector<std::unique_ptr<Core>> cores_;
+    std::vector<std::unique_ptr<Dma>> dma_;
+    std::mutex lock_; ///< the fd tables and mmap offsets
+    int next_fd_ = 1000;
+    uint64_t next_mmap_offset_ = 1ull << 32;
+    std::map<int, std::shared_ptr<File>> files_;
+    std::map<int, std::shared_ptr<Fence>> sync_files_;
+    std::atomic<uint32_t> next_engine_{0};
+    std::thread watchdog_;
+    std::mutex watchdog_lock_;
+    std::condition_variable watchdog_cv_;
+    bool stopping_ = false;
+};
+
+} // namespace neuron::sim

@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: MIT
+// The state behind Device, Buffer and Fence, shared by the translation
+// units that talk to the driver (through the OS seam, os.hpp).
+#pragma once
+
+#include <atomic>
+#include <mutex>
+#include <vector>
+
+#include <neuron/buffer.hpp>
+#include <neuron/device.hpp>
+#include <neuron/queue.hpp>
+
+#include "drm/neuron_accel.h"
+#include "internal.hpp"
+#include "os.hpp"
+
+namespace neuron {
+namespace detail {
+
+struct DeviceState {
+    std::shared_ptr<Os> os;
+    int fd = -1;
+    std::string path;
+    DeviceInfo info;
+    ~DeviceState();
+    /// An ioctl on the device file; returns 0 or the errno.
+    int ioctl(unsigned long request, void *arg) const noexcept {
+        return os->ioctl(fd, request, arg);
+    }
+};
+
+struct BufferState {
+    Device device;
+    uint32_t handle = 0;
+    uint64_t size = 0;
+    uint64_t mmap_offset = 0;
+    uint64_t device_addr = 0;
+    Region region = Region::device;
+    uint32_t flags = 0;
+    mutable std::mutex map_lock;
+    mutable std::atomic<std::byte *> map{nullptr};
+    explicit BufferState(Device d) : device(std::move(d)) {}
+    ~BufferState();
+};
+
+struct FenceState {
+    std::shared_ptr<DeviceState> device;
+    uint32_t syncobj = 0;
+    uint64_t seqno = 0;
+    std::string label;
+    mutable std::mutex lock;
+    mutable std::string last_message;
+    ~FenceState();
+};
+
+/// Creates a syncobj; throws on failure.
+uint32_t create_syncobj(const DeviceState &dev);
+
+/// The in-syncs of a copy or job that waits for @p deps, checked (count,
+/// empty fences, fences of another open device); @p what prefixes errors.
+std::vector<drm_neuron_sync> make_in_syncs(const DeviceState &dev, const std::vector<Fence> &deps,
+                                           const std::string &what);
+
+/// "8.0 GiB", "4.0 KiB", "12 bytes".
+std::string human_size(uint64_t n);
+
+} // namespace detail
+} // namespace neuron

@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: MIT
+// Fences: DRM syncobjs, waits with timeouts and the fence error read-back.
+#include <chrono>
+#include <climits>
+
+#include <linux/sync_file.h>
+
+#include "device_state.hpp"
+
+namespace neuron {
+namespace detail {
+
+FenceState::~FenceState() {
+    if (syncobj) {
+        drm_syncobj_destroy d{};
+        d.handle = syncobj;
+        (void)device->ioctl(DRM_IOCTL_SYNCOBJ_DESTROY, &d);
+    }
+}
+
+// drmSyncobjCreate() returns -1, not -errno, on failure: the ioctl is made
+// directly so that errno is kept.
+uint32_t create_syncobj(const DeviceState &dev) {
+    drm_syncobj_create args{};
+    if (int e = dev.ioctl(DRM_IOCTL_SYNCOBJ_CREATE, &args); e)
+        throw_errno(e, dev.path + ": creating a DRM syncobj",
+                    e == EOPNOTSUPP ? "the driver does not offer DRM syncobjs (DRIVER_SYNCOBJ), "
+                                      "which copies and jobs need"
+                                    : "");
+    return args.handle;
+}
+
+} // namespace detail
+
+namespace {
+
+std::string fence_failure(int err) {
+    switch (err) {
+    case EFAULT:
+        return "fault: an access outside the job's bindings or without the needed rights "
+               "(device status BINDING_RANGE/BINDING_ACCESS/BINDING_INDEX)";
+    case EINVAL:
+        return "the device rejected the program (malformed header or instruction)";
+    case ETIMEDOUT:
+        return "timeout: the job exceeded the job timeout and its core was reset";
+    case ECANCELED:
+        return "reset: aborted by a reset of the core or device";
+    case ENODEV:
+        return "the device was removed";
+    default:
+        return fmt::format("failed on the device ({})", detail::errno_name(err));
+    }
+}
+
+errc fence_errc(int err) {
+    switch (err) {
+    case EFAULT:
+        return errc::job_fault;
+    case EINVAL:
+        return errc::job_invalid;
+    case ETIMEDOUT:
+        return errc::job_timeout;
+    case ECANCELED:
+        return errc::job_aborted;
+    case ENODEV:
+        return errc::device_lost;
+    default:
+        return errc::io_error;
+    }
+}
+
+// DRM syncobj waits take an absolute CLOCK_MONOTONIC time, which is
+// steady_clock's on Linux.
+int64_t abs_timeout(std::chrono::nanoseconds t) {
+    if (t.count() <= 0)
+        return 0;
+    int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      std::chrono::steady_clock::now().time_since_epoch())
+                      .count();
+    if (t.count() > INT64_MAX - now)
+        return INT64_MAX;
+    return now + t.count();
+}
+
+// The fence error of a signalled syncobj, read through a sync file (DRM
+// syncobj waits do not report fence errors): 0 or the positive errno,
+// or a failure to read it in @p read_err.
+int fence_error(const detail::DeviceState &dev, uint32_t syncobj, int &read_err) {
+    drm_syncobj_handle exported{};
+    exported.handle = syncobj;
+    exported.flags = DRM_SYNCOBJ_HANDLE_TO_FD_FLAGS_EXPORT_SYNC_FILE;
+    exported.fd = -1;
+    if ((read_err = dev.ioctl(DRM_IOCTL_SYNCOBJ_HANDLE_TO_FD, &exported)))
+        return 0;
+    sync_file_info info{};
+    read_err = dev.os->ioctl(exported.fd, SYNC_IOC_FILE_INFO, &info);
+    dev.os->close(exported.fd);
+    return !read_err && info.status < 0 ? -info.status : 0;
+}
+
+} // namespace
+
+std::error_code Fence::try_wait(std::chrono::nanoseconds timeout) const noexcept {
+    if (!state_)
+        return errc::invalid_argument;
+    const auto &s = *state_;
+    uint32_t h = s.syncobj;
+    drm_syncobj_wait w{};
+    w.handles = reinterpret_cast<uintptr_t>(&h);
+    w.count_handles = 1;
+    w.timeout_nsec = abs_timeout(timeout);
+    w.flags = DRM_SYNCOBJ_WAIT_FLAGS_WAIT_ALL | DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT;
+    int r = s.device->ioctl(DRM_IOCTL_SYNCOBJ_WAIT, &w);
+    std::lock_guard<std::mutex> g(s.lock);
+    if (r == ETIME || r == ETIMEDOUT) {
+        s.last_message = fmt::format("{}: still running after the wait's timeout", s.label);
+        return errc::timeout;
+    }
+    if (r) {
+        s.last_message = fmt::format("{}: waiting for it: {}", s.label, detail::errno_text(r));
+        return detail::errc_from_errno(r);
+    }
+    int read_err = 0;
+    int err = fence_error(*s.device, h, read_err);
+    if (read_err) {
+        s.last_message =
+            fmt::format("{}: reading its status: {}", s.label, detail::errno_text(read_err));
+        return detail::errc_from_errno(read_err);
+    }
+    if (err) {
+        s.last_message = fmt::format("{} failed: {}", s.label, fence_failure(err));
+        return fence_errc(err);
+    }
+    s.last_message.clear();
+    return {};
+}
+
+bool Fence::wait_for(std::chrono::nanoseconds timeout) const {
+    auto ec = try_wait(timeout);
+    if (!ec)
+        return true;
+    if (ec == errc::timeout)
+        return false;
+    throw Error(ec, message());
+}
+
+void Fence::wait() const {
+    auto ec = try_wait(std::chrono::nanoseconds::max());
+    if (ec)
+        throw Error(ec, message());
+}
+
+std::string Fence::message() const {
+    if (!state_)
+        return "empty fence";
+    std::lock_guard<std::mutex> g(state_->lock);
+    return state_->last_message;
+}
+
+const std::string &Fence::label() const {
+    static const std::string empty = "empty fence";
+    return state_ ? state_->label : empty;
+}
+uint32_t Fence::syncobj() const {
+    return state_ ? state_->syncobj : 0;
+}
+uint64_t Fence::seqno() const {
+    return state_ ? state_->seqno : 0;
+}
+
+} // namespace neuron

@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: MIT
+// The simulator device (libneuron-sim.so): its options, neuron.ko's checks
+// and errno for bad UAPI arguments, host-memory bindings, cores running
+// concurrently, timeouts, counters, and a zero-stride (broadcast) DMA read.
+// The library's own device tests run on it too (unit.sim.libneuron.*).
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+
+#include "device_state.hpp"
+#include "relu_program.hpp"
+#include "testutil.hpp"
+
+using namespace neuron;
+using namespace std::chrono_literals;
+using ::test::expect_error;
+
+namespace {
+
+int raw(const Device &d, unsigned long req, void *arg) {
+    return d.state()->os->ioctl(d.fd(), req, arg);
+}
+
+uint64_t counter(const Device &d, const std::string &name) {
+    return std::strtoull(d.state()->os->read_line(name).c_str(), nullptr, 10);
+}
+
+Program relu(uint32_t n) {
+    ProgramBuilder b("relu2x1");
+    neuron::test::add_relu2x1(b, n);
+    return b.finish();
+}
+
+void run_relu(const Device &d, unsigned core, Region region) {
+    const uint32_t n = 16;
+    LoadedProgram lp = d.load(relu(n));
+    Buffer x = d.allocate(128 * n * 4, region), y = d.allocate(128 * n * 4, region);
+    std::vector<float> xv(128 * n);
+    for (size_t i = 0; i < xv.size(); i++)
+        xv[i] = static_cast<float>(i % 9) - 4.0f;
+    x.write(0, std::as_bytes(std::span(xv)));
+    d.queue(core).submit(lp, Arguments().bind("x", x).bind("y", y)).wait();
+    std::vector<float> yv(xv.size());
+    y.read(0, std::as_writable_bytes(std::span(yv)));
+    for (size_t i = 0; i < xv.size(); i++)
+        assert_true(std::fabs(yv[i] - std::max(0.0f, 2 * xv[i] + 1)) < 1e-6f);
+}
+
+} // namespace
+
+static void options(void **) {
+    Device d = Device::open("sim:cores=3,dma=1,mem=64M,sbuf=1M,psum=512K");
+    assert_int_equal(d.info().num_cores, 3);
+    assert_int_equal(d.info().num_dma_engines, 1);
+    assert_int_equal(d.info().device_memory_size, 64 << 20);
+    assert_int_equal(d.info().sbuf_size, 1 << 20);
+    assert_int_equal(d.info().psum_size, 512 << 10);
+    assert_int_equal(d.info().vendor_id, 0x1d0f);
+    assert_string_equal(d.path().c_str(), "sim:cores=3,dma=1,mem=64M,sbuf=1M,psum=512K");
+    assert_true(is_sim_spec("sim") && is_sim_spec("sim:cores=1") && !is_sim_spec("simple"));
+    std::string m = expect_error([] { Device::open("sim:color=blue"); }, errc::invalid_argument);
+    assert_non_null(std::strstr(m.c_str(), "unknown option 'color'"));
+    m = expect_error([] { Device::open("sim:cores=99"); }, errc::invalid_argument);
+    assert_non_null(std::strstr(m.c_str(), "option cores=99: must be 1..16"));
+    setenv("NEURON_SIM_OPTIONS", "cores=4", 1);
+    assert_int_equal(Device::open("sim").info().num_cores, 4);
+    setenv("NEURON_DEVICE", "sim", 1);
+    assert_int_equal(Device::open_first().info().num_cores, 4);
+    auto devs = enumerate();
+    assert_int_equal(devs.size(), 1);
+    assert_string_equal(devs[0].node.c_str(), "sim");
+    unsetenv("NEURON_DEVICE");
+    unsetenv("NEURON_SIM_OPTIONS");
+    // One simulated device per option string, shared by its opens.
+    Device a = Device::open("sim:mem=8M"), b = Device::open("sim:mem=8M");
+    Buffer buf = a.allocate(4 << 20);
+    expect_error([&] { b.allocate(6 << 20); }, errc::out_of_device_memory);
+}
+
+// neuron.ko's checks, errno for errno (uapi/drm/neuron_accel.h).
+static void uapi_errnos(void **) {
+    Device d = Device::open("sim:cores=2,host_bindings=0");
+    drm_neuron_bo_create c{};
+    assert_int_equal(raw(d, DRM_IOCTL_NEURON_BO_CREATE, &c), EINVAL); // zero size
+    c.size = 4096;
+    c.region = 2;
+    assert_int_equal(raw(d, DRM_IOCTL_NEURON_BO_CREATE, &c), EINVAL);
+    c.region = DRM_NEURON_BO_DEVICE;
+    c.flags = 2;
+    assert_int_equal(raw(d, DRM_IOCTL_NEURON_BO_CREATE, &c), EINVAL);
+    c.flags = 0;
+    c.pad = 1;
+    assert_int_equal(raw(d, DRM_IOCTL_NEURON_BO_CREATE, &c), EINVAL);
+    c.pad = 0;
+    c.size = 1ull << 40;
+    assert_int_equal(raw(d, DRM_IOCTL_NEURON_BO_CREATE, &c), ENOSPC);
+    drm_neuron_bo_info info{};
+    info.handle = 999;
+    assert_int_equal(raw(d, DRM_IOCTL_NEURON_BO_INFO, &info), ENOENT);
+    drm_neuron_get_param gp{};
+    gp.param = DRM_NEURON_PARAM_COUNT;
+    assert_int_equal(raw(d, DRM_IOCTL_NEURON_GET_PARAM, &gp), EINVAL);
+
+    Buffer buf = d.allocate(8192), host = d.allocate(4096, Region::host);
+    Fence done = d.copy(buf.range(0, 16), buf.range(16, 16));
+    drm_syncobj_create sc{};
+    assert_int_equal(raw(d, DRM_IOCTL_SYNCOBJ_CREATE, &sc), 0);
+    drm_neuron_binding bind{buf.handle(), DRM_NEURON_BIND_READ, 0, 4096, 0};
+    drm_neuron_sync in{sc.handle, 0, 0};
+    auto submit = [&](auto &&edit) {
+        drm_neuron_submit s{};
+        s.program_handle = buf.handle();
+        s.program_size = 64;
+        s.num_bindings = 1;
+        s.bindings = reinterpret_cast<uintptr_t>(&bind);
+        s.out_sync.handle = sc.handle;
+        edit(s);
+        return raw(d, DRM_IOCTL_NEURON_SUBMIT, &s);
+    };
+    assert_int_equal(submit([](auto &s) { s.pad = 1; }), EINVAL);
+    assert_int_equal(submit([](auto &s) { s.flags = 1; }), EINVAL);
+    assert_int_equal(submit([](auto &s) { s.core = 2; }), EINVAL);
+    assert_int_equal(submit([](auto &s) { s.program_size = 0; }), EINVAL);
+    assert_int_equal(submit([](auto &s) { s.program_size = 1ull << 32; }), EINVAL);
+    assert_int_equal(submit([](auto &s) { s.num_bindings = 0; }), EINVAL);
+    assert_int_equal(submit([](auto &s) { s.num_bindings = 64; }), EINVAL);
+    assert_int_equal(submit([](auto &s) { s.out_sync.handle = 0; }), EINVAL);
+    assert_int_equal(submit([](auto &s) { s.bindings = 0; }), EFAULT);
+    assert_int_equal(submit([](auto &s) { s.program_handle = 999; }), ENOENT);
+    assert_int_equal(submit([](auto &s) { s.program_offset = 8192; }), EINVAL);
+    assert_int_equal(submit([&](auto &s) {
+                         s.in_syncs = reinterpret_cast<uintptr_t>(&in);
+                         s.num_in_syncs = 1; // a syncobj without a fence yet
+                     }),
+                     EINVAL);
+    in.handle = 999;
+    assert_int_equal(submit([&](auto &s) {
+                         s.in_syncs = reinterpret_cast<uintptr_t>(&in);
+                         s.num_in_syncs = 1;
+                     }),
+                     ENOENT);
+    assert_int_equal(submit([](auto &s) { s.num_in_syncs = DRM_NEURON_MAX_IN_SYNCS + 1; }), EINVAL);
+    bind.size = 0;
+    assert_int_equal(submit([](auto &) {}), EINVAL);
+    bind.size = 4096;
+    bind.flags = 8;
+    assert_int_equal(submit([](auto &) {}), EINVAL);
+    bind.flags = DRM_NEURON_BIND_READ;
+    bind.offset = 8192;
+    assert_int_equal(submit([](auto &) {}), EINVAL);
+    bind = {host.handle(), DRM_NEURON_BIND_READ, 0, 4096, 0};
+    assert_int_equal(submit([](auto &) {}), EOPNOTSUPP); // no CAP_HOST_BINDINGS
+
+    drm_neuron_copy cp{};
+    cp.src_handle = cp.dst_handle = buf.handle();
+    cp.size = 32;
+    cp.dst_offset = 16;
+    cp.out_sync.handle = sc.handle;
+    assert_int_equal(raw(d, DRM_IOCTL_NEURON_COPY, &cp), EINVAL); // overlapping
+    cp.dst_offset = 4096;
+    cp.engine = 5;
+    assert_int_equal(raw(d, DRM_IOCTL_NEURON_COPY, &cp), EINVAL);
+    cp.engine = DRM_NEURON_ENGINE_ANY;
+    cp.size = 8192;
+    assert_int_equal(raw(d, DRM_IOCTL_NEURON_COPY, &cp), EINVAL); // past the end
+    cp.size = 32;
+    assert_int_equal(raw(d, DRM_IOCTL_NEURON_COPY, &cp), 0);
+    done.wait();
+    // The library reports the same through neuron::Error.
+    std::string m = expect_error([&] { run_relu(d, 0, Region::host); }, errc::not_supported);
+    assert_non_null(std::strstr(m.c_str(), "cannot bind host memory"));
+}
+
+static void host_bindings(void **) {
+    Device d = Device::open("sim");
+    assert_true(d.info().has(cap_host_bindings));
+    run_relu(d, 0, Region::host);
+    run_relu(d, 1, Region::device);
+}
+
+// A job that spins on core 0 does not hold up core 1; it times out, its
+// core is reset and counted, and the core runs the next job.
+static void cores_and_timeouts(void **) {
+    Device d = Device::open("sim:timeout_ms=300");
+    ProgramBuilder b("spin");
+    auto top = b.vector().here();
+    b.vector().nop().loop(top, 0);
+    LoadedProgram spin = d.load(b.finish());
+    uint64_t jobs1 = counter(d, "core1/jobs");
+    auto t0 = std::chrono::steady_clock::now();
+    Fence f = d.queue(0).submit(spin, Arguments());
+    run_relu(d, 1, Region::device);
+    assert_true(std::chrono::steady_clock::now() - t0 < 300ms);
+    assert_false(f.wait_for(0s));
+    std::string m = expect_error([&] { f.wait(); }, errc::job_timeout);
+    assert_non_null(std::strstr(
+        m.c_str(), "job 1 (program 'spin') on core 0 of sim:timeout_ms=300 failed: timeout"));
+    assert_true(std::chrono::steady_clock::now() - t0 >= 300ms);
+    assert_int_equal(counter(d, "core0/timeouts"), 1);
+    assert_int_equal(counter(d, "core0/resets"), 1);
+    assert_int_equal(counter(d, "core1/jobs"), jobs1 + 1);
+    assert_true(counter(d, "core1/instructions") > 0);
+    run_relu(d, 0, Region::device);
+}
+
+// x.at(offset, part_stride, 0): one element of each row, repeated.
+static void zero_stride_broadcast(void **) {
+    Device d = Device::open("sim");
+    const uint32_t n = 8;
+    ProgramBuilder b("broadcast");
+    auto x = b.argument("x", DType::fp32, {128, n}, Direction::in);
+    auto y = b.argument("y", DType::fp32, {128, n}, Direction::out);
+    auto t = b.sbuf("t", DType::fp32, n);
+    DramRef bcast = x.at(4, n * 4, 0); // element 1 of row p, n times
+    assert_int_equal(bcast.stride[0], 0);
+    assert_int_equal(x.at(0, n * 4).stride[0], 4); // the default: contiguous
+    b.sync().dma_load(t.tap(), bcast).dma_store(y.at(0, n * 4), t.tap());
+    LoadedProgram lp = d.load(b.finish());
+    Buffer xb = d.allocate(128 * n * 4), yb = d.allocate(128 * n * 4);
+    std::vector<float> xv(128 * n);
+    for (size_t i = 0; i < xv.size(); i++)
+        xv[i] = static_cast<float>(i);
+    xb.write(0, std::as_bytes(std::span(xv)));
+    d.queue(0).submit(lp, Arguments().bind("x", xb).bind("y", yb)).wait();
+    std::vector<float> yv(xv.size());
+    yb.read(0, std::as_writable_bytes(std::span(yv)));
+    for (uint32_t p = 0; p < 128; p++)
+        for (uint32_t j = 0; j < n; j++)
+            assert_true(yv[p * n + j] == xv[p * n + 1]);
+}
+
+int main() {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(options),
+        cmocka_unit_test(uapi_errnos),
+        cmocka_unit_test(host_bindings),
+        cmocka_unit_test(cores_and_timeouts),
+        cmocka_unit_test(zero_stride_broadcast),
+    };
+    return cmocka_run_group_tests(tests, nullptr, nullptr);
+}
