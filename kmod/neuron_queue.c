@@ -13,6 +13,7 @@
 #include <linux/dma-mapping.h>
 #include <linux/moduleparam.h>
 #include <linux/seq_file.h>
+#include <kunit/visibility.h>
 
 #include "neuron_drv.h"
 #include "neuron_job.h"
@@ -132,6 +133,7 @@ int neuron_job_status_errno(u32 status)
 		return -EIO;
 	}
 }
+EXPORT_SYMBOL_IF_KUNIT(neuron_job_status_errno);
 
 static void neuron_queue_complete_locked(struct neuron_queue *q,
 					 const struct neuron_cpl_entry *e,

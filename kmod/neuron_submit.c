@@ -20,6 +20,7 @@
 #include <linux/scatterlist.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
+#include <kunit/visibility.h>
 
 #include "neuron_compat.h"
 #include "neuron_dma.h"
@@ -195,8 +196,8 @@ static bool neuron_range_ok(struct neuron_bo *bo, u64 offset, u64 size)
  * Return: how many segments cover [@offset, @offset + @size), or 0 if the
  * table ends before the range does.
  */
-static u32 neuron_sg_walk(struct sg_table *sgt, u64 offset, u64 size,
-			  struct neuron_sg_entry *out)
+VISIBLE_IF_KUNIT u32 neuron_sg_walk(struct sg_table *sgt, u64 offset,
+				    u64 size, struct neuron_sg_entry *out)
 {
 	struct scatterlist *sg;
 	u32 count = 0;
@@ -222,6 +223,7 @@ static u32 neuron_sg_walk(struct sg_table *sgt, u64 offset, u64 size,
 	}
 	return size ? 0 : count;
 }
+EXPORT_SYMBOL_IF_KUNIT(neuron_sg_walk);
 
 static int neuron_slot_prepare(struct neuron_job *job, struct drm_file *file,
 			       struct neuron_slot *slot, u32 handle, u64 offset,
@@ -259,8 +261,8 @@ static int neuron_slot_prepare(struct neuron_job *job, struct drm_file *file,
  *
  * Return: the size, or SIZE_MAX on overflow.
  */
-static size_t neuron_binding_table_size(const struct neuron_slot *slots,
-					u32 count)
+VISIBLE_IF_KUNIT size_t neuron_binding_table_size(const struct neuron_slot *slots,
+						  u32 count)
 {
 	size_t total = 0;
 	u32 i;
@@ -270,6 +272,7 @@ static size_t neuron_binding_table_size(const struct neuron_slot *slots,
 	return size_add(array_size(count, sizeof(struct neuron_binding)),
 			array_size(total, sizeof(struct neuron_sg_entry)));
 }
+EXPORT_SYMBOL_IF_KUNIT(neuron_binding_table_size);
 
 /**
  * neuron_binding_table_fill() - write a binding table and its SG arrays
@@ -279,10 +282,10 @@ static size_t neuron_binding_table_size(const struct neuron_slot *slots,
  * @slots: the validated slots
  * @count: entries in @slots
  */
-static void neuron_binding_table_fill(struct neuron_binding *table,
-				      dma_addr_t table_dma,
-				      const struct neuron_slot *slots,
-				      u32 count)
+VISIBLE_IF_KUNIT void neuron_binding_table_fill(struct neuron_binding *table,
+						dma_addr_t table_dma,
+						const struct neuron_slot *slots,
+						u32 count)
 {
 	struct neuron_sg_entry *sg = (struct neuron_sg_entry *)(table + count);
 	dma_addr_t sg_dma = table_dma + count * sizeof(*table);
@@ -306,6 +309,7 @@ static void neuron_binding_table_fill(struct neuron_binding *table,
 		}
 	}
 }
+EXPORT_SYMBOL_IF_KUNIT(neuron_binding_table_fill);
 
 /* Allocates and writes the binding table and its SG arrays. */
 static int neuron_job_build_table(struct neuron_job *job,
@@ -435,8 +439,8 @@ out_free:
  *
  * Return: 0, or -EINVAL if a host buffer's table ends before @offset.
  */
-static int neuron_span_init(struct neuron_span *sp, u64 dev_addr,
-			    struct sg_table *sgt, u64 offset, u64 size)
+VISIBLE_IF_KUNIT int neuron_span_init(struct neuron_span *sp, u64 dev_addr,
+				      struct sg_table *sgt, u64 offset, u64 size)
 {
 	struct scatterlist *sg;
 	int i;
@@ -461,6 +465,7 @@ static int neuron_span_init(struct neuron_span *sp, u64 dev_addr,
 	}
 	return -EINVAL;
 }
+EXPORT_SYMBOL_IF_KUNIT(neuron_span_init);
 
 /**
  * neuron_span_advance() - move a walker on
@@ -469,7 +474,7 @@ static int neuron_span_init(struct neuron_span *sp, u64 dev_addr,
  *
  * Return: 0, or -EINVAL if a host buffer's table ends before the range.
  */
-static int neuron_span_advance(struct neuron_span *sp, u64 len)
+VISIBLE_IF_KUNIT int neuron_span_advance(struct neuron_span *sp, u64 len)
 {
 	sp->addr += len;
 	sp->left -= len;
@@ -484,6 +489,7 @@ static int neuron_span_advance(struct neuron_span *sp, u64 len)
 	sp->left = min_t(u64, sg_dma_len(sp->sg), sp->remaining);
 	return 0;
 }
+EXPORT_SYMBOL_IF_KUNIT(neuron_span_advance);
 
 /* Splits a copy into segments contiguous on both sides. */
 static int neuron_copy_build(struct neuron_job *job,

@@ -5,6 +5,7 @@
 #ifndef __NEURON_SUBMIT_H__
 #define __NEURON_SUBMIT_H__
 
+#include <linux/kconfig.h>
 #include <linux/types.h>
 
 struct drm_device;
@@ -52,5 +53,18 @@ struct neuron_span {
 	u64 left;
 	u64 remaining;
 };
+
+#if IS_ENABLED(CONFIG_KUNIT)
+/* Pure helpers of the ioctls, visible to the KUnit tests. */
+u32 neuron_sg_walk(struct sg_table *sgt, u64 offset, u64 size,
+		   struct neuron_sg_entry *out);
+size_t neuron_binding_table_size(const struct neuron_slot *slots, u32 count);
+void neuron_binding_table_fill(struct neuron_binding *table,
+			       dma_addr_t table_dma,
+			       const struct neuron_slot *slots, u32 count);
+int neuron_span_init(struct neuron_span *sp, u64 dev_addr,
+		     struct sg_table *sgt, u64 offset, u64 size);
+int neuron_span_advance(struct neuron_span *sp, u64 len);
+#endif
 
 #endif /* __NEURON_SUBMIT_H__ */
