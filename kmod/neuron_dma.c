@@ -211,18 +211,21 @@ static bool neuron_dma_halted(struct neuron_ring *ring)
 	       NEURON_DMA_STATUS_HALTED;
 }
 
+static const struct neuron_ring_reg neuron_dma_regs[] = {
+	{ "ctrl", NEURON_DMA_CTRL, 32 },
+	{ "status", NEURON_DMA_STATUS, 32 },
+	{ "error", NEURON_DMA_ERROR, 32 },
+	{ "entries", NEURON_DMA_RING_ENTRIES, 32 },
+	{ "head", NEURON_DMA_HEAD, 32 },
+	{ "tail", NEURON_DMA_TAIL, 32 },
+};
+
 static void neuron_dma_show_regs(struct neuron_ring *ring, struct seq_file *m)
 {
 	struct neuron_dma_engine *eng = to_neuron_dma(ring);
-	struct neuron_hw *hw = &ring->ndev->hw;
-	u32 base = NEURON_DMA_BASE(ring->index);
 
-	seq_printf(m, "ctrl:    %#x\n", neuron_rd32(hw, base + NEURON_DMA_CTRL));
-	seq_printf(m, "status:  %#x\n", neuron_rd32(hw, base + NEURON_DMA_STATUS));
-	seq_printf(m, "error:   %u\n", neuron_rd32(hw, base + NEURON_DMA_ERROR));
-	seq_printf(m, "entries: %u\n", neuron_rd32(hw, base + NEURON_DMA_RING_ENTRIES));
-	seq_printf(m, "head:    %u\n", neuron_rd32(hw, base + NEURON_DMA_HEAD));
-	seq_printf(m, "tail:    %u\n", neuron_rd32(hw, base + NEURON_DMA_TAIL));
+	neuron_ring_show_regs(ring, m, NEURON_DMA_BASE(ring->index),
+			      neuron_dma_regs, ARRAY_SIZE(neuron_dma_regs));
 	seq_printf(m, "driver head: %u tail: %u\n", eng->head, eng->tail);
 }
 

@@ -246,22 +246,25 @@ static bool neuron_queue_halted(struct neuron_ring *ring)
 	       NEURON_Q_STATUS_HALTED;
 }
 
+static const struct neuron_ring_reg neuron_queue_regs[] = {
+	{ "ctrl", NEURON_Q_CTRL, 32 },
+	{ "status", NEURON_Q_STATUS, 32 },
+	{ "error", NEURON_Q_ERROR, 32 },
+	{ "entries", NEURON_Q_RING_ENTRIES, 32 },
+	{ "head", NEURON_Q_HEAD, 32 },
+	{ "tail", NEURON_Q_TAIL, 32 },
+	{ "cpl_entries", NEURON_Q_CPL_ENTRIES, 32 },
+	{ "cpl_tail", NEURON_Q_CPL_TAIL, 32 },
+	{ "cpl_head", NEURON_Q_CPL_HEAD, 32 },
+	{ "cur_job", NEURON_Q_CUR_JOB_LO, 64 },
+};
+
 static void neuron_queue_show_regs(struct neuron_ring *ring, struct seq_file *m)
 {
 	struct neuron_queue *q = to_neuron_queue(ring);
-	struct neuron_hw *hw = &ring->ndev->hw;
-	u32 base = NEURON_QUEUE_BASE(ring->index);
 
-	seq_printf(m, "ctrl:     %#x\n", neuron_rd32(hw, base + NEURON_Q_CTRL));
-	seq_printf(m, "status:   %#x\n", neuron_rd32(hw, base + NEURON_Q_STATUS));
-	seq_printf(m, "error:    %u\n", neuron_rd32(hw, base + NEURON_Q_ERROR));
-	seq_printf(m, "entries:  %u\n", neuron_rd32(hw, base + NEURON_Q_RING_ENTRIES));
-	seq_printf(m, "head:     %u\n", neuron_rd32(hw, base + NEURON_Q_HEAD));
-	seq_printf(m, "tail:     %u\n", neuron_rd32(hw, base + NEURON_Q_TAIL));
-	seq_printf(m, "cpl_entries: %u\n", neuron_rd32(hw, base + NEURON_Q_CPL_ENTRIES));
-	seq_printf(m, "cpl_tail: %u\n", neuron_rd32(hw, base + NEURON_Q_CPL_TAIL));
-	seq_printf(m, "cpl_head: %u\n", neuron_rd32(hw, base + NEURON_Q_CPL_HEAD));
-	seq_printf(m, "cur_job:  %llu\n", neuron_rd64(hw, base + NEURON_Q_CUR_JOB_LO));
+	neuron_ring_show_regs(ring, m, NEURON_QUEUE_BASE(ring->index),
+			      neuron_queue_regs, ARRAY_SIZE(neuron_queue_regs));
 	seq_printf(m, "driver tail: %u cpl_head: %u\n", q->tail, q->cpl_head);
 }
 

@@ -248,6 +248,32 @@ bool neuron_ring_recover(struct neuron_ring *ring, struct drm_sched_job *bad,
 }
 
 /**
+ * neuron_ring_show_regs() - print a unit's registers (debugfs)
+ * @ring: the ring
+ * @m: the seq_file
+ * @base: the unit's register base
+ * @regs: the registers to print
+ * @count: entries in @regs
+ *
+ * Inside drm_dev_enter().
+ */
+void neuron_ring_show_regs(struct neuron_ring *ring, struct seq_file *m,
+			   u32 base, const struct neuron_ring_reg *regs,
+			   unsigned int count)
+{
+	struct neuron_hw *hw = &ring->ndev->hw;
+	unsigned int i;
+
+	for (i = 0; i < count; i++) {
+		u32 reg = base + regs[i].offset;
+		u64 val = regs[i].bits == 64 ? neuron_rd64(hw, reg) :
+					       neuron_rd32(hw, reg);
+
+		seq_printf(m, "%-12s %llu (%#llx)\n", regs[i].name, val, val);
+	}
+}
+
+/**
  * neuron_ring_show() - debugfs view of a ring
  * @ring: the ring
  * @m: the seq_file

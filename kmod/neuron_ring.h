@@ -43,14 +43,16 @@ enum neuron_ring_kind {
  * @write: put @job, just added to &neuron_ring.inflight, on the hardware
  *	and ring the doorbell (inside drm_dev_enter())
  * @process: consume the completions the unit reported and signal the
- *	jobs that are done (inside drm_dev_enter())
+ *	jobs that are done (from the unit's interrupt thread, or inside
+ *	drm_dev_enter())
  * @reset: reset the unit and wait for it, at most neuron_reset_timeout_ms,
  *	keeping the results of jobs that completed before the reset; return
  *	0 or -ETIMEDOUT (inside drm_dev_enter())
  * @forget: optional: drop the unit's progress on the jobs taken off it
  * @halted: whether the unit stopped on a ring error (inside
  *	drm_dev_enter())
- * @show_regs: print the unit's registers (debugfs, inside drm_dev_enter())
+ * @show_regs: print the unit's registers (debugfs, inside drm_dev_enter();
+ *	neuron_ring_show_regs() prints a table of them) and driver indices
  * @show_job: print one job on the ring (debugfs)
  *
  * All but @halted and @show_regs are called with the ring's lock held.
@@ -64,6 +66,18 @@ struct neuron_ring_ops {
 	bool (*halted)(struct neuron_ring *ring);
 	void (*show_regs)(struct neuron_ring *ring, struct seq_file *m);
 	void (*show_job)(struct neuron_job *job, struct seq_file *m);
+};
+
+/**
+ * struct neuron_ring_reg - a register of a unit, for debugfs
+ * @name: its name
+ * @offset: offset from the unit's register base
+ * @bits: 32, or 64 for a _LO/_HI pair
+ */
+struct neuron_ring_reg {
+	const char *name;
+	u32 offset;
+	u32 bits;
 };
 
 /**
@@ -170,5 +184,8 @@ void neuron_ring_clear_locked(struct neuron_ring *ring, int err, bool signal);
 bool neuron_ring_recover(struct neuron_ring *ring, struct drm_sched_job *bad,
 			 int err);
 int neuron_ring_show(struct neuron_ring *ring, struct seq_file *m);
+void neuron_ring_show_regs(struct neuron_ring *ring, struct seq_file *m,
+			   u32 base, const struct neuron_ring_reg *regs,
+			   unsigned int count);
 
 #endif /* __NEURON_RING_H__ */
