@@ -84,12 +84,6 @@ int neuron_exec_init(struct neuron_device *ndev)
 		return -ENOMEM;
 	exec->ndev = ndev;
 	neuron_reset_init(exec);
-	exec->reset_wq = alloc_ordered_workqueue("neuron-reset", 0);
-	if (!exec->reset_wq)
-		return -ENOMEM;
-	ret = drmm_add_action_or_reset(&ndev->drm, neuron_exec_fini, exec);
-	if (ret)
-		return ret;
 	ndev->exec = exec;
 
 	for (i = 0; i < hw->num_cores; i++) {
@@ -107,6 +101,17 @@ int neuron_exec_init(struct neuron_device *ndev)
 		exec->rings[exec->num_cores + exec->num_dma++] = ring;
 		exec->dma_scheds[i] = &ring->sched;
 	}
+
+	/*
+	 * drmm actions run in reverse order: registered after the rings were
+	 * allocated, the schedulers are finished before the rings are freed.
+	 */
+	exec->reset_wq = alloc_ordered_workqueue("neuron-reset", 0);
+	if (!exec->reset_wq)
+		return -ENOMEM;
+	ret = drmm_add_action_or_reset(&ndev->drm, neuron_exec_fini, exec);
+	if (ret)
+		return ret;
 	n = neuron_exec_num_rings(exec);
 	for (i = 0; i < n; i++) {
 		ret = neuron_ring_sched_init(exec->rings[i], &neuron_sched_ops,
