@@ -28,7 +28,6 @@
 #include "neuron_drv.h"
 #include "neuron_gem.h"
 #include "neuron_mm.h"
-#include "neuron_telemetry.h"
 
 static_assert(offsetof(struct drm_gem_shmem_object, base) == 0,
 	      "neuron_bo overlays the shmem object's GEM object");
@@ -47,7 +46,6 @@ static void neuron_bo_dma_release_locked(struct neuron_bo *bo)
 {
 	struct neuron_device *ndev = to_neuron_device(bo->base.dev);
 
-	lockdep_assert_held(&bo->dma_lock);
 	if (bo->dma_users || !bo->dma_sgt)
 		return;
 	dma_unmap_sgtable(ndev->drm.dev, bo->dma_sgt, DMA_BIDIRECTIONAL, 0);
@@ -55,7 +53,7 @@ static void neuron_bo_dma_release_locked(struct neuron_bo *bo)
 	kfree(bo->dma_sgt);
 	bo->dma_sgt = NULL;
 	drm_gem_shmem_unpin(&bo->shmem);
-	atomic64_sub(bo->base.size, &ndev->telemetry->host_mapped);
+	atomic64_sub(bo->base.size, &ndev->telemetry.host_mapped);
 }
 
 static void neuron_bo_dma_release_work(struct work_struct *work)
@@ -150,7 +148,7 @@ struct sg_table *neuron_bo_dma_get(struct neuron_bo *bo)
 	if (ret)
 		goto err_free;
 	bo->dma_sgt = sgt;
-	atomic64_add(bo->base.size, &ndev->telemetry->host_mapped);
+	atomic64_add(bo->base.size, &ndev->telemetry.host_mapped);
 out_get:
 	bo->dma_users++;
 out_unlock:

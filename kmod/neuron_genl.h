@@ -5,7 +5,7 @@
 #ifndef __NEURON_GENL_H__
 #define __NEURON_GENL_H__
 
-#include <drm/neuron_genl.h>
+#include "neuron_sysfs.h" /* the UAPI enums */
 
 struct neuron_device;
 

@@ -16,17 +16,21 @@
 #include <linux/pci.h>
 
 #include "neuron_compat.h"
-#include "neuron_debugfs.h"
 #include "neuron_drv.h"
-#include "neuron_exec.h"
 #include "neuron_gem.h"
-#include "neuron_genl.h"
 #include "neuron_hw.h"
 #include "neuron_irq.h"
+#include "neuron_dma.h"
+#include "neuron_job.h"
 #include "neuron_mm.h"
-#include "neuron_submit.h"
+#include "neuron_debugfs.h"
+#include "neuron_genl.h"
 #include "neuron_sysfs.h"
-#include "neuron_telemetry.h"
+
+unsigned int neuron_reset_timeout_ms = 2000;
+module_param_named(reset_timeout_ms, neuron_reset_timeout_ms, uint, 0644);
+MODULE_PARM_DESC(reset_timeout_ms,
+		 "Time a device reset may take before the device is considered dead, in ms (default: 2000)");
 
 /* The UAPI capability bits are the device's. */
 static_assert(DRM_NEURON_CAP_FP32 == NEURON_CAP_FP32);
@@ -42,15 +46,14 @@ static_assert(DRM_NEURON_CAP_CORE_RESET == NEURON_CAP_CORE_RESET);
 static int neuron_open(struct drm_device *drm, struct drm_file *file)
 {
 	struct neuron_file *nfile;
+	int ret;
 
 	nfile = kzalloc(sizeof(*nfile), GFP_KERNEL);
 	if (!nfile)
 		return -ENOMEM;
 	nfile->ndev = to_neuron_device(drm);
-	nfile->exec = neuron_exec_file_open(nfile->ndev);
-	if (IS_ERR(nfile->exec)) {
-		int ret = PTR_ERR(nfile->exec);
-
+	ret = neuron_exec_file_init(nfile->ndev, &nfile->exec);
+	if (ret) {
 		kfree(nfile);
 		return ret;
 	}
@@ -62,7 +65,7 @@ static void neuron_postclose(struct drm_device *drm, struct drm_file *file)
 {
 	struct neuron_file *nfile = to_neuron_file(file);
 
-	neuron_exec_file_close(nfile->exec);
+	neuron_exec_file_fini(&nfile->exec);
 	kfree(nfile);
 }
 
@@ -253,7 +256,7 @@ static int neuron_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (IS_ERR(ndev->hw.regs))
 		return PTR_ERR(ndev->hw.regs);
 
-	ret = neuron_hw_init(&ndev->hw, pdev);
+	ret = neuron_hw_init(ndev);
 	if (ret)
 		return ret;
 
@@ -267,7 +270,7 @@ static int neuron_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		return ret;
 	pci_set_master(pdev);
 
-	ret = neuron_mm_init(&ndev->drm, &ndev->mm, ndev->hw.mem_size);
+	ret = neuron_mm_init(ndev);
 	if (ret)
 		return ret;
 
