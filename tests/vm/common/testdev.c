@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "neuron_regs.h"
@@ -62,4 +63,34 @@ int neuron_test_find_device(struct neuron_test_dev *dev) {
     }
     closedir(d);
     return -1;
+}
+
+long neuron_test_sysfs_long(const struct neuron_test_dev *dev, const char *attr) {
+    char path[400], buf[64] = "";
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/neuron/%s", dev->bdf, attr);
+    f = fopen(path, "r");
+    if (!f)
+        return -1;
+    if (!fgets(buf, sizeof(buf), f))
+        buf[0] = 0;
+    fclose(f);
+    return strtol(buf, NULL, 0);
+}
+
+long neuron_test_sysfs_wait(const struct neuron_test_dev *dev, const char *attr, long want,
+                            double timeout_s) {
+    struct timespec ts, end;
+    long v;
+
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    end.tv_sec += (time_t)timeout_s;
+    while ((v = neuron_test_sysfs_long(dev, attr)) != want) {
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        if (ts.tv_sec > end.tv_sec || (ts.tv_sec == end.tv_sec && ts.tv_nsec >= end.tv_nsec))
+            break;
+        usleep(10000);
+    }
+    return v;
 }

@@ -11,8 +11,10 @@
  * neuron device); NEURON_EXEC_MAX_COPY caps the largest copy (bytes).
  * The "timeout" test sets the job_timeout_ms module parameter and rebinds
  * the device, so it runs in a boot of its own. "isolation" (processes
- * cannot reach each other's buffers) and "copy_large" (128 and 256 MiB
- * copies, on a device with 512 MiB of memory) run only when named.
+ * cannot reach each other's buffers), "copy_large" (128 and 256 MiB
+ * copies, on a device with 512 MiB of memory) and "host_pin" (a buffer of
+ * 95% of RAM, pin limits, a pin that runs out of memory) run only when
+ * named.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -28,6 +30,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -678,17 +681,7 @@ static void test_submit_fault(void **state) {
  */
 
 static long read_sysfs_long(const char *attr) {
-    char path[400], buf[64] = "";
-    FILE *f;
-
-    snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/neuron/%s", tdev.bdf, attr);
-    f = fopen(path, "r");
-    if (!f)
-        return -1;
-    if (!fgets(buf, sizeof(buf), f))
-        buf[0] = 0;
-    fclose(f);
-    return strtol(buf, NULL, 0);
+    return neuron_test_sysfs_long(&tdev, attr);
 }
 
 static void write_file(const char *path, const char *val) {
@@ -1457,6 +1450,169 @@ static void test_kill_inflight(void **state) {
     run_axpb(fd, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, 0);
 }
 
+/* ------------------------------------------------------------------------
+ * Pinned host memory ("host_pin"): a buffer of almost all RAM, copies from
+ * it, the pin limits and a pin that runs out of memory
+ */
+
+#define PARAM_DIR "/sys/module/neuron/parameters/"
+#define SENTINELS 4
+/* tmpfs files of other programs may come and go while the test runs. */
+#define SHMEM_SLACK_KIB 2048
+
+/* A line of /proc/meminfo ("Shmem") or /proc/vmstat ("oom_kill"). */
+static long proc_value(const char *file, const char *key) {
+    char line[256];
+    size_t n = strlen(key);
+    long v = -1;
+    FILE *f = fopen(file, "r");
+
+    assert_non_null(f);
+    while (fgets(line, sizeof(line), f))
+        if (!strncmp(line, key, n) && (line[n] == ':' || line[n] == ' ')) {
+            v = strtol(line + n + 1, NULL, 10);
+            break;
+        }
+    fclose(f);
+    assert_true(v >= 0);
+    return v;
+}
+
+/* A process that faults memory in every 20 ms: the OOM killer would find it. */
+static pid_t sentinel_start(void) {
+    pid_t pid = fork();
+
+    assert_true(pid >= 0);
+    if (!pid) {
+        /* Gone with the test, even if it fails midway. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        for (;;) {
+            size_t n = 4 * MIB;
+            char *m = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+            if (m != MAP_FAILED) {
+                memset(m, 1, n);
+                munmap(m, n);
+            }
+            usleep(20000);
+        }
+    }
+    return pid;
+}
+
+static void sentinels_check_alive(const pid_t *pids) {
+    int i, status;
+
+    for (i = 0; i < SENTINELS; i++)
+        if (waitpid(pids[i], &status, WNOHANG) != 0)
+            fail_msg("sentinel %d died (status %#x)", (int)pids[i], status);
+}
+
+static void test_host_pin(void **state) {
+    int fd = FD(state), i;
+    uint64_t total = (uint64_t)proc_value("/proc/meminfo", "MemTotal") * 1024;
+    uint64_t size = total / 100 * 95 & ~4095ull, mid = size / 2 & ~4095ull;
+    uint64_t file_limit, limit;
+    long oom0, shmem0, pinned;
+    uint32_t big, big2, src, dst, sync = syncobj_new(fd);
+    uint8_t *ps, *pd;
+    pid_t pids[SENTINELS];
+    double t0;
+    int ret;
+
+    assert_int_equal(neuron_test_sysfs_wait(&tdev, "host_memory_pinned", 0, 5), 0);
+    oom0 = proc_value("/proc/vmstat", "oom_kill");
+    shmem0 = proc_value("/proc/meminfo", "Shmem");
+    file_limit = read_sysfs_long("host_memory_file_limit");
+    limit = read_sysfs_long("host_memory_limit");
+    printf("# RAM %llu MiB, buffers of %llu MiB, pin limits: %llu MiB per file, %llu MiB in all\n",
+           (unsigned long long)(total / MIB), (unsigned long long)(size / MIB),
+           (unsigned long long)(file_limit / MIB), (unsigned long long)(limit / MIB));
+    assert_true(file_limit > 0 && file_limit <= limit && limit < size);
+    for (i = 0; i < SENTINELS; i++)
+        pids[i] = sentinel_start();
+
+    /* Buffers get pages on first use: creating them takes no memory. */
+    big = bo_new(fd, size, DRM_NEURON_BO_HOST);
+    big2 = bo_new(fd, size, DRM_NEURON_BO_HOST);
+    src = bo_new(fd, 4096, DRM_NEURON_BO_HOST);
+    dst = bo_new(fd, 4096, DRM_NEURON_BO_HOST);
+    ps = bo_map(fd, src, NULL);
+    pd = bo_map(fd, dst, NULL);
+    fill(ps, 4096, 7);
+    memset(pd, 0, 4096);
+
+    /*
+     * 4 KiB into the middle of the big buffer and back: one page of each
+     * buffer pinned at most (three pages, while idle pins last).
+     */
+    t0 = now_s();
+    assert_int_equal(copy(fd, src, 0, big, mid, 4096, sync, DRM_NEURON_ENGINE_ANY, NULL), 0);
+    pinned = read_sysfs_long("host_memory_pinned");
+    printf("# 4 KiB copy into the big buffer: %.3f s, %ld bytes pinned\n", now_s() - t0, pinned);
+    assert_true(pinned <= 2 * 4096);
+    assert_int_equal(syncobj_status(fd, sync, 60), 1);
+    assert_int_equal(copy(fd, big, mid, dst, 0, 4096, sync, DRM_NEURON_ENGINE_ANY, NULL), 0);
+    assert_true(read_sysfs_long("host_memory_pinned") <= 3 * 4096);
+    assert_int_equal(syncobj_status(fd, sync, 60), 1);
+    assert_memory_equal(ps, pd, 4096);
+    assert_true(proc_value("/proc/meminfo", "Shmem") - shmem0 < SHMEM_SLACK_KIB);
+
+    /* Over the per-file limit, then over the global one: refused before any page is touched. */
+    assert_int_equal(copy(fd, big, 0, big2, 0, file_limit + 4096, sync, 0, NULL), -EDQUOT);
+    write_file(PARAM_DIR "host_pin_file_limit_mb", "1048576");
+    assert_int_equal(copy(fd, big, 0, big2, 0, limit + 4096, sync, 0, NULL), -EDQUOT);
+    assert_true(proc_value("/proc/meminfo", "Shmem") - shmem0 < SHMEM_SLACK_KIB);
+
+    /*
+     * Without limits, pinning a buffer larger than all free memory fails
+     * with ENOMEM and hands back the pages it populated. The sentinels
+     * pause meanwhile: a process that faulted while the pin held nearly all
+     * memory would meet the OOM killer, which is what the limits prevent.
+     * Not on the debug kernel, where filling all memory page by page takes
+     * minutes (163 s for 1.5 GiB).
+     */
+    if (!getenv("NEURON_VM_KERNEL") || strcmp(getenv("NEURON_VM_KERNEL"), "debug")) {
+        for (i = 0; i < SENTINELS; i++)
+            kill(pids[i], SIGSTOP);
+        write_file(PARAM_DIR "host_pin_limit_mb", "1048576");
+        t0 = now_s();
+        ret = copy(fd, big, 0, big2, 0, size, sync, 0, NULL);
+        printf("# copy of %llu MiB without limits: %s after %.2f s\n",
+               (unsigned long long)(size / MIB), strerror(-ret), now_s() - t0);
+        write_file(PARAM_DIR "host_pin_limit_mb", "0");
+        for (i = 0; i < SENTINELS; i++)
+            kill(pids[i], SIGCONT);
+        assert_int_equal(ret, -ENOMEM);
+        assert_true(proc_value("/proc/meminfo", "Shmem") - shmem0 < SHMEM_SLACK_KIB);
+    }
+    write_file(PARAM_DIR "host_pin_file_limit_mb", "0");
+    pinned = read_sysfs_long("host_memory_pinned");
+    if (pinned > 3 * 4096)
+        fail_msg("%ld bytes pinned after the failed copy", pinned);
+
+    /* The device still works; then everything goes back to where it was. */
+    memset(pd, 0, 4096);
+    assert_int_equal(copy(fd, big, mid, dst, 0, 4096, sync, 0, NULL), 0);
+    assert_int_equal(syncobj_status(fd, sync, 60), 1);
+    assert_memory_equal(ps, pd, 4096);
+    munmap(ps, 4096);
+    munmap(pd, 4096);
+    bo_close(fd, big);
+    bo_close(fd, big2);
+    bo_close(fd, src);
+    bo_close(fd, dst);
+    drmSyncobjDestroy(fd, sync);
+    assert_int_equal(neuron_test_sysfs_wait(&tdev, "host_memory_pinned", 0, 5), 0);
+    assert_true(labs(proc_value("/proc/meminfo", "Shmem") - shmem0) < SHMEM_SLACK_KIB);
+    sentinels_check_alive(pids);
+    assert_int_equal(proc_value("/proc/vmstat", "oom_kill"), oom0);
+    for (i = 0; i < SENTINELS; i++) {
+        kill(pids[i], SIGKILL);
+        waitpid(pids[i], NULL, 0);
+    }
+}
+
 /* ------------------------------------------------------------------------ */
 
 #define T(fn)                                                                                      \
@@ -1483,14 +1639,16 @@ static const struct named_test all_tests[] = {
     {"timeout", test_timeout, NULL, NULL},
     {"isolation", test_isolation, setup, teardown},
     {"copy_large", test_copy_large, setup, teardown},
+    {"host_pin", test_host_pin, setup, teardown},
 };
 
 /*
- * Tests run by default; "timeout", "isolation" and "copy_large" must be
- * asked for by name.
+ * Tests run by default; "timeout", "isolation", "copy_large" and
+ * "host_pin" must be asked for by name.
  */
 static int default_test(const char *name) {
-    return strcmp(name, "timeout") && strcmp(name, "isolation") && strcmp(name, "copy_large");
+    return strcmp(name, "timeout") && strcmp(name, "isolation") && strcmp(name, "copy_large") &&
+           strcmp(name, "host_pin");
 }
 
 int main(int argc, char **argv) {
