@@ -13,8 +13,9 @@
  * the device, so it runs in a boot of its own. "isolation" (processes
  * cannot reach each other's buffers), "copy_large" (128 and 256 MiB
  * copies, on a device with 512 MiB of memory) and "host_pin" (a buffer of
- * 95% of RAM, pin limits, a pin that runs out of memory) run only when
- * named.
+ * 95% of RAM, pin limits, a pin that runs out of memory) and
+ * "fault_injection" (allocation failure sweeps, debug kernel) run only
+ * when named.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -1570,7 +1571,7 @@ static void test_host_pin(void **state) {
      * pause meanwhile: a process that faulted while the pin held nearly all
      * memory would meet the OOM killer, which is what the limits prevent.
      * Not on the debug kernel, where filling all memory page by page takes
-     * minutes (163 s for 1.5 GiB).
+     * minutes (163 s for 1.5 GiB); "fault_injection" fails pins there.
      */
     if (!getenv("NEURON_VM_KERNEL") || strcmp(getenv("NEURON_VM_KERNEL"), "debug")) {
         for (i = 0; i < SENTINELS; i++)
@@ -1613,6 +1614,235 @@ static void test_host_pin(void **state) {
     }
 }
 
+/* ------------------------------------------------------------------------
+ * Allocation failure ("fault_injection", debug kernel): the Nth fault
+ * point (slab or page allocation) of one call fails, for N = 1, 2, ...
+ * until the call has no Nth; each call succeeds or fails with ENOMEM
+ */
+
+#define FI_DEBUGFS "/sys/kernel/debug/"
+
+struct fi_ctx {
+    int fd, fd2;
+    uint32_t host, dev, sync;
+    uint32_t made;  /* the handle a call created */
+    uint32_t fresh; /* a host buffer no job has pinned yet */
+    uint64_t mmap_offset;
+    void *map;
+    struct job_bufs jb;
+};
+
+struct fi_case {
+    const char *name;
+    void (*prepare)(struct fi_ctx *c); /* before each call, without faults */
+    int (*call)(struct fi_ctx *c);     /* under fault injection: 0 or -errno */
+    void (*undo)(struct fi_ctx *c);    /* after a successful call, without */
+    void (*finish)(struct fi_ctx *c);  /* after each call, without faults */
+};
+
+/* A new host buffer each time, so that the call pins its pages afresh. */
+static void fi_new_host(struct fi_ctx *c) {
+    c->fresh = bo_new(c->fd, 64 * 1024, DRM_NEURON_BO_HOST);
+}
+
+static void fi_close_host(struct fi_ctx *c) {
+    bo_close(c->fd, c->fresh);
+}
+
+static int fi_open(struct fi_ctx *c) {
+    c->fd2 = open_dev();
+    return c->fd2 < 0 ? -errno : 0;
+}
+
+static void fi_open_undo(struct fi_ctx *c) {
+    close(c->fd2);
+}
+
+static int fi_bo_create(struct fi_ctx *c, uint32_t region) {
+    struct drm_neuron_bo_create bc = {.size = 64 * 1024, .region = region};
+    int ret = neuron_ioctl(c->fd, DRM_IOCTL_NEURON_BO_CREATE, &bc);
+
+    c->made = bc.handle;
+    return ret;
+}
+
+static int fi_bo_create_host(struct fi_ctx *c) {
+    return fi_bo_create(c, DRM_NEURON_BO_HOST);
+}
+
+static int fi_bo_create_device(struct fi_ctx *c) {
+    return fi_bo_create(c, DRM_NEURON_BO_DEVICE);
+}
+
+static void fi_bo_close(struct fi_ctx *c) {
+    bo_close(c->fd, c->made);
+}
+
+static int fi_bo_info(struct fi_ctx *c) {
+    struct drm_neuron_bo_info i = {.handle = c->host};
+
+    return neuron_ioctl(c->fd, DRM_IOCTL_NEURON_BO_INFO, &i);
+}
+
+static int fi_mmap(struct fi_ctx *c) {
+    c->map =
+        mmap(NULL, 64 * 1024, PROT_READ | PROT_WRITE, MAP_SHARED, c->fd, (off_t)c->mmap_offset);
+    return c->map == MAP_FAILED ? -errno : 0;
+}
+
+static void fi_munmap(struct fi_ctx *c) {
+    memset(c->map, 0x5a, 64 * 1024);
+    munmap(c->map, 64 * 1024);
+}
+
+static int fi_copy_to_device(struct fi_ctx *c) {
+    return copy(c->fd, c->fresh, 0, c->dev, 0, 64 * 1024, c->sync, DRM_NEURON_ENGINE_ANY, NULL);
+}
+
+static int fi_copy_to_host(struct fi_ctx *c) {
+    return copy(c->fd, c->dev, 0, c->fresh, 4096, 60 * 1024, c->sync, 0, NULL);
+}
+
+static void fi_wait(struct fi_ctx *c) {
+    assert_int_equal(syncobj_status(c->fd, c->sync, 60), 1);
+}
+
+static int fi_submit(struct fi_ctx *c) {
+    return submit(c->fd, &c->jb, 0, c->sync, NULL);
+}
+
+static void fi_submit_undo(struct fi_ctx *c) {
+    fi_wait(c);
+    check_axpb(&c->jb);
+}
+
+static int fi_syncobj_create(struct fi_ctx *c) {
+    uint32_t h;
+    int ret = drmSyncobjCreate(c->fd, 0, &h) ? -errno : 0;
+
+    c->made = h;
+    return ret;
+}
+
+static void fi_syncobj_destroy(struct fi_ctx *c) {
+    assert_int_equal(drmSyncobjDestroy(c->fd, c->made), 0);
+}
+
+static const struct fi_case fi_cases[] = {
+    {"open", NULL, fi_open, fi_open_undo, NULL},
+    {"bo_create host", NULL, fi_bo_create_host, fi_bo_close, NULL},
+    {"bo_create device", NULL, fi_bo_create_device, fi_bo_close, NULL},
+    {"bo_info", NULL, fi_bo_info, NULL, NULL},
+    {"mmap", NULL, fi_mmap, fi_munmap, NULL},
+    {"copy host->device", fi_new_host, fi_copy_to_device, fi_wait, fi_close_host},
+    {"copy device->host", fi_new_host, fi_copy_to_host, fi_wait, fi_close_host},
+    {"submit", NULL, fi_submit, fi_submit_undo, NULL},
+    {"syncobj_create", NULL, fi_syncobj_create, fi_syncobj_destroy, NULL},
+};
+
+static void fi_knobs(int on) {
+    write_file(FI_DEBUGFS "failslab/ignore-gfp-wait", on ? "N" : "Y");
+    write_file(FI_DEBUGFS "fail_page_alloc/ignore-gfp-wait", on ? "N" : "Y");
+    write_file(FI_DEBUGFS "fail_page_alloc/ignore-gfp-highmem", on ? "N" : "Y");
+    write_file(FI_DEBUGFS "fail_page_alloc/min-order", on ? "0" : "1");
+    write_file(FI_DEBUGFS "failslab/verbose", on ? "0" : "2");
+    write_file(FI_DEBUGFS "fail_page_alloc/verbose", on ? "0" : "2");
+}
+
+/* Arms /proc/thread-self/fail-nth: the @n-th fault point of this thread fails. */
+static void fi_arm(int nth, unsigned n) {
+    char buf[16];
+    int len = snprintf(buf, sizeof(buf), "%u", n);
+
+    assert_int_equal(pwrite(nth, buf, (size_t)len, 0), len);
+}
+
+/* Disarms it; returns whether the fault was injected. */
+static int fi_disarm(int nth) {
+    char buf[16] = "";
+    int injected;
+
+    assert_true(pread(nth, buf, sizeof(buf) - 1, 0) > 0);
+    injected = strtoul(buf, NULL, 10) == 0;
+    fi_arm(nth, 0);
+    return injected;
+}
+
+static void fi_sweep(struct fi_ctx *c, const struct fi_case *k, int nth) {
+    unsigned n, failed = 0;
+
+    for (n = 1;; n++) {
+        int ret, injected;
+
+        if (k->prepare)
+            k->prepare(c);
+        fi_arm(nth, n);
+        ret = k->call(c);
+        injected = fi_disarm(nth);
+        if (ret && ret != -ENOMEM)
+            fail_msg("%s with fault point %u failing: %s", k->name, n, strerror(-ret));
+        if (!injected && ret)
+            fail_msg("%s without a fault failed: %s", k->name, strerror(-ret));
+        failed += !!ret;
+        if (!ret && k->undo)
+            k->undo(c);
+        if (k->finish)
+            k->finish(c);
+        if (!injected)
+            break;
+    }
+    printf("# %-18s %3u fault points: %3u calls failed with ENOMEM, %3u succeeded anyway\n",
+           k->name, n - 1, failed, n - 1 - failed);
+}
+
+static void test_fault_injection(void **state) {
+    struct fi_ctx c = {.fd = FD(state)};
+    struct drm_neuron_bo_info info;
+    long used0 = read_sysfs_long("memory_used");
+    int nth, kmemleak;
+    size_t i;
+
+    if (access(FI_DEBUGFS "failslab", F_OK) || access(FI_DEBUGFS "fail_page_alloc", F_OK)) {
+        printf("# no failslab/fail_page_alloc in this kernel\n");
+        skip();
+    }
+    kmemleak = !neuron_test_kmemleak_clear();
+    c.host = bo_new(c.fd, 64 * 1024, DRM_NEURON_BO_HOST);
+    c.dev = bo_new(c.fd, 64 * 1024, DRM_NEURON_BO_DEVICE);
+    c.sync = syncobj_new(c.fd);
+    info = (struct drm_neuron_bo_info){.handle = c.host};
+    assert_int_equal(neuron_ioctl(c.fd, DRM_IOCTL_NEURON_BO_INFO, &info), 0);
+    c.mmap_offset = info.mmap_offset;
+    job_bufs_init(c.fd, &c.jb, DRM_NEURON_BO_HOST, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, 0,
+                  0);
+    nth = open("/proc/thread-self/fail-nth", O_RDWR | O_CLOEXEC);
+    assert_true(nth >= 0);
+
+    fi_knobs(1);
+    for (i = 0; i < sizeof(fi_cases) / sizeof(fi_cases[0]); i++)
+        fi_sweep(&c, &fi_cases[i], nth);
+    fi_knobs(0);
+    close(nth);
+
+    /* Nothing leaked, and the device still copies and runs jobs right. */
+    job_bufs_fini(c.fd, &c.jb);
+    bo_close(c.fd, c.host);
+    bo_close(c.fd, c.dev);
+    drmSyncobjDestroy(c.fd, c.sync);
+    run_axpb(c.fd, DRM_NEURON_BO_HOST, DRM_NEURON_BO_HOST, DRM_NEURON_BO_HOST, 0);
+    {
+        static const uint64_t sizes[] = {4097, MIB + 5};
+
+        copy_roundtrips(c.fd, sizes, 2, max_copy(c.fd));
+    }
+    assert_int_equal(read_sysfs_long("memory_used"), used0);
+    assert_int_equal(neuron_test_sysfs_wait(&tdev, "host_memory_pinned", 0, 5), 0);
+    if (kmemleak)
+        assert_int_equal(neuron_test_kmemleak_scan(), 0);
+    else
+        printf("# leaks not checked (no kmemleak)\n");
+}
+
 /* ------------------------------------------------------------------------ */
 
 #define T(fn)                                                                                      \
@@ -1640,15 +1870,16 @@ static const struct named_test all_tests[] = {
     {"isolation", test_isolation, setup, teardown},
     {"copy_large", test_copy_large, setup, teardown},
     {"host_pin", test_host_pin, setup, teardown},
+    {"fault_injection", test_fault_injection, setup, teardown},
 };
 
 /*
- * Tests run by default; "timeout", "isolation", "copy_large" and
- * "host_pin" must be asked for by name.
+ * Tests run by default; "timeout", "isolation", "copy_large", "host_pin"
+ * and "fault_injection" must be asked for by name.
  */
 static int default_test(const char *name) {
     return strcmp(name, "timeout") && strcmp(name, "isolation") && strcmp(name, "copy_large") &&
-           strcmp(name, "host_pin");
+           strcmp(name, "host_pin") && strcmp(name, "fault_injection");
 }
 
 int main(int argc, char **argv) {
