@@ -31,6 +31,7 @@
 #include <linux/sort.h>
 #include <linux/workqueue.h>
 
+#include "neuron_compat.h"
 #include "neuron_drv.h"
 #include "neuron_gem.h"
 #include "neuron_mm.h"
@@ -157,9 +158,11 @@ static void neuron_host_unpin_pages(struct page **pages, pgoff_t count,
  * that do not exist yet. The allocations neither retry hard nor call the
  * OOM killer: failing the ioctl beats killing another process. On failure
  * the pages this call allocated are given back, so that a failed pin does
- * not leave memory behind that no process is charged with; unless the
- * shmem helpers have taken the buffer's pages meanwhile (mmap), which they
- * do under the reservation lock, held here too.
+ * not leave memory behind that no process is charged with; except pages
+ * userspace has mapped meanwhile (a fault between that check and the
+ * truncation loses what it wrote: only the buffer's owner can race its own
+ * failing ioctl so), and none if the shmem helpers hold the pages (vmap),
+ * which they take under the reservation lock, held here too.
  */
 static int neuron_host_pin_pages(struct neuron_bo *bo, pgoff_t first,
 				 pgoff_t count, struct page **pages)
@@ -194,6 +197,11 @@ static int neuron_host_pin_pages(struct neuron_bo *bo, pgoff_t first,
 	if (!ret)
 		goto out;
 
+	/* Userspace may have faulted a new page in meanwhile: keep those. */
+	for (end = 0; end < i; end++)
+		if (test_bit(end, fresh) && folio_mapped(page_folio(pages[end])))
+			__clear_bit(end, fresh);
+	bitmap_clear(fresh, i, count - i);
 	neuron_host_unpin_pages(pages, i, false);
 	dma_resv_lock(bo->base.resv, NULL);
 	if (!bo->shmem.pages) {
@@ -340,11 +348,41 @@ static void neuron_host_bo_free(struct drm_gem_object *obj)
 	drm_gem_shmem_object_free(obj);
 }
 
+/*
+ * Userspace maps the buffer's shmem file itself, as i915 does: pages are
+ * allocated by the faults, one at a time, count in the mapping process's
+ * memory (its RSS, where the OOM killer looks) and can be swapped out. The
+ * shmem helpers' mmap would allocate and pin every page of the buffer at
+ * mmap() time instead, whatever the size of the mapping.
+ */
+static int neuron_host_bo_mmap(struct drm_gem_object *obj,
+			       struct vm_area_struct *vma)
+{
+	struct neuron_bo *bo = to_neuron_bo(obj);
+	int ret;
+
+	if (is_cow_mapping(vma->vm_flags))
+		return -EINVAL;
+	/* From the fake offset to a page offset in the shmem file. */
+	vma->vm_pgoff -= drm_vma_node_start(&obj->vma_node);
+	ret = neuron_file_mmap(obj->filp, vma);
+	if (ret)
+		return ret;
+	vma_set_file(vma, obj->filp);
+	vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
+	if (bo->shmem.map_wc)
+		vma->vm_page_prot =
+			pgprot_writecombine(vm_get_page_prot(vma->vm_flags));
+	/* The mapping holds the shmem file, not the GEM object. */
+	vma->vm_private_data = NULL;
+	drm_gem_object_put(obj);
+	return 0;
+}
+
 static const struct drm_gem_object_funcs neuron_host_bo_funcs = {
 	.free = neuron_host_bo_free,
 	.print_info = drm_gem_shmem_object_print_info,
-	.mmap = drm_gem_shmem_object_mmap,
-	.vm_ops = &drm_gem_shmem_vm_ops,
+	.mmap = neuron_host_bo_mmap,
 	.export = neuron_gem_prime_export,
 };
 

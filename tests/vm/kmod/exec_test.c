@@ -1559,6 +1559,16 @@ static void test_host_pin(void **state) {
     assert_memory_equal(ps, pd, 4096);
     assert_true(proc_value("/proc/meminfo", "Shmem") - shmem0 < SHMEM_SLACK_KIB);
 
+    /* A mapping of the whole big buffer gets pages as it touches them, no more. */
+    {
+        uint8_t *pb = bo_map(fd, big, NULL);
+
+        assert_memory_equal(pb + mid, ps, 4096);
+        pb[size - 1] = 1;
+        assert_true(proc_value("/proc/meminfo", "Shmem") - shmem0 < SHMEM_SLACK_KIB);
+        munmap(pb, size);
+    }
+
     /* Over the per-file limit, then over the global one: refused before any page is touched. */
     assert_int_equal(copy(fd, big, 0, big2, 0, file_limit + 4096, sync, 0, NULL), -EDQUOT);
     write_file(PARAM_DIR "host_pin_file_limit_mb", "1048576");
