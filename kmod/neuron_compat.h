@@ -29,6 +29,13 @@
 #define NEURON_DRM_DRIVER_DATE
 #endif
 
+/* call_mmap() was renamed vfs_mmap() in 6.15. */
+#if KERNEL_VERSION(6, 15, 0) > LINUX_VERSION_CODE
+#define neuron_file_mmap(file, vma)	call_mmap(file, vma)
+#else
+#define neuron_file_mmap(file, vma)	vfs_mmap(file, vma)
+#endif
+
 /* LINUX_VERSION_CODE saturates the sublevel at 255. */
 #define NEURON_KV(a, b, c)	KERNEL_VERSION(a, b, c)
 #define NEURON_IN_6_12(from)	(NEURON_KV(6, 12, from) <= LINUX_VERSION_CODE && \

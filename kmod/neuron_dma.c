@@ -494,7 +494,7 @@ int neuron_copy_ioctl(struct drm_device *drm, void *data,
 	struct neuron_bo *src, *dst;
 	struct drm_sched_entity *entity;
 	struct neuron_job *job;
-	u64 end;
+	u64 src_offset, dst_offset;
 	int ret;
 
 	if (args->flags & ~DRM_NEURON_COPY_FLAGS_ALL || args->pad ||
@@ -525,26 +525,22 @@ int neuron_copy_ioctl(struct drm_device *drm, void *data,
 		ret = -ENOMEM;
 		goto out_free;
 	}
-	ret = neuron_job_add_bo(job, file, args->src_handle, &src, &src_sgt);
+	ret = neuron_job_add_bo(job, file, args->src_handle, args->src_offset,
+				args->size, &src, &src_sgt, &src_offset);
 	if (ret)
 		goto out_put;
-	ret = neuron_job_add_bo(job, file, args->dst_handle, &dst, &dst_sgt);
+	ret = neuron_job_add_bo(job, file, args->dst_handle, args->dst_offset,
+				args->size, &dst, &dst_sgt, &dst_offset);
 	if (ret)
 		goto out_put;
 
 	ret = -EINVAL;
-	if (check_add_overflow(args->src_offset, args->size, &end) ||
-	    end > src->base.size)
-		goto out_put;
-	if (check_add_overflow(args->dst_offset, args->size, &end) ||
-	    end > dst->base.size)
-		goto out_put;
 	if (src == dst && args->src_offset < args->dst_offset + args->size &&
 	    args->dst_offset < args->src_offset + args->size)
 		goto out_put;
 
-	ret = neuron_copy_build(job, src, src_sgt, args->src_offset, dst,
-				dst_sgt, args->dst_offset, args->size);
+	ret = neuron_copy_build(job, src, src_sgt, src_offset, dst, dst_sgt,
+				dst_offset, args->size);
 	if (ret)
 		goto out_put;
 

@@ -13,18 +13,25 @@
 #include <drm/drm_file.h>
 #include <drm/drm_gem.h>
 #include <drm/drm_gem_shmem_helper.h>
+#include <drm/drm_prime.h>
 #include <drm/drm_print.h>
 #include <drm/drm_vma_manager.h>
 #include <drm/neuron_accel.h>
 #include <linux/dma-buf.h>
 #include <linux/dma-mapping.h>
+#include <linux/dma-resv.h>
 #include <linux/mm.h>
+#include <linux/moduleparam.h>
 #include <linux/mutex.h>
+#include <linux/pagemap.h>
 #include <linux/scatterlist.h>
+#include <linux/shmem_fs.h>
 #include <linux/sizes.h>
 #include <linux/slab.h>
+#include <linux/sort.h>
 #include <linux/workqueue.h>
 
+#include "neuron_compat.h"
 #include "neuron_drv.h"
 #include "neuron_gem.h"
 #include "neuron_mm.h"
@@ -41,50 +48,341 @@ static struct dma_buf *neuron_gem_prime_export(struct drm_gem_object *obj,
 	return ERR_PTR(-EOPNOTSUPP);
 }
 
-/* Unmaps and unpins an idle host buffer's pages; dma_lock held. */
-static void neuron_bo_dma_release_locked(struct neuron_bo *bo)
+/*
+ * Limits of pinned host memory in MiB, read at every pin (0: a fraction of
+ * RAM). A pinned page cannot be swapped out or reclaimed, and the OOM killer
+ * sees it in no process's memory: without a limit one client could leave the
+ * machine to the OOM killer.
+ */
+static unsigned int neuron_host_pin_limit_mb;
+module_param_named(host_pin_limit_mb, neuron_host_pin_limit_mb, uint, 0644);
+MODULE_PARM_DESC(host_pin_limit_mb,
+		 "MiB of host buffers all files may have pinned for the devices together (0: half of RAM)");
+
+static unsigned int neuron_host_pin_file_limit_mb;
+module_param_named(host_pin_file_limit_mb, neuron_host_pin_file_limit_mb,
+		   uint, 0644);
+MODULE_PARM_DESC(host_pin_file_limit_mb,
+		 "MiB of host buffers one open file may have pinned (0: a quarter of RAM)");
+
+/* Bytes of host buffers pinned for all devices. */
+static atomic64_t neuron_host_pinned_bytes = ATOMIC64_INIT(0);
+
+static u64 neuron_pin_limit(unsigned int mb, unsigned int ram_shift)
+{
+	if (mb)
+		return (u64)mb << 20;
+	return ((u64)totalram_pages() << PAGE_SHIFT) >> ram_shift;
+}
+
+/**
+ * neuron_host_pin_limit() - bytes of host buffers all files may pin
+ *
+ * Return: the limit, from module parameter host_pin_limit_mb.
+ */
+u64 neuron_host_pin_limit(void)
+{
+	return neuron_pin_limit(READ_ONCE(neuron_host_pin_limit_mb), 1);
+}
+
+/**
+ * neuron_host_pin_file_limit() - bytes of host buffers one file may pin
+ *
+ * Return: the limit, from module parameter host_pin_file_limit_mb.
+ */
+u64 neuron_host_pin_file_limit(void)
+{
+	return neuron_pin_limit(READ_ONCE(neuron_host_pin_file_limit_mb), 2);
+}
+
+/**
+ * neuron_host_pinned() - bytes of host buffers pinned for all devices now
+ *
+ * Return: the bytes counted against neuron_host_pin_limit().
+ */
+u64 neuron_host_pinned(void)
+{
+	return atomic64_read(&neuron_host_pinned_bytes);
+}
+
+/* Adds @bytes to @counter unless the sum would exceed @limit. */
+static bool neuron_pin_charge(atomic64_t *counter, u64 bytes, u64 limit)
+{
+	s64 old = atomic64_read(counter);
+
+	do {
+		if ((u64)old + bytes > limit)
+			return false;
+	} while (!atomic64_try_cmpxchg(counter, &old, old + bytes));
+	return true;
+}
+
+static int neuron_host_charge(struct neuron_client *client, u64 bytes)
+{
+	if (!neuron_pin_charge(&neuron_host_pinned_bytes, bytes,
+			       neuron_host_pin_limit()))
+		return -EDQUOT;
+	if (!neuron_pin_charge(&client->host_pinned, bytes,
+			       neuron_host_pin_file_limit())) {
+		atomic64_sub(bytes, &neuron_host_pinned_bytes);
+		return -EDQUOT;
+	}
+	return 0;
+}
+
+static void neuron_host_uncharge(struct neuron_client *client, u64 bytes)
+{
+	atomic64_sub(bytes, &client->host_pinned);
+	atomic64_sub(bytes, &neuron_host_pinned_bytes);
+}
+
+/* Drops the references of neuron_host_pin_pages(). */
+static void neuron_host_unpin_pages(struct page **pages, pgoff_t count,
+				    bool dirty)
+{
+	pgoff_t i;
+
+	for (i = 0; i < count; i++) {
+		struct folio *folio = page_folio(pages[i]);
+
+		/* The device may have written: keep the data on swap-out. */
+		if (dirty)
+			folio_mark_dirty(folio);
+		folio_mark_accessed(folio);
+		folio_put(folio);
+	}
+}
+
+/*
+ * Pins pages [@first, @first + @count) of a host buffer, allocating those
+ * that do not exist yet. The allocations neither retry hard nor call the
+ * OOM killer: failing the ioctl beats killing another process. On failure
+ * the pages this call allocated are given back, so that a failed pin does
+ * not leave memory behind that no process is charged with; except pages
+ * userspace has mapped meanwhile (a fault between that check and the
+ * truncation loses what it wrote: only the buffer's owner can race its own
+ * failing ioctl so), and none if the shmem helpers hold the pages (vmap),
+ * which they take under the reservation lock, held here too.
+ */
+static int neuron_host_pin_pages(struct neuron_bo *bo, pgoff_t first,
+				 pgoff_t count, struct page **pages)
+{
+	struct address_space *mapping = bo->base.filp->f_mapping;
+	gfp_t gfp = mapping_gfp_mask(mapping) | __GFP_NORETRY | __GFP_NOWARN;
+	unsigned long *fresh, start, end;
+	pgoff_t i;
+	int ret = 0;
+
+	fresh = kvcalloc(BITS_TO_LONGS(count), sizeof(*fresh), GFP_KERNEL);
+	if (!fresh)
+		return -ENOMEM;
+	for (i = 0; i < count; i++) {
+		struct folio *folio;
+
+		if (!xa_load(&mapping->i_pages, first + i))
+			__set_bit(i, fresh);
+		folio = shmem_read_folio_gfp(mapping, first + i, gfp);
+		if (IS_ERR(folio)) {
+			ret = PTR_ERR(folio);
+			break;
+		}
+		pages[i] = folio_file_page(folio, first + i);
+		if (fatal_signal_pending(current)) {
+			ret = -EINTR;
+			i++;
+			break;
+		}
+		cond_resched();
+	}
+	if (!ret)
+		goto out;
+
+	/* Userspace may have faulted a new page in meanwhile: keep those. */
+	for (end = 0; end < i; end++)
+		if (test_bit(end, fresh) && folio_mapped(page_folio(pages[end])))
+			__clear_bit(end, fresh);
+	bitmap_clear(fresh, i, count - i);
+	neuron_host_unpin_pages(pages, i, false);
+	dma_resv_lock(bo->base.resv, NULL);
+	if (!bo->shmem.pages) {
+		for_each_set_bitrange(start, end, fresh, count)
+			shmem_truncate_range(file_inode(bo->base.filp),
+					     (loff_t)(first + start) << PAGE_SHIFT,
+					     ((loff_t)(first + end) << PAGE_SHIFT) - 1);
+	}
+	dma_resv_unlock(bo->base.resv);
+out:
+	kvfree(fresh);
+	return ret;
+}
+
+/* Unmaps, unpins and frees a host mapping; dma_lock held. */
+static void neuron_host_map_free_locked(struct neuron_host_map *map)
+{
+	struct neuron_bo *bo = map->bo;
+	struct neuron_device *ndev = to_neuron_device(bo->base.dev);
+	u64 bytes = (u64)map->count << PAGE_SHIFT;
+
+	lockdep_assert_held(&bo->dma_lock);
+	list_del(&map->node);
+	dma_unmap_sgtable(ndev->drm.dev, map->sgt, DMA_BIDIRECTIONAL, 0);
+	sg_free_table(map->sgt);
+	kfree(map->sgt);
+	neuron_host_unpin_pages(map->pages, map->count, true);
+	atomic64_sub(bytes, &ndev->telemetry.host_mapped);
+	neuron_host_uncharge(map->client, bytes);
+	neuron_client_put(map->client);
+	kvfree(map);
+}
+
+/* Frees the idle mappings of a host buffer. */
+static void neuron_host_maps_trim_locked(struct neuron_bo *bo)
+{
+	struct neuron_host_map *map, *tmp;
+
+	list_for_each_entry_safe(map, tmp, &bo->dma_maps, node)
+		if (!map->users)
+			neuron_host_map_free_locked(map);
+}
+
+/* Pins and maps pages [first, first + count) of a host buffer, unlisted. */
+static struct neuron_host_map *neuron_host_map_new(struct neuron_bo *bo,
+						   struct neuron_client *client,
+						   pgoff_t first, pgoff_t count)
 {
 	struct neuron_device *ndev = to_neuron_device(bo->base.dev);
+	struct neuron_host_map *map;
+	int ret;
 
-	if (bo->dma_users || !bo->dma_sgt)
-		return;
-	dma_unmap_sgtable(ndev->drm.dev, bo->dma_sgt, DMA_BIDIRECTIONAL, 0);
-	sg_free_table(bo->dma_sgt);
-	kfree(bo->dma_sgt);
-	bo->dma_sgt = NULL;
-	drm_gem_shmem_unpin(&bo->shmem);
-	atomic64_sub(bo->base.size, &ndev->telemetry.host_mapped);
+	map = kvzalloc(struct_size(map, pages, count), GFP_KERNEL);
+	if (!map)
+		return ERR_PTR(-ENOMEM);
+	ret = neuron_host_pin_pages(bo, first, count, map->pages);
+	if (ret)
+		goto err_free;
+	map->sgt = drm_prime_pages_to_sg(&ndev->drm, map->pages, count);
+	if (IS_ERR(map->sgt)) {
+		ret = PTR_ERR(map->sgt);
+		goto err_unpin;
+	}
+	ret = dma_map_sgtable(ndev->drm.dev, map->sgt, DMA_BIDIRECTIONAL, 0);
+	if (ret)
+		goto err_sg;
+	map->bo = bo;
+	kref_get(&client->ref);
+	map->client = client;
+	map->first = first;
+	map->count = count;
+	atomic64_add((u64)count << PAGE_SHIFT, &ndev->telemetry.host_mapped);
+	return map;
+
+err_sg:
+	sg_free_table(map->sgt);
+	kfree(map->sgt);
+err_unpin:
+	neuron_host_unpin_pages(map->pages, count, false);
+err_free:
+	kvfree(map);
+	return ERR_PTR(ret);
+}
+
+/* Ends one use of each mapping of @range; dma_lock held. */
+static void neuron_host_range_put_locked(struct neuron_host_range *range)
+{
+	unsigned int i;
+
+	for (i = 0; i < range->num_maps; i++) {
+		struct neuron_host_map *map = range->maps[i];
+
+		if (drm_WARN_ON(range->bo->base.dev, !map->users) ||
+		    --map->users)
+			continue;
+		map->idle_since = jiffies;
+		queue_delayed_work(system_wq, &range->bo->dma_release,
+				   msecs_to_jiffies(NEURON_HOST_UNMAP_DELAY_MS));
+	}
 }
 
 static void neuron_bo_dma_release_work(struct work_struct *work)
 {
 	struct neuron_bo *bo = container_of(to_delayed_work(work),
 					    struct neuron_bo, dma_release);
+	unsigned long delay = msecs_to_jiffies(NEURON_HOST_UNMAP_DELAY_MS);
+	struct neuron_host_map *map, *tmp;
+	unsigned long next = 0;
+	bool pending = false;
 
 	mutex_lock(&bo->dma_lock);
-	neuron_bo_dma_release_locked(bo);
+	list_for_each_entry_safe(map, tmp, &bo->dma_maps, node) {
+		unsigned long expires = map->idle_since + delay;
+
+		if (map->users)
+			continue;
+		if (time_after_eq(jiffies, expires)) {
+			neuron_host_map_free_locked(map);
+		} else if (!pending || time_before(expires, next)) {
+			next = expires;
+			pending = true;
+		}
+	}
+	if (pending)
+		queue_delayed_work(system_wq, &bo->dma_release, next - jiffies);
 	mutex_unlock(&bo->dma_lock);
 }
 
 static void neuron_host_bo_free(struct drm_gem_object *obj)
 {
 	struct neuron_bo *bo = to_neuron_bo(obj);
+	struct neuron_host_map *map, *tmp;
 
-	/* Every job and copy holds a reference while it uses the buffer. */
-	drm_WARN_ON(obj->dev, bo->dma_users);
 	cancel_delayed_work_sync(&bo->dma_release);
 	mutex_lock(&bo->dma_lock);
-	neuron_bo_dma_release_locked(bo);
+	list_for_each_entry_safe(map, tmp, &bo->dma_maps, node) {
+		/* Every job and copy holds a reference while it uses the buffer. */
+		drm_WARN_ON(obj->dev, map->users);
+		neuron_host_map_free_locked(map);
+	}
 	mutex_unlock(&bo->dma_lock);
 	mutex_destroy(&bo->dma_lock);
+	mutex_destroy(&bo->pin_lock);
 	drm_gem_shmem_object_free(obj);
+}
+
+/*
+ * Userspace maps the buffer's shmem file itself, as i915 does: pages are
+ * allocated by the faults, one at a time, count in the mapping process's
+ * memory (its RSS, where the OOM killer looks) and can be swapped out. The
+ * shmem helpers' mmap would allocate and pin every page of the buffer at
+ * mmap() time instead, whatever the size of the mapping.
+ */
+static int neuron_host_bo_mmap(struct drm_gem_object *obj,
+			       struct vm_area_struct *vma)
+{
+	struct neuron_bo *bo = to_neuron_bo(obj);
+	int ret;
+
+	if (is_cow_mapping(vma->vm_flags))
+		return -EINVAL;
+	/* From the fake offset to a page offset in the shmem file. */
+	vma->vm_pgoff -= drm_vma_node_start(&obj->vma_node);
+	ret = neuron_file_mmap(obj->filp, vma);
+	if (ret)
+		return ret;
+	vma_set_file(vma, obj->filp);
+	vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
+	if (bo->shmem.map_wc)
+		vma->vm_page_prot =
+			pgprot_writecombine(vm_get_page_prot(vma->vm_flags));
+	/* The mapping holds the shmem file, not the GEM object. */
+	vma->vm_private_data = NULL;
+	drm_gem_object_put(obj);
+	return 0;
 }
 
 static const struct drm_gem_object_funcs neuron_host_bo_funcs = {
 	.free = neuron_host_bo_free,
 	.print_info = drm_gem_shmem_object_print_info,
-	.mmap = drm_gem_shmem_object_mmap,
-	.vm_ops = &drm_gem_shmem_vm_ops,
+	.mmap = neuron_host_bo_mmap,
 	.export = neuron_gem_prime_export,
 };
 
@@ -109,75 +407,255 @@ struct drm_gem_object *neuron_gem_create_object(struct drm_device *drm,
 	bo->region = DRM_NEURON_BO_HOST;
 	bo->base.funcs = &neuron_host_bo_funcs;
 	mutex_init(&bo->dma_lock);
+	mutex_init(&bo->pin_lock);
+	INIT_LIST_HEAD(&bo->dma_maps);
 	INIT_DELAYED_WORK(&bo->dma_release, neuron_bo_dma_release_work);
 	return &bo->base;
 }
 
+/*
+ * Takes a use of every mapping of @bo that overlaps pages [first, last]
+ * into @range (NULL: only counts them) and counts the runs of pages no
+ * mapping covers. Returns the pages in those gaps; dma_lock held.
+ */
+static pgoff_t neuron_host_range_scan_locked(struct neuron_bo *bo,
+					     pgoff_t first, pgoff_t last,
+					     struct neuron_host_range *range,
+					     unsigned int *maps,
+					     unsigned int *gaps)
+{
+	struct neuron_host_map *map;
+	pgoff_t pos = first, missing = 0;
+
+	*maps = 0;
+	*gaps = 0;
+	list_for_each_entry(map, &bo->dma_maps, node) {
+		if (map->first + map->count <= first)
+			continue;
+		if (map->first > last)
+			break;
+		if (map->first > pos) {
+			missing += map->first - pos;
+			++*gaps;
+		}
+		pos = map->first + map->count;
+		++*maps;
+		if (range) {
+			map->users++;
+			range->maps[range->num_maps++] = map;
+		}
+	}
+	if (pos <= last) {
+		missing += last + 1 - pos;
+		++*gaps;
+	}
+	return missing;
+}
+
+/* Creates the mappings for the pages of [first, last] no mapping covers. */
+static int neuron_host_range_fill(struct neuron_host_range *range,
+				  struct neuron_client *client,
+				  pgoff_t first, pgoff_t last,
+				  struct neuron_host_map **fresh,
+				  unsigned int *num_fresh)
+{
+	struct neuron_bo *bo = range->bo;
+	pgoff_t pos = first;
+	unsigned int i;
+
+	*num_fresh = 0;
+	/* range->maps[] holds the existing mappings in page order. */
+	for (i = 0; i <= range->num_maps && pos <= last; i++) {
+		pgoff_t end = i < range->num_maps ? range->maps[i]->first : last + 1;
+
+		if (end > pos) {
+			struct neuron_host_map *map;
+
+			map = neuron_host_map_new(bo, client, pos, end - pos);
+			if (IS_ERR(map))
+				return PTR_ERR(map);
+			fresh[(*num_fresh)++] = map;
+		}
+		if (i < range->num_maps)
+			pos = range->maps[i]->first + range->maps[i]->count;
+	}
+	return 0;
+}
+
+static int neuron_map_cmp(const void *a, const void *b)
+{
+	const struct neuron_host_map *x = *(const struct neuron_host_map **)a;
+	const struct neuron_host_map *y = *(const struct neuron_host_map **)b;
+
+	return x->first < y->first ? -1 : x->first > y->first;
+}
+
+/* Inserts @map into the buffer's list, which is sorted by page. */
+static void neuron_host_map_insert_locked(struct neuron_bo *bo,
+					  struct neuron_host_map *map)
+{
+	struct neuron_host_map *pos;
+
+	list_for_each_entry(pos, &bo->dma_maps, node)
+		if (pos->first > map->first)
+			break;
+	list_add_tail(&map->node, &pos->node);
+}
+
+/* The DMA segments of the range's mappings, in order, as one table. */
+static int neuron_host_range_build_sgt(struct neuron_host_range *range)
+{
+	struct scatterlist *sg, *out;
+	unsigned int i, total = 0;
+	int j, ret;
+
+	for (i = 0; i < range->num_maps; i++)
+		total += range->maps[i]->sgt->nents;
+	ret = sg_alloc_table(&range->sgt, total, GFP_KERNEL);
+	if (ret)
+		return ret;
+	out = range->sgt.sgl;
+	for (i = 0; i < range->num_maps; i++) {
+		for_each_sgtable_dma_sg(range->maps[i]->sgt, sg, j) {
+			sg_dma_address(out) = sg_dma_address(sg);
+			sg_dma_len(out) = sg_dma_len(sg);
+			out = sg_next(out);
+		}
+	}
+	return 0;
+}
+
 /**
- * neuron_bo_dma_get() - pin a host buffer and map it for the device
+ * neuron_bo_dma_get() - pin a range of a host buffer and map it for the device
  * @bo: a %DRM_NEURON_BO_HOST buffer
+ * @client: the file the job or copy comes from, charged with new pins
+ * @offset: first byte of the range, within the buffer
+ * @size: bytes of the range, non-zero
  *
- * The first user pins the buffer's pages and DMA-maps them; later users,
- * and users that come within %NEURON_HOST_UNMAP_DELAY_MS of the last one,
- * share that mapping. Each successful call is paired with one
+ * Pins and DMA-maps the pages that hold [@offset, @offset + @size), and
+ * no others. The buffer's mappings never overlap, so that no page is
+ * mapped twice: the range uses the mappings that exist (in use, or idle
+ * for less than %NEURON_HOST_UNMAP_DELAY_MS) and new ones for the pages
+ * they do not cover. Each successful call is paired with one
  * neuron_bo_dma_put(). May sleep; not for the fence signalling path.
  *
- * Return: the DMA-mapped SG table, valid until the matching
- * neuron_bo_dma_put(), or an ERR_PTR().
+ * Return: the range, whose SG table (DMA segments only, starting at byte
+ * &neuron_host_range.start of the buffer) is valid until the matching
+ * neuron_bo_dma_put(); ERR_PTR(-EDQUOT) when new pins would exceed
+ * neuron_host_pin_limit() or neuron_host_pin_file_limit(), -ENOMEM when
+ * memory is short, -EINTR when the caller was killed, -ERESTARTSYS when a
+ * signal came while it waited for another pin of the buffer.
  */
-struct sg_table *neuron_bo_dma_get(struct neuron_bo *bo)
+struct neuron_host_range *neuron_bo_dma_get(struct neuron_bo *bo,
+					    struct neuron_client *client,
+					    u64 offset, u64 size)
 {
-	struct neuron_device *ndev = to_neuron_device(bo->base.dev);
-	struct sg_table *sgt;
+	pgoff_t first = offset >> PAGE_SHIFT;
+	pgoff_t last = (offset + size - 1) >> PAGE_SHIFT;
+	struct neuron_host_map **fresh = NULL;
+	struct neuron_host_range *range;
+	unsigned int maps, gaps, num_fresh = 0, i;
+	pgoff_t missing;
+	u64 bytes;
 	int ret;
 
+	/*
+	 * One pin of a buffer at a time: mappings must not overlap, and a
+	 * failed pin frees only pages no other pin holds. Not under dma_lock,
+	 * which the release work takes, since pinning much takes long.
+	 */
+	if (mutex_lock_interruptible(&bo->pin_lock))
+		return ERR_PTR(-ERESTARTSYS);
 	mutex_lock(&bo->dma_lock);
-	if (bo->dma_sgt) {
-		sgt = bo->dma_sgt;
-		goto out_get;
+	missing = neuron_host_range_scan_locked(bo, first, last, NULL, &maps,
+						&gaps);
+	range = kvzalloc(struct_size(range, maps, maps + gaps), GFP_KERNEL);
+	if (!range) {
+		mutex_unlock(&bo->dma_lock);
+		ret = -ENOMEM;
+		goto err_unlock;
 	}
-	ret = drm_gem_shmem_pin(&bo->shmem);
+	range->bo = bo;
+	range->start = (u64)first << PAGE_SHIFT;
+	neuron_host_range_scan_locked(bo, first, last, range, &maps, &gaps);
+	bytes = (u64)missing << PAGE_SHIFT;
+	ret = neuron_host_charge(client, bytes);
 	if (ret) {
-		sgt = ERR_PTR(ret);
-		goto out_unlock;
+		/* The buffer's own idle mappings count too: drop them first. */
+		neuron_host_maps_trim_locked(bo);
+		ret = neuron_host_charge(client, bytes);
 	}
-	sgt = drm_gem_shmem_get_sg_table(&bo->shmem);
-	if (IS_ERR(sgt))
-		goto err_unpin;
-	ret = dma_map_sgtable(ndev->drm.dev, sgt, DMA_BIDIRECTIONAL, 0);
-	if (ret)
-		goto err_free;
-	bo->dma_sgt = sgt;
-	atomic64_add(bo->base.size, &ndev->telemetry.host_mapped);
-out_get:
-	bo->dma_users++;
-out_unlock:
 	mutex_unlock(&bo->dma_lock);
-	return sgt;
+	if (ret)
+		goto err_put;
 
-err_free:
-	sg_free_table(sgt);
-	kfree(sgt);
-	sgt = ERR_PTR(ret);
-err_unpin:
-	drm_gem_shmem_unpin(&bo->shmem);
-	goto out_unlock;
+	if (gaps) {
+		fresh = kmalloc_array(gaps, sizeof(*fresh), GFP_KERNEL);
+		ret = fresh ? 0 : -ENOMEM;
+		if (!ret)
+			ret = neuron_host_range_fill(range, client, first, last,
+						     fresh, &num_fresh);
+		if (ret)
+			goto err_fresh;
+	}
+
+	mutex_lock(&bo->dma_lock);
+	for (i = 0; i < num_fresh; i++) {
+		fresh[i]->users = 1;
+		neuron_host_map_insert_locked(bo, fresh[i]);
+		range->maps[range->num_maps++] = fresh[i];
+	}
+	mutex_unlock(&bo->dma_lock);
+	mutex_unlock(&bo->pin_lock);
+	kfree(fresh);
+	sort(range->maps, range->num_maps, sizeof(range->maps[0]),
+	     neuron_map_cmp, NULL);
+
+	ret = neuron_host_range_build_sgt(range);
+	if (ret) {
+		neuron_bo_dma_put(range);
+		return ERR_PTR(ret);
+	}
+	return range;
+
+err_fresh:
+	mutex_lock(&bo->dma_lock);
+	for (i = 0; i < num_fresh; i++) {
+		/* Listed so that freeing it can unlist it. */
+		list_add(&fresh[i]->node, &bo->dma_maps);
+		bytes -= (u64)fresh[i]->count << PAGE_SHIFT;
+		neuron_host_map_free_locked(fresh[i]);
+	}
+	mutex_unlock(&bo->dma_lock);
+	kfree(fresh);
+	neuron_host_uncharge(client, bytes);
+err_put:
+	mutex_lock(&bo->dma_lock);
+	neuron_host_range_put_locked(range);
+	mutex_unlock(&bo->dma_lock);
+	kvfree(range);
+err_unlock:
+	mutex_unlock(&bo->pin_lock);
+	return ERR_PTR(ret);
 }
 
 /**
  * neuron_bo_dma_put() - end a use of neuron_bo_dma_get()
- * @bo: the host buffer
+ * @range: the range it returned
  *
- * After the last user, the pages are unmapped and unpinned once the buffer
- * has been idle for %NEURON_HOST_UNMAP_DELAY_MS (or when it is freed).
+ * A mapping no range uses is unmapped and unpinned once it has been idle
+ * for %NEURON_HOST_UNMAP_DELAY_MS (or when the buffer is freed, or when a
+ * pin of the buffer needs the room).
  */
-void neuron_bo_dma_put(struct neuron_bo *bo)
+void neuron_bo_dma_put(struct neuron_host_range *range)
 {
+	struct neuron_bo *bo = range->bo;
+
 	mutex_lock(&bo->dma_lock);
-	if (!drm_WARN_ON(bo->base.dev, !bo->dma_users) && !--bo->dma_users)
-		mod_delayed_work(system_wq, &bo->dma_release,
-				 msecs_to_jiffies(NEURON_HOST_UNMAP_DELAY_MS));
+	neuron_host_range_put_locked(range);
 	mutex_unlock(&bo->dma_lock);
+	sg_free_table(&range->sgt);
+	kvfree(range);
 }
 
 static void neuron_device_bo_free(struct drm_gem_object *obj)
@@ -300,6 +778,9 @@ static struct neuron_bo *neuron_host_bo_create(struct neuron_device *ndev,
 		return ERR_PTR(-ENOMEM);
 
 	shmem = drm_gem_shmem_create(&ndev->drm, size);
+	/* shmem reports a failed inode allocation as -ENOSPC. */
+	if (PTR_ERR_OR_ZERO(shmem) == -ENOSPC)
+		return ERR_PTR(-ENOMEM);
 	if (IS_ERR(shmem))
 		return ERR_CAST(shmem);
 	shmem->map_wc = !!(flags & DRM_NEURON_BO_WC);

@@ -8,12 +8,60 @@
 #include <drm/drm_gem.h>
 #include <drm/drm_gem_shmem_helper.h>
 #include <drm/drm_mm.h>
+#include <linux/scatterlist.h>
+#include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/types.h>
 #include <linux/workqueue.h>
 
 struct drm_device;
 struct drm_file;
+struct neuron_client;
+
+/**
+ * struct neuron_host_map - a run of pages of a host buffer, pinned and
+ * DMA-mapped once
+ * @node: entry in &neuron_bo.dma_maps, which is sorted by @first
+ * @bo: the buffer
+ * @client: the file charged with the pinned bytes (counted reference)
+ * @first: index of the first page in the buffer
+ * @count: pages
+ * @users: ranges (&struct neuron_host_range) that use the mapping now
+ * @idle_since: jiffies when @users last dropped to zero
+ * @sgt: the pages' DMA-mapped SG table
+ * @pages: the pinned pages, one reference each
+ *
+ * The mappings of a buffer never overlap: the DMA API does not allow a
+ * page to be mapped twice at a time.
+ */
+struct neuron_host_map {
+	struct list_head node;
+	struct neuron_bo *bo;
+	struct neuron_client *client;
+	pgoff_t first;
+	pgoff_t count;
+	unsigned int users;
+	unsigned long idle_since;
+	struct sg_table *sgt;
+	struct page *pages[];
+};
+
+/**
+ * struct neuron_host_range - the pages of a host buffer one job or copy uses
+ * @bo: the buffer
+ * @start: byte of the buffer at which @sgt starts (page aligned)
+ * @sgt: the DMA segments of @maps, in order: a table that only lists the
+ *	addresses of mappings made elsewhere, never mapped itself
+ * @num_maps: entries in @maps
+ * @maps: the mappings that cover the range, one use each, by page
+ */
+struct neuron_host_range {
+	struct neuron_bo *bo;
+	u64 start;
+	struct sg_table sgt;
+	unsigned int num_maps;
+	struct neuron_host_map *maps[];
+};
 
 /**
  * struct neuron_bo - a buffer object
@@ -25,17 +73,21 @@ struct drm_file;
  * @node: the range of device memory of a %DRM_NEURON_BO_DEVICE buffer,
  *	allocated for the buffer's whole life; its start is the device
  *	address
- * @dma_lock: host buffers: protects @dma_users and @dma_sgt
- * @dma_users: host buffers: jobs and copies that use the buffer now
- * @dma_sgt: host buffers: the pages' DMA-mapped SG table, or NULL
- * @dma_release: host buffers: unmaps and unpins the pages once the buffer
- *	has been idle for %NEURON_HOST_UNMAP_DELAY_MS
+ * @dma_lock: host buffers: protects @dma_maps and their users
+ * @pin_lock: host buffers: held while pages are pinned for a new mapping,
+ *	so that one pin of the buffer runs at a time
+ * @dma_maps: host buffers: &struct neuron_host_map of the page runs
+ *	pinned and DMA-mapped now, by page, never overlapping
+ * @dma_release: host buffers: unmaps and unpins the mappings that have
+ *	been idle for %NEURON_HOST_UNMAP_DELAY_MS
  *
- * Host buffers are shmem objects: their pages are allocated on first use
- * and pinned and DMA-mapped for the device only while jobs or copies use
- * them (neuron_bo_dma_get() and neuron_bo_dma_put()), plus a short grace
- * period so that back-to-back jobs do not pin and map the pages each time;
- * after that the pages may be swapped out like any other shmem page.
+ * Host buffers are shmem objects: their pages are allocated on first use.
+ * Only the pages a job or copy uses are pinned and DMA-mapped, while it
+ * uses them (neuron_bo_dma_get() and neuron_bo_dma_put()), plus a short
+ * grace period so that back-to-back jobs do not pin and map the pages each
+ * time; after that the pages may be swapped out like any other shmem page.
+ * Pinned bytes count against the limits of neuron_host_pin_limit() and
+ * neuron_host_pin_file_limit().
  * Device buffers are ranges of the device's memory, zeroed at creation.
  */
 struct neuron_bo {
@@ -46,14 +98,15 @@ struct neuron_bo {
 	u32 region;
 	u32 flags;
 	struct drm_mm_node node;
-	/* Protects dma_users and dma_sgt. */
+	/* Protects dma_maps and the users of its entries. */
 	struct mutex dma_lock;
-	unsigned int dma_users;
-	struct sg_table *dma_sgt;
+	/* Serializes pinning; taken before dma_lock. */
+	struct mutex pin_lock;
+	struct list_head dma_maps;
 	struct delayed_work dma_release;
 };
 
-/* How long an idle host buffer stays pinned and mapped for the device. */
+/* How long an idle host mapping stays pinned and mapped for the device. */
 #define NEURON_HOST_UNMAP_DELAY_MS	1000
 
 static inline struct neuron_bo *to_neuron_bo(struct drm_gem_object *obj)
@@ -63,8 +116,14 @@ static inline struct neuron_bo *to_neuron_bo(struct drm_gem_object *obj)
 
 struct drm_gem_object *neuron_gem_create_object(struct drm_device *drm,
 						size_t size);
-struct sg_table *neuron_bo_dma_get(struct neuron_bo *bo);
-void neuron_bo_dma_put(struct neuron_bo *bo);
+struct neuron_host_range *neuron_bo_dma_get(struct neuron_bo *bo,
+					    struct neuron_client *client,
+					    u64 offset, u64 size);
+void neuron_bo_dma_put(struct neuron_host_range *range);
+u64 neuron_host_pinned(void);
+u64 neuron_host_pin_limit(void);
+u64 neuron_host_pin_file_limit(void);
+
 int neuron_bo_create_ioctl(struct drm_device *drm, void *data,
 			   struct drm_file *file);
 int neuron_bo_info_ioctl(struct drm_device *drm, void *data,

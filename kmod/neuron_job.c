@@ -182,6 +182,15 @@ static void neuron_client_release(struct kref *ref)
 	kfree(container_of(ref, struct neuron_client, ref));
 }
 
+/**
+ * neuron_client_put() - drop a reference on a file's accounting
+ * @client: the accounting
+ */
+void neuron_client_put(struct neuron_client *client)
+{
+	kref_put(&client->ref, neuron_client_release);
+}
+
 struct neuron_job *neuron_job_alloc(struct neuron_device *ndev,
 				    struct drm_file *file,
 				    enum neuron_job_kind kind, u32 max_bos)
@@ -193,7 +202,10 @@ struct neuron_job *neuron_job_alloc(struct neuron_device *ndev,
 	if (!job)
 		return NULL;
 	job->bos = kcalloc(max_bos, sizeof(*job->bos), GFP_KERNEL);
-	if (!job->bos) {
+	job->ranges = kcalloc(max_bos, sizeof(*job->ranges), GFP_KERNEL);
+	if (!job->bos || !job->ranges) {
+		kfree(job->ranges);
+		kfree(job->bos);
 		kfree(job);
 		return NULL;
 	}
@@ -214,12 +226,11 @@ static void neuron_job_release(struct neuron_job *job)
 	u32 i;
 
 	for (i = 0; i < job->num_bos; i++) {
-		struct neuron_bo *bo = job->bos[i];
-
-		if (bo->region == DRM_NEURON_BO_HOST)
-			neuron_bo_dma_put(bo);
-		drm_gem_object_put(&bo->base);
+		if (job->ranges[i])
+			neuron_bo_dma_put(job->ranges[i]);
+		drm_gem_object_put(&job->bos[i]->base);
 	}
+	kfree(job->ranges);
 	kfree(job->bos);
 	if (job->table)
 		dma_free_coherent(ndev->drm.dev, job->table_size, job->table,
@@ -228,7 +239,7 @@ static void neuron_job_release(struct neuron_job *job)
 	if (job->hw_fence)
 		dma_fence_put(job->hw_fence);
 	atomic_dec(&job->client->jobs_inflight);
-	kref_put(&job->client->ref, neuron_client_release);
+	neuron_client_put(job->client);
 	kfree(job);
 
 	if (atomic_dec_and_test(&ndev->exec.jobs_alive))
@@ -256,42 +267,57 @@ void neuron_job_free(struct drm_sched_job *sched_job)
 }
 
 /**
- * neuron_job_add_bo() - look up a buffer for a job and hold it
+ * neuron_job_add_bo() - look up a buffer range for a job and hold it
  * @job: the job
  * @file: the file whose handle it is
  * @handle: GEM handle
+ * @offset: first byte of the range the job uses
+ * @size: bytes of the range, non-zero
  * @bo_out: the buffer
- * @sgt_out: for a host buffer, its DMA-mapped SG table (else NULL)
+ * @sgt_out: for a host buffer, the DMA-mapped SG table of the range's
+ *	pages (else NULL)
+ * @sg_offset: where the range starts: in @sgt_out for a host buffer, in
+ *	the buffer for a device buffer
  *
- * The job keeps a reference on the buffer and, for a host buffer, its
- * pages pinned and DMA-mapped (neuron_bo_dma_get()) until it is freed.
+ * The job keeps a reference on the buffer and, for a host buffer, the
+ * range's pages pinned and DMA-mapped (neuron_bo_dma_get()) until it is
+ * freed.
  *
- * Return: 0, -ENOENT for an unknown handle, or another negative errno.
+ * Return: 0, -ENOENT for an unknown handle, -EINVAL for a range outside
+ * the buffer, or another negative errno (-EDQUOT: pin limit).
  */
 int neuron_job_add_bo(struct neuron_job *job, struct drm_file *file,
-		      u32 handle, struct neuron_bo **bo_out,
-		      struct sg_table **sgt_out)
+		      u32 handle, u64 offset, u64 size,
+		      struct neuron_bo **bo_out, struct sg_table **sgt_out,
+		      u64 *sg_offset)
 {
+	struct neuron_host_range *range = NULL;
 	struct drm_gem_object *obj;
 	struct neuron_bo *bo;
-	struct sg_table *sgt = NULL;
+	u64 end;
 	int ret;
 
 	obj = drm_gem_object_lookup(file, handle);
 	if (!obj)
 		return -ENOENT;
 	bo = to_neuron_bo(obj);
+	ret = -EINVAL;
+	if (check_add_overflow(offset, size, &end) || end > obj->size)
+		goto err_put;
 
+	*sg_offset = offset;
 	if (bo->region == DRM_NEURON_BO_HOST) {
-		sgt = neuron_bo_dma_get(bo);
-		if (IS_ERR(sgt)) {
-			ret = PTR_ERR(sgt);
+		range = neuron_bo_dma_get(bo, job->client, offset, size);
+		if (IS_ERR(range)) {
+			ret = PTR_ERR(range);
 			goto err_put;
 		}
+		*sg_offset -= range->start;
 	}
-	job->bos[job->num_bos++] = bo;
+	job->bos[job->num_bos] = bo;
+	job->ranges[job->num_bos++] = range;
 	*bo_out = bo;
-	*sgt_out = sgt;
+	*sgt_out = range ? &range->sgt : NULL;
 	return 0;
 
 err_put:
@@ -1129,14 +1155,6 @@ void neuron_exec_file_fini(struct neuron_file_exec *fexec)
  * SUBMIT
  */
 
-/* Checks [offset, offset + size) against a buffer. */
-static bool neuron_range_ok(struct neuron_bo *bo, u64 offset, u64 size)
-{
-	u64 end;
-
-	return !check_add_overflow(offset, size, &end) && end <= bo->base.size;
-}
-
 /*
  * Walks the DMA segments of @sgt that cover [@offset, @offset + @size),
  * writing them to @out unless it is NULL. Returns how many there are, or 0
@@ -1187,12 +1205,10 @@ static int neuron_slot_prepare(struct neuron_job *job, struct drm_file *file,
 	struct neuron_device *ndev = job->ndev;
 	int ret;
 
-	ret = neuron_job_add_bo(job, file, handle, &slot->bo, &slot->sgt);
+	ret = neuron_job_add_bo(job, file, handle, offset, size, &slot->bo,
+				&slot->sgt, &slot->offset);
 	if (ret)
 		return ret;
-	if (!neuron_range_ok(slot->bo, offset, size))
-		return -EINVAL;
-	slot->offset = offset;
 	slot->size = size;
 	slot->flags = flags;
 	slot->sg_count = 0;
@@ -1200,7 +1216,7 @@ static int neuron_slot_prepare(struct neuron_job *job, struct drm_file *file,
 		return 0;
 	if (!(ndev->hw.caps & NEURON_CAP_HOST_BINDINGS))
 		return -EOPNOTSUPP;
-	slot->sg_count = neuron_sg_walk(slot->sgt, offset, size, NULL);
+	slot->sg_count = neuron_sg_walk(slot->sgt, slot->offset, size, NULL);
 	if (!slot->sg_count)
 		return -EINVAL;
 	slot->flags |= NEURON_BIND_HOST_SG;

@@ -24,6 +24,7 @@ struct neuron_bo;
 struct neuron_device;
 struct neuron_dma_engine;
 struct neuron_dma_seg;
+struct neuron_host_range;
 struct sg_table;
 
 /*
@@ -122,6 +123,8 @@ struct neuron_exec {
  * @last_fault: device status of this client's last failed job (0: none)
  * @last_fault_info: its completion entry's info
  * @last_fault_seqno: its seqno
+ * @host_pinned: bytes of host buffers pinned for this file's jobs and
+ *	copies (neuron_bo_dma_get()), limited by neuron_host_pin_file_limit()
  *
  * Counters are atomics or written with WRITE_ONCE(); readers take no lock.
  */
@@ -135,6 +138,7 @@ struct neuron_client {
 	u32 last_fault;
 	u32 last_fault_info;
 	u64 last_fault_seqno;
+	atomic64_t host_pinned;
 };
 
 /**
@@ -184,8 +188,9 @@ enum neuron_job_kind {
  * @seqno: sequence number on its core or engine; the device job id
  * @guilty_err: if non-zero, the job must not run (again): its hardware
  *	fence is signalled with this error when it is next run
- * @bos: buffers the job uses, one reference each; host buffers pinned
- * @num_bos: entries in @bos
+ * @bos: buffers the job uses, one reference each
+ * @ranges: for each host buffer in @bos, its pinned range (else NULL)
+ * @num_bos: entries in @bos and @ranges
  * @queue: EXEC: the core queue
  * @table: EXEC: binding table and SG arrays (coherent DMA memory)
  * @table_dma: EXEC: bus address of @table
@@ -212,6 +217,7 @@ struct neuron_job {
 	u64 seqno;
 	int guilty_err;
 	struct neuron_bo **bos;
+	struct neuron_host_range **ranges;
 	u32 num_bos;
 
 	struct neuron_queue *queue;
@@ -257,8 +263,10 @@ int neuron_job_begin_run_locked(struct neuron_job *job, u64 context,
 				u64 *seqno, int *idx);
 void neuron_job_signal_locked(struct neuron_job *job, int error);
 int neuron_job_add_bo(struct neuron_job *job, struct drm_file *file,
-		      u32 handle, struct neuron_bo **bo_out,
-		      struct sg_table **sgt_out);
+		      u32 handle, u64 offset, u64 size,
+		      struct neuron_bo **bo_out, struct sg_table **sgt_out,
+		      u64 *sg_offset);
+void neuron_client_put(struct neuron_client *client);
 int neuron_job_push(struct neuron_job *job, struct drm_file *file,
 		    struct drm_sched_entity *entity,
 		    const struct drm_neuron_sync *in_syncs, u32 num_in_syncs,

@@ -323,6 +323,26 @@ static ssize_t host_memory_mapped_show(struct kobject *kobj,
 	return sysfs_emit(buf, "%lld\n", atomic64_read(&ndev->telemetry.host_mapped));
 }
 
+/* Pinned host memory and its limits are the driver's, the same on every device. */
+static ssize_t host_memory_pinned_show(struct kobject *kobj,
+				       struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%llu\n", neuron_host_pinned());
+}
+
+static ssize_t host_memory_limit_show(struct kobject *kobj,
+				      struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%llu\n", neuron_host_pin_limit());
+}
+
+static ssize_t host_memory_file_limit_show(struct kobject *kobj,
+					   struct kobj_attribute *attr,
+					   char *buf)
+{
+	return sysfs_emit(buf, "%llu\n", neuron_host_pin_file_limit());
+}
+
 static ssize_t hw_version_show(struct kobject *kobj,
 			       struct kobj_attribute *attr, char *buf)
 {
@@ -367,6 +387,12 @@ static struct kobj_attribute neuron_attr_memory_total = __ATTR_RO(memory_total);
 static struct kobj_attribute neuron_attr_memory_used = __ATTR_RO(memory_used);
 static struct kobj_attribute neuron_attr_host_memory_mapped =
 	__ATTR_RO(host_memory_mapped);
+static struct kobj_attribute neuron_attr_host_memory_pinned =
+	__ATTR_RO(host_memory_pinned);
+static struct kobj_attribute neuron_attr_host_memory_limit =
+	__ATTR_RO(host_memory_limit);
+static struct kobj_attribute neuron_attr_host_memory_file_limit =
+	__ATTR_RO(host_memory_file_limit);
 static struct kobj_attribute neuron_attr_hw_version = __ATTR_RO(hw_version);
 static struct kobj_attribute neuron_attr_fw_version = __ATTR_RO(fw_version);
 static struct kobj_attribute neuron_attr_state = __ATTR_RO(state);
@@ -378,6 +404,9 @@ static struct attribute *neuron_dev_attrs[] = {
 	&neuron_attr_memory_total.attr,
 	&neuron_attr_memory_used.attr,
 	&neuron_attr_host_memory_mapped.attr,
+	&neuron_attr_host_memory_pinned.attr,
+	&neuron_attr_host_memory_limit.attr,
+	&neuron_attr_host_memory_file_limit.attr,
 	&neuron_attr_hw_version.attr,
 	&neuron_attr_fw_version.attr,
 	&neuron_attr_state.attr,

@@ -29,6 +29,30 @@
  * memory, -ENODEV once the device has been unplugged or unbound,
  * -ENOMEM when the kernel runs out of memory, -EINTR/-ERESTARTSYS when
  * interrupted by a signal.
+ *
+ * The DRM core copies an ioctl's argument structure in before the driver
+ * sees it and copies it back out after the driver succeeded. When that
+ * copy-out fails (the structure is no longer writable), the ioctl returns
+ * -EFAULT although its work was done: see each structure for what then
+ * exists anyway.
+ *
+ * Pinned host memory: the pages of a %DRM_NEURON_BO_HOST buffer are
+ * ordinary swappable memory, allocated on first use, except while a copy
+ * or job uses them. COPY and SUBMIT pin and map for the device only the
+ * pages that hold the ranges they name (the copy's source and destination
+ * ranges, the bindings and the program range), from the ioctl until the
+ * work is done and for about a second after, so that back-to-back work on
+ * the same range does not pin it again. Pinned bytes are counted per open
+ * file and for all files together, against two limits (module parameters
+ * ``host_pin_file_limit_mb``, default a quarter of RAM, and
+ * ``host_pin_limit_mb``, default half of RAM). A COPY or SUBMIT whose
+ * ranges would take either count over its limit fails with -EDQUOT before
+ * touching any page; one whose pages cannot be allocated fails with
+ * -ENOMEM and gives back the pages it had allocated. The limits and the
+ * pinned bytes are in sysfs, in the device's ``neuron/`` directory:
+ * ``host_memory_file_limit``, ``host_memory_limit``,
+ * ``host_memory_pinned`` (all files, all devices) and
+ * ``host_memory_mapped`` (this device), in bytes.
  */
 #ifndef _UAPI_DRM_NEURON_ACCEL_H_
 #define _UAPI_DRM_NEURON_ACCEL_H_
@@ -140,7 +164,8 @@ enum drm_neuron_param {
  * Reads one property of the device. Values are fixed for the lifetime of
  * the device, so userspace may cache them.
  *
- * Errors: -EINVAL for an unknown @param or a non-zero @pad.
+ * Errors: -EINVAL for an unknown @param or a non-zero @pad. Changes
+ * nothing, so -EFAULT leaves nothing behind.
  */
 struct drm_neuron_get_param {
 	/** @param: in, one of &enum drm_neuron_param. */
@@ -196,7 +221,12 @@ enum drm_neuron_bo_region {
  * %DRM_NEURON_BO_MAX_SIZE, an unknown @region, unknown @flags or a non-zero
  * @pad; -ENOSPC when device memory has no free range of @size bytes
  * (including @size larger than all of device memory); -ENOMEM when host
- * memory is exhausted.
+ * memory is exhausted, or for a %DRM_NEURON_BO_HOST @size larger than all
+ * of RAM.
+ *
+ * -EFAULT after the buffer was created (@handle could not be written
+ * back): the buffer exists under a handle userspace never learns, and
+ * holds its memory until the file is closed.
  */
 struct drm_neuron_bo_create {
 	/**
@@ -227,7 +257,7 @@ struct drm_neuron_bo_create {
  * @mmap_offset as the offset and at most @size bytes, MAP_SHARED.
  *
  * Errors: -ENOENT when @handle names no buffer of this file; -EINVAL for a
- * non-zero @pad.
+ * non-zero @pad. Changes nothing, so -EFAULT leaves nothing behind.
  */
 struct drm_neuron_bo_info {
 	/** @handle: in, the buffer's GEM handle. */
@@ -303,8 +333,14 @@ struct drm_neuron_sync {
  * %DRM_NEURON_ENGINE_ANY, unknown @flags, more than
  * %DRM_NEURON_MAX_IN_SYNCS @in_syncs, an @in_syncs entry whose syncobj
  * (point) has no fence yet, a zero @out_sync handle or non-zero
- * @pad/@reserved fields (here and in the @in_syncs entries); -EIO when the
- * device is in a fatal state and cannot run copies.
+ * @pad/@reserved fields (here and in the @in_syncs entries); -EDQUOT when
+ * pinning the pages of a %DRM_NEURON_BO_HOST range would exceed a limit on
+ * pinned host memory, -ENOMEM when they cannot be allocated (see the top
+ * of this file); -EIO when the device is in a fatal state and cannot run
+ * copies.
+ *
+ * -EFAULT after the copy was queued (@seqno could not be written back):
+ * the copy runs and its fence is installed in @out_sync as on success.
  */
 struct drm_neuron_copy {
 	/** @src_handle: in, source buffer handle. */
@@ -412,7 +448,13 @@ struct drm_neuron_binding {
  * (point) has no fence yet, a zero @out_sync handle, or a
  * non-zero @pad/@reserved field anywhere; -EOPNOTSUPP for a
  * %DRM_NEURON_BO_HOST binding or program without
- * %DRM_NEURON_CAP_HOST_BINDINGS; -EIO when the device is in a fatal state.
+ * %DRM_NEURON_CAP_HOST_BINDINGS; -EDQUOT when pinning the pages of the
+ * %DRM_NEURON_BO_HOST ranges would exceed a limit on pinned host memory,
+ * -ENOMEM when they cannot be allocated (see the top of this file); -EIO
+ * when the device is in a fatal state.
+ *
+ * -EFAULT after the job was queued (@seqno could not be written back): the
+ * job runs and its fence is installed in @out_sync as on success.
  */
 struct drm_neuron_submit {
 	/** @core: in, the NeuronCore that runs the job. */

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "neuron_regs.h"
@@ -62,4 +63,69 @@ int neuron_test_find_device(struct neuron_test_dev *dev) {
     }
     closedir(d);
     return -1;
+}
+
+long neuron_test_sysfs_long(const struct neuron_test_dev *dev, const char *attr) {
+    char path[400], buf[64] = "";
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/neuron/%s", dev->bdf, attr);
+    f = fopen(path, "r");
+    if (!f)
+        return -1;
+    if (!fgets(buf, sizeof(buf), f))
+        buf[0] = 0;
+    fclose(f);
+    return strtol(buf, NULL, 0);
+}
+
+long neuron_test_sysfs_wait(const struct neuron_test_dev *dev, const char *attr, long want,
+                            double timeout_s) {
+    struct timespec ts, end;
+    long v;
+
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    end.tv_sec += (time_t)timeout_s;
+    while ((v = neuron_test_sysfs_long(dev, attr)) != want) {
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        if (ts.tv_sec > end.tv_sec || (ts.tv_sec == end.tv_sec && ts.tv_nsec >= end.tv_nsec))
+            break;
+        usleep(10000);
+    }
+    return v;
+}
+
+#define KMEMLEAK "/sys/kernel/debug/kmemleak"
+
+static int kmemleak_cmd(const char *cmd) {
+    FILE *f = fopen(KMEMLEAK, "w");
+    int ret;
+
+    if (!f)
+        return -1;
+    ret = fputs(cmd, f) < 0 ? -1 : 0;
+    return fclose(f) || ret ? -1 : 0;
+}
+
+int neuron_test_kmemleak_clear(void) {
+    return kmemleak_cmd("clear");
+}
+
+long neuron_test_kmemleak_scan(void) {
+    char line[512];
+    long n = 0;
+    FILE *f;
+
+    /* Objects allocated just before a scan are not reported by it: scan twice. */
+    if (kmemleak_cmd("scan") || kmemleak_cmd("scan"))
+        return -1;
+    f = fopen(KMEMLEAK, "r");
+    if (!f)
+        return -1;
+    while (fgets(line, sizeof(line), f)) {
+        n += !!strstr(line, "unreferenced object");
+        fputs(line, stdout);
+    }
+    fclose(f);
+    return n;
 }

@@ -22,6 +22,21 @@ struct neuron_test_dev {
  */
 int neuron_test_find_device(struct neuron_test_dev *dev);
 
+/* A number in the device's sysfs neuron/ directory, or -1. */
+long neuron_test_sysfs_long(const struct neuron_test_dev *dev, const char *attr);
+
+/* Waits up to @timeout_s (whole seconds) for @attr to read @want; returns the last value. */
+long neuron_test_sysfs_wait(const struct neuron_test_dev *dev, const char *attr, long want,
+                            double timeout_s);
+
+/*
+ * kmemleak (debug kernels): forget the leaks reported so far (-1 without
+ * kmemleak); then scan and print what is new, returning how many
+ * unreferenced objects it found (-1 without kmemleak).
+ */
+int neuron_test_kmemleak_clear(void);
+long neuron_test_kmemleak_scan(void);
+
 /*
  * An ioctl restarted on EINTR/EAGAIN: 0 or the negative errno. Inline, so
  * that the compiler sees which outputs a successful call sets.

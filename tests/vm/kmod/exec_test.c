@@ -11,8 +11,11 @@
  * neuron device); NEURON_EXEC_MAX_COPY caps the largest copy (bytes).
  * The "timeout" test sets the job_timeout_ms module parameter and rebinds
  * the device, so it runs in a boot of its own. "isolation" (processes
- * cannot reach each other's buffers) and "copy_large" (128 and 256 MiB
- * copies, on a device with 512 MiB of memory) run only when named.
+ * cannot reach each other's buffers), "copy_large" (128 and 256 MiB
+ * copies, on a device with 512 MiB of memory) and "host_pin" (a buffer of
+ * 95% of RAM, pin limits, a pin that runs out of memory) and
+ * "fault_injection" (allocation failure sweeps, debug kernel) run only
+ * when named.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -28,6 +31,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -678,17 +682,7 @@ static void test_submit_fault(void **state) {
  */
 
 static long read_sysfs_long(const char *attr) {
-    char path[400], buf[64] = "";
-    FILE *f;
-
-    snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/neuron/%s", tdev.bdf, attr);
-    f = fopen(path, "r");
-    if (!f)
-        return -1;
-    if (!fgets(buf, sizeof(buf), f))
-        buf[0] = 0;
-    fclose(f);
-    return strtol(buf, NULL, 0);
+    return neuron_test_sysfs_long(&tdev, attr);
 }
 
 static void write_file(const char *path, const char *val) {
@@ -1457,6 +1451,408 @@ static void test_kill_inflight(void **state) {
     run_axpb(fd, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, 0);
 }
 
+/* ------------------------------------------------------------------------
+ * Pinned host memory ("host_pin"): a buffer of almost all RAM, copies from
+ * it, the pin limits and a pin that runs out of memory
+ */
+
+#define PARAM_DIR "/sys/module/neuron/parameters/"
+#define SENTINELS 4
+/* tmpfs files of other programs may come and go while the test runs. */
+#define SHMEM_SLACK_KIB 2048
+
+/* A line of /proc/meminfo ("Shmem") or /proc/vmstat ("oom_kill"). */
+static long proc_value(const char *file, const char *key) {
+    char line[256];
+    size_t n = strlen(key);
+    long v = -1;
+    FILE *f = fopen(file, "r");
+
+    assert_non_null(f);
+    while (fgets(line, sizeof(line), f))
+        if (!strncmp(line, key, n) && (line[n] == ':' || line[n] == ' ')) {
+            v = strtol(line + n + 1, NULL, 10);
+            break;
+        }
+    fclose(f);
+    assert_true(v >= 0);
+    return v;
+}
+
+/* A process that faults memory in every 20 ms: the OOM killer would find it. */
+static pid_t sentinel_start(void) {
+    pid_t pid = fork();
+
+    assert_true(pid >= 0);
+    if (!pid) {
+        /* Gone with the test, even if it fails midway. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        for (;;) {
+            size_t n = 4 * MIB;
+            char *m = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+            if (m != MAP_FAILED) {
+                memset(m, 1, n);
+                munmap(m, n);
+            }
+            usleep(20000);
+        }
+    }
+    return pid;
+}
+
+static void sentinels_check_alive(const pid_t *pids) {
+    int i, status;
+
+    for (i = 0; i < SENTINELS; i++)
+        if (waitpid(pids[i], &status, WNOHANG) != 0)
+            fail_msg("sentinel %d died (status %#x)", (int)pids[i], status);
+}
+
+static void test_host_pin(void **state) {
+    int fd = FD(state), i;
+    uint64_t total = (uint64_t)proc_value("/proc/meminfo", "MemTotal") * 1024;
+    uint64_t size = total / 100 * 95 & ~4095ull, mid = size / 2 & ~4095ull;
+    uint64_t file_limit, limit;
+    long oom0, shmem0, pinned;
+    uint32_t big, big2, src, dst, sync = syncobj_new(fd);
+    uint8_t *ps, *pd;
+    pid_t pids[SENTINELS];
+    double t0;
+    int ret;
+
+    assert_int_equal(neuron_test_sysfs_wait(&tdev, "host_memory_pinned", 0, 5), 0);
+    oom0 = proc_value("/proc/vmstat", "oom_kill");
+    shmem0 = proc_value("/proc/meminfo", "Shmem");
+    file_limit = read_sysfs_long("host_memory_file_limit");
+    limit = read_sysfs_long("host_memory_limit");
+    printf("# RAM %llu MiB, buffers of %llu MiB, pin limits: %llu MiB per file, %llu MiB in all\n",
+           (unsigned long long)(total / MIB), (unsigned long long)(size / MIB),
+           (unsigned long long)(file_limit / MIB), (unsigned long long)(limit / MIB));
+    assert_true(file_limit > 0 && file_limit <= limit && limit < size);
+    for (i = 0; i < SENTINELS; i++)
+        pids[i] = sentinel_start();
+
+    /* Buffers get pages on first use: creating them takes no memory. */
+    big = bo_new(fd, size, DRM_NEURON_BO_HOST);
+    big2 = bo_new(fd, size, DRM_NEURON_BO_HOST);
+    src = bo_new(fd, 4096, DRM_NEURON_BO_HOST);
+    dst = bo_new(fd, 4096, DRM_NEURON_BO_HOST);
+    ps = bo_map(fd, src, NULL);
+    pd = bo_map(fd, dst, NULL);
+    fill(ps, 4096, 7);
+    memset(pd, 0, 4096);
+
+    /*
+     * 4 KiB into the middle of the big buffer and back: one page of each
+     * buffer pinned at most (three pages, while idle pins last).
+     */
+    t0 = now_s();
+    assert_int_equal(copy(fd, src, 0, big, mid, 4096, sync, DRM_NEURON_ENGINE_ANY, NULL), 0);
+    pinned = read_sysfs_long("host_memory_pinned");
+    printf("# 4 KiB copy into the big buffer: %.3f s, %ld bytes pinned\n", now_s() - t0, pinned);
+    assert_true(pinned <= 2 * 4096);
+    assert_int_equal(syncobj_status(fd, sync, 60), 1);
+    assert_int_equal(copy(fd, big, mid, dst, 0, 4096, sync, DRM_NEURON_ENGINE_ANY, NULL), 0);
+    assert_true(read_sysfs_long("host_memory_pinned") <= 3 * 4096);
+    assert_int_equal(syncobj_status(fd, sync, 60), 1);
+    assert_memory_equal(ps, pd, 4096);
+    assert_true(proc_value("/proc/meminfo", "Shmem") - shmem0 < SHMEM_SLACK_KIB);
+
+    /* A mapping of the whole big buffer gets pages as it touches them, no more. */
+    {
+        uint8_t *pb = bo_map(fd, big, NULL);
+
+        assert_memory_equal(pb + mid, ps, 4096);
+        pb[size - 1] = 1;
+        assert_true(proc_value("/proc/meminfo", "Shmem") - shmem0 < SHMEM_SLACK_KIB);
+        munmap(pb, size);
+    }
+
+    /* Over the per-file limit, then over the global one: refused before any page is touched. */
+    assert_int_equal(copy(fd, big, 0, big2, 0, file_limit + 4096, sync, 0, NULL), -EDQUOT);
+    write_file(PARAM_DIR "host_pin_file_limit_mb", "1048576");
+    assert_int_equal(copy(fd, big, 0, big2, 0, limit + 4096, sync, 0, NULL), -EDQUOT);
+    assert_true(proc_value("/proc/meminfo", "Shmem") - shmem0 < SHMEM_SLACK_KIB);
+
+    /*
+     * Without limits, pinning a buffer larger than all free memory fails
+     * with ENOMEM and hands back the pages it populated. The sentinels
+     * pause meanwhile: a process that faulted while the pin held nearly all
+     * memory would meet the OOM killer, which is what the limits prevent.
+     * Not on the debug kernel, where filling all memory page by page takes
+     * minutes (163 s for 1.5 GiB); "fault_injection" fails pins there.
+     */
+    if (!getenv("NEURON_VM_KERNEL") || strcmp(getenv("NEURON_VM_KERNEL"), "debug")) {
+        for (i = 0; i < SENTINELS; i++)
+            kill(pids[i], SIGSTOP);
+        write_file(PARAM_DIR "host_pin_limit_mb", "1048576");
+        t0 = now_s();
+        ret = copy(fd, big, 0, big2, 0, size, sync, 0, NULL);
+        printf("# copy of %llu MiB without limits: %s after %.2f s\n",
+               (unsigned long long)(size / MIB), strerror(-ret), now_s() - t0);
+        write_file(PARAM_DIR "host_pin_limit_mb", "0");
+        for (i = 0; i < SENTINELS; i++)
+            kill(pids[i], SIGCONT);
+        assert_int_equal(ret, -ENOMEM);
+        assert_true(proc_value("/proc/meminfo", "Shmem") - shmem0 < SHMEM_SLACK_KIB);
+    }
+    write_file(PARAM_DIR "host_pin_file_limit_mb", "0");
+    pinned = read_sysfs_long("host_memory_pinned");
+    if (pinned > 3 * 4096)
+        fail_msg("%ld bytes pinned after the failed copy", pinned);
+
+    /* The device still works; then everything goes back to where it was. */
+    memset(pd, 0, 4096);
+    assert_int_equal(copy(fd, big, mid, dst, 0, 4096, sync, 0, NULL), 0);
+    assert_int_equal(syncobj_status(fd, sync, 60), 1);
+    assert_memory_equal(ps, pd, 4096);
+    munmap(ps, 4096);
+    munmap(pd, 4096);
+    bo_close(fd, big);
+    bo_close(fd, big2);
+    bo_close(fd, src);
+    bo_close(fd, dst);
+    drmSyncobjDestroy(fd, sync);
+    assert_int_equal(neuron_test_sysfs_wait(&tdev, "host_memory_pinned", 0, 5), 0);
+    assert_true(labs(proc_value("/proc/meminfo", "Shmem") - shmem0) < SHMEM_SLACK_KIB);
+    sentinels_check_alive(pids);
+    assert_int_equal(proc_value("/proc/vmstat", "oom_kill"), oom0);
+    for (i = 0; i < SENTINELS; i++) {
+        kill(pids[i], SIGKILL);
+        waitpid(pids[i], NULL, 0);
+    }
+}
+
+/* ------------------------------------------------------------------------
+ * Allocation failure ("fault_injection", debug kernel): the Nth fault
+ * point (slab or page allocation) of one call fails, for N = 1, 2, ...
+ * until the call has no Nth; each call succeeds or fails with ENOMEM
+ */
+
+#define FI_DEBUGFS "/sys/kernel/debug/"
+
+struct fi_ctx {
+    int fd, fd2;
+    uint32_t host, dev, sync;
+    uint32_t made;  /* the handle a call created */
+    uint32_t fresh; /* a host buffer no job has pinned yet */
+    uint64_t mmap_offset;
+    void *map;
+    struct job_bufs jb;
+};
+
+struct fi_case {
+    const char *name;
+    void (*prepare)(struct fi_ctx *c); /* before each call, without faults */
+    int (*call)(struct fi_ctx *c);     /* under fault injection: 0 or -errno */
+    void (*undo)(struct fi_ctx *c);    /* after a successful call, without */
+    void (*finish)(struct fi_ctx *c);  /* after each call, without faults */
+};
+
+/* A new host buffer each time, so that the call pins its pages afresh. */
+static void fi_new_host(struct fi_ctx *c) {
+    c->fresh = bo_new(c->fd, 64 * 1024, DRM_NEURON_BO_HOST);
+}
+
+static void fi_close_host(struct fi_ctx *c) {
+    bo_close(c->fd, c->fresh);
+}
+
+static int fi_open(struct fi_ctx *c) {
+    c->fd2 = open_dev();
+    return c->fd2 < 0 ? -errno : 0;
+}
+
+static void fi_open_undo(struct fi_ctx *c) {
+    close(c->fd2);
+}
+
+static int fi_bo_create(struct fi_ctx *c, uint32_t region) {
+    struct drm_neuron_bo_create bc = {.size = 64 * 1024, .region = region};
+    int ret = neuron_ioctl(c->fd, DRM_IOCTL_NEURON_BO_CREATE, &bc);
+
+    c->made = bc.handle;
+    return ret;
+}
+
+static int fi_bo_create_host(struct fi_ctx *c) {
+    return fi_bo_create(c, DRM_NEURON_BO_HOST);
+}
+
+static int fi_bo_create_device(struct fi_ctx *c) {
+    return fi_bo_create(c, DRM_NEURON_BO_DEVICE);
+}
+
+static void fi_bo_close(struct fi_ctx *c) {
+    bo_close(c->fd, c->made);
+}
+
+static int fi_bo_info(struct fi_ctx *c) {
+    struct drm_neuron_bo_info i = {.handle = c->host};
+
+    return neuron_ioctl(c->fd, DRM_IOCTL_NEURON_BO_INFO, &i);
+}
+
+static int fi_mmap(struct fi_ctx *c) {
+    c->map =
+        mmap(NULL, 64 * 1024, PROT_READ | PROT_WRITE, MAP_SHARED, c->fd, (off_t)c->mmap_offset);
+    return c->map == MAP_FAILED ? -errno : 0;
+}
+
+static void fi_munmap(struct fi_ctx *c) {
+    memset(c->map, 0x5a, 64 * 1024);
+    munmap(c->map, 64 * 1024);
+}
+
+static int fi_copy_to_device(struct fi_ctx *c) {
+    return copy(c->fd, c->fresh, 0, c->dev, 0, 64 * 1024, c->sync, DRM_NEURON_ENGINE_ANY, NULL);
+}
+
+static int fi_copy_to_host(struct fi_ctx *c) {
+    return copy(c->fd, c->dev, 0, c->fresh, 4096, 60 * 1024, c->sync, 0, NULL);
+}
+
+static void fi_wait(struct fi_ctx *c) {
+    assert_int_equal(syncobj_status(c->fd, c->sync, 60), 1);
+}
+
+static int fi_submit(struct fi_ctx *c) {
+    return submit(c->fd, &c->jb, 0, c->sync, NULL);
+}
+
+static void fi_submit_undo(struct fi_ctx *c) {
+    fi_wait(c);
+    check_axpb(&c->jb);
+}
+
+static int fi_syncobj_create(struct fi_ctx *c) {
+    uint32_t h;
+    int ret = drmSyncobjCreate(c->fd, 0, &h) ? -errno : 0;
+
+    c->made = h;
+    return ret;
+}
+
+static void fi_syncobj_destroy(struct fi_ctx *c) {
+    assert_int_equal(drmSyncobjDestroy(c->fd, c->made), 0);
+}
+
+static const struct fi_case fi_cases[] = {
+    {"open", NULL, fi_open, fi_open_undo, NULL},
+    {"bo_create host", NULL, fi_bo_create_host, fi_bo_close, NULL},
+    {"bo_create device", NULL, fi_bo_create_device, fi_bo_close, NULL},
+    {"bo_info", NULL, fi_bo_info, NULL, NULL},
+    {"mmap", NULL, fi_mmap, fi_munmap, NULL},
+    {"copy host->device", fi_new_host, fi_copy_to_device, fi_wait, fi_close_host},
+    {"copy device->host", fi_new_host, fi_copy_to_host, fi_wait, fi_close_host},
+    {"submit", NULL, fi_submit, fi_submit_undo, NULL},
+    {"syncobj_create", NULL, fi_syncobj_create, fi_syncobj_destroy, NULL},
+};
+
+static void fi_knobs(int on) {
+    write_file(FI_DEBUGFS "failslab/ignore-gfp-wait", on ? "N" : "Y");
+    write_file(FI_DEBUGFS "fail_page_alloc/ignore-gfp-wait", on ? "N" : "Y");
+    write_file(FI_DEBUGFS "fail_page_alloc/ignore-gfp-highmem", on ? "N" : "Y");
+    write_file(FI_DEBUGFS "fail_page_alloc/min-order", on ? "0" : "1");
+    write_file(FI_DEBUGFS "failslab/verbose", on ? "0" : "2");
+    write_file(FI_DEBUGFS "fail_page_alloc/verbose", on ? "0" : "2");
+}
+
+/* Arms /proc/thread-self/fail-nth: the @n-th fault point of this thread fails. */
+static void fi_arm(int nth, unsigned n) {
+    char buf[16];
+    int len = snprintf(buf, sizeof(buf), "%u", n);
+
+    assert_int_equal(pwrite(nth, buf, (size_t)len, 0), len);
+}
+
+/* Disarms it; returns whether the fault was injected. */
+static int fi_disarm(int nth) {
+    char buf[16] = "";
+    int injected;
+
+    assert_true(pread(nth, buf, sizeof(buf) - 1, 0) > 0);
+    injected = strtoul(buf, NULL, 10) == 0;
+    fi_arm(nth, 0);
+    return injected;
+}
+
+static void fi_sweep(struct fi_ctx *c, const struct fi_case *k, int nth) {
+    unsigned n, failed = 0;
+
+    for (n = 1;; n++) {
+        int ret, injected;
+
+        if (k->prepare)
+            k->prepare(c);
+        fi_arm(nth, n);
+        ret = k->call(c);
+        injected = fi_disarm(nth);
+        if (ret && ret != -ENOMEM)
+            fail_msg("%s with fault point %u failing: %s", k->name, n, strerror(-ret));
+        if (!injected && ret)
+            fail_msg("%s without a fault failed: %s", k->name, strerror(-ret));
+        failed += !!ret;
+        if (!ret && k->undo)
+            k->undo(c);
+        if (k->finish)
+            k->finish(c);
+        if (!injected)
+            break;
+    }
+    printf("# %-18s %3u fault points: %3u calls failed with ENOMEM, %3u succeeded anyway\n",
+           k->name, n - 1, failed, n - 1 - failed);
+}
+
+static void test_fault_injection(void **state) {
+    struct fi_ctx c = {.fd = FD(state)};
+    struct drm_neuron_bo_info info;
+    long used0 = read_sysfs_long("memory_used");
+    int nth, kmemleak;
+    size_t i;
+
+    if (access(FI_DEBUGFS "failslab", F_OK) || access(FI_DEBUGFS "fail_page_alloc", F_OK)) {
+        printf("# no failslab/fail_page_alloc in this kernel\n");
+        skip();
+    }
+    kmemleak = !neuron_test_kmemleak_clear();
+    c.host = bo_new(c.fd, 64 * 1024, DRM_NEURON_BO_HOST);
+    c.dev = bo_new(c.fd, 64 * 1024, DRM_NEURON_BO_DEVICE);
+    c.sync = syncobj_new(c.fd);
+    info = (struct drm_neuron_bo_info){.handle = c.host};
+    assert_int_equal(neuron_ioctl(c.fd, DRM_IOCTL_NEURON_BO_INFO, &info), 0);
+    c.mmap_offset = info.mmap_offset;
+    job_bufs_init(c.fd, &c.jb, DRM_NEURON_BO_HOST, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, 0,
+                  0);
+    nth = open("/proc/thread-self/fail-nth", O_RDWR | O_CLOEXEC);
+    assert_true(nth >= 0);
+
+    fi_knobs(1);
+    for (i = 0; i < sizeof(fi_cases) / sizeof(fi_cases[0]); i++)
+        fi_sweep(&c, &fi_cases[i], nth);
+    fi_knobs(0);
+    close(nth);
+
+    /* Nothing leaked, and the device still copies and runs jobs right. */
+    job_bufs_fini(c.fd, &c.jb);
+    bo_close(c.fd, c.host);
+    bo_close(c.fd, c.dev);
+    drmSyncobjDestroy(c.fd, c.sync);
+    run_axpb(c.fd, DRM_NEURON_BO_HOST, DRM_NEURON_BO_HOST, DRM_NEURON_BO_HOST, 0);
+    {
+        static const uint64_t sizes[] = {4097, MIB + 5};
+
+        copy_roundtrips(c.fd, sizes, 2, max_copy(c.fd));
+    }
+    assert_int_equal(read_sysfs_long("memory_used"), used0);
+    assert_int_equal(neuron_test_sysfs_wait(&tdev, "host_memory_pinned", 0, 5), 0);
+    if (kmemleak)
+        assert_int_equal(neuron_test_kmemleak_scan(), 0);
+    else
+        printf("# leaks not checked (no kmemleak)\n");
+}
+
 /* ------------------------------------------------------------------------ */
 
 #define T(fn)                                                                                      \
@@ -1483,14 +1879,17 @@ static const struct named_test all_tests[] = {
     {"timeout", test_timeout, NULL, NULL},
     {"isolation", test_isolation, setup, teardown},
     {"copy_large", test_copy_large, setup, teardown},
+    {"host_pin", test_host_pin, setup, teardown},
+    {"fault_injection", test_fault_injection, setup, teardown},
 };
 
 /*
- * Tests run by default; "timeout", "isolation" and "copy_large" must be
- * asked for by name.
+ * Tests run by default; "timeout", "isolation", "copy_large", "host_pin"
+ * and "fault_injection" must be asked for by name.
  */
 static int default_test(const char *name) {
-    return strcmp(name, "timeout") && strcmp(name, "isolation") && strcmp(name, "copy_large");
+    return strcmp(name, "timeout") && strcmp(name, "isolation") && strcmp(name, "copy_large") &&
+           strcmp(name, "host_pin") && strcmp(name, "fault_injection");
 }
 
 int main(int argc, char **argv) {
