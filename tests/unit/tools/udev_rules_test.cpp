@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The udev rule and the module configuration files say what docs/tools.md
-// promises, and modprobe.d documents every parameter of neuron.ko.
+// promises, modprobe.d documents every parameter of neuron.ko, and the DKMS
+// source and the Debian packages carry the project version.
 #include <filesystem>
 #include <regex>
 
@@ -73,11 +74,24 @@ void test_modules_load(void **) {
 
 } // namespace
 
+// The project version (CMake) is the one of the DKMS source and of the
+// Debian packages.
+void test_versions(void **) {
+    std::smatch m;
+    std::string dkms = support::slurp(fs::path(NEURON_KMOD_DIR) / "dkms.conf");
+    assert_true(std::regex_search(dkms, m, std::regex(R"re(\nPACKAGE_VERSION="([^"]+)")re")));
+    assert_string_equal(m[1].str().c_str(), NEURON_PROJECT_VERSION);
+    std::string changelog = support::slurp(fs::path(NEURON_DEBIAN_DIR) / "changelog");
+    assert_true(std::regex_search(changelog, m, std::regex(R"(^neuron \(([^-)]+)(-[^)]*)?\))")));
+    assert_string_equal(m[1].str().c_str(), NEURON_PROJECT_VERSION);
+}
+
 int main() {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rule),
         cmocka_unit_test(test_modprobe_documents_every_parameter),
         cmocka_unit_test(test_modules_load),
+        cmocka_unit_test(test_versions),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
