@@ -1,7 +1,8 @@
 # Read ${NEURON_CACHE_DIR}/deps.env, written by scripts/setup-deps, into
 # CMake variables of the same names (NEURON_KERNEL_STOCK, NEURON_KERNEL_DEBUG,
 # NEURON_QEMU_SRC, NEURON_QEMU_VERSION, NEURON_MESON, NEURON_MESON_PYTHONPATH,
-# NEURON_FIRMWARE_DIR, NEURON_FTXUI_PREFIX). CMake reconfigures when the file changes.
+# NEURON_FIRMWARE_DIR, NEURON_FTXUI_PREFIX, NEURON_PROMETHEUS, NEURON_APT_PACKAGES).
+# CMake reconfigures when the file changes.
 
 set(_neuron_deps_env "${NEURON_CACHE_DIR}/deps.env")
 if(NOT EXISTS "${_neuron_deps_env}" AND NOT NEURON_VM)
