@@ -2,9 +2,7 @@
 #include "monitor.hpp"
 
 #include <algorithm>
-#include <poll.h>
 #include <set>
-#include <thread>
 
 namespace neuron::tools::monitor {
 
@@ -29,24 +27,9 @@ void Monitor::connect_netlink() {
 
 void Monitor::wait_until(std::chrono::steady_clock::time_point deadline,
                          const std::function<bool()> &stop) {
-    for (;;) {
-        if (stop && stop())
-            return;
-        auto now = std::chrono::steady_clock::now();
-        if (now >= deadline)
-            return;
-        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count();
-        int timeout = static_cast<int>(std::min<long long>(left + 1, 100));
-        if (!netlink_) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(timeout));
-            continue;
-        }
-        struct pollfd pfd = {netlink_->fd(), POLLIN, 0};
-        if (poll(&pfd, 1, timeout) > 0) {
-            std::vector<top::Event> fresh = netlink_->receive();
-            pending_.insert(pending_.end(), fresh.begin(), fresh.end());
-        }
-    }
+    top::wait_for_events(netlink_.get(), deadline, stop, [&](std::vector<top::Event> &&fresh) {
+        pending_.insert(pending_.end(), fresh.begin(), fresh.end());
+    });
 }
 
 void Monitor::update_devices() {

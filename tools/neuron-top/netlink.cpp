@@ -8,6 +8,9 @@
 #include <netlink/netlink.h>
 #include <poll.h>
 
+#include <algorithm>
+#include <thread>
+
 namespace neuron::tools::top {
 
 void NetlinkEvents::SockDeleter::operator()(nl_sock *s) const {
@@ -158,6 +161,31 @@ std::vector<Event> NetlinkEvents::receive() {
     std::vector<Event> out;
     out.swap(pending_);
     return out;
+}
+
+void wait_for_events(NetlinkEvents *events, std::chrono::steady_clock::time_point deadline,
+                     const std::function<bool()> &stop,
+                     const std::function<void(std::vector<Event> &&)> &on_events) {
+    for (;;) {
+        if (stop && stop())
+            return;
+        auto now = std::chrono::steady_clock::now();
+        if (now >= deadline)
+            return;
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count();
+        int timeout = static_cast<int>(std::min<long long>(left + 1, 100));
+        int fd = events ? events->fd() : -1;
+        if (fd < 0) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(timeout));
+            continue;
+        }
+        struct pollfd pfd = {fd, POLLIN, 0};
+        if (poll(&pfd, 1, timeout) > 0) {
+            std::vector<Event> fresh = events->receive();
+            if (!fresh.empty())
+                on_events(std::move(fresh));
+        }
+    }
 }
 
 } // namespace neuron::tools::top

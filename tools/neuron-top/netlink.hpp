@@ -3,6 +3,8 @@
 // resets, hangs, errors, as they happen.
 #pragma once
 
+#include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -48,5 +50,13 @@ class NetlinkEvents {
     void refresh_minors();
     static int on_event(::nl_msg *msg, void *arg);
 };
+
+/// Returns at @p deadline or as soon as @p stop (if set) returns true,
+/// handing the events that arrive meanwhile to @p on_events. Without an open
+/// @p events (nullptr or closed) it only sleeps; either way @p stop is asked
+/// at least every 100 ms.
+void wait_for_events(NetlinkEvents *events, std::chrono::steady_clock::time_point deadline,
+                     const std::function<bool()> &stop,
+                     const std::function<void(std::vector<Event> &&)> &on_events);
 
 } // namespace neuron::tools::top

@@ -12,7 +12,6 @@
 #include <mutex>
 #include <optional>
 #include <ostream>
-#include <poll.h>
 #include <thread>
 #include <unistd.h>
 
@@ -60,30 +59,12 @@ Model Sampler::sample() {
 
 void Sampler::wait_until(std::chrono::steady_clock::time_point deadline,
                          const std::function<void()> &on_event, const std::function<bool()> &stop) {
-    for (;;) {
-        if (stop && stop())
-            return;
-        auto now = std::chrono::steady_clock::now();
-        if (now >= deadline)
-            return;
-        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count();
-        int timeout = static_cast<int>(std::min<long long>(left + 1, 100));
-        int fd = netlink_.fd();
-        if (fd < 0) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(timeout));
-            continue;
-        }
-        struct pollfd pfd = {fd, POLLIN, 0};
-        if (poll(&pfd, 1, timeout) > 0) {
-            std::vector<Event> fresh = netlink_.receive();
-            if (!fresh.empty()) {
-                pending_.insert(pending_.end(), fresh.begin(), fresh.end());
-                add_events(events_, fresh);
-                if (on_event)
-                    on_event();
-            }
-        }
-    }
+    wait_for_events(&netlink_, deadline, stop, [&](std::vector<Event> &&fresh) {
+        pending_.insert(pending_.end(), fresh.begin(), fresh.end());
+        add_events(events_, fresh);
+        if (on_event)
+            on_event();
+    });
 }
 
 namespace {
