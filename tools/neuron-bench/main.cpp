@@ -15,6 +15,7 @@
 #include <neuron/neuron.hpp>
 
 #include "bench.hpp"
+#include "neuron_tools/cli.hpp"
 
 namespace {
 
@@ -52,7 +53,8 @@ int main(int argc, char **argv) {
     CLI::App app{"Measure the neuron device (DMA, submission, compute, allocation, the example "
                  "models) next to the limit of each figure and a peer device, in one run. Every "
                  "figure is the median of repeated runs with min and max; ratios compare "
-                 "medians of the same run."};
+                 "medians of the same run.",
+                 "neuron-bench"};
     app.add_flag("-q,--quick", o.quick,
                  "Few sizes, short runs, 3 repeats unless --repeat: a check that it all runs");
     auto *repeat = app.add_option("-r,--repeat", o.repeat, "Measured runs per figure")
@@ -86,13 +88,16 @@ int main(int argc, char **argv) {
                  "Exit with status 1 when a figure could not be measured (no device, no peer, "
                  "no host figures)");
     app.add_option("-j,--json", json_path, "Also write the report as JSON to this file");
-    CLI11_PARSE(app, argc, argv);
+    app.footer(
+        "Exit status: 0 ok, 1 a measurement failed (or was skipped with --no-skips), 2 usage "
+        "error. See neuron-bench(1).");
+    if (auto status = neuron::tools::parse_command_line(app, argc, argv, std::cout, std::cerr))
+        return *status;
     if (o.quick && repeat->count() == 0)
         o.repeat = 3;
-    if (o.min_copy < 4096 || o.min_copy % 4096 || o.max_copy < o.min_copy) {
-        std::cerr << "neuron-bench: copies must be multiples of 4 KiB, --min-copy <= --max-copy\n";
-        return 2;
-    }
+    if (o.min_copy < 4096 || o.min_copy % 4096 || o.max_copy < o.min_copy)
+        return neuron::tools::usage_error(
+            app, "copies must be multiples of 4 KiB, --min-copy <= --max-copy", std::cerr);
 
     try {
         nbench::Report report;

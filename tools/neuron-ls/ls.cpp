@@ -10,8 +10,8 @@
 #include <neuron/device.hpp>
 #include <neuron/error.hpp>
 
+#include "neuron_tools/cli.hpp"
 #include "neuron_tools/format.hpp"
-#include "neuron_tools/version.hpp"
 
 namespace neuron::tools::ls {
 
@@ -168,7 +168,7 @@ int run(int argc, const char *const *argv, std::ostream &out, std::ostream &err,
     CLI::App app{"List the devices of the neuron accelerator driver and the processes using "
                  "them.",
                  "neuron-ls"};
-    bool wide = false, as_json = false, version = false;
+    bool wide = false, as_json = false;
     app.add_flag("-w,--wide", wide,
                  "Add one row per process using a device: PID, command, "
                  "device and host memory, cores in use");
@@ -180,23 +180,10 @@ int run(int argc, const char *const *argv, std::ostream &out, std::ostream &err,
                    "(default: $NEURON_SIM_OPTIONS)")
         ->expected(0, 1)
         ->default_str("sim");
-    app.add_flag("-V,--version", version, "Print the version and exit");
     app.footer("Exit status: 0 ok, 2 usage error, 3 driver not loaded, 4 no devices, "
                "5 a device node cannot be opened by this user. See neuron-ls(1).");
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::CallForHelp &e) {
-        out << app.help();
-        return exit_ok;
-    } catch (const CLI::ParseError &e) {
-        err << "neuron-ls: " << e.what() << "\n"
-            << "Run neuron-ls --help for the options.\n";
-        return exit_usage;
-    }
-    if (version) {
-        out << "neuron-ls " << NEURON_TOOLS_VERSION << "\n";
-        return exit_ok;
-    }
+    if (auto status = parse_command_line(app, argc, argv, out, err))
+        return *status;
 
     Inventory inv = collect(roots, wide || as_json);
     if (app.count("--sim")) {
@@ -210,15 +197,9 @@ int run(int argc, const char *const *argv, std::ostream &out, std::ostream &err,
         }
     }
     if (inv.devices.empty()) {
-        if (!inv.driver.loaded) {
-            err << "neuron: driver not loaded: run modprobe neuron\n";
-            return exit_no_driver;
-        }
-        if (as_json)
+        if (as_json && inv.driver.loaded)
             out << "[]\n";
-        err << "neuron: no devices: the driver is loaded but no device is bound to it "
-               "(check lspci -d 1d0f: and the kernel log)\n";
-        return exit_no_devices;
+        return no_devices(inv.driver, err);
     }
     if (as_json)
         out << render_json(inv).dump(2) << "\n";

@@ -8,20 +8,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "neuron_tools/cli.hpp"
 #include "neuron_tools/device.hpp"
 #include "neuron_tools/process.hpp"
 
 namespace neuron::tools::ls {
-
-/// Exit statuses (documented in neuron-ls(1)).
-enum Exit : int {
-    exit_ok = 0,
-    exit_error = 1,      ///< unexpected failure
-    exit_usage = 2,      ///< bad command line
-    exit_no_driver = 3,  ///< the neuron module is not loaded
-    exit_no_devices = 4, ///< the module is loaded but has no device
-    exit_no_access = 5,  ///< listed, but some node cannot be opened by this user
-};
 
 struct Inventory {
     Driver driver;
@@ -43,7 +34,8 @@ nlohmann::json render_json(const Inventory &inv);
 /// What a user who cannot open a node should do about it.
 std::string access_message(const Device &dev);
 
-/// The whole program, with its streams and roots injectable for tests.
+/// The whole program (exit statuses: neuron_tools/cli.hpp), its streams and roots
+/// injectable for tests.
 int run(int argc, const char *const *argv, std::ostream &out, std::ostream &err,
         const Roots &roots);
 

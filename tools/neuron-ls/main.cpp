@@ -1,15 +1,7 @@
 // SPDX-License-Identifier: MIT
-#include <exception>
-#include <iostream>
-
 #include "ls.hpp"
+#include "neuron_tools/cli.hpp"
 
 int main(int argc, char **argv) {
-    try {
-        return neuron::tools::ls::run(argc, argv, std::cout, std::cerr,
-                                      neuron::tools::Roots::from_env());
-    } catch (const std::exception &e) {
-        std::cerr << "neuron-ls: " << e.what() << "\n";
-        return neuron::tools::ls::exit_error;
-    }
+    return neuron::tools::tool_main("neuron-ls", neuron::tools::ls::run, argc, argv);
 }

@@ -1,15 +1,7 @@
 // SPDX-License-Identifier: MIT
-#include <exception>
-#include <iostream>
-
 #include "monitor.hpp"
+#include "neuron_tools/cli.hpp"
 
 int main(int argc, char **argv) {
-    try {
-        return neuron::tools::monitor::run(argc, argv, std::cout, std::cerr,
-                                           neuron::tools::Roots::from_env());
-    } catch (const std::exception &e) {
-        std::cerr << "neuron-monitor: " << e.what() << "\n";
-        return neuron::tools::monitor::exit_error;
-    }
+    return neuron::tools::tool_main("neuron-monitor", neuron::tools::monitor::run, argc, argv);
 }

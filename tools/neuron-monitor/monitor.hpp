@@ -17,6 +17,7 @@
 
 #include "model.hpp"
 #include "netlink.hpp"
+#include "neuron_tools/cli.hpp"
 
 namespace neuron::tools::monitor {
 
@@ -78,12 +79,8 @@ std::vector<prometheus::MetricFamily> metric_families(const State &s);
 /// The same as one JSON object (one line of --json output).
 nlohmann::ordered_json sample_json(const State &s);
 
-enum Exit : int {
-    exit_ok = 0,
-    exit_error = 1,
-    exit_usage = 2,
-};
-
+/// The whole program (exit statuses: neuron_tools/cli.hpp), its streams and roots
+/// injectable for tests.
 int run(int argc, const char *const *argv, std::ostream &out, std::ostream &err,
         const Roots &roots);
 

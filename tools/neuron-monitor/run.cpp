@@ -10,7 +10,7 @@
 #include <prometheus/exposer.h>
 
 #include "monitor.hpp"
-#include "neuron_tools/version.hpp"
+#include "neuron_tools/cli.hpp"
 
 namespace neuron::tools::monitor {
 
@@ -68,7 +68,7 @@ int run(int argc, const char *const *argv, std::ostream &out, std::ostream &err,
     double interval = 5.0;
     unsigned count = 0;
     std::string listen = "127.0.0.1:9880";
-    bool as_json = false, no_netlink = false, version = false;
+    bool as_json = false, no_netlink = false;
     app.add_option("-l,--listen", listen,
                    "Serve /metrics on this address: IP:PORT, [IPv6]:PORT or PORT for every "
                    "address (default 127.0.0.1:9880; port 0 picks a free one)")
@@ -81,21 +81,9 @@ int run(int argc, const char *const *argv, std::ostream &out, std::ostream &err,
                    "Stop after this many samples (default: run until "
                    "SIGINT or SIGTERM)");
     app.add_flag("--no-netlink", no_netlink, "Do not listen to the driver's netlink events");
-    app.add_flag("-V,--version", version, "Print the version and exit");
     app.footer("Exit status: 0 ok, 1 cannot serve, 2 usage error. See neuron-monitor(1).");
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::CallForHelp &) {
-        out << app.help();
-        return exit_ok;
-    } catch (const CLI::ParseError &e) {
-        err << "neuron-monitor: " << e.what() << "\nRun neuron-monitor --help for the options.\n";
-        return exit_usage;
-    }
-    if (version) {
-        out << "neuron-monitor " << NEURON_TOOLS_VERSION << "\n";
-        return exit_ok;
-    }
+    if (auto status = parse_command_line(app, argc, argv, out, err))
+        return *status;
     g_stop = false;
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);

@@ -15,9 +15,9 @@
 #include <thread>
 #include <unistd.h>
 
+#include "neuron_tools/cli.hpp"
 #include "neuron_tools/format.hpp"
 #include "neuron_tools/sysfs.hpp"
-#include "neuron_tools/version.hpp"
 #include "view.hpp"
 
 namespace neuron::tools::top {
@@ -296,7 +296,7 @@ int run(int argc, const char *const *argv, std::ostream &out, std::ostream &err,
                  "neuron-top"};
     double interval = 1.0;
     unsigned count = 0;
-    bool batch = false, as_json = false, version = false, no_netlink = false;
+    bool batch = false, as_json = false, no_netlink = false;
     std::string screen_size, sort = "util";
     app.add_option("-d,--interval", interval, "Seconds between two samples (default 1.0)")
         ->check(CLI::Range(0.05, 3600.0));
@@ -318,32 +318,19 @@ int run(int argc, const char *const *argv, std::ostream &out, std::ostream &err,
         ->check(CLI::IsMember({"util", "memory", "pid", "command"}));
     app.add_flag("--no-netlink", no_netlink,
                  "Do not listen to the driver's netlink events: detect resets from the counters");
-    app.add_flag("-V,--version", version, "Print the version and exit");
     app.footer("Keys: q quit, ? or F1 help, s sort, arrows select. "
                "Exit status: 0 ok, 2 usage error, 3 driver not loaded, 4 no devices. "
                "See neuron-top(1).");
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::CallForHelp &) {
-        out << app.help();
-        return exit_ok;
-    } catch (const CLI::ParseError &e) {
-        err << "neuron-top: " << e.what() << "\nRun neuron-top --help for the options.\n";
-        return exit_usage;
-    }
-    if (version) {
-        out << "neuron-top " << NEURON_TOOLS_VERSION << "\n";
-        return exit_ok;
-    }
+    if (auto status = parse_command_line(app, argc, argv, out, err))
+        return *status;
     std::optional<ScreenSize> size;
     if (app.count("--screen")) {
         size = parse_screen_size(screen_size);
-        if (!size) {
-            err << "neuron-top: --screen: '" << screen_size
-                << "' is not COLSxROWS with 20 to 1000 columns and 5 to 1000 rows\n"
-                   "Run neuron-top --help for the options.\n";
-            return exit_usage;
-        }
+        if (!size)
+            return usage_error(app,
+                               "--screen: '" + screen_size +
+                                   "' is not COLSxROWS with 20 to 1000 columns and 5 to 1000 rows",
+                               err);
     }
     UiState ui;
     for (SortKey k : {SortKey::util, SortKey::memory, SortKey::pid, SortKey::command})
@@ -359,15 +346,8 @@ int run(int argc, const char *const *argv, std::ostream &out, std::ostream &err,
     Driver driver = read_driver(roots);
     ScanOptions opts;
     opts.access = false;
-    if (scan_devices(roots, opts).empty()) {
-        if (!driver.loaded) {
-            err << "neuron: driver not loaded: run modprobe neuron\n";
-            return exit_no_driver;
-        }
-        err << "neuron: no devices: the driver is loaded but no device is bound to it "
-               "(check lspci -d 1d0f: and the kernel log)\n";
-        return exit_no_devices;
-    }
+    if (scan_devices(roots, opts).empty())
+        return no_devices(driver, err);
 
     Sampler sampler(roots, !no_netlink);
     if (size)

@@ -15,16 +15,9 @@
 
 #include "model.hpp"
 #include "netlink.hpp"
+#include "neuron_tools/cli.hpp"
 
 namespace neuron::tools::top {
-
-enum Exit : int {
-    exit_ok = 0,
-    exit_error = 1,
-    exit_usage = 2,
-    exit_no_driver = 3,
-    exit_no_devices = 4,
-};
 
 /// Takes snapshots and turns each into a Model against the previous one,
 /// with the events seen since (netlink, or the counters as a fallback).
@@ -83,6 +76,8 @@ struct ScreenSize {
 /// "COLSxROWS" (20 to 1000 columns, 5 to 1000 rows); nullopt otherwise.
 std::optional<ScreenSize> parse_screen_size(std::string_view text);
 
+/// The whole program (exit statuses: neuron_tools/cli.hpp), its streams and roots
+/// injectable for tests.
 int run(int argc, const char *const *argv, std::ostream &out, std::ostream &err,
         const Roots &roots);
 

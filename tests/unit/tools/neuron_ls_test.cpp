@@ -43,7 +43,7 @@ void test_table(void **) {
     fake::Tree t;
     t.standard();
     Result r = run_ls(t.roots(), {});
-    assert_int_equal(r.status, ls::exit_ok);
+    assert_int_equal(r.status, neuron::tools::exit_ok);
     assert_string_equal(r.err.c_str(), "");
     assert_true(support::golden("neuron-ls-table.txt", r.out));
 }
@@ -52,7 +52,7 @@ void test_wide(void **) {
     fake::Tree t;
     t.standard();
     Result r = run_ls(t.roots(), {"--wide"});
-    assert_int_equal(r.status, ls::exit_ok);
+    assert_int_equal(r.status, neuron::tools::exit_ok);
     assert_true(support::golden("neuron-ls-wide.txt", r.out));
     // The file shared by train and train-worker is counted once, for train.
     assert_true(r.out.find("train-worker") != std::string::npos);
@@ -63,7 +63,7 @@ void test_json(void **) {
     fake::Tree t;
     t.standard();
     Result r = run_ls(t.roots(), {"--json"});
-    assert_int_equal(r.status, ls::exit_ok);
+    assert_int_equal(r.status, neuron::tools::exit_ok);
     assert_true(support::golden("neuron-ls.json", r.out));
 
     auto doc = nlohmann::json::parse(r.out);
@@ -98,7 +98,7 @@ void test_json(void **) {
 void test_no_driver(void **) {
     fake::Tree t;
     Result r = run_ls(t.roots(), {});
-    assert_int_equal(r.status, ls::exit_no_driver);
+    assert_int_equal(r.status, neuron::tools::exit_no_driver);
     assert_string_equal(r.err.c_str(), "neuron: driver not loaded: run modprobe neuron\n");
     assert_string_equal(r.out.c_str(), "");
 }
@@ -109,10 +109,10 @@ void test_no_devices(void **) {
     // An accel device of another driver is not ours.
     t.add_device(0, "0000:00:05.0", -1, 0, 0, 0, "", "ivpu");
     Result r = run_ls(t.roots(), {});
-    assert_int_equal(r.status, ls::exit_no_devices);
+    assert_int_equal(r.status, neuron::tools::exit_no_devices);
     assert_true(r.err.find("neuron: no devices: the driver is loaded") == 0);
     r = run_ls(t.roots(), {"--json"});
-    assert_int_equal(r.status, ls::exit_no_devices);
+    assert_int_equal(r.status, neuron::tools::exit_no_devices);
     assert_string_equal(r.out.c_str(), "[]\n");
 }
 
@@ -125,7 +125,7 @@ void test_missing_attributes(void **) {
     std::filesystem::remove(t.attrs(2) / "memory_used");
     std::filesystem::remove(t.attrs(2) / "state");
     Result r = run_ls(t.roots(), {});
-    assert_int_equal(r.status, ls::exit_ok);
+    assert_int_equal(r.status, neuron::tools::exit_ok);
     assert_true(support::golden("neuron-ls-missing.txt", r.out));
     r = run_ls(t.roots(), {"--json"});
     auto doc = nlohmann::json::parse(r.out);
@@ -189,7 +189,7 @@ void test_permission(void **) {
     }
     // Outside the group: the table, then what to do, and exit status 5.
     Result r = run_unprivileged(t.roots(), {});
-    assert_int_equal(r.status, ls::exit_no_access);
+    assert_int_equal(r.status, neuron::tools::exit_no_access);
     assert_true(r.out.find("0000:00:03.0") != std::string::npos);
     fprintf(stderr, "%s", r.err.c_str());
     assert_true(r.err.find("neuron: /dev/accel/accel0: permission denied (owner ") == 0);
@@ -200,13 +200,13 @@ void test_permission(void **) {
     assert_true(r.err.find("mode 0660): add the user to group 4242") != std::string::npos);
     // In the group: fine.
     r = run_unprivileged(t.roots(), {render_gid});
-    assert_int_equal(r.status, ls::exit_ok);
+    assert_int_equal(r.status, neuron::tools::exit_ok);
     assert_string_equal(r.err.c_str(), "");
     // A node that udev did not fix up (root:root 0600).
     chown((t.root / "dev/accel/accel1").c_str(), 0, 0);
     chmod((t.root / "dev/accel/accel1").c_str(), 0600);
     r = run_unprivileged(t.roots(), {render_gid});
-    assert_int_equal(r.status, ls::exit_no_access);
+    assert_int_equal(r.status, neuron::tools::exit_no_access);
     assert_true(r.err.find("neuron: /dev/accel/accel1: permission denied (owner root:root, mode "
                            "0600): install the udev rule 70-neuron.rules") == 0);
 }
@@ -232,16 +232,16 @@ void test_fdinfo_parse(void **) {
 void test_sim(void **) {
     fake::Tree t;
     Result r = run_ls(t.roots(), {"--sim", "cores=3,mem=64M"});
-    assert_int_equal(r.status, ls::exit_ok);
+    assert_int_equal(r.status, neuron::tools::exit_ok);
     assert_true(r.out.find("sim") != std::string::npos);
     r = run_ls(t.roots(), {"--sim", "cores=3,mem=64M", "--json"});
-    assert_int_equal(r.status, ls::exit_ok);
+    assert_int_equal(r.status, neuron::tools::exit_ok);
     auto doc = nlohmann::json::parse(r.out);
     assert_int_equal(doc.size(), 1);
     assert_int_equal(doc[0]["nc_count"].get<int>(), 3);
     assert_int_equal(doc[0]["memory_size"].get<uint64_t>(), 64u << 20);
     r = run_ls(t.roots(), {"--sim", "cores=99"});
-    assert_int_equal(r.status, ls::exit_usage);
+    assert_int_equal(r.status, neuron::tools::exit_usage);
     assert_true(r.err.find("cores=99") != std::string::npos);
 }
 
@@ -258,7 +258,7 @@ void test_help_matches_man(void **) {
     assert_true(help.count("--json") && help.count("--wide"));
 
     r = run_ls(t.roots(), {"--bogus"});
-    assert_int_equal(r.status, ls::exit_usage);
+    assert_int_equal(r.status, neuron::tools::exit_usage);
     assert_true(r.err.find("neuron-ls: ") == 0);
 }
 

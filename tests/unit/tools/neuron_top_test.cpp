@@ -296,15 +296,15 @@ void test_screen_option(void **) {
 
     for (const char *bad : {"80", "80x", "x24", "19x24", "80x4", "1001x24", "80x24x"}) {
         r = run_top(t.roots(), {"--screen", bad});
-        assert_int_equal(r.status, top::exit_usage);
+        assert_int_equal(r.status, neuron::tools::exit_usage);
         assert_true(r.err.find("--screen") != std::string::npos);
     }
     r = run_top(t.roots(), {"--screen", "80x24", "--batch"});
-    assert_int_equal(r.status, top::exit_usage);
+    assert_int_equal(r.status, neuron::tools::exit_usage);
     r = run_top(t.roots(), {"--screen", "80x24", "--json"});
-    assert_int_equal(r.status, top::exit_usage);
+    assert_int_equal(r.status, neuron::tools::exit_usage);
     r = run_top(t.roots(), {"--screen", "80x24", "--sort", "size"});
-    assert_int_equal(r.status, top::exit_usage);
+    assert_int_equal(r.status, neuron::tools::exit_usage);
 
     auto size = top::parse_screen_size("132x43");
     assert_true(size && size->columns == 132 && size->rows == 43);
@@ -313,13 +313,13 @@ void test_screen_option(void **) {
 void test_errors_and_help(void **) {
     fake::Tree t;
     Result r = run_top(t.roots(), {"--batch"});
-    assert_int_equal(r.status, top::exit_no_driver);
+    assert_int_equal(r.status, neuron::tools::exit_no_driver);
     assert_string_equal(r.err.c_str(), "neuron: driver not loaded: run modprobe neuron\n");
     t.set_driver("0.1.0");
     r = run_top(t.roots(), {"--json"});
-    assert_int_equal(r.status, top::exit_no_devices);
+    assert_int_equal(r.status, neuron::tools::exit_no_devices);
     r = run_top(t.roots(), {"--interval", "0"});
-    assert_int_equal(r.status, top::exit_usage);
+    assert_int_equal(r.status, neuron::tools::exit_usage);
 
     r = run_top(t.roots(), {"--help"});
     assert_int_equal(r.status, 0);

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: MIT
+// What the operator tools' command lines share: exit statuses, --help and
+// --version, usage errors, main()'s last-resort handler and the messages for
+// a machine without the driver or a device.
+#pragma once
+
+#include <iosfwd>
+#include <optional>
+#include <string_view>
+
+namespace CLI {
+class App;
+} // namespace CLI
+
+namespace neuron::tools {
+
+struct Driver;
+struct Roots;
+
+/// Exit statuses, the same in every tool (documented in each man page).
+enum Exit : int {
+    exit_ok = 0,
+    exit_error = 1,      ///< unexpected failure, or cannot serve
+    exit_usage = 2,      ///< bad command line
+    exit_no_driver = 3,  ///< the neuron module is not loaded
+    exit_no_devices = 4, ///< the module is loaded but has no device
+    exit_no_access = 5,  ///< listed, but some node cannot be opened by this user
+};
+
+/// Adds -V,--version to @p app and parses the command line. Returns the
+/// status to exit with now (--help or --version printed to @p out, a usage
+/// error to @p err), or nothing when the tool goes on.
+std::optional<int> parse_command_line(CLI::App &app, int argc, const char *const *argv,
+                                      std::ostream &out, std::ostream &err);
+
+/// Prints "TOOL: @p what" and where the options are; returns exit_usage.
+int usage_error(const CLI::App &app, std::string_view what, std::ostream &err);
+
+/// Prints why no device is there, from the driver's state, and what to do;
+/// returns exit_no_driver or exit_no_devices.
+int no_devices(const Driver &driver, std::ostream &err);
+
+using ToolRun = int (*)(int argc, const char *const *argv, std::ostream &out, std::ostream &err,
+                        const Roots &roots);
+
+/// main() of a tool: runs @p run on the real roots; an exception that got
+/// this far is printed with the tool's name and exits with exit_error.
+int tool_main(std::string_view tool, ToolRun run, int argc, char **argv);
+
+} // namespace neuron::tools
