@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* A DMA engine: a ring unit of copy descriptors and the engine's counters. */
+#ifndef NEURON_MODEL_DMA_H
+#define NEURON_MODEL_DMA_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ring.h"
+
+typedef struct nm_device nm_device;
+
+#define NM_DMA_LATCHES 3 /* 3 counters */
+
+enum { DMA_CNT_BYTES, DMA_CNT_DESCS, DMA_CNT_ERRORS, DMA_CNT_N };
+
+typedef struct nm_dma {
+    nm_device *dev;
+    uint32_t index;
+    nm_ring ring; /* the descriptor ring; its lock covers the fields below */
+    uint64_t cnt[DMA_CNT_N];
+    uint32_t latch[NM_DMA_LATCHES];
+    uint8_t *bounce; /* NM_DMA_CHUNK bytes for host-to-host copies */
+} nm_dma;
+
+/* Returns false when the bounce buffer cannot be allocated. */
+bool nm_dma_init(nm_dma *e, nm_device *dev, uint32_t index);
+void nm_dma_destroy(nm_dma *e);
+
+/* A device reset; returns true if a running copy became stale (ring.h). */
+bool nm_dma_device_reset(nm_dma *e);
+
+/* A fatal error or shutdown: the copy in flight stops at its next chunk. */
+void nm_dma_abort(nm_dma *e);
+
+/* The engine's registers, at offsets inside NEURON_DMA_BASE(index). */
+uint32_t nm_dma_reg_read(nm_dma *e, uint32_t reg, bool *known);
+void nm_dma_reg_write(nm_dma *e, uint32_t reg, uint32_t v, bool *known);
+
+#endif
