@@ -272,17 +272,24 @@ std::vector<at::Tensor> Model::forward(const std::vector<at::Tensor> &inputs) {
                     "neuron: input ", i, " ('", a.name, "') of model '", program_.name(),
                     "': expected ", type_text(a), " (the traced type), got ", type_text(t));
     }
+    using clock = std::chrono::steady_clock;
+    auto ms = [](clock::time_point a, clock::time_point b) {
+        return std::chrono::duration<double, std::milli>(b - a).count();
+    };
     std::lock_guard lock(mutex_);
     try {
         Runtime &rt = runtime();
+        const auto t0 = clock::now();
         for (size_t i = 0; i < inputs.size(); i++) {
             at::Tensor c = inputs[i].contiguous();
             rt.inputs[i].write(0,
                                std::span(static_cast<const std::byte *>(c.data_ptr()), c.nbytes()));
         }
+        const auto t1 = clock::now();
         Fence f = rt.queue.submit(rt.loaded, rt.args);
         TORCH_CHECK(f.wait_for(job_wait_limit), "neuron: ", f.label(), " did not complete in ",
                     job_wait_limit.count(), " s");
+        const auto t2 = clock::now();
         std::vector<at::Tensor> out;
         for (size_t i = 0; i < outputs_.size(); i++) {
             const ArgumentInfo &a = argument(outputs_[i]);
@@ -291,6 +298,9 @@ std::vector<at::Tensor> Model::forward(const std::vector<at::Tensor> &inputs) {
             rt.outputs[i].read(0, std::span(static_cast<std::byte *>(t.data_ptr()), t.nbytes()));
             out.push_back(std::move(t));
         }
+        inputs_ms_ = ms(t0, t1);
+        job_ms_ = ms(t1, t2);
+        outputs_ms_ = ms(t2, clock::now());
         return out;
     } catch (const Error &e) {
         TORCH_CHECK(false, "neuron: running '", program_.name(), "': ", e.what());
@@ -328,6 +338,11 @@ std::string Model::describe() const {
         out.push_back(n + " " + type_text(argument(n)));
     return fmt::format("{}: {} -> {}, program of {} bytes", program_.name(), fmt::join(in, ", "),
                        fmt::join(out, ", "), program_.bytes().size());
+}
+
+std::vector<double> Model::last_call_ms() const {
+    std::lock_guard lock(mutex_);
+    return {inputs_ms_, job_ms_, outputs_ms_};
 }
 
 std::string Model::placement() const {

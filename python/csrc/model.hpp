@@ -54,6 +54,9 @@ class Model : public torch::CustomClassHolder {
     std::string describe() const;
     /// The device and core the model runs on ("" before its first call).
     std::string placement() const;
+    /// Milliseconds of the last call's steps: inputs copied into the device
+    /// buffers, the job from submit to its fence, outputs copied out.
+    std::vector<double> last_call_ms() const;
 
   private:
     struct Runtime;
@@ -62,8 +65,9 @@ class Model : public torch::CustomClassHolder {
 
     Program program_;
     std::vector<std::string> inputs_, outputs_;
-    std::mutex mutex_; ///< one call at a time uses the buffers
+    mutable std::mutex mutex_; ///< one call at a time uses the buffers and timings
     std::unique_ptr<Runtime> runtime_;
+    double inputs_ms_ = 0, job_ms_ = 0, outputs_ms_ = 0;
 };
 
 } // namespace neuron::torch_bridge

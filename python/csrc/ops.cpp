@@ -23,6 +23,7 @@ TORCH_LIBRARY(neuron, m) {
     m.class_<Model>("Model")
         .def("describe", &Model::describe)
         .def("placement", &Model::placement)
+        .def("last_call_ms", &Model::last_call_ms)
         .def_pickle(
             [](const c10::intrusive_ptr<Model> &self) -> ModelState { return self->state(); },
             [](ModelState state) -> c10::intrusive_ptr<Model> {
