@@ -13,9 +13,13 @@ import sys
 import time
 from typing import Callable, Dict, List
 
-import torch
+# One CPU thread for torch's BLAS too: Debian's torch calls OpenBLAS
+# through libblas.so.3, which torch.set_num_threads does not reach.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import torch_neuronx
+import torch  # noqa: E402
+
+import torch_neuronx  # noqa: E402
 
 
 def timed(fn: Callable[[], object], n: int) -> List[float]:
