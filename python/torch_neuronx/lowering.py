@@ -7,6 +7,7 @@ and dtype it had when the graph ran on the example inputs."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -20,9 +21,9 @@ IR_DTYPES: Dict[torch.dtype, str] = {
 
 _IR_KEYWORDS = {"graph", "input", "const", "output"}
 
-# torch's own frames in a node's source range: the call site is the first
-# frame outside them.
-_TORCH_DIR = str(torch.__path__[0])
+# torch's and this package's frames in a node's source range: the call
+# site is the first frame outside them.
+_SKIPPED_DIRS = (str(torch.__path__[0]), str(Path(__file__).resolve().parent))
 
 
 class UnsupportedOperatorError(RuntimeError):
@@ -64,7 +65,7 @@ def call_site(node: torch._C.Node) -> str:
     ("model.py(12): forward"), else its innermost frame."""
     frames = [f for f in node.sourceRange().splitlines() if f.strip()]
     for f in frames:
-        if not f.startswith(_TORCH_DIR):
+        if not f.startswith(_SKIPPED_DIRS):
             return f
     return frames[0] if frames else "<unknown location>"
 
@@ -297,6 +298,11 @@ def _matmul(L: _Lowering) -> None:
 def _binary(op: str) -> Callable[[_Lowering], None]:
     def lower(L: _Lowering) -> None:
         a, b = L.operand(L.arg(0)), L.operand(L.arg(1))
+        if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+            # Arithmetic on sizes (head_dim = embed_dim // heads): fixed by
+            # the trace, its value is the example run's.
+            L.env[L.out().debugName()] = L.probed[L.out().debugName()].item()
+            return
         n_in = len(list(L.node.inputs()))  # type: ignore[union-attr]
         if op in ("add", "sub") and n_in > 2:
             alpha = L.arg(2)
@@ -304,8 +310,6 @@ def _binary(op: str) -> Callable[[_Lowering], None]:
                 b = b * alpha if isinstance(b, float) else L.emit("mul", [b, float(alpha)])
         if op == "div" and n_in > 2 and L.arg(2) is not None:
             raise L.unsupported(f"rounding_mode={L.arg(2)!r}")
-        if not isinstance(a, Tensor) and not isinstance(b, Tensor):
-            raise L.unsupported("two scalar operands")
         L.emit(op, [a, b], L.out())
     return lower
 
@@ -411,6 +415,21 @@ def _slice(L: _Lowering) -> None:
     L.emit("slice", [x], L.out(), axis=axis, start=start, end=end)
 
 
+def _chunk(L: _Lowering) -> None:
+    x = L.tensor(L.arg(0), "self")
+    axis = L.dim(x, L.arg(2))
+    size, chunks = x.shape[axis], L.arg(1)
+    step = -(-size // chunks)  # torch.chunk: ceil(size / chunks) per piece
+    parts = []
+    for start in range(0, size, step):
+        end = min(start + step, size)
+        t = L.emit("slice", [x], axis=axis, start=start, end=end)
+        shape = list(x.shape)
+        shape[axis] = end - start
+        parts.append(Tensor(t.name, tuple(shape), x.dtype))
+    L.env[L.out().debugName()] = parts
+
+
 def _cat(L: _Lowering) -> None:
     parts = [L.tensor(t, "tensors") for t in L.arg(0)]
     L.emit("concat", parts, L.out(), axis=L.dim(parts[0], L.arg(1)))
@@ -446,6 +465,7 @@ _HANDLERS: Dict[str, Callable[[_Lowering], None]] = {
     "aten::permute": _permute_op,
     "aten::slice": _slice,
     "aten::cat": _cat,
+    "aten::chunk": _chunk,
 }
 
 SUPPORTED_OPERATORS: Tuple[str, ...] = tuple(sorted(_HANDLERS))

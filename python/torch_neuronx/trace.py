@@ -102,9 +102,14 @@ def trace(func: Union[torch.nn.Module, Callable[..., Any]], example_inputs: Exam
     if module.training:
         raise ValueError("torch_neuronx.trace: the module is in training mode; "
                          "call .eval() on it before tracing")
-    with torch.no_grad():
-        traced = torch.jit.trace(module, inputs)
-        frozen = torch.jit.freeze(traced)
+    # With grad enabled: under no_grad, nn.MultiheadAttention and
+    # nn.TransformerEncoderLayer trace to fused operators
+    # (aten::_native_multi_head_attention, ...) instead of the aten
+    # operators they are made of. (torch.jit.trace's check retraces
+    # under no_grad, gets those fused operators and fails: skip it.)
+    with torch.enable_grad():
+        traced = torch.jit.trace(module, inputs, check_trace=False)
+    frozen = torch.jit.freeze(traced)
     graph = frozen.graph
     torch._C._jit_pass_remove_mutation(graph)
     name = type(func).__name__ if isinstance(func, torch.nn.Module) else getattr(
