@@ -186,3 +186,25 @@ def test_no_device(tmp_path: Path) -> None:
                          env=env, check=True, capture_output=True, text=True).stdout
     assert "neuron: no device to run 'SimpleTransformer' on" in out
     assert "NEURON_DEVICE=sim" in out
+
+
+PLACEMENT_RUN = """
+import sys, torch, torch_neuronx
+model = torch.jit.load(sys.argv[1])
+model(torch.rand(1, 768))
+print(model.model.placement())
+"""
+
+
+def test_visible_cores_select_the_core(tmp_path: Path) -> None:
+    model = seeded(SimpleTransformer())
+    torch.jit.save(torch_neuronx.trace(model, torch.rand(1, 768)), tmp_path / "m.pt")
+    env = dict(os.environ, NEURON_DEVICE="sim:cores=2", NEURON_RT_VISIBLE_CORES="1")
+    out = subprocess.run([sys.executable, "-c", PLACEMENT_RUN, str(tmp_path / "m.pt")],
+                         env=env, check=True, capture_output=True, text=True).stdout
+    assert out.strip().endswith("core 1"), out
+    env["NEURON_RT_VISIBLE_CORES"] = "2"
+    run = subprocess.run([sys.executable, "-c", PLACEMENT_RUN, str(tmp_path / "m.pt")],
+                         env=env, capture_output=True, text=True)
+    assert run.returncode != 0
+    assert "NEURON_RT_VISIBLE_CORES='2' names core 2, the device has 2" in run.stderr
