@@ -1,0 +1,354 @@
+// SPDX-License-Identifier: MIT
+#include "model.hpp"
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <span>
+#include <sstream>
+
+#include <c10/util/Exception.h>
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include <neuron/compiler/compile.hpp>
+#include <neuron/compiler/text.hpp>
+#include <neuron/neuron.hpp>
+
+namespace neuron::torch_bridge {
+
+namespace fs = std::filesystem;
+namespace nc = neuron::compiler;
+
+namespace {
+
+// A job that has not completed after this long is reported as hung; the
+// driver's own job timeout (which resets the core) is shorter.
+constexpr auto job_wait_limit = std::chrono::seconds(120);
+
+at::ScalarType torch_dtype(DType t) {
+    switch (t) {
+    case DType::fp32:
+        return at::kFloat;
+    case DType::bf16:
+        return at::kBFloat16;
+    case DType::fp16:
+        return at::kHalf;
+    case DType::int32:
+        return at::kInt;
+    }
+    TORCH_CHECK(false, "neuron: unknown program dtype ", static_cast<int>(t));
+}
+
+// torch's Python names ("float32"), which users see.
+std::string dtype_name(at::ScalarType t) {
+    switch (t) {
+    case at::kFloat:
+        return "float32";
+    case at::kBFloat16:
+        return "bfloat16";
+    case at::kHalf:
+        return "float16";
+    case at::kInt:
+        return "int32";
+    case at::kDouble:
+        return "float64";
+    case at::kLong:
+        return "int64";
+    default:
+        return c10::toString(t);
+    }
+}
+
+std::string shape_text(c10::IntArrayRef shape) {
+    return fmt::format("[{}]", fmt::join(shape, ", "));
+}
+
+std::vector<int64_t> torch_shape(const ArgumentInfo &a) {
+    return {a.shape.begin(), a.shape.end()};
+}
+
+std::string type_text(const ArgumentInfo &a) {
+    return fmt::format("{}{}", dtype_name(torch_dtype(a.dtype)), shape_text(torch_shape(a)));
+}
+
+std::string type_text(const at::Tensor &t) {
+    return fmt::format("{}{}", dtype_name(t.scalar_type()), shape_text(t.sizes()));
+}
+
+// The attributes of a parsed node, as Graph::add() takes them.
+nc::Attrs attrs_of(const nc::Node &n) {
+    nc::Attrs a;
+    a.scalar = n.scalar;
+    a.scalar_first = n.scalar_first;
+    a.transpose_a = n.transpose_a;
+    a.transpose_b = n.transpose_b;
+    if (n.op == nc::Op::layer_norm || n.op == nc::Op::rms_norm)
+        a.eps = n.eps;
+    a.dims = n.dims;
+    if (n.op == nc::Op::softmax || n.op == nc::Op::slice || n.op == nc::Op::concat)
+        a.axis = n.axis;
+    a.start = n.start;
+    a.end = n.end;
+    return a;
+}
+
+// The graph of @p ir with the inputs named in @p weights turned into
+// constants holding those tensors' values.
+nc::Graph with_weights(const nc::Graph &parsed, const std::map<std::string, at::Tensor> &weights) {
+    nc::Graph g(parsed.name());
+    for (const nc::Node &n : parsed.nodes()) {
+        if (n.op == nc::Op::input) {
+            auto w = weights.find(n.name);
+            if (w == weights.end()) {
+                g.input(n.name, n.type);
+                continue;
+            }
+            const at::Tensor &t = w->second;
+            TORCH_CHECK(t.sizes().vec() == n.type.shape, "neuron: weight '", n.name, "' is ",
+                        shape_text(t.sizes()), ", the graph declares ", nc::to_string(n.type));
+            at::Tensor f = t.detach().to(at::kCPU, at::kFloat).contiguous();
+            std::span<const float> v(f.data_ptr<float>(), static_cast<size_t>(f.numel()));
+            nc::ConstantInit init;
+            init.values.reserve(v.size());
+            for (float x : v)
+                init.values.push_back(nc::round_to(n.type.dtype, x));
+            g.constant(n.name, n.type, std::move(init));
+        } else if (n.op == nc::Op::constant) {
+            g.constant(n.name, n.type, n.init);
+        } else {
+            g.add(n.op, n.name, n.operands, attrs_of(n));
+        }
+    }
+    for (uint32_t o : parsed.outputs())
+        g.mark_output(o);
+    return g;
+}
+
+// What the machine says about the driver, for a "no device" error.
+std::string driver_state() {
+    if (!fs::exists("/sys/module/neuron"))
+        return "neuron.ko is not loaded (run `modprobe neuron`)";
+    if (!fs::exists("/sys/class/accel") || fs::is_empty("/sys/class/accel"))
+        return "neuron.ko is loaded but no device is bound to it (see `dmesg | grep neuron` "
+               "and `lspci -d 1d0f:`)";
+    return "neuron.ko is loaded; `neuron-ls` lists the devices it has";
+}
+
+// The core of $NEURON_RT_VISIBLE_CORES ("2", "2-3", "2,3": the first one),
+// else 0.
+unsigned selected_core(unsigned num_cores) {
+    const char *env = std::getenv("NEURON_RT_VISIBLE_CORES");
+    if (!env || !*env)
+        return 0;
+    char *end = nullptr;
+    unsigned long core = std::strtoul(env, &end, 10);
+    TORCH_CHECK(end != env && (*end == 0 || *end == ',' || *end == '-'),
+                "neuron: NEURON_RT_VISIBLE_CORES='", env,
+                "' is not a core list (e.g. \"0\", \"0-1\" or \"1,3\")");
+    TORCH_CHECK(core < num_cores, "neuron: NEURON_RT_VISIBLE_CORES='", env, "' names core ", core,
+                ", the device has ", num_cores);
+    return static_cast<unsigned>(core);
+}
+
+} // namespace
+
+struct Model::Runtime {
+    Device device;
+    unsigned core;
+    LoadedProgram loaded;
+    Queue queue;
+    std::vector<Buffer> inputs, outputs; ///< in call order
+    Arguments args;
+};
+
+Model::Model(Program program, std::vector<std::string> inputs, std::vector<std::string> outputs)
+    : program_(std::move(program)), inputs_(std::move(inputs)), outputs_(std::move(outputs)) {
+    for (const auto &n : inputs_)
+        TORCH_CHECK(argument(n).direction == Direction::in, "neuron: program argument '", n,
+                    "' is not an input");
+    for (const auto &n : outputs_)
+        TORCH_CHECK(argument(n).direction == Direction::out, "neuron: program argument '", n,
+                    "' is not an output");
+}
+
+Model::~Model() = default;
+
+const ArgumentInfo &Model::argument(const std::string &name) const {
+    const ArgumentInfo *a = program_.find_argument(name);
+    TORCH_CHECK(a, "neuron: program '", program_.name(), "' has no argument '", name, "'");
+    return *a;
+}
+
+c10::intrusive_ptr<Model>
+Model::compile(const std::string &ir, const std::vector<std::string> &constant_names,
+               const std::vector<at::Tensor> &constants, const std::vector<std::string> &inputs,
+               const std::vector<std::string> &outputs, const std::string &workdir,
+               const std::vector<std::string> &compiler_args) {
+    nc::CompileOptions options;
+    for (const auto &a : compiler_args) {
+        TORCH_CHECK(a == "--no-fuse", "neuron compiler: unknown compiler argument '", a,
+                    "' (supported: --no-fuse)");
+        options.fuse = false;
+    }
+    TORCH_CHECK(constant_names.size() == constants.size(), "neuron: ", constant_names.size(),
+                " weight names for ", constants.size(), " weights");
+    std::map<std::string, at::Tensor> weights;
+    for (size_t i = 0; i < constants.size(); i++)
+        weights.emplace(constant_names[i], constants[i]);
+    try {
+        nc::Graph g = with_weights(nc::parse(ir, "<traced graph>"), weights);
+        nc::Compiled c = nc::compile(g, options);
+        if (!workdir.empty()) {
+            fs::create_directories(workdir);
+            std::ofstream(fs::path(workdir) / "model.nir") << nc::print(g);
+            c.program.save(fs::path(workdir) / "model.nprog");
+            std::ofstream log(fs::path(workdir) / "compile.log");
+            log << "graph " << g.name() << ": " << g.nodes().size() << " nodes, "
+                << constants.size() << " weights\n";
+            for (const auto &t : c.times)
+                log << fmt::format("pass {:<8} {:8.2f} ms\n", t.pass, t.ms);
+            log << c.plan;
+            log << fmt::format("program: {} bytes\n", c.program.bytes().size());
+        }
+        return c10::make_intrusive<Model>(std::move(c.program), inputs, outputs);
+    } catch (const nc::ParseError &e) {
+        TORCH_CHECK(false, "neuron: the lowered graph does not parse: ", e.what());
+    } catch (const nc::GraphError &e) {
+        TORCH_CHECK(false, "neuron compiler: ", e.what());
+    } catch (const Error &e) {
+        TORCH_CHECK(false, "neuron compiler: ", e.what());
+    }
+}
+
+Model::Runtime &Model::runtime() {
+    if (runtime_)
+        return *runtime_;
+    std::optional<Device> dev;
+    try {
+        dev = Device::open_first();
+    } catch (const Error &e) {
+        if (e.code() != errc::no_device)
+            throw;
+        TORCH_CHECK(false, "neuron: no device to run '", program_.name(), "' on: ", e.what(), "; ",
+                    driver_state(), ", or set NEURON_DEVICE=sim to run it on the simulator");
+    }
+    const unsigned core = selected_core(dev->info().num_cores);
+    // Host memory when jobs may bind it: the CPU reads results at full
+    // speed there, and device memory is mapped write-combined.
+    const Region region = dev->info().has(cap_host_bindings) || !dev->info().device_memory_size
+                              ? Region::host
+                              : Region::device;
+    LoadedProgram loaded = dev->load(program_);
+    Queue queue = dev->queue(core);
+    auto rt = std::unique_ptr<Runtime>(
+        new Runtime{*dev, core, std::move(loaded), std::move(queue), {}, {}, {}});
+    for (const auto &n : inputs_)
+        rt->inputs.push_back(rt->device.allocate(argument(n).size, region));
+    for (const auto &n : outputs_)
+        rt->outputs.push_back(rt->device.allocate(argument(n).size, region));
+    // Ranges point at the Buffers: bind once the vectors no longer grow.
+    for (size_t i = 0; i < inputs_.size(); i++)
+        rt->args.bind(inputs_[i], rt->inputs[i].range(0, argument(inputs_[i]).size));
+    for (size_t i = 0; i < outputs_.size(); i++)
+        rt->args.bind(outputs_[i], rt->outputs[i].range(0, argument(outputs_[i]).size));
+    runtime_ = std::move(rt);
+    return *runtime_;
+}
+
+std::vector<at::Tensor> Model::forward(const std::vector<at::Tensor> &inputs) {
+    TORCH_CHECK(inputs.size() == inputs_.size(), "neuron: model '", program_.name(), "' takes ",
+                inputs_.size(), " input(s) (traced), got ", inputs.size());
+    for (size_t i = 0; i < inputs.size(); i++) {
+        const ArgumentInfo &a = argument(inputs_[i]);
+        const at::Tensor &t = inputs[i];
+        TORCH_CHECK(t.defined(), "neuron: input ", i, " ('", a.name, "') is undefined");
+        TORCH_CHECK(t.device().is_cpu(), "neuron: input ", i, " ('", a.name, "') is on ",
+                    t.device().str(), "; the model takes CPU tensors");
+        TORCH_CHECK(t.scalar_type() == torch_dtype(a.dtype) && t.sizes().vec() == torch_shape(a),
+                    "neuron: input ", i, " ('", a.name, "') of model '", program_.name(),
+                    "': expected ", type_text(a), " (the traced type), got ", type_text(t));
+    }
+    using clock = std::chrono::steady_clock;
+    auto ms = [](clock::time_point a, clock::time_point b) {
+        return std::chrono::duration<double, std::milli>(b - a).count();
+    };
+    std::lock_guard lock(mutex_);
+    try {
+        Runtime &rt = runtime();
+        const auto t0 = clock::now();
+        for (size_t i = 0; i < inputs.size(); i++) {
+            at::Tensor c = inputs[i].contiguous();
+            rt.inputs[i].write(0,
+                               std::span(static_cast<const std::byte *>(c.data_ptr()), c.nbytes()));
+        }
+        const auto t1 = clock::now();
+        Fence f = rt.queue.submit(rt.loaded, rt.args);
+        TORCH_CHECK(f.wait_for(job_wait_limit), "neuron: ", f.label(), " did not complete in ",
+                    job_wait_limit.count(), " s");
+        const auto t2 = clock::now();
+        std::vector<at::Tensor> out;
+        for (size_t i = 0; i < outputs_.size(); i++) {
+            const ArgumentInfo &a = argument(outputs_[i]);
+            at::Tensor t =
+                at::empty(torch_shape(a), at::TensorOptions().dtype(torch_dtype(a.dtype)));
+            rt.outputs[i].read(0, std::span(static_cast<std::byte *>(t.data_ptr()), t.nbytes()));
+            out.push_back(std::move(t));
+        }
+        inputs_ms_ = ms(t0, t1);
+        job_ms_ = ms(t1, t2);
+        outputs_ms_ = ms(t2, clock::now());
+        return out;
+    } catch (const Error &e) {
+        TORCH_CHECK(false, "neuron: running '", program_.name(), "': ", e.what());
+    }
+}
+
+ModelState Model::state() const {
+    std::span<const std::byte> b = program_.bytes();
+    at::Tensor bytes = at::empty({static_cast<int64_t>(b.size())}, at::kByte);
+    std::memcpy(bytes.data_ptr(), b.data(), b.size());
+    return {model_state_version, bytes, inputs_, outputs_};
+}
+
+c10::intrusive_ptr<Model> Model::from_state(ModelState state) {
+    auto &[version, bytes, inputs, outputs] = state;
+    TORCH_CHECK(version == model_state_version, "neuron: saved model has state version ", version,
+                ", this library reads version ", model_state_version);
+    at::Tensor b = bytes.contiguous();
+    TORCH_CHECK(b.scalar_type() == at::kByte && b.dim() == 1,
+                "neuron: saved model's program is not a uint8 vector");
+    try {
+        Program p = Program::parse(std::span(static_cast<const std::byte *>(b.data_ptr()),
+                                             static_cast<size_t>(b.numel())));
+        return c10::make_intrusive<Model>(std::move(p), std::move(inputs), std::move(outputs));
+    } catch (const Error &e) {
+        TORCH_CHECK(false, "neuron: saved model's program is invalid: ", e.what());
+    }
+}
+
+std::string Model::describe() const {
+    std::vector<std::string> in, out;
+    for (const auto &n : inputs_)
+        in.push_back(n + " " + type_text(argument(n)));
+    for (const auto &n : outputs_)
+        out.push_back(n + " " + type_text(argument(n)));
+    return fmt::format("{}: {} -> {}, program of {} bytes", program_.name(), fmt::join(in, ", "),
+                       fmt::join(out, ", "), program_.bytes().size());
+}
+
+std::vector<double> Model::last_call_ms() const {
+    std::lock_guard lock(mutex_);
+    return {inputs_ms_, job_ms_, outputs_ms_};
+}
+
+std::string Model::placement() const {
+    if (!runtime_)
+        return "";
+    return fmt::format("{} core {}", runtime_->device.path(), runtime_->core);
+}
+
+} // namespace neuron::torch_bridge

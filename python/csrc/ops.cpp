@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: MIT
+// The TorchScript registrations: the custom class torch.classes.neuron.Model
+// (saved and loaded with the module by its pickle state) and the ops
+// torch.ops.neuron.forward_v2 and torch.ops.neuron.compile.
+#include <torch/custom_class.h>
+#include <torch/library.h>
+
+#include "model.hpp"
+
+namespace {
+
+using neuron::torch_bridge::Model;
+using neuron::torch_bridge::ModelState;
+
+std::vector<at::Tensor> forward_v2(const std::vector<at::Tensor> &inputs,
+                                   const c10::intrusive_ptr<Model> &model) {
+    return model->forward(inputs);
+}
+
+} // namespace
+
+TORCH_LIBRARY(neuron, m) {
+    m.class_<Model>("Model")
+        .def("describe", &Model::describe)
+        .def("placement", &Model::placement)
+        .def("last_call_ms", &Model::last_call_ms)
+        .def_pickle(
+            [](const c10::intrusive_ptr<Model> &self) -> ModelState { return self->state(); },
+            [](ModelState state) -> c10::intrusive_ptr<Model> {
+                return Model::from_state(std::move(state));
+            });
+    m.def("forward_v2(Tensor[] inputs, __torch__.torch.classes.neuron.Model model) -> Tensor[]",
+          forward_v2);
+    m.def(
+        "compile(str ir, str[] constant_names, Tensor[] constants, str[] inputs, "
+        "str[] outputs, str workdir, str[] compiler_args) -> __torch__.torch.classes.neuron.Model",
+        &Model::compile);
+}

@@ -1,0 +1,13 @@
+# SPDX-License-Identifier: MIT
+"""PyTorch on neuron devices: torch_neuronx.trace compiles a model for the
+device and returns a TorchScript module that runs it there (docs/torch.md).
+Importing the package loads the op library that saved models need."""
+
+from . import _library
+
+_library.load()
+
+from .lowering import SUPPORTED_OPERATORS, UnsupportedOperatorError  # noqa: E402
+from .trace import trace  # noqa: E402
+
+__all__ = ["trace", "UnsupportedOperatorError", "SUPPORTED_OPERATORS"]

@@ -1,0 +1,478 @@
+# SPDX-License-Identifier: MIT
+"""Lowering of a frozen TorchScript graph (from torch.jit.trace) to the
+compiler's IR text (docs/compiler.md). Weights become IR inputs that the op
+library turns into program constants; every other tensor keeps the shape
+and dtype it had when the graph ran on the example inputs."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+
+import torch
+
+IR_DTYPES: Dict[torch.dtype, str] = {
+    torch.float32: "fp32",
+    torch.bfloat16: "bf16",
+    torch.float16: "fp16",
+}
+
+_IR_KEYWORDS = {"graph", "input", "const", "output"}
+
+# torch's and this package's frames in a node's source range: the call
+# site is the first frame outside them.
+_SKIPPED_DIRS = (str(torch.__path__[0]), str(Path(__file__).resolve().parent))
+
+
+class UnsupportedOperatorError(RuntimeError):
+    """An operator (or a form of it) the neuron compiler does not lower."""
+
+    def __init__(self, kind: str, site: str, reason: str) -> None:
+        self.kind = kind
+        self.site = site
+        super().__init__(
+            f"torch_neuronx.trace: {kind} is not supported on the neuron device"
+            f"{': ' + reason if reason else ''} (called at {site}). "
+            "Running unsupported operators on the CPU by partitioning the graph "
+            "(torch-neuronx's partitioner_config=torch_neuronx.PartitionerConfig(...)) "
+            "is not implemented in this version: rewrite the model without it, or "
+            "run this part of the model outside the traced function")
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """A tensor value of the IR."""
+    name: str
+    shape: Tuple[int, ...]
+    dtype: torch.dtype
+
+
+Operand = Union[Tensor, float]
+
+
+@dataclass
+class Weight:
+    """A tensor constant of the graph, an IR weight once an operator uses it."""
+    value: torch.Tensor
+    hint: str
+    lowered: Optional[Tensor] = None
+
+
+def call_site(node: torch._C.Node) -> str:
+    """The innermost frame of @p node's source range outside torch itself
+    ("model.py(12): forward"), else its innermost frame."""
+    frames = [f for f in node.sourceRange().splitlines() if f.strip()]
+    for f in frames:
+        if not f.startswith(_SKIPPED_DIRS):
+            return f
+    return frames[0] if frames else "<unknown location>"
+
+
+@dataclass
+class Lowered:
+    ir: str
+    weight_names: List[str]
+    weights: List[torch.Tensor]
+    inputs: List[str]
+    outputs: List[str]
+    tuple_output: bool  # the traced function returns a tuple
+    log: List[str] = field(default_factory=list)
+
+
+def probe(graph: torch._C.Graph, example_inputs: Sequence[torch.Tensor]) -> Dict[str, Any]:
+    """Runs @p graph on @p example_inputs and returns every tensor and int
+    value it computes, by debug name: the shapes and dtypes the lowering
+    needs (the frozen graph's types do not carry them)."""
+    g = graph.copy()
+    self_input = list(g.inputs())[0]
+    if isinstance(self_input.type(), torch._C.ClassType):
+        if self_input.uses():
+            raise RuntimeError("torch_neuronx.trace: the frozen graph still uses the module")
+        g.eraseInput(0)
+    # The copy's values, in the same order as the original's (debug names
+    # may differ between the two).
+    pairs = [(o, c) for n, m in zip(graph.nodes(), g.nodes())
+             for o, c in zip(n.outputs(), m.outputs())
+             if isinstance(o.type(), (torch._C.TensorType, torch._C.IntType))]
+    values = [c for _, c in pairs]
+    while list(g.outputs()):
+        g.eraseOutput(0)
+    t = g.create("prim::TupleConstruct", values)
+    g.appendNode(t)
+    t.output().setType(torch._C.TupleType([v.type() for v in values]))
+    g.registerOutput(t.output())
+    fn = torch._C._create_function_from_graph("neuron_probe", g)
+    with torch.no_grad():
+        results = fn(*example_inputs)
+    return {o.debugName(): r for (o, _), r in zip(pairs, results)}
+
+
+class _Lowering:
+    def __init__(self, graph: torch._C.Graph, probed: Dict[str, Any]) -> None:
+        self.graph = graph
+        self.probed = probed
+        self.lines: List[str] = []
+        self.env: Dict[str, Any] = {}  # debug name -> Tensor or a Python value
+        self.names: Dict[str, int] = {}
+        self.weight_names: List[str] = []
+        self.weights: List[torch.Tensor] = []
+        self.log: List[str] = []
+        self.node: Optional[torch._C.Node] = None
+
+    # --- helpers ---------------------------------------------------------
+    def fresh(self, hint: str) -> str:
+        base = re.sub(r"[^A-Za-z0-9_]", "_", hint) or "v"
+        if not (base[0].isalpha() or base[0] == "_"):
+            base = "v_" + base
+        if base in _IR_KEYWORDS:
+            base += "_"
+        n = self.names.get(base, 0)
+        self.names[base] = n + 1
+        return base if n == 0 else f"{base}_{n}"
+
+    def unsupported(self, reason: str = "") -> UnsupportedOperatorError:
+        assert self.node is not None
+        return UnsupportedOperatorError(self.node.kind(), call_site(self.node), reason)
+
+    def ir_type(self, shape: Sequence[int], dtype: torch.dtype) -> str:
+        if dtype not in IR_DTYPES:
+            raise self.unsupported(f"dtype {dtype} (the device computes in "
+                                   f"{', '.join(str(d) for d in IR_DTYPES)})")
+        if len(shape) == 0:
+            raise self.unsupported("a 0-dimensional tensor result")
+        return f"{IR_DTYPES[dtype]}[{', '.join(str(int(s)) for s in shape)}]"
+
+    def weight(self, value: torch.Tensor, hint: str) -> Tensor:
+        name = self.fresh(hint)
+        self.lines.append(f"input {name}: {self.ir_type(value.shape, value.dtype)}")
+        self.weight_names.append(name)
+        self.weights.append(value.detach().contiguous())
+        return Tensor(name, tuple(value.shape), value.dtype)
+
+    def tensor(self, v: Any, what: str) -> Tensor:
+        if isinstance(v, Weight):
+            if v.lowered is None:
+                v.lowered = self.weight(v.value, v.hint)
+            return v.lowered
+        if not isinstance(v, Tensor):
+            raise self.unsupported(f"{what} must be a tensor, not {v!r}")
+        return v
+
+    def operand(self, v: Any) -> Operand:
+        """A tensor or a literal: numbers and 0-dimensional constants."""
+        if isinstance(v, Tensor):
+            return v
+        if isinstance(v, Weight):
+            return float(v.value) if v.value.dim() == 0 else self.tensor(v, "operand")
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return float(v)
+        raise self.unsupported(f"operand {v!r}")
+
+    def emit(self, op: str, operands: Sequence[Operand], out: Optional[torch._C.Value] = None,
+             **attrs: Any) -> Tensor:
+        args = [o.name if isinstance(o, Tensor) else repr(float(o)) for o in operands]
+        for k, a in attrs.items():
+            if isinstance(a, bool):
+                args.append(f"{k}={'true' if a else 'false'}")
+            elif isinstance(a, (list, tuple)):
+                args.append(f"{k}=[{', '.join(str(int(x)) for x in a)}]")
+            else:
+                args.append(f"{k}={a}")
+        name = self.fresh(out.debugName() if out is not None else op)
+        self.lines.append(f"{name} = {op}({', '.join(args)})")
+        if out is not None:
+            r = self.probed[out.debugName()]
+            result = Tensor(name, tuple(r.shape), r.dtype)
+            self.env[out.debugName()] = result
+            return result
+        first = next(o for o in operands if isinstance(o, Tensor))
+        return Tensor(name, first.shape, first.dtype)
+
+    def bind(self, out: torch._C.Value, t: Tensor) -> None:
+        self.env[out.debugName()] = t
+
+    def arg(self, i: int) -> Any:
+        assert self.node is not None
+        return self.env[list(self.node.inputs())[i].debugName()]
+
+    def out(self) -> torch._C.Value:
+        assert self.node is not None
+        return self.node.output()
+
+    def dim(self, t: Tensor, d: int) -> int:
+        return d + len(t.shape) if d < 0 else d
+
+    # --- the graph -------------------------------------------------------
+    def run(self, name: str, example_inputs: Sequence[torch.Tensor]) -> Lowered:
+        self.lines.append(f"graph {self.fresh(name)}")
+        inputs: List[str] = []
+        graph_inputs = [v for v in self.graph.inputs()
+                        if not isinstance(v.type(), torch._C.ClassType)]
+        for v, x in zip(graph_inputs, example_inputs):
+            self.node = v.node()
+            name = self.fresh(v.debugName())
+            self.lines.append(f"input {name}: {self.ir_type(x.shape, x.dtype)}")
+            self.env[v.debugName()] = Tensor(name, tuple(x.shape), x.dtype)
+            inputs.append(name)
+        for n in self.graph.nodes():
+            self.node = n
+            before = len(self.lines)
+            self.lower(n)
+            self.log.append(f"{n.kind()} at {call_site(n)}: "
+                            f"{'; '.join(self.lines[before:]) or 'no IR'}")
+        outputs, tuple_output = self.outputs(inputs)
+        self.lines.append(f"output {', '.join(outputs)}")
+        return Lowered("\n".join(self.lines) + "\n", self.weight_names, self.weights,
+                       inputs, outputs, tuple_output, self.log)
+
+    def outputs(self, inputs: List[str]) -> Tuple[List[str], bool]:
+        ret = list(self.graph.outputs())
+        assert len(ret) == 1
+        v = self.env[ret[0].debugName()]
+        values = list(v) if isinstance(v, tuple) else [v]
+        names: List[str] = []
+        for t in values:
+            if not isinstance(t, Tensor):
+                raise RuntimeError(f"torch_neuronx.trace: the traced function returns {t!r}; "
+                                   "only tensors (or a tuple of tensors) are supported")
+            if t.name in inputs or t.name in self.weight_names or t.name in names:
+                # An output must be a value the program computes.
+                t = self.emit("mul", [t, 1.0])
+            names.append(t.name)
+        return names, isinstance(v, tuple)
+
+    def lower(self, n: torch._C.Node) -> None:
+        kind = n.kind()
+        if kind == "prim::Constant":
+            out = n.output()
+            value = out.toIValue()
+            self.env[out.debugName()] = (Weight(value, out.debugName())
+                                         if isinstance(value, torch.Tensor) else value)
+            return
+        if kind in ("prim::ListConstruct", "prim::TupleConstruct"):
+            items = [self.env[i.debugName()] for i in n.inputs()]
+            self.env[n.output().debugName()] = items if kind == "prim::ListConstruct" else tuple(items)
+            return
+        if kind in ("prim::ListUnpack", "prim::TupleUnpack"):
+            items = self.env[n.input().debugName()]
+            for o, item in zip(n.outputs(), items):
+                self.env[o.debugName()] = item
+            return
+        if kind in ("aten::size", "aten::Int", "aten::ScalarImplicit", "prim::NumToTensor"):
+            # Shapes are fixed by the trace (the call checks them): these
+            # are the values of the example run.
+            r = self.probed.get(n.output().debugName())
+            if r is None:
+                raise self.unsupported("a size computed at run time")
+            self.env[n.output().debugName()] = r.item() if isinstance(r, torch.Tensor) else r
+            return
+        handler = _HANDLERS.get(kind)
+        if handler is None:
+            raise self.unsupported()
+        handler(self)
+
+
+# --- operators ----------------------------------------------------------------
+
+def _linear(L: _Lowering) -> None:
+    x, w, b = L.tensor(L.arg(0), "input"), L.tensor(L.arg(1), "weight"), L.arg(2)
+    if len(w.shape) != 2:
+        raise L.unsupported("a weight of rank other than 2")
+    if b is None:
+        L.emit("matmul", [x, w], L.out(), transpose_b=True)
+        return
+    h = L.emit("matmul", [x, w], transpose_b=True)
+    h = Tensor(h.name, tuple(L.probed[L.out().debugName()].shape), x.dtype)
+    L.emit("add", [h, L.tensor(b, "bias")], L.out())
+
+
+def _matmul(L: _Lowering) -> None:
+    a, b = L.tensor(L.arg(0), "self"), L.tensor(L.arg(1), "other")
+    if len(a.shape) < 2 or len(b.shape) < 2:
+        raise L.unsupported("a 1-dimensional operand")
+    L.emit("matmul", [a, b], L.out())
+
+
+def _binary(op: str) -> Callable[[_Lowering], None]:
+    def lower(L: _Lowering) -> None:
+        a, b = L.operand(L.arg(0)), L.operand(L.arg(1))
+        if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+            # Arithmetic on sizes (head_dim = embed_dim // heads): fixed by
+            # the trace, its value is the example run's.
+            L.env[L.out().debugName()] = L.probed[L.out().debugName()].item()
+            return
+        n_in = len(list(L.node.inputs()))  # type: ignore[union-attr]
+        if op in ("add", "sub") and n_in > 2:
+            alpha = L.arg(2)
+            if alpha != 1:
+                b = b * alpha if isinstance(b, float) else L.emit("mul", [b, float(alpha)])
+        if op == "div" and n_in > 2 and L.arg(2) is not None:
+            raise L.unsupported(f"rounding_mode={L.arg(2)!r}")
+        L.emit(op, [a, b], L.out())
+    return lower
+
+
+def _rsub(L: _Lowering) -> None:
+    a, b = L.operand(L.arg(0)), L.operand(L.arg(1))
+    alpha = L.arg(2)
+    if alpha != 1:
+        a = a * alpha if isinstance(a, float) else L.emit("mul", [a, float(alpha)])
+    L.emit("sub", [b, a], L.out())
+
+
+def _unary(op: str) -> Callable[[_Lowering], None]:
+    def lower(L: _Lowering) -> None:
+        L.emit(op, [L.tensor(L.arg(0), "self")], L.out())
+    return lower
+
+
+def _gelu(L: _Lowering) -> None:
+    approximate = L.arg(1)
+    ops = {"none": "gelu", "tanh": "gelu_tanh"}
+    if approximate not in ops:
+        raise L.unsupported(f"approximate={approximate!r}")
+    L.emit(ops[approximate], [L.tensor(L.arg(0), "self")], L.out())
+
+
+def _softmax(L: _Lowering) -> None:
+    x = L.tensor(L.arg(0), "self")
+    if L.dim(x, L.arg(1)) != len(x.shape) - 1:
+        raise L.unsupported("softmax over an axis other than the last")
+    if L.arg(2) is not None and L.arg(2) != x.dtype:
+        raise L.unsupported(f"softmax with dtype={L.arg(2)}")
+    L.emit("softmax", [x], L.out(), axis=-1)
+
+
+def _layer_norm(L: _Lowering) -> None:
+    x, shape, w, b, eps = (L.tensor(L.arg(0), "input"), L.arg(1), L.arg(2), L.arg(3), L.arg(4))
+    if list(shape) != [x.shape[-1]]:
+        raise L.unsupported(f"normalized_shape {list(shape)} (only the last axis, "
+                            f"[{x.shape[-1]}], is lowered)")
+    if (w is None) != (b is None):
+        raise L.unsupported("a weight without a bias or a bias without a weight")
+    operands: List[Operand] = [x]
+    if w is not None:
+        operands += [L.tensor(w, "weight"), L.tensor(b, "bias")]
+    L.emit("layer_norm", operands, L.out(), eps=repr(float(eps)))
+
+
+def _reshape(L: _Lowering) -> None:
+    # view, reshape, flatten, squeeze, unsqueeze: the traced result's shape.
+    x = L.tensor(L.arg(0), "self")
+    L.emit("reshape", [x], L.out(), shape=list(L.probed[L.out().debugName()].shape))
+
+
+def _identity(L: _Lowering) -> None:
+    L.bind(L.out(), L.tensor(L.arg(0), "self"))
+
+
+def _dropout(L: _Lowering) -> None:
+    if L.arg(2):
+        raise L.unsupported("dropout in training mode (trace the model in eval mode)")
+    _identity(L)
+
+
+def _permute(L: _Lowering, perm: List[int]) -> None:
+    x = L.tensor(L.arg(0), "self")
+    if perm == list(range(len(x.shape))):
+        L.bind(L.out(), x)
+        return
+    L.emit("transpose", [x], L.out(), perm=perm)
+
+
+def _transpose(L: _Lowering) -> None:
+    x = L.tensor(L.arg(0), "self")
+    perm = list(range(len(x.shape)))
+    a, b = L.dim(x, L.arg(1)), L.dim(x, L.arg(2))
+    perm[a], perm[b] = perm[b], perm[a]
+    _permute(L, perm)
+
+
+def _t(L: _Lowering) -> None:
+    x = L.tensor(L.arg(0), "self")
+    _permute(L, list(reversed(range(len(x.shape)))))
+
+
+def _permute_op(L: _Lowering) -> None:
+    x = L.tensor(L.arg(0), "self")
+    _permute(L, [L.dim(x, d) for d in L.arg(1)])
+
+
+def _slice(L: _Lowering) -> None:
+    x = L.tensor(L.arg(0), "self")
+    axis = L.dim(x, L.arg(1))
+    size = x.shape[axis]
+    start, end, step = L.arg(2), L.arg(3), L.arg(4)
+    if step != 1:
+        raise L.unsupported(f"a slice with step {step}")
+    start = 0 if start is None else (start + size if start < 0 else min(start, size))
+    end = size if end is None else (end + size if end < 0 else min(end, size))
+    if start == 0 and end == size:
+        L.bind(L.out(), x)
+        return
+    L.emit("slice", [x], L.out(), axis=axis, start=start, end=end)
+
+
+def _chunk(L: _Lowering) -> None:
+    x = L.tensor(L.arg(0), "self")
+    axis = L.dim(x, L.arg(2))
+    size, chunks = x.shape[axis], L.arg(1)
+    step = -(-size // chunks)  # torch.chunk: ceil(size / chunks) per piece
+    parts = []
+    for start in range(0, size, step):
+        end = min(start + step, size)
+        t = L.emit("slice", [x], axis=axis, start=start, end=end)
+        shape = list(x.shape)
+        shape[axis] = end - start
+        parts.append(Tensor(t.name, tuple(shape), x.dtype))
+    L.env[L.out().debugName()] = parts
+
+
+def _cat(L: _Lowering) -> None:
+    parts = [L.tensor(t, "tensors") for t in L.arg(0)]
+    L.emit("concat", parts, L.out(), axis=L.dim(parts[0], L.arg(1)))
+
+
+_HANDLERS: Dict[str, Callable[[_Lowering], None]] = {
+    "aten::linear": _linear,
+    "aten::matmul": _matmul,
+    "aten::mm": _matmul,
+    "aten::bmm": _matmul,
+    "aten::add": _binary("add"),
+    "aten::sub": _binary("sub"),
+    "aten::mul": _binary("mul"),
+    "aten::div": _binary("div"),
+    "aten::rsub": _rsub,
+    "aten::relu": _unary("relu"),
+    "aten::silu": _unary("silu"),
+    "aten::sigmoid": _unary("sigmoid"),
+    "aten::tanh": _unary("tanh"),
+    "aten::exp": _unary("exp"),
+    "aten::gelu": _gelu,
+    "aten::softmax": _softmax,
+    "aten::layer_norm": _layer_norm,
+    "aten::reshape": _reshape,
+    "aten::view": _reshape,
+    "aten::flatten": _reshape,
+    "aten::squeeze": _reshape,
+    "aten::unsqueeze": _reshape,
+    "aten::contiguous": _identity,
+    "aten::dropout": _dropout,
+    "aten::transpose": _transpose,
+    "aten::t": _t,
+    "aten::permute": _permute_op,
+    "aten::slice": _slice,
+    "aten::cat": _cat,
+    "aten::chunk": _chunk,
+}
+
+SUPPORTED_OPERATORS: Tuple[str, ...] = tuple(sorted(_HANDLERS))
+
+
+def lower(name: str, graph: torch._C.Graph, example_inputs: Sequence[torch.Tensor]) -> Lowered:
+    """Lowers the frozen @p graph traced with @p example_inputs into the IR
+    graph @p name; raises UnsupportedOperatorError at the first operator
+    the device cannot run."""
+    return _Lowering(graph, probe(graph, example_inputs)).run(name, example_inputs)

@@ -1,0 +1,129 @@
+# SPDX-License-Identifier: MIT
+"""torch_neuronx.trace: capture with torch.jit.trace, lower to the neuron
+compiler's IR, compile, and wrap the program in a TorchScript module whose
+forward calls torch.ops.neuron.forward_v2."""
+
+from __future__ import annotations
+
+import linecache
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+
+import torch
+
+from .lowering import lower
+
+ExampleInputs = Union[torch.Tensor, Sequence[torch.Tensor]]
+
+
+class _Function(torch.nn.Module):
+    """A plain function as a module, so that it can be frozen."""
+
+    def __init__(self, func: Callable[..., Any]) -> None:
+        super().__init__()
+        self.func = func
+
+    def forward(self, *args: torch.Tensor) -> Any:
+        return self.func(*args)
+
+
+def _as_tuple(example_inputs: ExampleInputs) -> Tuple[torch.Tensor, ...]:
+    inputs = (example_inputs,) if isinstance(example_inputs, torch.Tensor) else tuple(example_inputs)
+    for i, x in enumerate(inputs):
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"torch_neuronx.trace: example input {i} is a "
+                            f"{type(x).__name__}, not a tensor")
+    return inputs
+
+
+_wrapper_classes: Dict[Tuple[int, Optional[int]], type] = {}
+
+
+def _wrapper_class(num_inputs: int, tuple_outputs: Optional[int]) -> type:
+    """The TorchScript module class whose forward takes @p num_inputs
+    tensors and returns one tensor, or a tuple of @p tuple_outputs. Its
+    source is made here, once per form: TorchScript compiles a class from
+    its source, which it reads through linecache."""
+    key = (num_inputs, tuple_outputs)
+    if key in _wrapper_classes:
+        return _wrapper_classes[key]
+    params = ", ".join(f"input{i}: torch.Tensor" for i in range(num_inputs))
+    args = ", ".join(f"input{i}" for i in range(num_inputs))
+    if tuple_outputs is None:
+        name, ret, result = f"NeuronModule{num_inputs}", "torch.Tensor", "outputs[0]"
+    else:
+        name = f"NeuronModule{num_inputs}x{tuple_outputs}"
+        ret = f"Tuple[{', '.join(['torch.Tensor'] * tuple_outputs)}]"
+        result = f"({''.join(f'outputs[{i}], ' for i in range(tuple_outputs))})"
+    source = (
+        f"class {name}(torch.nn.Module):\n"
+        f"    def __init__(self, model: Any) -> None:\n"
+        f"        super().__init__()\n"
+        f"        self.model = model\n"
+        f"\n"
+        f"    def forward(self, {params}) -> {ret}:\n"
+        f"        outputs = torch.ops.neuron.forward_v2([{args}], self.model)\n"
+        f"        return {result}\n")
+    filename = f"<torch_neuronx wrapper {name}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    scope: Dict[str, Any] = {"torch": torch, "Any": Any, "Tuple": Tuple, "__name__": __name__}
+    exec(compile(source, filename, "exec"), scope)
+    cls = scope[name]
+    _wrapper_classes[key] = cls
+    return cls
+
+
+def trace(func: Union[torch.nn.Module, Callable[..., Any]], example_inputs: ExampleInputs, *_: Any,
+          compiler_workdir: Optional[Union[str, Path]] = None,
+          compiler_args: Optional[Union[str, Sequence[str]]] = None,
+          partitioner_config: Optional[Any] = None,
+          **kwargs: Any) -> torch.jit.ScriptModule:
+    """Compiles @p func for the neuron device, as torch_neuronx.trace does.
+
+    Returns a TorchScript module taking CPU tensors of the example inputs'
+    shapes and dtypes; torch.jit.save writes it with its program, and
+    torch.jit.load reads it back in any process that imported torch_neuronx.
+    compiler_workdir keeps the traced graph, the IR, the program and the
+    compile log. compiler_args: "--no-fuse" (every operator on its own)."""
+    if _:
+        raise TypeError("torch_neuronx.trace takes two positional arguments "
+                        "(func, example_inputs)")
+    if kwargs:
+        raise TypeError(f"torch_neuronx.trace: unsupported arguments: {', '.join(sorted(kwargs))}")
+    if partitioner_config is not None:
+        raise NotImplementedError(
+            "torch_neuronx.trace: partitioner_config: partitioning a graph between the "
+            "device and the CPU is not implemented in this version")
+    args: List[str] = ([compiler_args] if isinstance(compiler_args, str)
+                       else list(compiler_args or []))
+    inputs = _as_tuple(example_inputs)
+
+    module = func if isinstance(func, torch.nn.Module) else _Function(func).eval()
+    if module.training:
+        raise ValueError("torch_neuronx.trace: the module is in training mode; "
+                         "call .eval() on it before tracing")
+    # With grad enabled: under no_grad, nn.MultiheadAttention and
+    # nn.TransformerEncoderLayer trace to fused operators
+    # (aten::_native_multi_head_attention, ...) instead of the aten
+    # operators they are made of. (torch.jit.trace's check retraces
+    # under no_grad, gets those fused operators and fails: skip it.)
+    with torch.enable_grad():
+        traced = torch.jit.trace(module, inputs, check_trace=False)
+    frozen = torch.jit.freeze(traced)
+    graph = frozen.graph
+    torch._C._jit_pass_remove_mutation(graph)
+    name = type(func).__name__ if isinstance(func, torch.nn.Module) else getattr(
+        func, "__name__", "function")
+    lowered = lower(name, graph, inputs)
+
+    workdir = ""
+    if compiler_workdir is not None:
+        wd = Path(compiler_workdir)
+        wd.mkdir(parents=True, exist_ok=True)
+        (wd / "graph.txt").write_text(str(graph))
+        (wd / "lowering.log").write_text("\n".join(lowered.log) + "\n")
+        workdir = str(wd)
+    model = torch.ops.neuron.compile(lowered.ir, lowered.weight_names, lowered.weights,
+                                     lowered.inputs, lowered.outputs, workdir, args)
+    wrapper = _wrapper_class(len(inputs), len(lowered.outputs) if lowered.tuple_output else None)(model)
+    return torch.jit.script(wrapper)

@@ -1,0 +1,92 @@
+# SPDX-License-Identifier: MIT
+"""Latency of SimpleLLMBlock (Linear(768, 768) + GELU on [1, 128, 768])
+through torch_neuronx, from the Python call to the returned tensor, split
+into the device job (submit to fence) and the bridge's own overhead (input
+checks and copies, output copies, TorchScript and Python), next to the same
+model on torch's CPU with one thread in the same run. Medians."""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from typing import Callable, Dict, List
+
+# One CPU thread for torch's BLAS too: Debian's torch calls OpenBLAS
+# through libblas.so.3, which torch.set_num_threads does not reach.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import torch  # noqa: E402
+
+import torch_neuronx  # noqa: E402
+
+
+def timed(fn: Callable[[], object], n: int) -> List[float]:
+    out = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - t0) * 1e3)
+    return out
+
+
+def blas() -> str:
+    """The libblas.so.3 Debian's torch calls (the alternative)."""
+    link = "/etc/alternatives/libblas.so.3-x86_64-linux-gnu"
+    return os.path.realpath(link) if os.path.exists(link) else "unknown"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--iterations", type=int, default=200)
+    ap.add_argument("--quick", action="store_true", help="30 iterations")
+    ap.add_argument("--json", help="also write the figures to this file")
+    args = ap.parse_args()
+    n = 30 if args.quick else args.iterations
+
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    # SimpleLLMBlock of examples/torch/simple_llm_block.py.
+    model = torch.nn.Sequential(torch.nn.Linear(768, 768), torch.nn.GELU()).eval()
+    x = torch.randn(1, 128, 768)
+    neuron = torch_neuronx.trace(model, x)
+
+    with torch.no_grad():
+        timed(lambda: model(x), 5)
+        cpu = timed(lambda: model(x), n)
+    timed(lambda: neuron(x), 5)
+    total, job, copies = [], [], []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        neuron(x)
+        total.append((time.perf_counter() - t0) * 1e3)
+        inputs_ms, job_ms, outputs_ms = neuron.model.last_call_ms()
+        job.append(job_ms)
+        copies.append(inputs_ms + outputs_ms)
+    overhead = [t - j for t, j in zip(total, job)]
+
+    med: Dict[str, float] = {
+        "call_ms": statistics.median(total),
+        "device_job_ms": statistics.median(job),
+        "bridge_overhead_ms": statistics.median(overhead),
+        "bridge_copies_ms": statistics.median(copies),
+        "torch_cpu_ms": statistics.median(cpu),
+    }
+    med["bridge_overhead_pct"] = 100 * med["bridge_overhead_ms"] / med["call_ms"]
+    print(f"SimpleLLMBlock [1, 128, 768] on {neuron.model.placement()}, {n} calls, medians; "
+          f"torch {torch.__version__} on 1 thread, BLAS {blas()}")
+    print(f"{'python call -> tensor':<28} {med['call_ms']:8.3f} ms")
+    print(f"{'  device job (submit->fence)':<28} {med['device_job_ms']:8.3f} ms")
+    print(f"{'  bridge overhead':<28} {med['bridge_overhead_ms']:8.3f} ms "
+          f"({med['bridge_overhead_pct']:.1f}% of the call; copies {med['bridge_copies_ms']:.3f} ms)")
+    print(f"{'torch CPU':<28} {med['torch_cpu_ms']:8.3f} ms "
+          f"(call / torch CPU = {med['call_ms'] / med['torch_cpu_ms']:.2f}x)")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(med, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

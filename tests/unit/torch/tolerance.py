@@ -1,0 +1,57 @@
+# SPDX-License-Identifier: MIT
+"""The device's error bounds of hw/isa.md section 6, propagated through the
+layers the tests use, against the same model run by torch on the CPU in
+double precision. Each function returns (reference, bound) per element."""
+
+from typing import Tuple
+
+import torch
+
+MATMUL_REL = 1e-5  # |err| <= 1e-5 * sum_k |a*b| + 1e-6
+MATMUL_ABS = 1e-6
+ACTIVATE_REL = 1e-5  # |err| <= 1e-5 * |ref| + 1e-6
+ACTIVATE_ABS = 1e-6
+FP32_ROUNDING = 2.0 ** -24  # an exact fp32 operation: correctly rounded
+# The largest slope of GELU (1.1289) and SiLU (1.0998): how far an input
+# error moves the activation's result.
+ACTIVATION_SLOPE = {"relu": 1.0, "gelu": 1.13, "silu": 1.13}
+
+Bounded = Tuple[torch.Tensor, torch.Tensor]
+
+
+def exact(x: torch.Tensor) -> Bounded:
+    return x.double(), torch.zeros_like(x, dtype=torch.float64)
+
+
+def linear(x: Bounded, layer: torch.nn.Linear) -> Bounded:
+    """x W^T + b with the bias added in PSUM as one more product."""
+    v, e = x
+    w = layer.weight.detach().double()
+    b = layer.bias.detach().double() if layer.bias is not None else None
+    ref = v @ w.T + (b if b is not None else 0)
+    magnitude = v.abs() @ w.abs().T + (b.abs() if b is not None else 0)
+    # The device computes from its (inexact) inputs: their error, through
+    # |W|, plus the matmul's own.
+    return ref, e @ w.abs().T + MATMUL_REL * (magnitude + e @ w.abs().T) + MATMUL_ABS
+
+
+def activation(x: Bounded, name: str) -> Bounded:
+    v, e = x
+    ref = {"relu": torch.relu, "gelu": torch.nn.functional.gelu,
+           "silu": torch.nn.functional.silu}[name](v)
+    return ref, ACTIVATION_SLOPE[name] * e + ACTIVATE_REL * ref.abs() + ACTIVATE_ABS
+
+
+def add(a: Bounded, b: Bounded) -> Bounded:
+    ref = a[0] + b[0]
+    return ref, a[1] + b[1] + FP32_ROUNDING * (ref.abs() + a[1] + b[1])
+
+
+def check(out: torch.Tensor, expected: Bounded) -> None:
+    ref, bound = expected
+    assert out.shape == ref.shape, f"shape {tuple(out.shape)}, expected {tuple(ref.shape)}"
+    err = (out.double() - ref).abs()
+    worst = int(torch.argmax(err - bound))
+    assert bool((err <= bound).all()), (
+        f"{int((err > bound).sum())} of {err.numel()} elements beyond hw/isa.md's bound; "
+        f"worst: error {err.flatten()[worst].item():.3g}, bound {bound.flatten()[worst].item():.3g}")
