@@ -35,6 +35,11 @@ wait_node() {
 	done
 }
 
+# True if the debugfs view of any ring in "$@" lists a job in flight.
+in_flight() {
+	cat "$@" 2>/dev/null | sed -n '/^inflight:/,$p' | grep -q '^  seqno '
+}
+
 # Unbind under an open file (and an mmapped host buffer held by python).
 python3 - "$bdf" <<'PY'
 import ctypes, fcntl, mmap, os, struct, sys
@@ -74,9 +79,19 @@ if [ -n "$bench" ]; then
 	jobs_pid=$!
 	"$bench" --sections dma --min-copy 16M --max-copy 16M --repeat 1000 >load-copies.log 2>&1 &
 	copies_pid=$!
-	sleep 3
-	kill -0 $jobs_pid && kill -0 $copies_pid ||
-		{ say "the load ended before the unbind"; cat load-*.log; exit 1; }
+	# Unbind once a job is on a core and a copy on an engine at the same
+	# time (the rings' debugfs views list what is in flight), however
+	# long the processes take to start on a slow kernel.
+	dbg=/sys/kernel/debug/accel/$bdf
+	[ -d "$dbg" ] || { say "no $dbg"; exit 1; }
+	deadline=$(($(date +%s) + 300))
+	until in_flight "$dbg"/core* && in_flight "$dbg"/dma*; do
+		kill -0 $jobs_pid && kill -0 $copies_pid ||
+			{ say "the load ended before the unbind"; cat load-*.log; exit 1; }
+		[ "$(date +%s)" -lt $deadline ] ||
+			{ say "no job and copy in flight together in 300 s"; cat load-*.log; exit 1; }
+		sleep 0.1
+	done
 	echo "$bdf" >"$drv/unbind"
 	for pid in $jobs_pid $copies_pid; do
 		tries=0
