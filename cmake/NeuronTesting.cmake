@@ -149,7 +149,7 @@ function(neuron_add_vm_test)
 
   if(ARG_OWN_BOOT)
     set(_harness_args ${ARG_HARNESS_ARGS})
-    if(ARG_ALLOW_TAINT)
+    if(DEFINED ARG_ALLOW_TAINT)  # "N" is false to if(<variable>)
       # The single command of a run is named "command" (neuron-vm).
       list(APPEND _harness_args --allow-taint command:${ARG_ALLOW_TAINT})
     endif()
@@ -188,7 +188,7 @@ function(neuron_add_vm_test)
     set_property(GLOBAL APPEND_STRING PROPERTY NEURON_VM_GROUP_${_group}_LIST
                  "${ARG_NAME}\t${ARG_TIMEOUT}\t${_command}\n")
     set_property(GLOBAL APPEND PROPERTY NEURON_VM_GROUP_${_group}_TIMEOUTS ${ARG_TIMEOUT})
-    if(ARG_ALLOW_TAINT)
+    if(DEFINED ARG_ALLOW_TAINT)  # "N" is false to if(<variable>)
       set_property(GLOBAL APPEND PROPERTY NEURON_VM_GROUP_${_group}_HARNESS_ARGS
                    --allow-taint ${ARG_NAME}:${ARG_ALLOW_TAINT})
     endif()

@@ -79,18 +79,23 @@ if [ -n "$bench" ]; then
 	jobs_pid=$!
 	"$bench" --sections dma --min-copy 16M --max-copy 16M --repeat 1000 >load-copies.log 2>&1 &
 	copies_pid=$!
-	# Unbind once a job is on a core and a copy on an engine at the same
-	# time (the rings' debugfs views list what is in flight), however
-	# long the processes take to start on a slow kernel.
+	# Unbind once both processes have reached the device: a job has been
+	# seen on a core and a copy on an engine (the rings' debugfs views
+	# list what is in flight), however long they take to start on a slow
+	# kernel. Short no-op jobs are rarely caught on the ring at the same
+	# moment as a copy, so each is waited for in turn.
 	dbg=/sys/kernel/debug/accel/$bdf
 	[ -d "$dbg" ] || { say "no $dbg"; exit 1; }
 	deadline=$(($(date +%s) + 300))
-	until in_flight "$dbg"/core* && in_flight "$dbg"/dma*; do
+	seen_job=0 seen_copy=0
+	while [ $seen_job = 0 ] || [ $seen_copy = 0 ]; do
 		kill -0 $jobs_pid && kill -0 $copies_pid ||
 			{ say "the load ended before the unbind"; cat load-*.log; exit 1; }
 		[ "$(date +%s)" -lt $deadline ] ||
-			{ say "no job and copy in flight together in 300 s"; cat load-*.log; exit 1; }
-		sleep 0.1
+			{ say "no job (seen: $seen_job) or copy (seen: $seen_copy) in flight in 300 s"; cat load-*.log; exit 1; }
+		in_flight "$dbg"/core* && seen_job=1
+		in_flight "$dbg"/dma* && seen_copy=1
+		sleep 0.05
 	done
 	echo "$bdf" >"$drv/unbind"
 	for pid in $jobs_pid $copies_pid; do
