@@ -35,9 +35,14 @@ wait_node() {
 	done
 }
 
-# True if the debugfs view of any ring in "$@" lists a job in flight.
-in_flight() {
-	cat "$@" 2>/dev/null | sed -n '/^inflight:/,$p' | grep -q '^  seqno '
+# Sets $sum to the sum of the counters in the sysfs files "$@" (builtins
+# only: on the debug kernel every program started costs seconds).
+counter_sum() {
+	sum=0
+	for file in "$@"; do
+		read -r value <"$file"
+		sum=$((sum + value))
+	done
 }
 
 # Unbind under an open file (and an mmapped host buffer held by python).
@@ -75,28 +80,35 @@ say "unbind/bind with an open file: ok"
 # 16 MiB copies on the DMA engines in another. Both must end (their waits
 # fail, nothing hangs, no signal), and the rebound device must work.
 if [ -n "$bench" ]; then
+	sys=/sys/bus/pci/devices/$bdf/neuron
+	counter_sum "$sys"/core*/jobs
+	jobs_before=$sum
+	counter_sum "$sys"/dma*/bytes
+	bytes_before=$sum
 	"$bench" --sections submit --max-depth 64 --repeat 1000 >load-jobs.log 2>&1 &
 	jobs_pid=$!
 	"$bench" --sections dma --min-copy 16M --max-copy 16M --repeat 1000 >load-copies.log 2>&1 &
 	copies_pid=$!
-	# Unbind once both processes have reached the device: a job has been
-	# seen on a core and a copy on an engine (the rings' debugfs views
-	# list what is in flight), however long they take to start on a slow
-	# kernel. Short no-op jobs are rarely caught on the ring at the same
-	# moment as a copy, so each is waited for in turn.
-	dbg=/sys/kernel/debug/accel/$bdf
-	[ -d "$dbg" ] || { say "no $dbg"; exit 1; }
-	deadline=$(($(date +%s) + 300))
-	seen_job=0 seen_copy=0
-	while [ $seen_job = 0 ] || [ $seen_copy = 0 ]; do
+	# Unbind once both processes have reached the device (the cores'
+	# job counters and the engines' byte counters have grown), however
+	# long they take to start on a slow kernel.
+	read -r up _ </proc/uptime
+	started=${up%.*}
+	deadline=$((started + 300))
+	while :; do
 		kill -0 $jobs_pid && kill -0 $copies_pid ||
 			{ say "the load ended before the unbind"; cat load-*.log; exit 1; }
-		[ "$(date +%s)" -lt $deadline ] ||
-			{ say "no job (seen: $seen_job) or copy (seen: $seen_copy) in flight in 300 s"; cat load-*.log; exit 1; }
-		in_flight "$dbg"/core* && seen_job=1
-		in_flight "$dbg"/dma* && seen_copy=1
-		sleep 0.05
+		read -r up _ </proc/uptime
+		counter_sum "$sys"/core*/jobs
+		jobs_done=$((sum - jobs_before))
+		counter_sum "$sys"/dma*/bytes
+		bytes_done=$((sum - bytes_before))
+		[ $jobs_done -gt 0 ] && [ $bytes_done -gt 0 ] && break
+		[ "${up%.*}" -lt $deadline ] ||
+			{ say "the load did not reach the device in 300 s ($jobs_done jobs, $bytes_done bytes copied)"; cat load-*.log; exit 1; }
+		sleep 0.1
 	done
+	say "the load reached the device in $((${up%.*} - started)) s"
 	echo "$bdf" >"$drv/unbind"
 	for pid in $jobs_pid $copies_pid; do
 		tries=0
