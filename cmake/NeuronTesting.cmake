@@ -6,7 +6,7 @@
 # neuron_add_vm_test(NAME n COMMAND cmd args... [TIMEOUT s] [DEVICES k]
 #                    [DEVICE_PROPS key=val...] [MEMORY size]
 #                    [OWN_BOOT [NO_NEURON] [HARNESS_ARGS a...] [LABELS l...]]
-#                    [VARIANTS v...])
+#                    [VARIANTS v...] [ALLOW_TAINT flags])
 #   A test that runs inside a VM (tests/vm/neuron-vm) with neuron.ko loaded,
 #   label "vm", registered once per kernel variant as vm.<variant>.<n>.
 #   Variants: stock, stock-iommu, and debug, debug-iommu when a debug kernel
@@ -30,6 +30,10 @@
 #   NO_NEURON that boot loads no neuron.ko (for tests that load it
 #   themselves, e.g. with modprobe), HARNESS_ARGS added to its
 #   `neuron-vm run` (e.g. --nvme 1G) and LABELS added to "vm".
+#   ALLOW_TAINT names kernel taint flags (letters of /proc/sys/kernel/tainted,
+#   e.g. N: a KUnit suite ran) that the test may raise without failing the
+#   boot's kernel-log verdict (`neuron-vm run --allow-taint`); raised by any
+#   other test of the boot, they still fail it.
 
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(CMOCKA REQUIRED IMPORTED_TARGET cmocka)
@@ -107,7 +111,7 @@ function(_neuron_vm_shell_quote out arg)
 endfunction()
 
 function(neuron_add_vm_test)
-  cmake_parse_arguments(ARG "OWN_BOOT;NO_NEURON" "NAME;TIMEOUT;DEVICES;MEMORY"
+  cmake_parse_arguments(ARG "OWN_BOOT;NO_NEURON" "NAME;TIMEOUT;DEVICES;MEMORY;ALLOW_TAINT"
                         "COMMAND;VARIANTS;DEVICE_PROPS;HARNESS_ARGS;LABELS" ${ARGN})
   if(NOT ARG_NAME OR NOT ARG_COMMAND)
     message(FATAL_ERROR "neuron_add_vm_test: NAME and COMMAND are required")
@@ -144,10 +148,15 @@ function(neuron_add_vm_test)
   list(JOIN _words " " _command)
 
   if(ARG_OWN_BOOT)
+    set(_harness_args ${ARG_HARNESS_ARGS})
+    if(DEFINED ARG_ALLOW_TAINT)  # "N" is false to if(<variable>)
+      # The single command of a run is named "command" (neuron-vm).
+      list(APPEND _harness_args --allow-taint command:${ARG_ALLOW_TAINT})
+    endif()
     foreach(_variant IN LISTS _variants)
       _neuron_vm_add_own_boot_test(${_variant} ${ARG_NAME} ${ARG_TIMEOUT} ${ARG_DEVICES}
                                    "${_command}" "${ARG_DEVICE_PROPS}" "${ARG_MEMORY}"
-                                   "${ARG_NO_NEURON}" "${ARG_HARNESS_ARGS}" "${ARG_LABELS}")
+                                   "${ARG_NO_NEURON}" "${_harness_args}" "${ARG_LABELS}")
     endforeach()
     return()
   endif()
@@ -179,6 +188,10 @@ function(neuron_add_vm_test)
     set_property(GLOBAL APPEND_STRING PROPERTY NEURON_VM_GROUP_${_group}_LIST
                  "${ARG_NAME}\t${ARG_TIMEOUT}\t${_command}\n")
     set_property(GLOBAL APPEND PROPERTY NEURON_VM_GROUP_${_group}_TIMEOUTS ${ARG_TIMEOUT})
+    if(DEFINED ARG_ALLOW_TAINT)  # "N" is false to if(<variable>)
+      set_property(GLOBAL APPEND PROPERTY NEURON_VM_GROUP_${_group}_HARNESS_ARGS
+                   --allow-taint ${ARG_NAME}:${ARG_ALLOW_TAINT})
+    endif()
   endforeach()
 
   get_property(_deferred GLOBAL PROPERTY NEURON_VM_DEFERRED)
@@ -219,6 +232,7 @@ function(_neuron_vm_add_boots)
     get_property(_memory GLOBAL PROPERTY NEURON_VM_GROUP_${_group}_MEMORY)
     get_property(_list GLOBAL PROPERTY NEURON_VM_GROUP_${_group}_LIST)
     get_property(_timeouts GLOBAL PROPERTY NEURON_VM_GROUP_${_group}_TIMEOUTS)
+    get_property(_harness_args GLOBAL PROPERTY NEURON_VM_GROUP_${_group}_HARNESS_ARGS)
     string(REGEX REPLACE "-iommu$" "" _flavour ${_variant})
 
     set(_boot_timeout ${_neuron_vm_boot_allowance_${_flavour}})
@@ -235,8 +249,8 @@ function(_neuron_vm_add_boots)
     set(_fixture neuron_vm_${_group})
     neuron_vm_run_args(_args ${_variant} ${_devices} "${_props}" "${_memory}")
     add_test(NAME vm.${_group}.boot
-             COMMAND ${NEURON_VM_HARNESS} run ${_args} --list ${_list_file} --results ${_results}
-                     --verdict boot --timeout ${_boot_timeout})
+             COMMAND ${NEURON_VM_HARNESS} run ${_args} ${_harness_args} --list ${_list_file}
+                     --results ${_results} --verdict boot --timeout ${_boot_timeout})
     set_tests_properties(vm.${_group}.boot PROPERTIES
       LABELS vm FIXTURES_SETUP ${_fixture} TIMEOUT ${_ctest_timeout} PROCESSORS 2
       REQUIRED_FILES "${_args_files}")

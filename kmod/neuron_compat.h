@@ -108,4 +108,11 @@ static inline int neuron_sched_job_init(struct drm_sched_job *job,
 #define NEURON_SCHED_STAT_RESET		DRM_GPU_SCHED_STAT_NOMINAL
 #endif
 
+/* Symbol namespaces are strings from 6.13 on. */
+#if NEURON_KV(6, 13, 0) <= LINUX_VERSION_CODE
+#define NEURON_IMPORT_KUNIT_NS()	MODULE_IMPORT_NS("EXPORTED_FOR_KUNIT_TESTING")
+#else
+#define NEURON_IMPORT_KUNIT_NS()	MODULE_IMPORT_NS(EXPORTED_FOR_KUNIT_TESTING)
+#endif
+
 #endif /* __NEURON_COMPAT_H__ */

@@ -26,9 +26,8 @@
 #include <linux/uaccess.h>
 
 #include "neuron_debugfs.h"
-#include "neuron_dma.h"
 #include "neuron_drv.h"
-#include "neuron_job.h"
+#include "neuron_ring.h"
 
 static int device_show(struct seq_file *m, void *data)
 {
@@ -45,98 +44,16 @@ static int device_show(struct seq_file *m, void *data)
 	seq_printf(m, "irq_mask:    %#x\n", neuron_rd32(hw, NEURON_REG_IRQ_MASK));
 	drm_dev_exit(idx);
 	seq_printf(m, "ready:       %d\n", READ_ONCE(hw->ready));
-	seq_printf(m, "exec_ready:  %d\n", READ_ONCE(ndev->exec.ready));
+	seq_printf(m, "exec_ready:  %d\n", READ_ONCE(ndev->exec->ready));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(device);
 
-static int core_show(struct seq_file *m, void *data)
+static int ring_show(struct seq_file *m, void *data)
 {
-	struct neuron_telemetry_unit *unit = m->private;
-	struct neuron_device *ndev = unit->ndev;
-	struct neuron_hw *hw = &ndev->hw;
-	u32 base = NEURON_QUEUE_BASE(unit->index);
-	struct neuron_queue *q = NULL;
-	struct neuron_job *job;
-	int idx, ret = 0;
-
-	if (ndev->exec.queues)
-		q = &ndev->exec.queues[unit->index];
-	if (q)
-		mutex_lock(&q->lock);
-	if (!drm_dev_enter(&ndev->drm, &idx)) {
-		ret = -ENODEV;
-		goto unlock;
-	}
-	seq_printf(m, "ctrl:     %#x\n", neuron_rd32(hw, base + NEURON_Q_CTRL));
-	seq_printf(m, "status:   %#x\n", neuron_rd32(hw, base + NEURON_Q_STATUS));
-	seq_printf(m, "error:    %u\n", neuron_rd32(hw, base + NEURON_Q_ERROR));
-	seq_printf(m, "entries:  %u\n", neuron_rd32(hw, base + NEURON_Q_RING_ENTRIES));
-	seq_printf(m, "head:     %u\n", neuron_rd32(hw, base + NEURON_Q_HEAD));
-	seq_printf(m, "tail:     %u\n", neuron_rd32(hw, base + NEURON_Q_TAIL));
-	seq_printf(m, "cpl_entries: %u\n", neuron_rd32(hw, base + NEURON_Q_CPL_ENTRIES));
-	seq_printf(m, "cpl_tail: %u\n", neuron_rd32(hw, base + NEURON_Q_CPL_TAIL));
-	seq_printf(m, "cpl_head: %u\n", neuron_rd32(hw, base + NEURON_Q_CPL_HEAD));
-	seq_printf(m, "cur_job:  %llu\n", neuron_rd64(hw, base + NEURON_Q_CUR_JOB_LO));
-	drm_dev_exit(idx);
-
-	if (!q)
-		goto unlock;
-	seq_printf(m, "driver tail: %u cpl_head: %u resets: %d\n", q->tail,
-		   q->cpl_head, atomic_read(&q->resets));
-	seq_puts(m, "inflight:\n");
-	list_for_each_entry(job, &q->inflight, node)
-		seq_printf(m, "  seqno %llu bindings %u program %u bytes%s\n",
-			   job->seqno, job->num_bindings, job->program_size,
-			   job->guilty_err ? " (guilty)" : "");
-unlock:
-	if (q)
-		mutex_unlock(&q->lock);
-	return ret;
+	return neuron_ring_show(m->private, m);
 }
-DEFINE_SHOW_ATTRIBUTE(core);
-
-static int dma_show(struct seq_file *m, void *data)
-{
-	struct neuron_telemetry_unit *unit = m->private;
-	struct neuron_device *ndev = unit->ndev;
-	struct neuron_hw *hw = &ndev->hw;
-	u32 base = NEURON_DMA_BASE(unit->index);
-	struct neuron_dma_engine *eng = NULL;
-	struct neuron_job *job;
-	int idx, ret = 0;
-
-	if (ndev->exec.engines)
-		eng = &ndev->exec.engines[unit->index];
-	if (eng)
-		mutex_lock(&eng->lock);
-	if (!drm_dev_enter(&ndev->drm, &idx)) {
-		ret = -ENODEV;
-		goto unlock;
-	}
-	seq_printf(m, "ctrl:    %#x\n", neuron_rd32(hw, base + NEURON_DMA_CTRL));
-	seq_printf(m, "status:  %#x\n", neuron_rd32(hw, base + NEURON_DMA_STATUS));
-	seq_printf(m, "error:   %u\n", neuron_rd32(hw, base + NEURON_DMA_ERROR));
-	seq_printf(m, "entries: %u\n", neuron_rd32(hw, base + NEURON_DMA_RING_ENTRIES));
-	seq_printf(m, "head:    %u\n", neuron_rd32(hw, base + NEURON_DMA_HEAD));
-	seq_printf(m, "tail:    %u\n", neuron_rd32(hw, base + NEURON_DMA_TAIL));
-	drm_dev_exit(idx);
-
-	if (!eng)
-		goto unlock;
-	seq_printf(m, "driver head: %u tail: %u resets: %d\n", eng->head,
-		   eng->tail, atomic_read(&eng->resets));
-	seq_puts(m, "active:\n");
-	list_for_each_entry(job, &eng->active, node)
-		seq_printf(m, "  seqno %llu bytes %llu segments %u/%u done %u\n",
-			   job->seqno, job->bytes, job->next_seg, job->num_segs,
-			   job->done_segs);
-unlock:
-	if (eng)
-		mutex_unlock(&eng->lock);
-	return ret;
-}
-DEFINE_SHOW_ATTRIBUTE(dma);
+DEFINE_SHOW_ATTRIBUTE(ring);
 
 static int mm_show(struct seq_file *m, void *data)
 {
@@ -193,7 +110,7 @@ static ssize_t reset_core_write(struct file *file, const char __user *ubuf,
 {
 	struct neuron_device *ndev = file->private_data;
 	struct neuron_hw *hw = &ndev->hw;
-	struct neuron_queue *q;
+	struct neuron_ring *ring;
 	u32 core, base, head;
 	int idx, ret;
 
@@ -202,12 +119,12 @@ static ssize_t reset_core_write(struct file *file, const char __user *ubuf,
 		return ret;
 	if (core >= hw->num_cores)
 		return -EINVAL;
-	if (!READ_ONCE(ndev->exec.ready) || !ndev->exec.queues)
+	if (!READ_ONCE(ndev->exec->ready))
 		return -EIO;
 
-	q = &ndev->exec.queues[core];
+	ring = neuron_exec_core(ndev->exec, core);
 	base = NEURON_QUEUE_BASE(core);
-	mutex_lock(&q->lock);
+	mutex_lock(&ring->lock);
 	if (!drm_dev_enter(&ndev->drm, &idx)) {
 		ret = -ENODEV;
 		goto unlock;
@@ -220,7 +137,7 @@ static ssize_t reset_core_write(struct file *file, const char __user *ubuf,
 	drm_dev_exit(idx);
 	ret = count;
 unlock:
-	mutex_unlock(&q->lock);
+	mutex_unlock(&ring->lock);
 	return ret;
 }
 
@@ -239,7 +156,7 @@ static const struct file_operations reset_core_fops = {
  */
 void neuron_debugfs_init(struct neuron_device *ndev)
 {
-	struct neuron_telemetry *t = &ndev->telemetry;
+	struct neuron_exec *exec = ndev->exec;
 	struct dentry *root = ndev->drm.debugfs_root;
 	char name[16];
 	u32 i;
@@ -252,18 +169,14 @@ void neuron_debugfs_init(struct neuron_device *ndev)
 	debugfs_create_file("inject_fatal", 0200, root, ndev, &inject_fatal_fops);
 	debugfs_create_file("reset_core", 0200, root, ndev, &reset_core_fops);
 
-	for (i = 0; i < ndev->hw.num_cores; i++) {
-		t->debugfs_cores[i].ndev = ndev;
-		t->debugfs_cores[i].index = i;
+	for (i = 0; i < exec->num_cores; i++) {
 		snprintf(name, sizeof(name), "core%u", i);
-		debugfs_create_file(name, 0444, root, &t->debugfs_cores[i],
-				    &core_fops);
+		debugfs_create_file(name, 0444, root, neuron_exec_core(exec, i),
+				    &ring_fops);
 	}
-	for (i = 0; i < ndev->hw.num_dma; i++) {
-		t->debugfs_dma[i].ndev = ndev;
-		t->debugfs_dma[i].index = i;
+	for (i = 0; i < exec->num_dma; i++) {
 		snprintf(name, sizeof(name), "dma%u", i);
-		debugfs_create_file(name, 0444, root, &t->debugfs_dma[i],
-				    &dma_fops);
+		debugfs_create_file(name, 0444, root, neuron_exec_dma(exec, i),
+				    &ring_fops);
 	}
 }

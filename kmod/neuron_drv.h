@@ -1,7 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * neuron: DRM accel driver for the neuron machine-learning accelerator.
- * Device and per-file state shared by all parts of the driver.
+ * The device and per-file state every part of the driver starts from.
+ *
+ * Only the register interface (neuron_hw.h) and the device-memory
+ * allocator (neuron_mm.h), which know nothing of the device around them,
+ * are embedded; every other part is reached through a pointer to a type
+ * declared here and defined by that part, so that this header includes no
+ * other part of the driver and each part includes only what it uses.
  */
 #ifndef __NEURON_DRV_H__
 #define __NEURON_DRV_H__
@@ -9,19 +15,22 @@
 #include <drm/drm_device.h>
 #include <drm/drm_file.h>
 #include <drm/drm_print.h>
+#include <linux/atomic.h>
 #include <linux/pci.h>
 #include <linux/types.h>
+#include <linux/wait.h>
 
-#include "neuron_regs.h"
 #include "neuron_hw.h"
-#include "neuron_irq.h"
-#include "neuron_job.h"
 #include "neuron_mm.h"
-#include "neuron_sysfs.h"
 
 #define DRIVER_NAME		"neuron"
 #define DRIVER_DESC		"neuron machine-learning accelerator"
 #define DRIVER_VERSION		"0.1.0"
+
+struct neuron_exec;
+struct neuron_file_exec;
+struct neuron_irq;
+struct neuron_telemetry;
 
 /**
  * struct neuron_device - one neuron PCI function
@@ -33,15 +42,21 @@
  *	as clearing new buffers (devres: gone after remove)
  * @mem_bus_start: CPU physical address of the device-memory BAR, for
  *	userspace mappings of device buffers
- * @irq: MSI-X vectors and their handlers
  * @mm: device-memory allocator
- * @exec: core queues, DMA engines, their schedulers and recovery
- * @telemetry: sysfs, counters, reset accounting, netlink index
+ * @irq: MSI-X vectors and their handlers (neuron_irq.c)
+ * @exec: core queues, DMA engines, their rings and schedulers
+ *	(neuron_ring.h)
+ * @telemetry: counters, reset accounting, sysfs directories, netlink
+ *	index (neuron_telemetry.h)
+ * @jobs_alive: jobs created and not yet freed
+ * @jobs_idle: woken when @jobs_alive drops to zero
  *
- * Hardware may only be touched between drm_dev_enter() and drm_dev_exit()
- * outside probe, remove and interrupt handlers (which are freed before the
- * BARs are unmapped), because @hw.regs and @mem are unmapped when the
- * device is unbound while files still hold the DRM device.
+ * The parts behind pointers are drmm-allocated in probe, so they live as
+ * long as the DRM device. Hardware may only be touched between
+ * drm_dev_enter() and drm_dev_exit() outside probe, remove and interrupt
+ * handlers (which are freed before the BARs are unmapped), because
+ * @hw.regs and @mem are unmapped when the device is unbound while files
+ * still hold the DRM device.
  */
 struct neuron_device {
 	struct drm_device drm;
@@ -49,10 +64,12 @@ struct neuron_device {
 	struct neuron_hw hw;
 	void __iomem *mem;
 	phys_addr_t mem_bus_start;
-	struct neuron_irq irq;
 	struct neuron_mm mm;
-	struct neuron_exec exec;
-	struct neuron_telemetry telemetry;
+	struct neuron_irq *irq;
+	struct neuron_exec *exec;
+	struct neuron_telemetry *telemetry;
+	atomic_t jobs_alive;
+	wait_queue_head_t jobs_idle;
 };
 
 /**
@@ -60,12 +77,11 @@ struct neuron_device {
  * @ndev: the device this file was opened on
  * @exec: the file's scheduler entities and job accounting
  *
- * Buffer handles live in the drm_file's own handle table; jobs and copies
- * will hang their per-file scheduler entities here.
+ * Buffer handles live in the drm_file's own handle table.
  */
 struct neuron_file {
 	struct neuron_device *ndev;
-	struct neuron_file_exec exec;
+	struct neuron_file_exec *exec;
 };
 
 static inline struct neuron_device *to_neuron_device(struct drm_device *drm)
@@ -82,7 +98,5 @@ static inline struct neuron_file *to_neuron_file(struct drm_file *file)
 #define ndev_warn(ndev, fmt, ...) drm_warn(&(ndev)->drm, fmt, ##__VA_ARGS__)
 #define ndev_info(ndev, fmt, ...) drm_info(&(ndev)->drm, fmt, ##__VA_ARGS__)
 #define ndev_dbg(ndev, fmt, ...)  drm_dbg_driver(&(ndev)->drm, fmt, ##__VA_ARGS__)
-
-extern unsigned int neuron_reset_timeout_ms;
 
 #endif /* __NEURON_DRV_H__ */

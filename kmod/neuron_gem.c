@@ -34,7 +34,9 @@
 #include "neuron_compat.h"
 #include "neuron_drv.h"
 #include "neuron_gem.h"
+#include "neuron_client.h"
 #include "neuron_mm.h"
+#include "neuron_telemetry.h"
 
 static_assert(offsetof(struct drm_gem_shmem_object, base) == 0,
 	      "neuron_bo overlays the shmem object's GEM object");
@@ -229,7 +231,7 @@ static void neuron_host_map_free_locked(struct neuron_host_map *map)
 	sg_free_table(map->sgt);
 	kfree(map->sgt);
 	neuron_host_unpin_pages(map->pages, map->count, true);
-	atomic64_sub(bytes, &ndev->telemetry.host_mapped);
+	atomic64_sub(bytes, &ndev->telemetry->host_mapped);
 	neuron_host_uncharge(map->client, bytes);
 	neuron_client_put(map->client);
 	kvfree(map);
@@ -273,7 +275,7 @@ static struct neuron_host_map *neuron_host_map_new(struct neuron_bo *bo,
 	map->client = client;
 	map->first = first;
 	map->count = count;
-	atomic64_add((u64)count << PAGE_SHIFT, &ndev->telemetry.host_mapped);
+	atomic64_add((u64)count << PAGE_SHIFT, &ndev->telemetry->host_mapped);
 	return map;
 
 err_sg:

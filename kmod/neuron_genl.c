@@ -22,7 +22,7 @@
 
 #include "neuron_drv.h"
 #include "neuron_genl.h"
-#include "neuron_sysfs.h"
+#include "neuron_telemetry.h"
 
 /* Bound devices by index; the xarray's lock serializes lookup and removal. */
 static DEFINE_XARRAY_ALLOC(neuron_genl_devices);
@@ -84,7 +84,7 @@ static int neuron_genl_put_device(struct sk_buff *skb,
 	    nla_put_u32(skb, NEURON_A_DEV_FW_VERSION, ndev->hw.fw_version) ||
 	    nla_put_u32(skb, NEURON_A_DEV_STATE, state) ||
 	    nla_put_u64_64bit(skb, NEURON_A_DEV_RESET_COUNT,
-			      atomic64_read(&ndev->telemetry.resets),
+			      atomic64_read(&ndev->telemetry->resets),
 			      NEURON_A_PAD))
 		return -EMSGSIZE;
 	return 0;
@@ -131,7 +131,7 @@ static int neuron_genl_put_core(struct sk_buff *skb,
 		[NEURON_CORE_NR_COUNTERS] = NEURON_A_CORE_TIMEOUTS,
 		[NEURON_CORE_NR_COUNTERS + 1] = NEURON_A_CORE_RESETS,
 	};
-	struct neuron_telemetry *t = &ndev->telemetry;
+	struct neuron_telemetry *t = ndev->telemetry;
 	u64 values[ARRAY_SIZE(types)];
 	int ret;
 
@@ -195,7 +195,7 @@ static int neuron_genl_fill(struct sk_buff *skb, struct neuron_device *ndev,
 		return -EMSGSIZE;
 
 	ret = -EMSGSIZE;
-	if (nla_put_u32(skb, NEURON_A_DEV_INDEX, READ_ONCE(ndev->telemetry.id)))
+	if (nla_put_u32(skb, NEURON_A_DEV_INDEX, READ_ONCE(ndev->telemetry->id)))
 		goto cancel;
 	if (cmd == NEURON_CMD_DEVICE_GET)
 		ret = neuron_genl_put_device(skb, ndev);
@@ -320,7 +320,7 @@ static struct genl_family neuron_genl_family __ro_after_init = {
  * @core: the core concerned, or -1 for the whole device
  *
  * Sends a %NEURON_CMD_EVENT message to the "events" group, if anybody
- * listens. neuron_telemetry_reset_event() calls this for resets and their
+ * listens. neuron_reset_notify() calls this for resets and their
  * causes; call it directly only for events that are not followed by a
  * reset.
  *
@@ -329,7 +329,7 @@ static struct genl_family neuron_genl_family __ro_after_init = {
 void neuron_genl_event(struct neuron_device *ndev,
 		       enum neuron_genl_event_kind kind, int core)
 {
-	int id = READ_ONCE(ndev->telemetry.id);
+	int id = READ_ONCE(ndev->telemetry->id);
 	struct sk_buff *msg;
 	void *hdr;
 
@@ -362,8 +362,8 @@ static void neuron_genl_device_remove(void *arg)
 {
 	struct neuron_device *ndev = arg;
 
-	xa_erase(&neuron_genl_devices, ndev->telemetry.id);
-	WRITE_ONCE(ndev->telemetry.id, -1);
+	xa_erase(&neuron_genl_devices, ndev->telemetry->id);
+	WRITE_ONCE(ndev->telemetry->id, -1);
 }
 
 /**
@@ -384,7 +384,7 @@ int neuron_genl_device_add(struct neuron_device *ndev)
 			      &neuron_genl_next, GFP_KERNEL);
 	if (ret < 0)
 		return ret;
-	WRITE_ONCE(ndev->telemetry.id, id);
+	WRITE_ONCE(ndev->telemetry->id, id);
 	return devm_add_action_or_reset(&ndev->pdev->dev,
 					neuron_genl_device_remove, ndev);
 }

@@ -5,7 +5,7 @@
 #ifndef __NEURON_GENL_H__
 #define __NEURON_GENL_H__
 
-#include "neuron_sysfs.h" /* the UAPI enums */
+#include <drm/neuron_genl.h>
 
 struct neuron_device;
 

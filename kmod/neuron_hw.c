@@ -6,33 +6,40 @@
 #include <linux/iopoll.h>
 #include <linux/pci.h>
 
-#include "neuron_drv.h"
+#include <linux/moduleparam.h>
+
 #include "neuron_hw.h"
+
+unsigned int neuron_reset_timeout_ms = 2000;
+module_param_named(reset_timeout_ms, neuron_reset_timeout_ms, uint, 0644);
+MODULE_PARM_DESC(reset_timeout_ms,
+		 "Time a device reset may take before the device is considered dead, in ms (default: 2000)");
 
 /* Time between two reads of DEV_STATUS while a reset is in progress. */
 #define NEURON_RESET_POLL_US	100
+/* Time between two reads of a register while a core or engine resets. */
+#define NEURON_HW_POLL_US	10
 
 /*
  * Checks that the register BAR belongs to a device speaking our interface.
  * Nothing else of the device may be touched before this succeeded.
  */
-static int neuron_hw_check_magic(struct neuron_device *ndev)
+static int neuron_hw_check_magic(struct neuron_hw *hw)
 {
-	struct neuron_hw *hw = &ndev->hw;
 	u32 magic, version;
 
 	magic = neuron_rd32(hw, NEURON_REG_MAGIC);
 	if (magic != NEURON_MAGIC) {
-		ndev_err(ndev, "bad magic %#010x (expected %#010x)\n",
-			 magic, NEURON_MAGIC);
+		dev_err(hw->dev, "bad magic %#010x (expected %#010x)\n",
+			magic, NEURON_MAGIC);
 		return -ENODEV;
 	}
 
 	version = neuron_rd32(hw, NEURON_REG_VERSION);
 	if (NEURON_VERSION_MAJOR_OF(version) != NEURON_VERSION_MAJOR) {
-		ndev_err(ndev, "unsupported interface version %u.%u (driver: %u.x)\n",
-			 NEURON_VERSION_MAJOR_OF(version),
-			 NEURON_VERSION_MINOR_OF(version), NEURON_VERSION_MAJOR);
+		dev_err(hw->dev, "unsupported interface version %u.%u (driver: %u.x)\n",
+			NEURON_VERSION_MAJOR_OF(version),
+			NEURON_VERSION_MINOR_OF(version), NEURON_VERSION_MAJOR);
 		return -ENODEV;
 	}
 	hw->version = version;
@@ -41,7 +48,7 @@ static int neuron_hw_check_magic(struct neuron_device *ndev)
 
 /**
  * neuron_hw_reset() - reset the whole device and wait for it to finish
- * @ndev: the device
+ * @hw: the device's registers
  *
  * Aborts all jobs and DMA, clears all queue and engine state. Sleeps; waits
  * at most neuron_reset_timeout_ms.
@@ -50,9 +57,8 @@ static int neuron_hw_check_magic(struct neuron_device *ndev)
  * ready to run jobs), -ETIMEDOUT if the reset does not finish, -EIO if the
  * device is in its fatal state afterwards.
  */
-int neuron_hw_reset(struct neuron_device *ndev)
+int neuron_hw_reset(struct neuron_hw *hw)
 {
-	struct neuron_hw *hw = &ndev->hw;
 	u32 status;
 	int ret;
 
@@ -62,14 +68,14 @@ int neuron_hw_reset(struct neuron_device *ndev)
 				 NEURON_RESET_POLL_US,
 				 (u64)neuron_reset_timeout_ms * USEC_PER_MSEC);
 	if (ret) {
-		ndev_err(ndev, "device reset timed out after %u ms (status %#x)\n",
-			 neuron_reset_timeout_ms, status);
+		dev_err(hw->dev, "device reset timed out after %u ms (status %#x)\n",
+			neuron_reset_timeout_ms, status);
 		hw->ready = false;
 		return ret;
 	}
 	if (status & NEURON_DEV_STATUS_FATAL) {
-		ndev_err(ndev, "device is in its fatal state after reset (cause %u)\n",
-			 neuron_rd32(hw, NEURON_REG_FATAL_CAUSE));
+		dev_err(hw->dev, "device is in its fatal state after reset (cause %u)\n",
+			neuron_rd32(hw, NEURON_REG_FATAL_CAUSE));
 		hw->ready = false;
 		return -EIO;
 	}
@@ -77,10 +83,8 @@ int neuron_hw_reset(struct neuron_device *ndev)
 	return 0;
 }
 
-static int neuron_hw_read_identity(struct neuron_device *ndev)
+static int neuron_hw_read_identity(struct neuron_hw *hw, struct pci_dev *pdev)
 {
-	struct neuron_hw *hw = &ndev->hw;
-	struct pci_dev *pdev = ndev->pdev;
 	u64 mem_size;
 
 	hw->vendor = pdev->vendor;
@@ -101,16 +105,16 @@ static int neuron_hw_read_identity(struct neuron_device *ndev)
 
 	if (hw->num_cores > NEURON_MAX_CORES ||
 	    hw->num_dma > NEURON_MAX_DMA_ENGINES) {
-		ndev_err(ndev, "device reports %u cores and %u DMA engines (at most %u and %u)\n",
-			 hw->num_cores, hw->num_dma, NEURON_MAX_CORES,
-			 NEURON_MAX_DMA_ENGINES);
+		dev_err(hw->dev, "device reports %u cores and %u DMA engines (at most %u and %u)\n",
+			hw->num_cores, hw->num_dma, NEURON_MAX_CORES,
+			NEURON_MAX_DMA_ENGINES);
 		return -EIO;
 	}
 	if (mem_size > pci_resource_len(pdev, NEURON_BAR_MEM) ||
 	    mem_size > BIT_ULL(NEURON_ADDR_BITS)) {
-		ndev_err(ndev, "device memory (%llu bytes) exceeds its BAR (%llu bytes)\n",
-			 mem_size,
-			 (u64)pci_resource_len(pdev, NEURON_BAR_MEM));
+		dev_err(hw->dev, "device memory (%llu bytes) exceeds its BAR (%llu bytes)\n",
+			mem_size,
+			(u64)pci_resource_len(pdev, NEURON_BAR_MEM));
 		return -EIO;
 	}
 	hw->mem_size = round_down(mem_size, PAGE_SIZE);
@@ -120,15 +124,16 @@ static int neuron_hw_read_identity(struct neuron_device *ndev)
 /* Stops the device on unbind: no DMA or interrupt may follow. */
 static void neuron_hw_fini(void *arg)
 {
-	struct neuron_device *ndev = arg;
+	struct neuron_hw *hw = arg;
 
-	neuron_wr32(&ndev->hw, NEURON_REG_IRQ_MASK, ~0u);
-	neuron_hw_reset(ndev);
+	neuron_wr32(hw, NEURON_REG_IRQ_MASK, ~0u);
+	neuron_hw_reset(hw);
 }
 
 /**
  * neuron_hw_init() - identify, reset and describe the device
- * @ndev: the device, with &neuron_hw.regs mapped and nothing else set up
+ * @hw: the register interface, with @hw->regs mapped and nothing else set up
+ * @pdev: the PCI function
  *
  * Checks the magic and interface version before anything else, then
  * resets the device to a known state with all interrupts masked and reads
@@ -137,38 +142,57 @@ static void neuron_hw_fini(void *arg)
  *
  * Return: 0 or a negative errno; -ENODEV for a device we do not speak to.
  */
-int neuron_hw_init(struct neuron_device *ndev)
+int neuron_hw_init(struct neuron_hw *hw, struct pci_dev *pdev)
 {
-	struct neuron_hw *hw = &ndev->hw;
 	int ret;
 
-	ret = neuron_hw_check_magic(ndev);
+	hw->dev = &pdev->dev;
+	ret = neuron_hw_check_magic(hw);
 	if (ret)
 		return ret;
 
 	neuron_wr32(hw, NEURON_REG_IRQ_MASK, ~0u);
-	ret = neuron_hw_reset(ndev);
+	ret = neuron_hw_reset(hw);
 	if (ret)
 		return ret;
 	neuron_wr32(hw, NEURON_REG_IRQ_STATUS, ~0u);
 
-	ret = devm_add_action_or_reset(&ndev->pdev->dev, neuron_hw_fini, ndev);
+	ret = devm_add_action_or_reset(&pdev->dev, neuron_hw_fini, hw);
 	if (ret)
 		return ret;
 
-	ret = neuron_hw_read_identity(ndev);
+	ret = neuron_hw_read_identity(hw, pdev);
 	if (ret)
 		return ret;
 
 	if (!hw->ready)
-		ndev_warn(ndev, "device is not ready after reset (status %#x): no jobs can run\n",
-			  neuron_rd32(hw, NEURON_REG_DEV_STATUS));
+		dev_warn(hw->dev, "device is not ready after reset (status %#x): no jobs can run\n",
+			 neuron_rd32(hw, NEURON_REG_DEV_STATUS));
 
-	ndev_info(ndev, "interface %u.%u, firmware %u.%u, %u cores, %u DMA engines, %llu MiB device memory\n",
-		  NEURON_VERSION_MAJOR_OF(hw->version),
-		  NEURON_VERSION_MINOR_OF(hw->version),
-		  NEURON_VERSION_MAJOR_OF(hw->fw_version),
-		  NEURON_VERSION_MINOR_OF(hw->fw_version),
-		  hw->num_cores, hw->num_dma, hw->mem_size >> 20);
+	dev_info(hw->dev, "interface %u.%u, firmware %u.%u, %u cores, %u DMA engines, %llu MiB device memory\n",
+		 NEURON_VERSION_MAJOR_OF(hw->version),
+		 NEURON_VERSION_MINOR_OF(hw->version),
+		 NEURON_VERSION_MAJOR_OF(hw->fw_version),
+		 NEURON_VERSION_MINOR_OF(hw->fw_version),
+		 hw->num_cores, hw->num_dma, hw->mem_size >> 20);
 	return 0;
+}
+
+/**
+ * neuron_hw_poll_clear() - wait for a self-clearing bit to clear
+ * @hw: the device's registers
+ * @reg: register offset
+ * @bit: the bit that reads 1 while the operation (a reset) runs
+ *
+ * Sleeps; waits at most neuron_reset_timeout_ms.
+ *
+ * Return: 0 or -ETIMEDOUT.
+ */
+int neuron_hw_poll_clear(struct neuron_hw *hw, u32 reg, u32 bit)
+{
+	u32 val;
+
+	return readl_poll_timeout(hw->regs + reg, val, !(val & bit),
+				  NEURON_HW_POLL_US,
+				  (u64)neuron_reset_timeout_ms * USEC_PER_MSEC);
 }

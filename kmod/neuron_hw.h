@@ -8,11 +8,15 @@
 #include <linux/io.h>
 #include <linux/types.h>
 
-struct neuron_device;
+#include "neuron_regs.h"
+
+struct device;
+struct pci_dev;
 
 /**
  * struct neuron_hw - the device's register interface and identity
  * @regs: register BAR mapping
+ * @dev: the PCI function's device, for messages
  * @vendor: PCI vendor ID
  * @device: PCI device ID
  * @revision: PCI revision ID
@@ -29,11 +33,14 @@ struct neuron_device;
  * @clock_mhz: core clock
  * @mem_size: bytes of device memory, page aligned
  * @ready: the device reported READY after its last reset
+ * @irq_enabled: IRQ_STATUS bits of the interrupts the driver handles,
+ *	unmasked while it is bound (set when the vectors are requested)
  *
  * Everything but @ready is read once at probe and constant afterwards.
  */
 struct neuron_hw {
 	void __iomem *regs;
+	struct device *dev;
 	u16 vendor;
 	u16 device;
 	u8 revision;
@@ -49,6 +56,7 @@ struct neuron_hw {
 	u32 clock_mhz;
 	u64 mem_size;
 	bool ready;
+	u32 irq_enabled;
 };
 
 static inline u32 neuron_rd32(struct neuron_hw *hw, u32 reg)
@@ -69,7 +77,10 @@ static inline u64 neuron_rd64(struct neuron_hw *hw, u32 reg_lo)
 	return lo | (u64)neuron_rd32(hw, reg_lo + 4) << 32;
 }
 
-int neuron_hw_init(struct neuron_device *ndev);
-int neuron_hw_reset(struct neuron_device *ndev);
+extern unsigned int neuron_reset_timeout_ms;
+
+int neuron_hw_init(struct neuron_hw *hw, struct pci_dev *pdev);
+int neuron_hw_reset(struct neuron_hw *hw);
+int neuron_hw_poll_clear(struct neuron_hw *hw, u32 reg, u32 bit);
 
 #endif /* __NEURON_HW_H__ */

@@ -8,14 +8,15 @@
  * its bit, so that a new event raises the vector again, and wakes its
  * thread, which does the work in process context.
  */
+#include <drm/drm_managed.h>
 #include <linux/interrupt.h>
 #include <linux/pci.h>
 
 #include "neuron_drv.h"
 #include "neuron_hw.h"
 #include "neuron_irq.h"
-#include "neuron_dma.h"
-#include "neuron_job.h"
+#include "neuron_reset.h"
+#include "neuron_ring.h"
 
 static irqreturn_t neuron_irq_handler(int irq, void *arg)
 {
@@ -64,14 +65,13 @@ static irqreturn_t neuron_irq_thread(int irq, void *arg)
 
 	switch (vec->source) {
 	case NEURON_IRQ_SRC_QUEUE:
-		neuron_queue_irq(ndev, vec->index);
-		break;
 	case NEURON_IRQ_SRC_DMA:
-		neuron_dma_irq(ndev, vec->index);
+		if (READ_ONCE(ndev->exec->ready))
+			neuron_ring_irq(vec->ring);
 		break;
 	case NEURON_IRQ_SRC_ERROR:
 		neuron_irq_error(ndev);
-		neuron_exec_error_irq(ndev);
+		neuron_reset_error_irq(ndev);
 		break;
 	}
 	return IRQ_HANDLED;
@@ -98,12 +98,14 @@ static void neuron_irq_describe(struct neuron_device *ndev,
 		vec->source = NEURON_IRQ_SRC_QUEUE;
 		vec->index = nr - NEURON_MSIX_QUEUE(0);
 		vec->status_bit = NEURON_IRQ_QUEUE(vec->index);
+		vec->ring = neuron_exec_core(ndev->exec, vec->index);
 		snprintf(vec->name, sizeof(vec->name), "neuron-q%u@%s",
 			 vec->index, dev_name);
 	} else if (nr < NEURON_MSIX_ERROR(cores, ndma)) {
 		vec->source = NEURON_IRQ_SRC_DMA;
 		vec->index = nr - NEURON_MSIX_DMA(cores, 0);
 		vec->status_bit = NEURON_IRQ_DMA(vec->index);
+		vec->ring = neuron_exec_dma(ndev->exec, vec->index);
 		snprintf(vec->name, sizeof(vec->name), "neuron-dma%u@%s",
 			 vec->index, dev_name);
 	} else {
@@ -117,7 +119,8 @@ static void neuron_irq_describe(struct neuron_device *ndev,
 
 /**
  * neuron_irq_init() - allocate the MSI-X vectors and request their handlers
- * @ndev: the device, identified and reset, with all interrupts masked
+ * @ndev: the device, identified and reset, with all interrupts masked, its
+ *	rings set up
  *
  * All resources are device-managed; on unbind the interrupts are masked
  * first, then the handlers and vectors are freed.
@@ -127,9 +130,14 @@ static void neuron_irq_describe(struct neuron_device *ndev,
 int neuron_irq_init(struct neuron_device *ndev)
 {
 	struct pci_dev *pdev = ndev->pdev;
-	struct neuron_irq *nirq = &ndev->irq;
+	struct neuron_irq *nirq;
 	unsigned int count, i;
 	int ret;
+
+	nirq = drmm_kzalloc(&ndev->drm, sizeof(*nirq), GFP_KERNEL);
+	if (!nirq)
+		return -ENOMEM;
+	ndev->irq = nirq;
 
 	count = NEURON_MSIX_COUNT(ndev->hw.num_cores, ndev->hw.num_dma);
 	nirq->vectors = devm_kcalloc(&pdev->dev, count, sizeof(*nirq->vectors),
@@ -161,14 +169,14 @@ int neuron_irq_init(struct neuron_device *ndev)
 				 vec->irq, vec->name, ret);
 			return ret;
 		}
-		nirq->enabled |= vec->status_bit;
+		ndev->hw.irq_enabled |= vec->status_bit;
 	}
 
 	ret = devm_add_action_or_reset(&pdev->dev, neuron_irq_fini, ndev);
 	if (ret)
 		return ret;
 
-	neuron_wr32(&ndev->hw, NEURON_REG_IRQ_STATUS, nirq->enabled);
-	neuron_wr32(&ndev->hw, NEURON_REG_IRQ_MASK, ~nirq->enabled);
+	neuron_wr32(&ndev->hw, NEURON_REG_IRQ_STATUS, ndev->hw.irq_enabled);
+	neuron_wr32(&ndev->hw, NEURON_REG_IRQ_MASK, ~ndev->hw.irq_enabled);
 	return 0;
 }

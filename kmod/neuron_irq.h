@@ -8,6 +8,7 @@
 #include <linux/types.h>
 
 struct neuron_device;
+struct neuron_ring;
 
 /**
  * enum neuron_irq_source - what an MSI-X vector signals
@@ -27,6 +28,7 @@ enum neuron_irq_source {
  * @source: what the vector signals
  * @index: core or DMA engine index (0 for the error vector)
  * @status_bit: the vector's NEURON_IRQ_* bit in IRQ_STATUS and IRQ_MASK
+ * @ring: the core queue or DMA engine it signals (NULL for errors)
  * @irq: Linux IRQ number
  * @name: name shown in /proc/interrupts
  */
@@ -35,6 +37,7 @@ struct neuron_irq_vector {
 	enum neuron_irq_source source;
 	u32 index;
 	u32 status_bit;
+	struct neuron_ring *ring;
 	int irq;
 	char name[32];
 };
@@ -43,12 +46,10 @@ struct neuron_irq_vector {
  * struct neuron_irq - the device's interrupts
  * @vectors: NEURON_MSIX_COUNT() vectors, in MSI-X table order
  * @count: entries in @vectors
- * @enabled: IRQ_STATUS bits of all vectors (unmasked while bound)
  */
 struct neuron_irq {
 	struct neuron_irq_vector *vectors;
 	unsigned int count;
-	u32 enabled;
 };
 
 int neuron_irq_init(struct neuron_device *ndev);

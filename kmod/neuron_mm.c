@@ -9,7 +9,6 @@
  */
 #include <drm/drm_managed.h>
 
-#include "neuron_drv.h"
 #include "neuron_mm.h"
 
 static void neuron_mm_fini(struct drm_device *drm, void *arg)
@@ -22,23 +21,24 @@ static void neuron_mm_fini(struct drm_device *drm, void *arg)
 
 /**
  * neuron_mm_init() - set up the allocator for the device's memory
- * @ndev: the device, with &neuron_hw.mem_size read
+ * @drm: the DRM device whose lifetime bounds the allocator
+ * @nmm: the allocator, zeroed
+ * @size: bytes of device memory
  *
  * Return: 0 or a negative errno.
  */
-int neuron_mm_init(struct neuron_device *ndev)
+int neuron_mm_init(struct drm_device *drm, struct neuron_mm *nmm, u64 size)
 {
-	struct neuron_mm *nmm = &ndev->mm;
 	int ret;
 
-	ret = drmm_mutex_init(&ndev->drm, &nmm->lock);
+	ret = drmm_mutex_init(drm, &nmm->lock);
 	if (ret)
 		return ret;
 
-	nmm->size = ndev->hw.mem_size;
+	nmm->size = size;
 	if (nmm->size)
 		drm_mm_init(&nmm->mm, 0, nmm->size);
-	return drmm_add_action_or_reset(&ndev->drm, neuron_mm_fini, nmm);
+	return drmm_add_action_or_reset(drm, neuron_mm_fini, nmm);
 }
 
 /**

@@ -9,7 +9,7 @@
 #include <linux/mutex.h>
 #include <linux/types.h>
 
-struct neuron_device;
+struct drm_device;
 
 /**
  * struct neuron_mm - allocator of device memory
@@ -31,7 +31,7 @@ struct neuron_mm {
 	u32 allocations;
 };
 
-int neuron_mm_init(struct neuron_device *ndev);
+int neuron_mm_init(struct drm_device *drm, struct neuron_mm *nmm, u64 size);
 int neuron_mm_alloc(struct neuron_mm *nmm, struct drm_mm_node *node, u64 size);
 void neuron_mm_free(struct neuron_mm *nmm, struct drm_mm_node *node);
 

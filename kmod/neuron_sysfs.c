@@ -1,269 +1,33 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * neuron: telemetry of devices and of open files.
+ * neuron: sysfs attributes of devices and fdinfo of open files.
  *
  * Per device, a ``neuron`` directory in the PCI device's sysfs directory
  * holds the device's identity, memory use, state and reset count, with one
  * ``core<N>`` and one ``dma<N>`` subdirectory per core and DMA engine for
  * their counters (docs/telemetry.md). Attribute groups nest only one level,
- * so the directories are kobjects, each with static default groups.
+ * so the directories are kobjects, each with static default groups. The
+ * values come from neuron_telemetry.c.
  *
  * Per open file, show_fdinfo adds the drm-usage-stats keys of the file's
  * engines (busy time per core) and memory regions (device, host).
- *
- * Counters live in the device and are read between drm_dev_enter() and
- * drm_dev_exit(): once the device is unplugged, reads fail with -ENODEV.
- * A device reset zeroes them; the driver adds what they had reached, so
- * users see counters that only grow while the device is bound.
  */
 #include <drm/drm_drv.h>
 #include <drm/drm_file.h>
 #include <drm/drm_gem.h>
-#include <drm/drm_managed.h>
 #include <drm/drm_print.h>
 #include <drm/neuron_accel.h>
 #include <linux/device.h>
 #include <linux/kobject.h>
-#include <linux/mutex.h>
 #include <linux/slab.h>
 #include <linux/sysfs.h>
 
+#include "neuron_client.h"
 #include "neuron_drv.h"
+#include "neuron_exec.h"
 #include "neuron_gem.h"
-#include "neuron_genl.h"
-#include "neuron_job.h"
 #include "neuron_sysfs.h"
-#include "neuron_trace.h"
-
-static const u32 neuron_core_counter_regs[NEURON_CORE_NR_COUNTERS] = {
-	[NEURON_CORE_BUSY_NS] = NEURON_Q_CNT_BUSY_NS_LO,
-	[NEURON_CORE_INSTR] = NEURON_Q_CNT_INSTR_LO,
-	[NEURON_CORE_FLOPS] = NEURON_Q_CNT_FLOPS_LO,
-	[NEURON_CORE_DMA_BYTES] = NEURON_Q_CNT_DMA_BYTES_LO,
-	[NEURON_CORE_JOBS] = NEURON_Q_CNT_JOBS_LO,
-	[NEURON_CORE_FAULTS] = NEURON_Q_CNT_FAULTS_LO,
-};
-
-static const u32 neuron_dma_counter_regs[NEURON_DMA_NR_COUNTERS] = {
-	[NEURON_DMA_BYTES] = NEURON_DMA_CNT_BYTES_LO,
-	[NEURON_DMA_DESCS] = NEURON_DMA_CNT_DESCS_LO,
-	[NEURON_DMA_ERRORS] = NEURON_DMA_CNT_ERRORS_LO,
-};
-
-/*
- * Reads @n 64-bit counters at @base + @regs[i] into @values, each plus
- * @saved[i], what the counter had reached before the last device reset.
- */
-static int neuron_telemetry_read(struct neuron_device *ndev, u32 base,
-				 const u32 *regs, const u64 *saved,
-				 unsigned int n, u64 *values)
-{
-	struct neuron_telemetry *t = &ndev->telemetry;
-	unsigned int i;
-	int idx;
-
-	if (!drm_dev_enter(&ndev->drm, &idx))
-		return -ENODEV;
-	mutex_lock(&t->counter_lock);
-	for (i = 0; i < n; i++)
-		values[i] = saved[i] + neuron_rd64(&ndev->hw, base + regs[i]);
-	mutex_unlock(&t->counter_lock);
-	drm_dev_exit(idx);
-	return 0;
-}
-
-/**
- * neuron_telemetry_core_counters() - read the counters of one core
- * @ndev: the device
- * @core: core index, < &neuron_hw.num_cores
- * @values: receives %NEURON_CORE_NR_COUNTERS values, by &enum
- *	neuron_core_counter
- *
- * Return: 0, -EINVAL for a core the device does not have, or -ENODEV once
- * the device is unplugged.
- */
-int neuron_telemetry_core_counters(struct neuron_device *ndev, u32 core,
-				   u64 *values)
-{
-	if (core >= ndev->hw.num_cores)
-		return -EINVAL;
-	return neuron_telemetry_read(ndev, NEURON_QUEUE_BASE(core),
-				     neuron_core_counter_regs,
-				     ndev->telemetry.core_saved[core],
-				     NEURON_CORE_NR_COUNTERS, values);
-}
-
-/**
- * neuron_telemetry_dma_counters() - read the counters of one DMA engine
- * @ndev: the device
- * @engine: engine index, < &neuron_hw.num_dma
- * @values: receives %NEURON_DMA_NR_COUNTERS values, by &enum
- *	neuron_dma_counter
- *
- * Return: 0, -EINVAL for an engine the device does not have, or -ENODEV
- * once the device is unplugged.
- */
-int neuron_telemetry_dma_counters(struct neuron_device *ndev, u32 engine,
-				  u64 *values)
-{
-	if (engine >= ndev->hw.num_dma)
-		return -EINVAL;
-	return neuron_telemetry_read(ndev, NEURON_DMA_BASE(engine),
-				     neuron_dma_counter_regs,
-				     ndev->telemetry.dma_saved[engine],
-				     NEURON_DMA_NR_COUNTERS, values);
-}
-
-/**
- * neuron_telemetry_reset_device() - reset the device, keeping its counters
- * @ndev: the device, present (the caller is inside drm_dev_enter())
- *
- * A device reset restarts the hardware counters from zero. What they had
- * reached is added to the values saved for them first, so that sysfs and
- * netlink report counters that never go back; readers wait for the reset.
- *
- * Return: as neuron_hw_reset().
- */
-int neuron_telemetry_reset_device(struct neuron_device *ndev)
-{
-	struct neuron_telemetry *t = &ndev->telemetry;
-	struct neuron_hw *hw = &ndev->hw;
-	unsigned int i, k;
-	int ret;
-
-	mutex_lock(&t->counter_lock);
-	for (i = 0; i < hw->num_cores; i++)
-		for (k = 0; k < NEURON_CORE_NR_COUNTERS; k++)
-			t->core_saved[i][k] +=
-				neuron_rd64(hw, NEURON_QUEUE_BASE(i) +
-					    neuron_core_counter_regs[k]);
-	for (i = 0; i < hw->num_dma; i++)
-		for (k = 0; k < NEURON_DMA_NR_COUNTERS; k++)
-			t->dma_saved[i][k] +=
-				neuron_rd64(hw, NEURON_DMA_BASE(i) +
-					    neuron_dma_counter_regs[k]);
-	ret = neuron_hw_reset(ndev);
-	mutex_unlock(&t->counter_lock);
-	return ret;
-}
-
-/**
- * neuron_telemetry_state() - the device's state as reported to users
- * @ndev: the device
- * @state: receives the state
- *
- * Return: 0, or -ENODEV once the device is unplugged.
- */
-int neuron_telemetry_state(struct neuron_device *ndev,
-			   enum neuron_genl_state *state)
-{
-	u32 status;
-	int idx;
-
-	if (!drm_dev_enter(&ndev->drm, &idx))
-		return -ENODEV;
-	status = neuron_rd32(&ndev->hw, NEURON_REG_DEV_STATUS);
-	drm_dev_exit(idx);
-
-	if (status & NEURON_DEV_STATUS_FATAL)
-		*state = NEURON_GENL_STATE_FAILED;
-	else if (status & NEURON_DEV_STATUS_RESETTING)
-		*state = NEURON_GENL_STATE_RESETTING;
-	else if ((status & NEURON_DEV_STATUS_READY) && READ_ONCE(ndev->hw.ready))
-		*state = NEURON_GENL_STATE_READY;
-	else
-		*state = NEURON_GENL_STATE_FAILED;
-	return 0;
-}
-
-/**
- * neuron_telemetry_state_name() - the sysfs name of a device state
- * @state: the state
- *
- * Return: ``ready``, ``resetting`` or ``failed``.
- */
-const char *neuron_telemetry_state_name(enum neuron_genl_state state)
-{
-	switch (state) {
-	case NEURON_GENL_STATE_READY:
-		return "ready";
-	case NEURON_GENL_STATE_RESETTING:
-		return "resetting";
-	default:
-		return "failed";
-	}
-}
-
-/**
- * neuron_telemetry_reset_event() - account for a core or device reset
- * @ndev: the device
- * @core: the core that was reset, or -1 for a reset of the whole device
- * @reason: why
- *
- * Called by the execution code after each reset it performed (and by the
- * debugfs reset knob). Counts the reset (and, for %NEURON_RESET_TIMEOUT, the
- * timeout), emits the neuron_reset tracepoint and multicasts a
- * %NEURON_EVENT_HANG, %NEURON_EVENT_ERROR or %NEURON_EVENT_FATAL event for
- * the cause followed by a %NEURON_EVENT_RESET event on the generic netlink
- * ``events`` group. A device reset counts as a reset of every core.
- *
- * Context: any context; does not sleep.
- */
-void neuron_telemetry_reset_event(struct neuron_device *ndev, int core,
-				  enum neuron_reset_reason reason)
-{
-	struct neuron_telemetry *t = &ndev->telemetry;
-	u32 i;
-
-	if (core >= (int)ndev->hw.num_cores)
-		core = -1;
-
-	atomic64_inc(&t->resets);
-	if (core >= 0) {
-		atomic64_inc(&t->core_resets[core]);
-		if (reason == NEURON_RESET_TIMEOUT)
-			atomic64_inc(&t->core_timeouts[core]);
-	} else {
-		for (i = 0; i < ndev->hw.num_cores; i++)
-			atomic64_inc(&t->core_resets[i]);
-	}
-	trace_neuron_reset(ndev, core, reason);
-
-	switch (reason) {
-	case NEURON_RESET_TIMEOUT:
-		neuron_genl_event(ndev, NEURON_EVENT_HANG, core);
-		break;
-	case NEURON_RESET_ERROR:
-		neuron_genl_event(ndev, NEURON_EVENT_ERROR, core);
-		break;
-	case NEURON_RESET_FATAL:
-		neuron_genl_event(ndev, NEURON_EVENT_FATAL, core);
-		break;
-	case NEURON_RESET_DEBUG:
-		break;
-	}
-	neuron_genl_event(ndev, NEURON_EVENT_RESET, core);
-}
-
-/**
- * neuron_telemetry_init() - initialize the telemetry state of a device
- * @ndev: the device
- *
- * Before anything can report a reset: early in probe.
- *
- * Return: 0 or a negative errno.
- */
-int neuron_telemetry_init(struct neuron_device *ndev)
-{
-	struct neuron_telemetry *t = &ndev->telemetry;
-
-	t->id = -1;
-	return drmm_mutex_init(&ndev->drm, &t->counter_lock);
-}
-
-/* ------------------------------------------------------------------------
- * sysfs
- */
+#include "neuron_telemetry.h"
 
 /**
  * struct neuron_sysfs_dir - a directory of the device's sysfs tree
@@ -320,7 +84,7 @@ static ssize_t host_memory_mapped_show(struct kobject *kobj,
 {
 	struct neuron_device *ndev = to_neuron_sysfs_dir(kobj)->ndev;
 
-	return sysfs_emit(buf, "%lld\n", atomic64_read(&ndev->telemetry.host_mapped));
+	return sysfs_emit(buf, "%lld\n", atomic64_read(&ndev->telemetry->host_mapped));
 }
 
 /* Pinned host memory and its limits are the driver's, the same on every device. */
@@ -378,7 +142,7 @@ static ssize_t reset_count_show(struct kobject *kobj,
 {
 	struct neuron_device *ndev = to_neuron_sysfs_dir(kobj)->ndev;
 
-	return sysfs_emit(buf, "%lld\n", atomic64_read(&ndev->telemetry.resets));
+	return sysfs_emit(buf, "%lld\n", atomic64_read(&ndev->telemetry->resets));
 }
 
 static struct kobj_attribute neuron_attr_cores = __ATTR_RO(cores);
@@ -465,7 +229,7 @@ static ssize_t timeouts_show(struct kobject *kobj, struct kobj_attribute *attr,
 	struct neuron_sysfs_dir *dir = to_neuron_sysfs_dir(kobj);
 
 	return sysfs_emit(buf, "%lld\n",
-			  atomic64_read(&dir->ndev->telemetry.core_timeouts[dir->index]));
+			  atomic64_read(&dir->ndev->telemetry->core_timeouts[dir->index]));
 }
 
 static ssize_t resets_show(struct kobject *kobj, struct kobj_attribute *attr,
@@ -474,7 +238,7 @@ static ssize_t resets_show(struct kobject *kobj, struct kobj_attribute *attr,
 	struct neuron_sysfs_dir *dir = to_neuron_sysfs_dir(kobj);
 
 	return sysfs_emit(buf, "%lld\n",
-			  atomic64_read(&dir->ndev->telemetry.core_resets[dir->index]));
+			  atomic64_read(&dir->ndev->telemetry->core_resets[dir->index]));
 }
 
 static NEURON_COUNTER_ATTR(core, busy_ns, NEURON_CORE_BUSY_NS);
@@ -579,7 +343,7 @@ static void neuron_sysfs_fini(void *arg)
  */
 int neuron_sysfs_init(struct neuron_device *ndev)
 {
-	struct neuron_telemetry *t = &ndev->telemetry;
+	struct neuron_telemetry *t = ndev->telemetry;
 	struct kobject *kobj;
 	char name[16];
 	u32 i;
@@ -620,7 +384,7 @@ int neuron_sysfs_init(struct neuron_device *ndev)
 /* Busy time of the file's jobs on @core, accounted at job completion. */
 static u64 neuron_fdinfo_busy_ns(struct neuron_file *nfile, u32 core)
 {
-	struct neuron_client *client = nfile->exec.client;
+	struct neuron_client *client = nfile->exec->client;
 
 	return client ? atomic64_read(&client->busy_ns[core]) : 0;
 }

@@ -69,21 +69,16 @@ TRACE_EVENT(neuron_timeout,
 );
 
 TRACE_EVENT(neuron_reset,
-	    TP_PROTO(struct neuron_device *ndev, int core, u32 reason),
+	    TP_PROTO(struct neuron_device *ndev, int core, const char *reason),
 	    TP_ARGS(ndev, core, reason),
 	    TP_STRUCT__entry(__string(dev, dev_name(ndev->drm.dev))
 			     __field(int, core)
-			     __field(u32, reason)),
+			     __string(reason, reason)),
 	    TP_fast_assign(__assign_str(dev);
 			   __entry->core = core;
-			   __entry->reason = reason;),
+			   __assign_str(reason);),
 	    TP_printk("dev=%s core=%d reason=%s", __get_str(dev),
-		      __entry->core,
-		      __print_symbolic(__entry->reason,
-				       { NEURON_RESET_TIMEOUT, "timeout" },
-				       { NEURON_RESET_ERROR, "error" },
-				       { NEURON_RESET_FATAL, "fatal" },
-				       { NEURON_RESET_DEBUG, "debug" }))
+		      __entry->core, __get_str(reason))
 );
 
 DECLARE_EVENT_CLASS(neuron_copy_class,

@@ -35,6 +35,16 @@ wait_node() {
 	done
 }
 
+# Sets $sum to the sum of the counters in the sysfs files "$@" (builtins
+# only: on the debug kernel every program started costs seconds).
+counter_sum() {
+	sum=0
+	for file in "$@"; do
+		read -r value <"$file"
+		sum=$((sum + value))
+	done
+}
+
 # Unbind under an open file (and an mmapped host buffer held by python).
 python3 - "$bdf" <<'PY'
 import ctypes, fcntl, mmap, os, struct, sys
@@ -70,13 +80,35 @@ say "unbind/bind with an open file: ok"
 # 16 MiB copies on the DMA engines in another. Both must end (their waits
 # fail, nothing hangs, no signal), and the rebound device must work.
 if [ -n "$bench" ]; then
+	sys=/sys/bus/pci/devices/$bdf/neuron
+	counter_sum "$sys"/core*/jobs
+	jobs_before=$sum
+	counter_sum "$sys"/dma*/bytes
+	bytes_before=$sum
 	"$bench" --sections submit --max-depth 64 --repeat 1000 >load-jobs.log 2>&1 &
 	jobs_pid=$!
 	"$bench" --sections dma --min-copy 16M --max-copy 16M --repeat 1000 >load-copies.log 2>&1 &
 	copies_pid=$!
-	sleep 3
-	kill -0 $jobs_pid && kill -0 $copies_pid ||
-		{ say "the load ended before the unbind"; cat load-*.log; exit 1; }
+	# Unbind once both processes have reached the device (the cores'
+	# job counters and the engines' byte counters have grown), however
+	# long they take to start on a slow kernel.
+	read -r up _ </proc/uptime
+	started=${up%.*}
+	deadline=$((started + 300))
+	while :; do
+		kill -0 $jobs_pid && kill -0 $copies_pid ||
+			{ say "the load ended before the unbind"; cat load-*.log; exit 1; }
+		read -r up _ </proc/uptime
+		counter_sum "$sys"/core*/jobs
+		jobs_done=$((sum - jobs_before))
+		counter_sum "$sys"/dma*/bytes
+		bytes_done=$((sum - bytes_before))
+		[ $jobs_done -gt 0 ] && [ $bytes_done -gt 0 ] && break
+		[ "${up%.*}" -lt $deadline ] ||
+			{ say "the load did not reach the device in 300 s ($jobs_done jobs, $bytes_done bytes copied)"; cat load-*.log; exit 1; }
+		sleep 0.1
+	done
+	say "the load reached the device in $((${up%.*} - started)) s"
 	echo "$bdf" >"$drv/unbind"
 	for pid in $jobs_pid $copies_pid; do
 		tries=0

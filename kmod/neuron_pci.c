@@ -16,21 +16,17 @@
 #include <linux/pci.h>
 
 #include "neuron_compat.h"
+#include "neuron_debugfs.h"
 #include "neuron_drv.h"
+#include "neuron_exec.h"
 #include "neuron_gem.h"
+#include "neuron_genl.h"
 #include "neuron_hw.h"
 #include "neuron_irq.h"
-#include "neuron_dma.h"
-#include "neuron_job.h"
 #include "neuron_mm.h"
-#include "neuron_debugfs.h"
-#include "neuron_genl.h"
+#include "neuron_submit.h"
 #include "neuron_sysfs.h"
-
-unsigned int neuron_reset_timeout_ms = 2000;
-module_param_named(reset_timeout_ms, neuron_reset_timeout_ms, uint, 0644);
-MODULE_PARM_DESC(reset_timeout_ms,
-		 "Time a device reset may take before the device is considered dead, in ms (default: 2000)");
+#include "neuron_telemetry.h"
 
 /* The UAPI capability bits are the device's. */
 static_assert(DRM_NEURON_CAP_FP32 == NEURON_CAP_FP32);
@@ -46,14 +42,15 @@ static_assert(DRM_NEURON_CAP_CORE_RESET == NEURON_CAP_CORE_RESET);
 static int neuron_open(struct drm_device *drm, struct drm_file *file)
 {
 	struct neuron_file *nfile;
-	int ret;
 
 	nfile = kzalloc(sizeof(*nfile), GFP_KERNEL);
 	if (!nfile)
 		return -ENOMEM;
 	nfile->ndev = to_neuron_device(drm);
-	ret = neuron_exec_file_init(nfile->ndev, &nfile->exec);
-	if (ret) {
+	nfile->exec = neuron_exec_file_open(nfile->ndev);
+	if (IS_ERR(nfile->exec)) {
+		int ret = PTR_ERR(nfile->exec);
+
 		kfree(nfile);
 		return ret;
 	}
@@ -65,7 +62,7 @@ static void neuron_postclose(struct drm_device *drm, struct drm_file *file)
 {
 	struct neuron_file *nfile = to_neuron_file(file);
 
-	neuron_exec_file_fini(&nfile->exec);
+	neuron_exec_file_close(nfile->exec);
 	kfree(nfile);
 }
 
@@ -256,7 +253,7 @@ static int neuron_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (IS_ERR(ndev->hw.regs))
 		return PTR_ERR(ndev->hw.regs);
 
-	ret = neuron_hw_init(ndev);
+	ret = neuron_hw_init(&ndev->hw, pdev);
 	if (ret)
 		return ret;
 
@@ -270,7 +267,7 @@ static int neuron_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		return ret;
 	pci_set_master(pdev);
 
-	ret = neuron_mm_init(ndev);
+	ret = neuron_mm_init(&ndev->drm, &ndev->mm, ndev->hw.mem_size);
 	if (ret)
 		return ret;
 

@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * neuron: hardware fences.
+ *
+ * Each ring (core queue or DMA engine) has one fence context; run_job()
+ * gives a job a fence of its ring's context the first time it runs, and
+ * the same fence when an innocent job runs again after a reset. It is
+ * signalled under the ring's lock: by the completion interrupt, by a
+ * reset, or when the device goes away.
+ */
+#include <linux/dma-fence.h>
+#include <linux/slab.h>
+#include <linux/spinlock.h>
+
+#include "neuron_drv.h"
+#include "neuron_fence.h"
+
+/**
+ * struct neuron_fence - fence signalled when the hardware is done
+ * @base: the fence; first member, freed with dma_fence_free()
+ * @lock: the fence's lock
+ */
+struct neuron_fence {
+	struct dma_fence base;
+	spinlock_t lock; /* see dma_fence_init() */
+};
+
+static const char *neuron_fence_get_driver_name(struct dma_fence *fence)
+{
+	return DRIVER_NAME;
+}
+
+static const char *neuron_fence_get_timeline_name(struct dma_fence *fence)
+{
+	return "neuron-hw";
+}
+
+static const struct dma_fence_ops neuron_fence_ops = {
+	.get_driver_name = neuron_fence_get_driver_name,
+	.get_timeline_name = neuron_fence_get_timeline_name,
+};
+
+/**
+ * neuron_fence_create() - a new, unsignalled hardware fence
+ * @context: the ring's fence context
+ * @seqno: the next seqno on @context
+ *
+ * Return: the fence (one reference) or NULL.
+ */
+struct dma_fence *neuron_fence_create(u64 context, u64 seqno)
+{
+	struct neuron_fence *fence;
+
+	fence = kzalloc(sizeof(*fence), GFP_KERNEL);
+	if (!fence)
+		return NULL;
+	spin_lock_init(&fence->lock);
+	dma_fence_init(&fence->base, &neuron_fence_ops, &fence->lock, context,
+		       seqno);
+	return &fence->base;
+}
+
+/**
+ * neuron_fence_signal() - signal a hardware fence once
+ * @fence: the fence, or NULL (a job that never ran)
+ * @error: 0 or the negative errno the fence reports
+ *
+ * A fence that already signalled keeps its first result.
+ */
+void neuron_fence_signal(struct dma_fence *fence, int error)
+{
+	if (!fence || dma_fence_is_signaled(fence))
+		return;
+	if (error)
+		dma_fence_set_error(fence, error);
+	dma_fence_signal(fence);
+}

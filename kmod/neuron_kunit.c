@@ -1,0 +1,231 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * neuron: KUnit tests of the driver's pure functions: the fence error of a
+ * completion status, the SG walk behind host bindings, the span walkers
+ * that split copies, and the binding table a job hands to the device.
+ *
+ * Built as neuron_kunit.ko for kernels with CONFIG_KUNIT; the functions
+ * come from neuron.ko (EXPORT_SYMBOL_IF_KUNIT). The SG tables here are
+ * written by hand: only their DMA addresses and lengths are read.
+ */
+#include <kunit/test.h>
+#include <linux/module.h>
+#include <linux/scatterlist.h>
+
+#include "neuron_compat.h"
+#include "neuron_queue.h"
+#include "neuron_regs.h"
+#include "neuron_submit.h"
+
+/* Three DMA segments: 4 KiB, 8 KiB, 4 KiB at unrelated addresses. */
+static const struct {
+	u64 addr;
+	u32 len;
+} neuron_test_segs[] = {
+	{ 0x10000000, 0x1000 },
+	{ 0x20000000, 0x2000 },
+	{ 0x30000000, 0x1000 },
+};
+
+#define NEURON_TEST_SEG(i)	(neuron_test_segs[i].addr)
+#define NEURON_TEST_TOTAL	0x4000
+
+static struct sg_table *neuron_test_sgt(struct kunit *test)
+{
+	struct sg_table *sgt;
+	struct scatterlist *sg;
+	u32 n = ARRAY_SIZE(neuron_test_segs);
+	int i;
+
+	sgt = kunit_kzalloc(test, sizeof(*sgt), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, sgt);
+	KUNIT_ASSERT_EQ(test, sg_alloc_table(sgt, n, GFP_KERNEL), 0);
+	for_each_sgtable_sg(sgt, sg, i) {
+		sg_dma_address(sg) = neuron_test_segs[i].addr;
+		sg_dma_len(sg) = neuron_test_segs[i].len;
+	}
+	sgt->nents = n;
+	return sgt;
+}
+
+static void neuron_test_sgt_free(struct sg_table *sgt)
+{
+	sg_free_table(sgt);
+}
+
+static void neuron_test_status_errno(struct kunit *test)
+{
+	static const struct {
+		u32 status;
+		int err;
+	} cases[] = {
+		{ NEURON_JOB_STATUS_OK, 0 },
+		{ NEURON_JOB_STATUS_ABORTED, -ECANCELED },
+		{ NEURON_JOB_STATUS_BINDING_INDEX, -EFAULT },
+		{ NEURON_JOB_STATUS_BINDING_RANGE, -EFAULT },
+		{ NEURON_JOB_STATUS_BINDING_ACCESS, -EFAULT },
+		{ NEURON_JOB_STATUS_BAD_PROGRAM, -EINVAL },
+		{ NEURON_JOB_STATUS_DECODE, -EINVAL },
+		{ NEURON_JOB_STATUS_PARTITION, -EINVAL },
+		{ NEURON_JOB_STATUS_SBUF_RANGE, -EINVAL },
+		{ NEURON_JOB_STATUS_PSUM_RANGE, -EINVAL },
+		{ NEURON_JOB_STATUS_DTYPE, -EINVAL },
+		{ NEURON_JOB_STATUS_ALIGN, -EINVAL },
+		{ NEURON_JOB_STATUS_SHAPE, -EINVAL },
+		{ NEURON_JOB_STATUS_BAD_DESC, -EIO },
+		{ NEURON_JOB_STATUS_BAD_BINDING, -EIO },
+		{ NEURON_JOB_STATUS_SEMAPHORE, -EIO },
+		{ NEURON_JOB_STATUS_HOST_DMA, -EIO },
+		{ NEURON_JOB_STATUS_LIMIT, -EIO },
+		{ 0xff, -EIO },
+	};
+	u32 i;
+
+	for (i = 0; i < ARRAY_SIZE(cases); i++)
+		KUNIT_EXPECT_EQ_MSG(test, neuron_job_status_errno(cases[i].status),
+				    cases[i].err, "status %#x", cases[i].status);
+}
+
+static void neuron_test_sg_walk(struct kunit *test)
+{
+	struct sg_table *sgt = neuron_test_sgt(test);
+	struct neuron_sg_entry out[3];
+
+	/* The whole table. */
+	KUNIT_EXPECT_EQ(test, neuron_sg_walk(sgt, 0, NEURON_TEST_TOTAL, NULL), 3);
+
+	/* From inside the first segment into the second. */
+	KUNIT_ASSERT_EQ(test, neuron_sg_walk(sgt, 0xf00, 0x200, out), 2);
+	KUNIT_EXPECT_EQ(test, le64_to_cpu(out[0].addr), NEURON_TEST_SEG(0) + 0xf00);
+	KUNIT_EXPECT_EQ(test, le64_to_cpu(out[0].len), 0x100);
+	KUNIT_EXPECT_EQ(test, le64_to_cpu(out[1].addr), NEURON_TEST_SEG(1));
+	KUNIT_EXPECT_EQ(test, le64_to_cpu(out[1].len), 0x100);
+
+	/* Inside one segment; segments before it are skipped. */
+	KUNIT_ASSERT_EQ(test, neuron_sg_walk(sgt, 0x1800, 0x400, out), 1);
+	KUNIT_EXPECT_EQ(test, le64_to_cpu(out[0].addr), NEURON_TEST_SEG(1) + 0x800);
+	KUNIT_EXPECT_EQ(test, le64_to_cpu(out[0].len), 0x400);
+
+	/* Exactly the last segment. */
+	KUNIT_ASSERT_EQ(test, neuron_sg_walk(sgt, 0x3000, 0x1000, out), 1);
+	KUNIT_EXPECT_EQ(test, le64_to_cpu(out[0].addr), NEURON_TEST_SEG(2));
+
+	/* Past the end of the table: no entries. */
+	KUNIT_EXPECT_EQ(test, neuron_sg_walk(sgt, 0x3f00, 0x200, NULL), 0);
+	KUNIT_EXPECT_EQ(test, neuron_sg_walk(sgt, NEURON_TEST_TOTAL, 1, NULL), 0);
+	neuron_test_sgt_free(sgt);
+}
+
+static void neuron_test_span_device(struct kunit *test)
+{
+	struct neuron_span sp;
+
+	KUNIT_ASSERT_EQ(test, neuron_span_init(&sp, 0x100000, NULL, 0x40, 0x3000), 0);
+	KUNIT_EXPECT_EQ(test, sp.addr, 0x100040);
+	KUNIT_EXPECT_EQ(test, sp.left, 0x3000);
+	KUNIT_EXPECT_EQ(test, neuron_span_advance(&sp, 0x1000), 0);
+	KUNIT_EXPECT_EQ(test, sp.addr, 0x101040);
+	KUNIT_EXPECT_EQ(test, sp.left, 0x2000);
+	KUNIT_EXPECT_EQ(test, neuron_span_advance(&sp, 0x2000), 0);
+	KUNIT_EXPECT_EQ(test, sp.remaining, 0);
+}
+
+static void neuron_test_span_host(struct kunit *test)
+{
+	struct sg_table *sgt = neuron_test_sgt(test);
+	struct neuron_span sp;
+
+	/* Starts 0x100 before the end of the first segment. */
+	KUNIT_ASSERT_EQ(test, neuron_span_init(&sp, 0, sgt, 0xf00, 0x2200), 0);
+	KUNIT_EXPECT_EQ(test, sp.addr, NEURON_TEST_SEG(0) + 0xf00);
+	KUNIT_EXPECT_EQ(test, sp.left, 0x100);
+	KUNIT_ASSERT_EQ(test, neuron_span_advance(&sp, 0x100), 0);
+	KUNIT_EXPECT_EQ(test, sp.addr, NEURON_TEST_SEG(1));
+	KUNIT_EXPECT_EQ(test, sp.left, 0x2000);
+	KUNIT_ASSERT_EQ(test, neuron_span_advance(&sp, 0x2000), 0);
+	KUNIT_EXPECT_EQ(test, sp.addr, NEURON_TEST_SEG(2));
+	/* Only what is left of the range, not the whole segment. */
+	KUNIT_EXPECT_EQ(test, sp.left, 0x100);
+	KUNIT_ASSERT_EQ(test, neuron_span_advance(&sp, 0x100), 0);
+	KUNIT_EXPECT_EQ(test, sp.remaining, 0);
+
+	/* An offset beyond the table. */
+	KUNIT_EXPECT_EQ(test, neuron_span_init(&sp, 0, sgt, NEURON_TEST_TOTAL, 1),
+			-EINVAL);
+	/* A range that runs past the table's end. */
+	KUNIT_ASSERT_EQ(test, neuron_span_init(&sp, 0, sgt, 0x3000, 0x1100), 0);
+	KUNIT_EXPECT_EQ(test, sp.left, 0x1000);
+	KUNIT_EXPECT_EQ(test, neuron_span_advance(&sp, 0x1000), -EINVAL);
+	neuron_test_sgt_free(sgt);
+}
+
+static void neuron_test_binding_table(struct kunit *test)
+{
+	struct sg_table *sgt = neuron_test_sgt(test);
+	const dma_addr_t table_dma = 0x7000000;
+	struct neuron_slot slots[3] = {
+		{ .dev_addr = 0x100000, .offset = 0x40, .size = 0x80,
+		  .flags = NEURON_BIND_READ },
+		{ .sgt = sgt, .offset = 0xf00, .size = 0x200,
+		  .flags = NEURON_BIND_WRITE | NEURON_BIND_HOST_SG },
+		{ .dev_addr = 0x200000, .size = 0x1000,
+		  .flags = NEURON_BIND_EXEC },
+	};
+	struct neuron_binding *table;
+	struct neuron_sg_entry *sg;
+	size_t size;
+
+	slots[1].sg_count = neuron_sg_walk(sgt, 0xf00, 0x200, NULL);
+	KUNIT_ASSERT_EQ(test, slots[1].sg_count, 2);
+	size = neuron_binding_table_size(slots, 3);
+	KUNIT_ASSERT_EQ(test, size, 3 * sizeof(*table) + 2 * sizeof(*sg));
+	table = kunit_kzalloc(test, size, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, table);
+	memset(table, 0xa5, size);
+
+	neuron_binding_table_fill(table, table_dma, slots, 3);
+	sg = (struct neuron_sg_entry *)(table + 3);
+
+	KUNIT_EXPECT_EQ(test, le64_to_cpu(table[0].addr), 0x100040);
+	KUNIT_EXPECT_EQ(test, le64_to_cpu(table[0].size), 0x80);
+	KUNIT_EXPECT_EQ(test, le32_to_cpu(table[0].flags), NEURON_BIND_READ);
+	KUNIT_EXPECT_EQ(test, le32_to_cpu(table[0].sg_count), 0);
+	KUNIT_EXPECT_EQ(test, le64_to_cpu(table[0].reserved), 0);
+
+	/* The host slot points at its SG array, right after the table. */
+	KUNIT_EXPECT_EQ(test, le64_to_cpu(table[1].addr),
+			table_dma + 3 * sizeof(*table));
+	KUNIT_EXPECT_EQ(test, le64_to_cpu(table[1].size), 0x200);
+	KUNIT_EXPECT_EQ(test, le32_to_cpu(table[1].flags),
+			NEURON_BIND_WRITE | NEURON_BIND_HOST_SG);
+	KUNIT_EXPECT_EQ(test, le32_to_cpu(table[1].sg_count), 2);
+	KUNIT_EXPECT_EQ(test, le64_to_cpu(sg[0].addr), NEURON_TEST_SEG(0) + 0xf00);
+	KUNIT_EXPECT_EQ(test, le64_to_cpu(sg[0].len), 0x100);
+	KUNIT_EXPECT_EQ(test, le64_to_cpu(sg[1].addr), NEURON_TEST_SEG(1));
+	KUNIT_EXPECT_EQ(test, le64_to_cpu(sg[1].len), 0x100);
+
+	/* The program slot: execute rights only, its device address. */
+	KUNIT_EXPECT_EQ(test, le64_to_cpu(table[2].addr), 0x200000);
+	KUNIT_EXPECT_EQ(test, le32_to_cpu(table[2].flags), NEURON_BIND_EXEC);
+	neuron_test_sgt_free(sgt);
+}
+
+static struct kunit_case neuron_test_cases[] = {
+	KUNIT_CASE(neuron_test_status_errno),
+	KUNIT_CASE(neuron_test_sg_walk),
+	KUNIT_CASE(neuron_test_span_device),
+	KUNIT_CASE(neuron_test_span_host),
+	KUNIT_CASE(neuron_test_binding_table),
+	{}
+};
+
+static struct kunit_suite neuron_test_suite = {
+	.name = "neuron",
+	.test_cases = neuron_test_cases,
+};
+
+kunit_test_suite(neuron_test_suite);
+
+MODULE_DESCRIPTION("KUnit tests of the neuron driver's pure functions");
+MODULE_LICENSE("GPL");
+NEURON_IMPORT_KUNIT_NS();

@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * neuron: recovery, and the notifications of resets.
+ *
+ * Every scheduler's timeout handler and the error interrupt's work run on
+ * one ordered workqueue, so at most one reset runs at a time.
+ *  - A job timeout resets that ring's unit only (neuron_ring_recover()):
+ *    the timed-out job's fence gets -ETIMEDOUT, the other jobs that were
+ *    on the ring run again, in order.
+ *  - A halted queue or engine is reset the same way; the job that was
+ *    running gets -EIO.
+ *  - A fatal device error, or a unit that does not come back from its
+ *    reset, resets the whole device: every scheduler is stopped, every
+ *    ring reprogrammed, and every job that was on the hardware fails with
+ *    -ECANCELED (the device lost it and its buffers may be half written,
+ *    so it is not run again); jobs not yet on the hardware run afterwards.
+ *
+ * Each reset is announced from neuron_reset_notify() only: the telemetry
+ * counters, the neuron_reset tracepoint, the netlink events and, for a
+ * device reset, a KOBJ_CHANGE uevent with NEURON_EVENT=reset.
+ */
+#include <drm/drm_accel.h>
+#include <drm/drm_drv.h>
+#include <linux/kobject.h>
+
+#include "neuron_compat.h"
+#include "neuron_drv.h"
+#include "neuron_genl.h"
+#include "neuron_job.h"
+#include "neuron_reset.h"
+#include "neuron_ring.h"
+#include "neuron_telemetry.h"
+#include "neuron_trace.h"
+
+static const char *neuron_reset_reason_name(enum neuron_reset_reason reason)
+{
+	switch (reason) {
+	case NEURON_RESET_TIMEOUT:
+		return "timeout";
+	case NEURON_RESET_ERROR:
+		return "error";
+	case NEURON_RESET_FATAL:
+		return "fatal";
+	default:
+		return "debug";
+	}
+}
+
+/**
+ * neuron_reset_notify() - announce a core or device reset
+ * @ndev: the device
+ * @core: the core that was reset, or -1 for a reset of the whole device
+ * @reason: why
+ *
+ * Counts the reset (and, for %NEURON_RESET_TIMEOUT, the timeout), emits
+ * the neuron_reset tracepoint, multicasts a %NEURON_EVENT_HANG,
+ * %NEURON_EVENT_ERROR or %NEURON_EVENT_FATAL event for the cause followed
+ * by a %NEURON_EVENT_RESET event, and for a device reset sends a
+ * KOBJ_CHANGE uevent with NEURON_EVENT=reset on the accel device. A
+ * device reset counts as a reset of every core.
+ */
+void neuron_reset_notify(struct neuron_device *ndev, int core,
+			 enum neuron_reset_reason reason)
+{
+	char event[] = "NEURON_EVENT=reset";
+	char *envp[2];
+
+	if (core >= (int)ndev->hw.num_cores)
+		core = -1;
+	neuron_telemetry_count_reset(ndev, core,
+				     reason == NEURON_RESET_TIMEOUT);
+	trace_neuron_reset(ndev, core, neuron_reset_reason_name(reason));
+
+	switch (reason) {
+	case NEURON_RESET_TIMEOUT:
+		neuron_genl_event(ndev, NEURON_EVENT_HANG, core);
+		break;
+	case NEURON_RESET_ERROR:
+		neuron_genl_event(ndev, NEURON_EVENT_ERROR, core);
+		break;
+	case NEURON_RESET_FATAL:
+		neuron_genl_event(ndev, NEURON_EVENT_FATAL, core);
+		break;
+	case NEURON_RESET_DEBUG:
+		break;
+	}
+	neuron_genl_event(ndev, NEURON_EVENT_RESET, core);
+
+	envp[0] = event;
+	envp[1] = NULL;
+	if (core < 0 && ndev->drm.accel)
+		kobject_uevent_env(&ndev->drm.accel->kdev->kobj, KOBJ_CHANGE,
+				   envp);
+}
+
+/* Whether the device is in its fatal state; false once it is gone. */
+static bool neuron_reset_device_fatal(struct neuron_device *ndev)
+{
+	bool fatal = false;
+	int idx;
+
+	if (drm_dev_enter(&ndev->drm, &idx)) {
+		fatal = neuron_rd32(&ndev->hw, NEURON_REG_DEV_STATUS) &
+			NEURON_DEV_STATUS_FATAL;
+		drm_dev_exit(idx);
+	}
+	return fatal;
+}
+
+/*
+ * Resets the whole device and restarts every ring. @bad_sched is the
+ * scheduler whose timeout handler calls this (or NULL), @bad the job that
+ * handler took off its pending list. Every job that was on the hardware
+ * fails with -ECANCELED (-ENODEV if the device is gone); queued jobs run
+ * after.
+ */
+static void neuron_reset_device(struct neuron_device *ndev,
+				struct drm_gpu_scheduler *bad_sched,
+				struct drm_sched_job *bad)
+{
+	struct neuron_exec *exec = ndev->exec;
+	struct neuron_hw *hw = &ndev->hw;
+	u32 i, n = neuron_exec_num_rings(exec);
+	bool present;
+	int idx, ret = 0;
+
+	for (i = 0; i < n; i++) {
+		struct drm_gpu_scheduler *sched = &exec->rings[i]->sched;
+
+		drm_sched_stop(sched, sched == bad_sched ? bad : NULL);
+	}
+
+	present = drm_dev_enter(&ndev->drm, &idx);
+	if (present) {
+		ndev_err(ndev, "device error (status %#x, cause %u): resetting the device\n",
+			 neuron_rd32(hw, NEURON_REG_DEV_STATUS),
+			 neuron_rd32(hw, NEURON_REG_FATAL_CAUSE));
+		/* Counter readers wait; the counters keep what they reached. */
+		neuron_telemetry_reset_begin(ndev);
+		ret = neuron_hw_reset(hw);
+		neuron_telemetry_reset_end(ndev);
+		neuron_wr32(hw, NEURON_REG_IRQ_STATUS, ~0u);
+		neuron_wr32(hw, NEURON_REG_IRQ_MASK, ~hw->irq_enabled);
+	}
+	for (i = 0; i < n; i++) {
+		struct neuron_ring *ring = exec->rings[i];
+
+		mutex_lock(&ring->lock);
+		neuron_ring_clear_locked(ring, present ? -ECANCELED : -ENODEV,
+					 false);
+		if (present && !ret)
+			ring->ops->hw_init(ring);
+		atomic_inc(&ring->resets);
+		mutex_unlock(&ring->lock);
+	}
+	if (present) {
+		atomic_inc(&exec->device_resets);
+		if (ret)
+			ndev_err(ndev, "device reset failed (%d): no more jobs will run\n",
+				 ret);
+		neuron_reset_notify(ndev, -1, NEURON_RESET_FATAL);
+		drm_dev_exit(idx);
+	}
+
+	for (i = 0; i < n; i++) {
+		drm_sched_resubmit_jobs(&exec->rings[i]->sched);
+		neuron_sched_start(&exec->rings[i]->sched);
+	}
+}
+
+/*
+ * Resets one ring's unit, or the device if the unit does not come back.
+ * Return: false if the device was reset.
+ */
+static bool neuron_reset_ring(struct neuron_ring *ring,
+			      struct drm_sched_job *bad, int err)
+{
+	struct neuron_device *ndev = ring->ndev;
+
+	if (!neuron_ring_recover(ring, bad, err)) {
+		neuron_reset_device(ndev, NULL, NULL);
+		return false;
+	}
+	if (ring->kind == NEURON_RING_CORE)
+		neuron_reset_notify(ndev, ring->index, err == -ETIMEDOUT ?
+				    NEURON_RESET_TIMEOUT : NEURON_RESET_ERROR);
+	return true;
+}
+
+/**
+ * neuron_reset_timedout_job() - &drm_sched_backend_ops.timedout_job of
+ * every ring
+ * @sched_job: the job that took too long, off its scheduler's pending list
+ *
+ * Runs on the reset workqueue.
+ *
+ * Return: %DRM_GPU_SCHED_STAT_RESET (the unit or the device was reset).
+ */
+enum drm_gpu_sched_stat neuron_reset_timedout_job(struct drm_sched_job *sched_job)
+{
+	struct neuron_job *job = to_neuron_job(sched_job);
+	struct neuron_ring *ring = job->ring;
+	struct neuron_device *ndev = ring->ndev;
+
+	if (neuron_reset_device_fatal(ndev)) {
+		neuron_reset_device(ndev, &ring->sched, sched_job);
+		return NEURON_SCHED_STAT_RESET;
+	}
+	if (ring->kind == NEURON_RING_CORE)
+		trace_neuron_timeout(ndev, ring->index, job->seqno);
+	drm_warn(&ndev->drm, "%s: %s %llu timed out after %u ms, resetting it\n",
+		 ring->label, job->kind == NEURON_JOB_COPY ? "copy" : "job",
+		 job->seqno, ring->timeout_ms);
+	neuron_reset_ring(ring, sched_job, -ETIMEDOUT);
+	return NEURON_SCHED_STAT_RESET;
+}
+
+/* The error interrupt's work: halted rings, fatal errors. */
+static void neuron_reset_work(struct work_struct *work)
+{
+	struct neuron_exec *exec = container_of(work, struct neuron_exec,
+						recover_work);
+	struct neuron_device *ndev = exec->ndev;
+	u32 i, n = neuron_exec_num_rings(exec);
+	DECLARE_BITMAP(halted, NEURON_MAX_CORES + NEURON_MAX_DMA_ENGINES) = {};
+	int idx;
+
+	if (neuron_reset_device_fatal(ndev)) {
+		neuron_reset_device(ndev, NULL, NULL);
+		return;
+	}
+	if (!drm_dev_enter(&ndev->drm, &idx))
+		return;
+	for (i = 0; i < n; i++) {
+		if (exec->rings[i]->ops->halted(exec->rings[i]))
+			__set_bit(i, halted);
+	}
+	drm_dev_exit(idx);
+
+	for_each_set_bit(i, halted, n) {
+		if (!neuron_reset_ring(exec->rings[i], NULL, -EIO))
+			return;
+	}
+}
+
+/**
+ * neuron_reset_init() - prepare the error interrupt's work
+ * @exec: the device's execution state
+ */
+void neuron_reset_init(struct neuron_exec *exec)
+{
+	INIT_WORK(&exec->recover_work, neuron_reset_work);
+}
+
+/**
+ * neuron_reset_error_irq() - error interrupt (thread)
+ * @ndev: the device
+ */
+void neuron_reset_error_irq(struct neuron_device *ndev)
+{
+	struct neuron_exec *exec = ndev->exec;
+
+	if (READ_ONCE(exec->ready))
+		queue_work(exec->reset_wq, &exec->recover_work);
+}

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * neuron: recovery from hangs and errors, and the notifications of resets.
+ */
+#ifndef __NEURON_RESET_H__
+#define __NEURON_RESET_H__
+
+#include <drm/gpu_scheduler.h>
+
+struct neuron_device;
+struct neuron_exec;
+
+/**
+ * enum neuron_reset_reason - why a core or the device was reset
+ * @NEURON_RESET_TIMEOUT: a job ran longer than its timeout (a hang)
+ * @NEURON_RESET_ERROR: a queue or DMA engine halted on a ring error
+ * @NEURON_RESET_FATAL: the device entered its fatal state
+ * @NEURON_RESET_DEBUG: requested through debugfs, for tests
+ */
+enum neuron_reset_reason {
+	NEURON_RESET_TIMEOUT,
+	NEURON_RESET_ERROR,
+	NEURON_RESET_FATAL,
+	NEURON_RESET_DEBUG,
+};
+
+void neuron_reset_init(struct neuron_exec *exec);
+enum drm_gpu_sched_stat neuron_reset_timedout_job(struct drm_sched_job *sched_job);
+void neuron_reset_error_irq(struct neuron_device *ndev);
+void neuron_reset_notify(struct neuron_device *ndev, int core,
+			 enum neuron_reset_reason reason);
+
+#endif /* __NEURON_RESET_H__ */

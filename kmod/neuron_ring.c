@@ -1,0 +1,307 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * neuron: the ring unit.
+ *
+ * Core queues and DMA engines work alike: a ring in host memory that the
+ * driver fills and the device drains, a doorbell, a completion interrupt,
+ * a reset of their own. Each is a &struct neuron_ring with its own
+ * drm_gpu_scheduler, lock, fence context and list of jobs on the
+ * hardware; what differs (descriptor layout, how completions are found,
+ * which register resets the unit) is in its &struct neuron_ring_ops,
+ * supplied by neuron_queue.c and neuron_dma.c. Running a job, clearing a
+ * ring, resetting one unit and showing it in debugfs are written once,
+ * here. Deciding when to reset, and resetting the whole device, is
+ * neuron_reset.c's.
+ */
+#include <drm/drm_drv.h>
+#include <drm/drm_managed.h>
+#include <linux/dma-fence.h>
+#include <linux/seq_file.h>
+
+#include "neuron_compat.h"
+#include "neuron_drv.h"
+#include "neuron_fence.h"
+#include "neuron_job.h"
+#include "neuron_ring.h"
+
+/**
+ * neuron_ring_init() - set up the driver's side of a ring
+ * @ndev: the device
+ * @ring: the ring, zeroed
+ * @ops: the unit's operations
+ * @kind: core queue or DMA engine
+ * @index: core or engine index
+ * @credits: jobs the unit holds at once
+ * @timeout_ms: time a job may take on the unit
+ *
+ * The scheduler is created by neuron_ring_sched_init(), the hardware
+ * programmed by @ops->hw_init.
+ *
+ * Return: 0 or a negative errno.
+ */
+int neuron_ring_init(struct neuron_device *ndev, struct neuron_ring *ring,
+		     const struct neuron_ring_ops *ops,
+		     enum neuron_ring_kind kind, u32 index, u32 credits,
+		     unsigned int timeout_ms)
+{
+	bool core = kind == NEURON_RING_CORE;
+
+	ring->ndev = ndev;
+	ring->ops = ops;
+	ring->kind = kind;
+	ring->index = index;
+	ring->credits = credits;
+	ring->timeout_ms = timeout_ms;
+	INIT_LIST_HEAD(&ring->inflight);
+	snprintf(ring->name, sizeof(ring->name), "neuron-%s%u",
+		 core ? "core" : "dma", index);
+	snprintf(ring->label, sizeof(ring->label), "%s %u",
+		 core ? "core" : "DMA engine", index);
+	ring->fence_context = dma_fence_context_alloc(1);
+	return drmm_mutex_init(&ndev->drm, &ring->lock);
+}
+
+/**
+ * neuron_ring_sched_init() - create the ring's scheduler
+ * @ring: the ring, initialized
+ * @sched_ops: the backend operations of every ring
+ * @timeout_wq: where timeout handlers run
+ *
+ * Return: 0 or a negative errno.
+ */
+int neuron_ring_sched_init(struct neuron_ring *ring,
+			   const struct drm_sched_backend_ops *sched_ops,
+			   struct workqueue_struct *timeout_wq)
+{
+	return neuron_sched_init(&ring->sched, sched_ops, timeout_wq,
+				 ring->credits,
+				 msecs_to_jiffies(ring->timeout_ms),
+				 ring->name, ring->ndev->drm.dev);
+}
+
+/**
+ * neuron_ring_signal_locked() - signal a job's hardware fence
+ * @ring: the job's ring, its lock held
+ * @job: the job
+ * @error: 0 or the negative errno the fence reports
+ */
+void neuron_ring_signal_locked(struct neuron_ring *ring,
+			       struct neuron_job *job, int error)
+{
+	lockdep_assert_held(&ring->lock);
+	neuron_fence_signal(job->hw_fence, error);
+}
+
+/*
+ * Creates the job's hardware fence on its first run. A job that completed
+ * before a reset, that carries an error or whose device is not ready or
+ * gone is not run: its fence is (or already was) signalled.
+ *
+ * Return: 1 to put the job on the hardware (drm_dev_exit(*idx) follows),
+ * 0 when it is not run, -ENOMEM.
+ */
+static int neuron_ring_begin_run_locked(struct neuron_ring *ring,
+					struct neuron_job *job, int *idx)
+{
+	struct neuron_device *ndev = ring->ndev;
+	int err;
+
+	lockdep_assert_held(&ring->lock);
+	if (!job->hw_fence) {
+		job->hw_fence = neuron_fence_create(ring->fence_context,
+						    ++ring->fence_seqno);
+		if (!job->hw_fence)
+			return -ENOMEM;
+	} else if (dma_fence_is_signaled(job->hw_fence)) {
+		/* It completed before a reset: nothing to run again. */
+		return 0;
+	}
+
+	err = job->guilty_err ?: job->base.s_fence->finished.error;
+	if (!err && !ndev->hw.ready)
+		err = -EIO;
+	if (!err && !drm_dev_enter(&ndev->drm, idx))
+		err = -ENODEV;
+	if (err) {
+		neuron_ring_signal_locked(ring, job, err);
+		return 0;
+	}
+	return 1;
+}
+
+/**
+ * neuron_ring_run_job() - &drm_sched_backend_ops.run_job of every ring
+ * @sched_job: the job
+ *
+ * Also called again for every pending job after a reset
+ * (drm_sched_resubmit_jobs()): a job that completed returns its signalled
+ * fence, a guilty one has it signalled with its error, the others are
+ * written to the ring again with the same fence.
+ *
+ * Return: the job's hardware fence, or an ERR_PTR().
+ */
+struct dma_fence *neuron_ring_run_job(struct drm_sched_job *sched_job)
+{
+	struct neuron_job *job = to_neuron_job(sched_job);
+	struct neuron_ring *ring = job->ring;
+	struct dma_fence *fence;
+	int idx, ret;
+
+	mutex_lock(&ring->lock);
+	ret = neuron_ring_begin_run_locked(ring, job, &idx);
+	if (ret < 0) {
+		mutex_unlock(&ring->lock);
+		return ERR_PTR(ret);
+	}
+	if (ret) {
+		list_add_tail(&job->node, &ring->inflight);
+		ring->ops->write(ring, job);
+		drm_dev_exit(idx);
+	}
+	fence = dma_fence_get(job->hw_fence);
+	mutex_unlock(&ring->lock);
+	return fence;
+}
+
+/**
+ * neuron_ring_irq() - completion interrupt of a ring (thread)
+ * @ring: the ring
+ */
+void neuron_ring_irq(struct neuron_ring *ring)
+{
+	mutex_lock(&ring->lock);
+	ring->ops->process(ring);
+	mutex_unlock(&ring->lock);
+}
+
+/**
+ * neuron_ring_clear_locked() - take every job off a ring
+ * @ring: the ring, its lock held; the unit is reset or gone
+ * @err: 0 to run the jobs again, else the error they fail with
+ * @signal: signal @err now rather than when the job is run again
+ */
+void neuron_ring_clear_locked(struct neuron_ring *ring, int err, bool signal)
+{
+	struct neuron_job *job, *tmp;
+
+	lockdep_assert_held(&ring->lock);
+	list_for_each_entry_safe(job, tmp, &ring->inflight, node) {
+		list_del_init(&job->node);
+		if (!err)
+			continue;
+		if (signal)
+			neuron_ring_signal_locked(ring, job, err);
+		else
+			job->guilty_err = err;
+	}
+	if (ring->ops->forget)
+		ring->ops->forget(ring);
+}
+
+/**
+ * neuron_ring_recover() - reset one unit and run its innocent jobs again
+ * @ring: the ring
+ * @bad: the job the scheduler's timeout handler took off its pending
+ *	list, or NULL (the guilty job is then the oldest on the ring)
+ * @err: the guilty job's error
+ *
+ * Runs on the reset workqueue. Jobs that completed before the reset keep
+ * their result; the others run again, in order, once the unit is back.
+ *
+ * Return: false if the unit did not come back from its reset.
+ */
+bool neuron_ring_recover(struct neuron_ring *ring, struct drm_sched_job *bad,
+			 int err)
+{
+	struct neuron_device *ndev = ring->ndev;
+	struct neuron_job *guilty;
+	bool ok = true;
+	int idx;
+
+	drm_sched_stop(&ring->sched, bad);
+
+	mutex_lock(&ring->lock);
+	if (drm_dev_enter(&ndev->drm, &idx)) {
+		ring->ops->process(ring);
+		guilty = bad ? to_neuron_job(bad) :
+			list_first_entry_or_null(&ring->inflight,
+						 struct neuron_job, node);
+		if (guilty && !list_empty(&guilty->node))
+			guilty->guilty_err = err;
+
+		if (ring->ops->reset(ring)) {
+			ndev_err(ndev, "%s: reset did not complete\n",
+				 ring->label);
+			ok = false;
+		} else {
+			ring->ops->hw_init(ring);
+		}
+		drm_dev_exit(idx);
+	}
+	neuron_ring_clear_locked(ring, 0, false);
+	atomic_inc(&ring->resets);
+	mutex_unlock(&ring->lock);
+
+	drm_sched_resubmit_jobs(&ring->sched);
+	neuron_sched_start(&ring->sched);
+	return ok;
+}
+
+/**
+ * neuron_ring_show_regs() - print a unit's registers (debugfs)
+ * @ring: the ring
+ * @m: the seq_file
+ * @base: the unit's register base
+ * @regs: the registers to print
+ * @count: entries in @regs
+ *
+ * Inside drm_dev_enter().
+ */
+void neuron_ring_show_regs(struct neuron_ring *ring, struct seq_file *m,
+			   u32 base, const struct neuron_ring_reg *regs,
+			   unsigned int count)
+{
+	struct neuron_hw *hw = &ring->ndev->hw;
+	unsigned int i;
+
+	for (i = 0; i < count; i++) {
+		u32 reg = base + regs[i].offset;
+		u64 val = regs[i].bits == 64 ? neuron_rd64(hw, reg) :
+					       neuron_rd32(hw, reg);
+
+		seq_printf(m, "%-12s %llu (%#llx)\n", regs[i].name, val, val);
+	}
+}
+
+/**
+ * neuron_ring_show() - debugfs view of a ring
+ * @ring: the ring
+ * @m: the seq_file
+ *
+ * The unit's registers and the driver's indices, its resets, and the jobs
+ * on it. Takes the ring's lock, then drm_dev_enter() (the order of the
+ * rest of the driver).
+ *
+ * Return: 0, or -ENODEV once the device is unplugged.
+ */
+int neuron_ring_show(struct neuron_ring *ring, struct seq_file *m)
+{
+	struct neuron_job *job;
+	int idx, ret = 0;
+
+	mutex_lock(&ring->lock);
+	if (!drm_dev_enter(&ring->ndev->drm, &idx)) {
+		ret = -ENODEV;
+		goto unlock;
+	}
+	ring->ops->show_regs(ring, m);
+	drm_dev_exit(idx);
+
+	seq_printf(m, "resets: %d\n", atomic_read(&ring->resets));
+	seq_puts(m, "inflight:\n");
+	list_for_each_entry(job, &ring->inflight, node)
+		ring->ops->show_job(job, m);
+unlock:
+	mutex_unlock(&ring->lock);
+	return ret;
+}

@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * neuron: the ring unit shared by core queues and DMA engines, and the
+ * device's set of rings.
+ */
+#ifndef __NEURON_RING_H__
+#define __NEURON_RING_H__
+
+#include <drm/gpu_scheduler.h>
+#include <linux/atomic.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/types.h>
+#include <linux/workqueue.h>
+
+#include "neuron_regs.h"
+
+struct neuron_device;
+struct neuron_job;
+struct neuron_ring;
+struct seq_file;
+
+/*
+ * A ring size the device accepts is a power of two in 2..4096: exactly the
+ * divisors of NEURON_RING_MAX_ENTRIES above 1.
+ */
+#define NEURON_RING_SIZE_OK(n)	(!(NEURON_RING_MAX_ENTRIES % (n)))
+
+/**
+ * enum neuron_ring_kind - which unit of the device a ring feeds
+ * @NEURON_RING_CORE: a core's job queue
+ * @NEURON_RING_DMA: a DMA engine
+ */
+enum neuron_ring_kind {
+	NEURON_RING_CORE,
+	NEURON_RING_DMA,
+};
+
+/**
+ * struct neuron_ring_ops - what differs between core queues and engines
+ * @hw_init: program the idle unit's rings, empty, and enable it; the
+ *	ring's lock is held or nothing else uses the ring yet
+ * @write: put @job, just added to &neuron_ring.inflight, on the hardware
+ *	and ring the doorbell (inside drm_dev_enter())
+ * @process: consume the completions the unit reported and signal the
+ *	jobs that are done (from the unit's interrupt thread, or inside
+ *	drm_dev_enter())
+ * @reset: reset the unit and wait for it, at most neuron_reset_timeout_ms,
+ *	keeping the results of jobs that completed before the reset; return
+ *	0 or -ETIMEDOUT (inside drm_dev_enter())
+ * @forget: optional: drop the unit's progress on the jobs taken off it
+ * @halted: whether the unit stopped on a ring error (inside
+ *	drm_dev_enter())
+ * @show_regs: print the unit's registers (debugfs, inside drm_dev_enter();
+ *	neuron_ring_show_regs() prints a table of them) and driver indices
+ * @show_job: print one job on the ring (debugfs)
+ *
+ * All but @halted and @show_regs are called with the ring's lock held.
+ */
+struct neuron_ring_ops {
+	void (*hw_init)(struct neuron_ring *ring);
+	void (*write)(struct neuron_ring *ring, struct neuron_job *job);
+	void (*process)(struct neuron_ring *ring);
+	int (*reset)(struct neuron_ring *ring);
+	void (*forget)(struct neuron_ring *ring);
+	bool (*halted)(struct neuron_ring *ring);
+	void (*show_regs)(struct neuron_ring *ring, struct seq_file *m);
+	void (*show_job)(struct neuron_job *job, struct seq_file *m);
+};
+
+/**
+ * struct neuron_ring_reg - a register of a unit, for debugfs
+ * @name: its name
+ * @offset: offset from the unit's register base
+ * @bits: 32, or 64 for a _LO/_HI pair
+ */
+struct neuron_ring_reg {
+	const char *name;
+	u32 offset;
+	u32 bits;
+};
+
+/**
+ * struct neuron_ring - one core queue or DMA engine
+ * @ndev: the device
+ * @ops: the unit's operations
+ * @kind: core queue or DMA engine
+ * @index: core or engine index
+ * @credits: jobs the scheduler may put on the unit at once
+ * @timeout_ms: time a job may take on the unit before it is reset
+ * @sched: the scheduler feeding this ring; one credit per job
+ * @lock: protects the unit's rings and indices, @inflight, and the
+ *	hardware fences of the jobs on @inflight (signalled only under it)
+ * @inflight: jobs handed to the unit and not completed, in ring order
+ * @fence_context: dma_fence context of the hardware fences
+ * @fence_seqno: last hardware fence seqno used on @fence_context
+ * @submit_seqno: last sequence number given to a job of this ring (its
+ *	device job id and the ioctl's seqno)
+ * @resets: resets of this unit done by the driver (read locklessly)
+ * @name: scheduler name
+ * @label: the unit in messages ("core 0", "DMA engine 1")
+ */
+struct neuron_ring {
+	struct neuron_device *ndev;
+	const struct neuron_ring_ops *ops;
+	enum neuron_ring_kind kind;
+	u32 index;
+	u32 credits;
+	unsigned int timeout_ms;
+	struct drm_gpu_scheduler sched;
+	/* Protects the unit's rings, inflight and their hw fences. */
+	struct mutex lock;
+	struct list_head inflight;
+	u64 fence_context;
+	u64 fence_seqno;
+	atomic64_t submit_seqno;
+	atomic_t resets;
+	char name[24];
+	char label[24];
+};
+
+static inline struct neuron_ring *to_neuron_ring(struct drm_gpu_scheduler *sched)
+{
+	return container_of(sched, struct neuron_ring, sched);
+}
+
+/**
+ * struct neuron_exec - the execution state of a device
+ * @ndev: the device
+ * @rings: the core queues (0..@num_cores-1), then the DMA engines
+ * @num_cores: core queues in @rings
+ * @num_dma: DMA engines in @rings
+ * @num_sched: rings whose scheduler is initialized
+ * @dma_scheds: the engines' schedulers, the list behind the files'
+ *	any-engine entities
+ * @reset_wq: ordered workqueue running every scheduler's timeout handler
+ *	and @recover_work: resets never run concurrently
+ * @recover_work: handles halted rings and fatal device errors
+ * @device_resets: full device resets done by the driver
+ * @ready: the schedulers exist and the rings are programmed
+ */
+struct neuron_exec {
+	struct neuron_device *ndev;
+	struct neuron_ring *rings[NEURON_MAX_CORES + NEURON_MAX_DMA_ENGINES];
+	u32 num_cores;
+	u32 num_dma;
+	u32 num_sched;
+	struct drm_gpu_scheduler *dma_scheds[NEURON_MAX_DMA_ENGINES];
+	struct workqueue_struct *reset_wq;
+	struct work_struct recover_work;
+	atomic_t device_resets;
+	bool ready;
+};
+
+static inline u32 neuron_exec_num_rings(const struct neuron_exec *exec)
+{
+	return exec->num_cores + exec->num_dma;
+}
+
+static inline struct neuron_ring *neuron_exec_core(struct neuron_exec *exec,
+						   u32 core)
+{
+	return exec->rings[core];
+}
+
+static inline struct neuron_ring *neuron_exec_dma(struct neuron_exec *exec,
+						  u32 engine)
+{
+	return exec->rings[exec->num_cores + engine];
+}
+
+int neuron_ring_init(struct neuron_device *ndev, struct neuron_ring *ring,
+		     const struct neuron_ring_ops *ops,
+		     enum neuron_ring_kind kind, u32 index, u32 credits,
+		     unsigned int timeout_ms);
+int neuron_ring_sched_init(struct neuron_ring *ring,
+			   const struct drm_sched_backend_ops *sched_ops,
+			   struct workqueue_struct *timeout_wq);
+struct dma_fence *neuron_ring_run_job(struct drm_sched_job *sched_job);
+void neuron_ring_irq(struct neuron_ring *ring);
+void neuron_ring_signal_locked(struct neuron_ring *ring,
+			       struct neuron_job *job, int error);
+void neuron_ring_clear_locked(struct neuron_ring *ring, int err, bool signal);
+bool neuron_ring_recover(struct neuron_ring *ring, struct drm_sched_job *bad,
+			 int err);
+int neuron_ring_show(struct neuron_ring *ring, struct seq_file *m);
+void neuron_ring_show_regs(struct neuron_ring *ring, struct seq_file *m,
+			   u32 base, const struct neuron_ring_reg *regs,
+			   unsigned int count);
+
+#endif /* __NEURON_RING_H__ */

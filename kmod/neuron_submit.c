@@ -1,0 +1,614 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * neuron: the SUBMIT and COPY ioctls.
+ *
+ * Both check their arguments field by field (the common ones in one
+ * place), take a reference on every buffer they use (host buffers pinned
+ * and DMA-mapped), describe the work for the hardware (SUBMIT: a binding
+ * table; COPY: segments contiguous on both sides) and hand the job to the
+ * file's scheduler entity with its in-syncs as dependencies; the job's
+ * finished fence goes to the out-sync.
+ */
+#include <drm/drm_device.h>
+#include <drm/drm_file.h>
+#include <drm/drm_syncobj.h>
+#include <drm/gpu_scheduler.h>
+#include <drm/neuron_accel.h>
+#include <linux/dma-fence-chain.h>
+#include <linux/dma-mapping.h>
+#include <linux/overflow.h>
+#include <linux/scatterlist.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <kunit/visibility.h>
+
+#include "neuron_client.h"
+#include "neuron_compat.h"
+#include "neuron_dma.h"
+#include "neuron_drv.h"
+#include "neuron_exec.h"
+#include "neuron_gem.h"
+#include "neuron_job.h"
+#include "neuron_ring.h"
+#include "neuron_submit.h"
+
+static_assert(DRM_NEURON_BIND_READ == NEURON_BIND_READ);
+static_assert(DRM_NEURON_BIND_WRITE == NEURON_BIND_WRITE);
+static_assert(DRM_NEURON_BIND_EXEC == NEURON_BIND_EXEC);
+
+/*
+ * The fields SUBMIT and COPY share: known flags only, zero padding and
+ * reserved fields, an out-sync, at most DRM_NEURON_MAX_IN_SYNCS in-syncs.
+ */
+static bool neuron_exec_args_bad(u32 flags, u32 flags_all, u32 pad,
+				 u64 reserved,
+				 const struct drm_neuron_sync *out_sync,
+				 u32 num_in_syncs)
+{
+	return flags & ~flags_all || pad || reserved || out_sync->pad ||
+	       !out_sync->handle || num_in_syncs > DRM_NEURON_MAX_IN_SYNCS;
+}
+
+/* Whether jobs can run: the rings are set up and the device is ready. */
+static bool neuron_exec_ready(struct neuron_device *ndev)
+{
+	return READ_ONCE(ndev->exec->ready) && ndev->hw.ready;
+}
+
+/**
+ * neuron_copy_in_syncs() - copy and check an array of in-syncs from user
+ * @uptr: user pointer
+ * @count: entries
+ *
+ * Return: the array (kvfree() it; NULL when @count is 0) or an ERR_PTR():
+ * -EINVAL for too many entries or a non-zero pad, -EFAULT.
+ */
+static struct drm_neuron_sync *neuron_copy_in_syncs(u64 uptr, u32 count)
+{
+	struct drm_neuron_sync *syncs;
+	u32 i;
+
+	if (count > DRM_NEURON_MAX_IN_SYNCS)
+		return ERR_PTR(-EINVAL);
+	if (!count)
+		return NULL;
+	syncs = vmemdup_array_user(u64_to_user_ptr(uptr), count,
+				   sizeof(*syncs));
+	if (IS_ERR(syncs))
+		return syncs;
+	for (i = 0; i < count; i++) {
+		if (syncs[i].pad) {
+			kvfree(syncs);
+			return ERR_PTR(-EINVAL);
+		}
+	}
+	return syncs;
+}
+
+/**
+ * neuron_job_push() - hand a prepared job to the scheduler
+ * @job: the job, with its buffers and hardware description
+ * @file: the submitting file
+ * @entity: the file's entity to queue it on
+ * @in_syncs: fences to wait for (@num_in_syncs entries, checked)
+ * @num_in_syncs: entries in @in_syncs
+ * @out_sync: the syncobj (point) that receives the job's fence
+ * @seqno: receives the job's sequence number
+ *
+ * Consumes @job whatever happens.
+ *
+ * Return: 0, -ENOENT for an unknown syncobj, -EINVAL for an in-sync
+ * without a fence, or another negative errno.
+ */
+static int neuron_job_push(struct neuron_job *job, struct drm_file *file,
+			   struct drm_sched_entity *entity,
+			   const struct drm_neuron_sync *in_syncs,
+			   u32 num_in_syncs,
+			   const struct drm_neuron_sync *out_sync, u64 *seqno)
+{
+	struct neuron_file_exec *fexec = to_neuron_file(file)->exec;
+	struct dma_fence_chain *chain = NULL;
+	struct drm_syncobj *syncobj;
+	struct dma_fence *finished;
+	u32 i;
+	int ret;
+
+	ret = neuron_sched_job_init(&job->base, entity, 1, file,
+				    file->client_id);
+	if (ret) {
+		neuron_job_put_unarmed(job);
+		return ret;
+	}
+
+	for (i = 0; i < num_in_syncs; i++) {
+		struct dma_fence *fence;
+
+		ret = drm_syncobj_find_fence(file, in_syncs[i].handle,
+					     in_syncs[i].point, 0, &fence);
+		if (ret)
+			goto err_cleanup;
+		/* Takes the reference, even on failure. */
+		ret = drm_sched_job_add_dependency(&job->base, fence);
+		if (ret)
+			goto err_cleanup;
+	}
+
+	syncobj = drm_syncobj_find(file, out_sync->handle);
+	if (!syncobj) {
+		ret = -ENOENT;
+		goto err_cleanup;
+	}
+	if (out_sync->point) {
+		chain = dma_fence_chain_alloc();
+		if (!chain) {
+			drm_syncobj_put(syncobj);
+			ret = -ENOMEM;
+			goto err_cleanup;
+		}
+	}
+
+	/* Arming and pushing in one go keeps the entity's jobs in order. */
+	mutex_lock(&fexec->submit_lock);
+	drm_sched_job_arm(&job->base);
+	job->ring = to_neuron_ring(job->base.sched);
+	job->seqno = atomic64_inc_return(&job->ring->submit_seqno);
+	*seqno = job->seqno;
+	finished = dma_fence_get(&job->base.s_fence->finished);
+	if (job->kind == NEURON_JOB_EXEC)
+		atomic64_inc(&job->client->jobs_submitted);
+	else
+		atomic64_inc(&job->client->copies_submitted);
+	drm_sched_entity_push_job(&job->base);
+	mutex_unlock(&fexec->submit_lock);
+
+	if (chain)
+		drm_syncobj_add_point(syncobj, chain, finished, out_sync->point);
+	else
+		drm_syncobj_replace_fence(syncobj, finished);
+	drm_syncobj_put(syncobj);
+	dma_fence_put(finished);
+	return 0;
+
+err_cleanup:
+	drm_sched_job_cleanup(&job->base);
+	neuron_job_put_unarmed(job);
+	return ret;
+}
+
+/* ------------------------------------------------------------------------
+ * SUBMIT
+ */
+
+/**
+ * neuron_sg_walk() - the DMA segments of a range of a mapped SG table
+ * @sgt: the DMA-mapped table
+ * @offset: start of the range
+ * @size: bytes of the range
+ * @out: receives one entry per segment, unless it is NULL
+ *
+ * Return: how many segments cover [@offset, @offset + @size), or 0 if the
+ * table ends before the range does.
+ */
+VISIBLE_IF_KUNIT u32 neuron_sg_walk(struct sg_table *sgt, u64 offset,
+				    u64 size, struct neuron_sg_entry *out)
+{
+	struct scatterlist *sg;
+	u32 count = 0;
+	int i;
+
+	for_each_sgtable_dma_sg(sgt, sg, i) {
+		u64 len = sg_dma_len(sg);
+
+		if (!size)
+			break;
+		if (offset >= len) {
+			offset -= len;
+			continue;
+		}
+		len = min(len - offset, size);
+		if (out) {
+			out[count].addr = cpu_to_le64(sg_dma_address(sg) + offset);
+			out[count].len = cpu_to_le64(len);
+		}
+		count++;
+		offset = 0;
+		size -= len;
+	}
+	return size ? 0 : count;
+}
+EXPORT_SYMBOL_IF_KUNIT(neuron_sg_walk);
+
+static int neuron_slot_prepare(struct neuron_job *job, struct drm_file *file,
+			       struct neuron_slot *slot, u32 handle, u64 offset,
+			       u64 size, u32 flags)
+{
+	struct neuron_device *ndev = job->ndev;
+	struct neuron_bo *bo;
+	int ret;
+
+	ret = neuron_job_add_bo(job, file, handle, offset, size, &bo,
+				&slot->sgt, &slot->offset);
+	if (ret)
+		return ret;
+	slot->dev_addr = bo->region == DRM_NEURON_BO_HOST ? 0 : bo->node.start;
+	slot->size = size;
+	slot->flags = flags;
+	slot->sg_count = 0;
+	if (bo->region != DRM_NEURON_BO_HOST)
+		return 0;
+	if (!(ndev->hw.caps & NEURON_CAP_HOST_BINDINGS))
+		return -EOPNOTSUPP;
+	slot->sg_count = neuron_sg_walk(slot->sgt, slot->offset, size, NULL);
+	if (!slot->sg_count)
+		return -EINVAL;
+	slot->flags |= NEURON_BIND_HOST_SG;
+	return 0;
+}
+
+/**
+ * neuron_binding_table_size() - bytes of a binding table and its SG arrays
+ * @slots: the validated slots
+ * @count: entries in @slots
+ *
+ * Return: the size, or SIZE_MAX on overflow.
+ */
+VISIBLE_IF_KUNIT size_t neuron_binding_table_size(const struct neuron_slot *slots,
+						  u32 count)
+{
+	size_t total = 0;
+	u32 i;
+
+	for (i = 0; i < count; i++)
+		total = size_add(total, slots[i].sg_count);
+	return size_add(array_size(count, sizeof(struct neuron_binding)),
+			array_size(total, sizeof(struct neuron_sg_entry)));
+}
+EXPORT_SYMBOL_IF_KUNIT(neuron_binding_table_size);
+
+/**
+ * neuron_binding_table_fill() - write a binding table and its SG arrays
+ * @table: neuron_binding_table_size() bytes: @count bindings, then the
+ *	SG entries of the host slots, in slot order
+ * @table_dma: the device's address of @table
+ * @slots: the validated slots
+ * @count: entries in @slots
+ */
+VISIBLE_IF_KUNIT void neuron_binding_table_fill(struct neuron_binding *table,
+						dma_addr_t table_dma,
+						const struct neuron_slot *slots,
+						u32 count)
+{
+	struct neuron_sg_entry *sg = (struct neuron_sg_entry *)(table + count);
+	dma_addr_t sg_dma = table_dma + count * sizeof(*table);
+	u32 i;
+
+	for (i = 0; i < count; i++) {
+		const struct neuron_slot *s = &slots[i];
+		struct neuron_binding *b = &table[i];
+
+		b->size = cpu_to_le64(s->size);
+		b->flags = cpu_to_le32(s->flags);
+		b->sg_count = cpu_to_le32(s->sg_count);
+		b->reserved = 0;
+		if (s->flags & NEURON_BIND_HOST_SG) {
+			b->addr = cpu_to_le64(sg_dma);
+			neuron_sg_walk(s->sgt, s->offset, s->size, sg);
+			sg += s->sg_count;
+			sg_dma += s->sg_count * sizeof(*sg);
+		} else {
+			b->addr = cpu_to_le64(s->dev_addr + s->offset);
+		}
+	}
+}
+EXPORT_SYMBOL_IF_KUNIT(neuron_binding_table_fill);
+
+/* Allocates and writes the binding table and its SG arrays. */
+static int neuron_job_build_table(struct neuron_job *job,
+				  const struct neuron_slot *slots, u32 count)
+{
+	size_t size = neuron_binding_table_size(slots, count);
+
+	if (size == SIZE_MAX)
+		return -EINVAL;
+	job->table = dma_alloc_coherent(job->ndev->drm.dev, size,
+					&job->table_dma, GFP_KERNEL);
+	if (!job->table)
+		return -ENOMEM;
+	job->table_size = size;
+	job->num_bindings = count;
+	neuron_binding_table_fill(job->table, job->table_dma, slots, count);
+	return 0;
+}
+
+/**
+ * neuron_submit_ioctl() - DRM_IOCTL_NEURON_SUBMIT
+ * @drm: the DRM device
+ * @data: &struct drm_neuron_submit
+ * @file: the calling file
+ *
+ * Return: 0 or a negative errno as documented in the UAPI header.
+ */
+int neuron_submit_ioctl(struct drm_device *drm, void *data,
+			struct drm_file *file)
+{
+	struct neuron_device *ndev = to_neuron_device(drm);
+	struct neuron_file_exec *fexec = to_neuron_file(file)->exec;
+	struct drm_neuron_submit *args = data;
+	struct drm_neuron_binding *bindings = NULL;
+	struct drm_neuron_sync *in_syncs = NULL;
+	struct neuron_slot *slots = NULL;
+	struct neuron_job *job;
+	u32 i, n = args->num_bindings;
+	int ret;
+
+	if (neuron_exec_args_bad(args->flags, DRM_NEURON_SUBMIT_FLAGS_ALL,
+				 args->pad, args->reserved, &args->out_sync,
+				 args->num_in_syncs))
+		return -EINVAL;
+	if (args->core >= fexec->num_cores)
+		return -EINVAL;
+	if (!args->program_size || args->program_size > U32_MAX)
+		return -EINVAL;
+	if (!n || n > NEURON_MAX_BINDINGS - 1)
+		return -EINVAL;
+	if (!neuron_exec_ready(ndev))
+		return -EIO;
+
+	bindings = vmemdup_array_user(u64_to_user_ptr(args->bindings), n,
+				      sizeof(*bindings));
+	if (IS_ERR(bindings))
+		return PTR_ERR(bindings);
+	for (i = 0; i < n; i++) {
+		if (bindings[i].reserved || !bindings[i].size ||
+		    !bindings[i].flags ||
+		    bindings[i].flags & ~DRM_NEURON_BIND_ALL) {
+			ret = -EINVAL;
+			goto out_free;
+		}
+	}
+	in_syncs = neuron_copy_in_syncs(args->in_syncs, args->num_in_syncs);
+	if (IS_ERR(in_syncs)) {
+		ret = PTR_ERR(in_syncs);
+		in_syncs = NULL;
+		goto out_free;
+	}
+	slots = kvcalloc(n + 1, sizeof(*slots), GFP_KERNEL);
+	if (!slots) {
+		ret = -ENOMEM;
+		goto out_free;
+	}
+
+	job = neuron_job_alloc(ndev, fexec->client, NEURON_JOB_EXEC, n + 1);
+	if (!job) {
+		ret = -ENOMEM;
+		goto out_free;
+	}
+	job->program_size = args->program_size;
+
+	for (i = 0; i < n; i++) {
+		ret = neuron_slot_prepare(job, file, &slots[i], bindings[i].handle,
+					  bindings[i].offset, bindings[i].size,
+					  bindings[i].flags);
+		if (ret)
+			goto out_put;
+	}
+	/* The program image: one more slot, execute rights only. */
+	ret = neuron_slot_prepare(job, file, &slots[n], args->program_handle,
+				  args->program_offset, args->program_size,
+				  NEURON_BIND_EXEC);
+	if (ret)
+		goto out_put;
+	ret = neuron_job_build_table(job, slots, n + 1);
+	if (ret)
+		goto out_put;
+
+	ret = neuron_job_push(job, file, &fexec->core_entities[args->core],
+			      in_syncs, args->num_in_syncs, &args->out_sync,
+			      &args->seqno);
+	goto out_free;
+
+out_put:
+	neuron_job_put_unarmed(job);
+out_free:
+	kvfree(slots);
+	kvfree(in_syncs);
+	kvfree(bindings);
+	return ret;
+}
+
+/* ------------------------------------------------------------------------
+ * COPY
+ */
+
+/**
+ * neuron_span_init() - start walking a buffer range
+ * @sp: the walker
+ * @dev_addr: device buffer: its device address
+ * @sgt: host buffer: its DMA-mapped SG table; device buffer: NULL
+ * @offset: start of the range in the buffer
+ * @size: bytes of the range, not 0, within the buffer
+ *
+ * Return: 0, or -EINVAL if a host buffer's table ends before @offset.
+ */
+VISIBLE_IF_KUNIT int neuron_span_init(struct neuron_span *sp, u64 dev_addr,
+				      struct sg_table *sgt, u64 offset, u64 size)
+{
+	struct scatterlist *sg;
+	int i;
+
+	sp->sgt = sgt;
+	sp->remaining = size;
+	if (!sgt) {
+		sp->addr = dev_addr + offset;
+		sp->left = size;
+		return 0;
+	}
+	for_each_sgtable_dma_sg(sgt, sg, i) {
+		u64 len = sg_dma_len(sg);
+
+		if (offset < len) {
+			sp->sg = sg;
+			sp->addr = sg_dma_address(sg) + offset;
+			sp->left = min(len - offset, size);
+			return 0;
+		}
+		offset -= len;
+	}
+	return -EINVAL;
+}
+EXPORT_SYMBOL_IF_KUNIT(neuron_span_init);
+
+/**
+ * neuron_span_advance() - move a walker on
+ * @sp: the walker
+ * @len: bytes, at most @sp->left
+ *
+ * Return: 0, or -EINVAL if a host buffer's table ends before the range.
+ */
+VISIBLE_IF_KUNIT int neuron_span_advance(struct neuron_span *sp, u64 len)
+{
+	sp->addr += len;
+	sp->left -= len;
+	sp->remaining -= len;
+	if (sp->left || !sp->remaining)
+		return 0;
+	/* Only a host buffer's range ends a piece early. */
+	sp->sg = sg_next(sp->sg);
+	if (!sp->sg || !sg_dma_len(sp->sg))
+		return -EINVAL;
+	sp->addr = sg_dma_address(sp->sg);
+	sp->left = min_t(u64, sg_dma_len(sp->sg), sp->remaining);
+	return 0;
+}
+EXPORT_SYMBOL_IF_KUNIT(neuron_span_advance);
+
+/* Splits a copy into segments contiguous on both sides. */
+static int neuron_copy_build(struct neuron_job *job,
+			     struct neuron_bo *src, struct sg_table *src_sgt,
+			     u64 src_offset, struct neuron_bo *dst,
+			     struct sg_table *dst_sgt, u64 dst_offset, u64 size)
+{
+	struct neuron_span s, d;
+	u64 max_segs;
+	u32 flags = 0;
+	int ret;
+
+	ret = neuron_span_init(&s, src->node.start, src_sgt, src_offset, size);
+	if (ret)
+		return ret;
+	ret = neuron_span_init(&d, dst->node.start, dst_sgt, dst_offset, size);
+	if (ret)
+		return ret;
+	if (src_sgt)
+		flags |= NEURON_DMA_F_SRC_HOST;
+	if (dst_sgt)
+		flags |= NEURON_DMA_F_DST_HOST;
+
+	/* Every segment ends a source piece, a destination piece or a maximum. */
+	max_segs = (src_sgt ? src_sgt->nents : 1) + (dst_sgt ? dst_sgt->nents : 1) +
+		   div_u64(size, NEURON_DMA_MAX_LEN) + 1;
+	if (max_segs > U32_MAX)
+		return -EINVAL;
+	job->segs = kvmalloc_array(max_segs, sizeof(*job->segs), GFP_KERNEL);
+	if (!job->segs)
+		return -ENOMEM;
+
+	while (s.remaining) {
+		struct neuron_dma_seg *seg;
+		u64 len = min3(s.left, d.left, (u64)NEURON_DMA_MAX_LEN);
+
+		if (WARN_ON_ONCE(job->num_segs >= max_segs || !len))
+			return -EINVAL;
+		seg = &job->segs[job->num_segs++];
+		seg->src = s.addr;
+		seg->dst = d.addr;
+		seg->len = len;
+		seg->flags = flags;
+		ret = neuron_span_advance(&s, len);
+		if (!ret)
+			ret = neuron_span_advance(&d, len);
+		if (ret)
+			return ret;
+	}
+	job->bytes = size;
+	return 0;
+}
+
+/**
+ * neuron_copy_ioctl() - DRM_IOCTL_NEURON_COPY
+ * @drm: the DRM device
+ * @data: &struct drm_neuron_copy
+ * @file: the calling file
+ *
+ * Return: 0 or a negative errno as documented in the UAPI header.
+ */
+int neuron_copy_ioctl(struct drm_device *drm, void *data,
+		      struct drm_file *file)
+{
+	struct neuron_device *ndev = to_neuron_device(drm);
+	struct neuron_file_exec *fexec = to_neuron_file(file)->exec;
+	struct drm_neuron_copy *args = data;
+	struct drm_neuron_sync *in_syncs;
+	struct sg_table *src_sgt, *dst_sgt;
+	struct neuron_bo *src, *dst;
+	struct drm_sched_entity *entity;
+	struct neuron_job *job;
+	u64 src_offset, dst_offset;
+	int ret;
+
+	if (neuron_exec_args_bad(args->flags, DRM_NEURON_COPY_FLAGS_ALL,
+				 args->pad, args->reserved, &args->out_sync,
+				 args->num_in_syncs))
+		return -EINVAL;
+	if (!args->size)
+		return -EINVAL;
+	if (args->engine == DRM_NEURON_ENGINE_ANY) {
+		if (!fexec->dma_any_init)
+			return -EINVAL;
+		entity = &fexec->dma_any;
+	} else if (args->engine < fexec->num_dma) {
+		entity = &fexec->dma_entities[args->engine];
+	} else {
+		return -EINVAL;
+	}
+	if (!neuron_exec_ready(ndev))
+		return -EIO;
+
+	in_syncs = neuron_copy_in_syncs(args->in_syncs, args->num_in_syncs);
+	if (IS_ERR(in_syncs))
+		return PTR_ERR(in_syncs);
+
+	job = neuron_job_alloc(ndev, fexec->client, NEURON_JOB_COPY, 2);
+	if (!job) {
+		ret = -ENOMEM;
+		goto out_free;
+	}
+	ret = neuron_job_add_bo(job, file, args->src_handle, args->src_offset,
+				args->size, &src, &src_sgt, &src_offset);
+	if (ret)
+		goto out_put;
+	ret = neuron_job_add_bo(job, file, args->dst_handle, args->dst_offset,
+				args->size, &dst, &dst_sgt, &dst_offset);
+	if (ret)
+		goto out_put;
+
+	ret = -EINVAL;
+	if (src == dst && args->src_offset < args->dst_offset + args->size &&
+	    args->dst_offset < args->src_offset + args->size)
+		goto out_put;
+
+	ret = neuron_copy_build(job, src, src_sgt, src_offset, dst, dst_sgt,
+				dst_offset, args->size);
+	if (ret)
+		goto out_put;
+
+	ret = neuron_job_push(job, file, entity, in_syncs, args->num_in_syncs,
+			      &args->out_sync, &args->seqno);
+	goto out_free;
+
+out_put:
+	neuron_job_put_unarmed(job);
+out_free:
+	kvfree(in_syncs);
+	return ret;
+}
