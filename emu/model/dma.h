@@ -10,6 +10,9 @@
 
 typedef struct nm_device nm_device;
 
+/* Bytes a DMA engine copies between two checks for a reset. */
+#define NM_DMA_CHUNK (64u << 10)
+
 #define NM_DMA_LATCHES 3 /* 3 counters */
 
 enum { DMA_CNT_BYTES, DMA_CNT_DESCS, DMA_CNT_ERRORS, DMA_CNT_N };
