@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * The device: creation, device resets and the fatal state. The units are
- * in queue.c and dma.c, the register file in regs.c. See device.h for the
- * threading model and hw/README.md for the behaviour.
+ * The device: creation, device resets, the fatal state and the units' step
+ * functions. The units are in queue.c and dma.c, the register file in
+ * regs.c. See device.h for the threading model and hw/README.md for the
+ * behaviour.
  */
 #include "device_internal.h"
 
@@ -90,6 +91,18 @@ void nm_device_shutdown(nm_device *dev) {
         nm_queue_abort(&dev->q[i]);
     for (i = 0; i < dev->cfg.num_dma; i++)
         nm_dma_abort(&dev->dma[i]);
+}
+
+bool nm_device_core_step(nm_device *dev, uint32_t core) {
+    if (core >= dev->cfg.num_cores || atomic_load(&dev->shutdown))
+        return false;
+    return nm_queue_step(&dev->q[core]);
+}
+
+bool nm_device_dma_step(nm_device *dev, uint32_t engine) {
+    if (engine >= dev->cfg.num_dma || atomic_load(&dev->shutdown))
+        return false;
+    return nm_dma_step(&dev->dma[engine]);
 }
 
 /* ---------------------------------------------------------------------- */

@@ -158,16 +158,12 @@ static bool dma_complete(nm_dma *e, struct neuron_dma_desc *d, uint64_t addr, ui
     return true;
 }
 
-bool nm_device_dma_step(nm_device *dev, uint32_t engine) {
-    nm_dma *e;
+bool nm_dma_step(nm_dma *e) {
+    nm_device *dev = e->dev;
     struct neuron_dma_desc d;
     uint64_t addr, copied = 0;
     uint32_t gen, status;
     bool bad_tail = false, fetched;
-
-    if (engine >= dev->cfg.num_dma || atomic_load(&dev->shutdown))
-        return false;
-    e = &dev->dma[engine];
 
     mtx_lock(&e->ring.lock);
     if (e->ring.reset_req) {
@@ -176,7 +172,7 @@ bool nm_device_dma_step(nm_device *dev, uint32_t engine) {
         atomic_store(&e->ring.abort, false);
         e->ring.reset_req = false;
         mtx_unlock(&e->ring.lock);
-        nm_emit(dev, NM_EV_DMA_RESET, engine, 0, 0);
+        nm_emit(dev, NM_EV_DMA_RESET, e->index, 0, 0);
         return true;
     }
     fetched = !atomic_load(&dev->fatal) &&

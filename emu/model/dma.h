@@ -30,6 +30,12 @@ typedef struct nm_dma {
 bool nm_dma_init(nm_dma *e, nm_device *dev, uint32_t index);
 void nm_dma_destroy(nm_dma *e);
 
+/*
+ * The engine's work function (nm_device_dma_step): a requested reset or
+ * one descriptor. Returns true if it should run again.
+ */
+bool nm_dma_step(nm_dma *e);
+
 /* A device reset; returns true if a running copy became stale (ring.h). */
 bool nm_dma_device_reset(nm_dma *e);
 

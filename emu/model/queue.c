@@ -343,15 +343,13 @@ static bool q_finish(nm_queue *q, const struct neuron_job_desc *d, uint32_t gen,
     return true;
 }
 
-bool nm_device_core_step(nm_device *dev, uint32_t core) {
+bool nm_queue_step(nm_queue *q) {
     struct neuron_job_desc d;
     uint32_t gen, status;
     nm_job *job;
     bool progress;
 
-    if (core >= dev->cfg.num_cores || atomic_load(&dev->shutdown))
-        return false;
-    switch (q_fetch(&dev->q[core], &d, &gen)) {
+    switch (q_fetch(q, &d, &gen)) {
     case Q_IDLE:
         return false;
     case Q_PROGRESS:
@@ -360,8 +358,8 @@ bool nm_device_core_step(nm_device *dev, uint32_t core) {
         break;
     }
     job = calloc(1, sizeof(*job));
-    status = job ? q_run(&dev->q[core], &d, job) : NEURON_JOB_STATUS_LIMIT;
-    progress = q_finish(&dev->q[core], &d, gen, job, status);
+    status = job ? q_run(q, &d, job) : NEURON_JOB_STATUS_LIMIT;
+    progress = q_finish(q, &d, gen, job, status);
     free(job);
     return progress;
 }

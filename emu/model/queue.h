@@ -54,6 +54,12 @@ bool nm_queue_init(nm_queue *q, nm_device *dev, uint32_t index, uint32_t sbuf_si
                    uint32_t psum_size);
 void nm_queue_destroy(nm_queue *q);
 
+/*
+ * The queue's work function (nm_device_core_step): a requested reset, a
+ * pending completion, or one job. Returns true if it should run again.
+ */
+bool nm_queue_step(nm_queue *q);
+
 /* A device reset; returns true if a running job became stale (ring.h). */
 bool nm_queue_device_reset(nm_queue *q);
 
