@@ -5,7 +5,7 @@
  * for the behaviour.
  */
 #include "dma.h"
-#include "device_internal.h"
+#include "device_state.h"
 #include "nm_endian.h"
 
 #include <stddef.h>
@@ -38,7 +38,7 @@ static void dma_clear_locked(nm_dma *e, bool config) {
 }
 
 /* Validate a descriptor's fields and ranges. Returns NEURON_DMA_ERR_*. */
-static uint32_t dma_desc_check(const nm_device *dev, const struct neuron_dma_desc *d) {
+static uint32_t dma_desc_check(const nm_device_state *dev, const struct neuron_dma_desc *d) {
     uint64_t devsize = dev->env.mem.devmem_size;
 
     if (d->flags & ~NEURON_DMA_F_ALL)
@@ -126,7 +126,7 @@ static bool dma_fetch_failed(nm_dma *e, uint32_t gen, uint32_t err) {
 /* Write the status of descriptor @d at @addr back and account for it. */
 static bool dma_complete(nm_dma *e, struct neuron_dma_desc *d, uint64_t addr, uint32_t gen,
                          uint64_t copied, uint32_t status) {
-    nm_device *dev = e->dev;
+    nm_device_state *dev = e->dev;
     int rc;
 
     d->status = nm_le32(NEURON_DMA_DONE | status);
@@ -159,7 +159,7 @@ static bool dma_complete(nm_dma *e, struct neuron_dma_desc *d, uint64_t addr, ui
 }
 
 bool nm_dma_step(nm_dma *e) {
-    nm_device *dev = e->dev;
+    nm_device_state *dev = e->dev;
     struct neuron_dma_desc d;
     uint64_t addr, copied = 0;
     uint32_t gen, status;
@@ -202,7 +202,7 @@ bool nm_dma_step(nm_dma *e) {
     return dma_complete(e, &d, addr, gen, copied, status);
 }
 
-bool nm_dma_init(nm_dma *e, nm_device *dev, uint32_t index) {
+bool nm_dma_init(nm_dma *e, nm_device_state *dev, uint32_t index) {
     e->dev = dev;
     e->index = index;
     nm_ring_init(&e->ring);
