@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * The device: creation, device resets and the fatal state. The units are
- * in queue.c and dma.c, the register file in regs.c. See device.h for the
+ * The device: creation, device resets, the fatal state and the units' step
+ * functions, over the units (queue.c, dma.c) and the device's own state
+ * (device_state.c); the register file is regs.c. See device.h for the
  * threading model and hw/README.md for the behaviour.
  */
 #include "device_internal.h"
@@ -10,86 +11,57 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The last unit to finish stale work (or the reset itself) completes a device reset. */
-void nm_reset_pending_put(nm_device *dev) {
-    uint32_t count;
-
-    if (atomic_fetch_sub(&dev->reset_pending, 1) != 1)
-        return;
-    mtx_lock(&dev->lock);
-    dev->resetting = false;
-    if (dev->power_on_reset)
-        dev->reset_count = 0;
-    else
-        dev->reset_count++;
-    count = dev->reset_count;
-    mtx_unlock(&dev->lock);
-    nm_emit(dev, NM_EV_DEV_RESET, 0, count, 0);
-}
-
 void nm_device_reset(nm_device *dev, bool power_on) {
+    nm_device_state *st = &dev->state;
     uint32_t i;
 
-    mtx_lock(&dev->lock);
-    if (dev->resetting) {
-        /* Already resetting: a power-on reset still clears the count. */
-        dev->power_on_reset |= power_on;
-        mtx_unlock(&dev->lock);
+    if (!nm_device_state_reset_begin(st, power_on))
         return;
-    }
-    dev->resetting = true;
-    dev->power_on_reset = power_on;
-    atomic_store(&dev->reset_pending, 1);
-    mtx_unlock(&dev->lock);
-
-    for (i = 0; i < dev->cfg.num_cores; i++)
+    for (i = 0; i < st->cfg.num_cores; i++)
         if (nm_queue_device_reset(&dev->q[i]))
-            atomic_fetch_add(&dev->reset_pending, 1);
-    for (i = 0; i < dev->cfg.num_dma; i++)
+            nm_reset_pending_get(st);
+    for (i = 0; i < st->cfg.num_dma; i++)
         if (nm_dma_device_reset(&dev->dma[i]))
-            atomic_fetch_add(&dev->reset_pending, 1);
-
-    mtx_lock(&dev->lock);
-    dev->scratch = 0;
-    dev->fatal_cause = NEURON_FATAL_NONE;
-    atomic_store(&dev->irq_status, 0);
-    atomic_store(&dev->irq_mask, 0);
-    atomic_store(&dev->fatal, false);
-    mtx_unlock(&dev->lock);
-
-    nm_reset_pending_put(dev);
+            nm_reset_pending_get(st);
+    nm_device_state_reset_registers(st);
+    nm_reset_pending_put(st);
     /* Let idle workers reset their core state before the next job. */
-    for (i = 0; i < dev->cfg.num_cores; i++)
-        nm_kick(dev, NM_UNIT_CORE, i);
+    for (i = 0; i < st->cfg.num_cores; i++)
+        nm_kick(st, NM_UNIT_CORE, i);
+}
+
+/* Every unit's work in flight stops at its next check. */
+static void abort_units(nm_device *dev) {
+    uint32_t i;
+
+    for (i = 0; i < dev->state.cfg.num_cores; i++)
+        nm_queue_abort(&dev->q[i]);
+    for (i = 0; i < dev->state.cfg.num_dma; i++)
+        nm_dma_abort(&dev->dma[i]);
 }
 
 void nm_device_enter_fatal(nm_device *dev, uint32_t cause) {
-    uint32_t i;
-
-    mtx_lock(&dev->lock);
-    if (atomic_load(&dev->fatal) || dev->resetting) {
-        mtx_unlock(&dev->lock);
+    if (!nm_device_state_enter_fatal(&dev->state, cause))
         return;
-    }
-    dev->fatal_cause = cause;
-    atomic_store(&dev->fatal, true);
-    mtx_unlock(&dev->lock);
-    nm_emit(dev, NM_EV_FATAL, 0, 0, cause);
-    for (i = 0; i < dev->cfg.num_cores; i++)
-        nm_queue_abort(&dev->q[i]);
-    for (i = 0; i < dev->cfg.num_dma; i++)
-        nm_dma_abort(&dev->dma[i]);
-    nm_error_irq(dev);
+    abort_units(dev);
+    nm_error_irq(&dev->state);
 }
 
 void nm_device_shutdown(nm_device *dev) {
-    uint32_t i;
+    atomic_store(&dev->state.shutdown, true);
+    abort_units(dev);
+}
 
-    atomic_store(&dev->shutdown, true);
-    for (i = 0; i < dev->cfg.num_cores; i++)
-        nm_queue_abort(&dev->q[i]);
-    for (i = 0; i < dev->cfg.num_dma; i++)
-        nm_dma_abort(&dev->dma[i]);
+bool nm_device_core_step(nm_device *dev, uint32_t core) {
+    if (core >= dev->state.cfg.num_cores || atomic_load(&dev->state.shutdown))
+        return false;
+    return nm_queue_step(&dev->q[core]);
+}
+
+bool nm_device_dma_step(nm_device *dev, uint32_t engine) {
+    if (engine >= dev->state.cfg.num_dma || atomic_load(&dev->state.shutdown))
+        return false;
+    return nm_dma_step(&dev->dma[engine]);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -143,17 +115,13 @@ nm_device *nm_device_new(const nm_device_config *cfg, const nm_device_env *env, 
         set_err(err, errlen, "out of memory");
         return NULL;
     }
-    dev->cfg = *cfg;
-    if (!dev->cfg.caps)
-        dev->cfg.caps = NM_DEFAULT_CAPS;
-    dev->env = *env;
-    mtx_init(&dev->lock, mtx_plain);
+    nm_device_state_init(&dev->state, cfg, env);
 
     for (i = 0; i < cfg->num_cores; i++)
-        if (!nm_queue_init(&dev->q[i], dev, i, cfg->sbuf_size, cfg->psum_size))
+        if (!nm_queue_init(&dev->q[i], &dev->state, i, cfg->sbuf_size, cfg->psum_size))
             goto fail;
     for (i = 0; i < cfg->num_dma; i++)
-        if (!nm_dma_init(&dev->dma[i], dev, i))
+        if (!nm_dma_init(&dev->dma[i], &dev->state, i))
             goto fail;
     return dev;
 
@@ -169,24 +137,24 @@ void nm_device_free(nm_device *dev) {
     if (!dev)
         return;
     /* A unit that was initialized knows its device. */
-    for (i = 0; i < dev->cfg.num_cores; i++)
+    for (i = 0; i < dev->state.cfg.num_cores; i++)
         if (dev->q[i].dev)
             nm_queue_destroy(&dev->q[i]);
-    for (i = 0; i < dev->cfg.num_dma; i++)
+    for (i = 0; i < dev->state.cfg.num_dma; i++)
         if (dev->dma[i].dev)
             nm_dma_destroy(&dev->dma[i]);
-    mtx_destroy(&dev->lock);
+    nm_device_state_destroy(&dev->state);
     free(dev);
 }
 
 uint32_t nm_device_msix_count(const nm_device *dev) {
-    return NEURON_MSIX_COUNT(dev->cfg.num_cores, dev->cfg.num_dma);
+    return NEURON_MSIX_COUNT(dev->state.cfg.num_cores, dev->state.cfg.num_dma);
 }
 
 uint32_t nm_device_num_cores(const nm_device *dev) {
-    return dev->cfg.num_cores;
+    return dev->state.cfg.num_cores;
 }
 
 uint32_t nm_device_num_dma(const nm_device *dev) {
-    return dev->cfg.num_dma;
+    return dev->state.cfg.num_dma;
 }

@@ -5,7 +5,7 @@
  * for the behaviour.
  */
 #include "dma.h"
-#include "device_internal.h"
+#include "device_state.h"
 #include "nm_endian.h"
 
 #include <stddef.h>
@@ -38,7 +38,7 @@ static void dma_clear_locked(nm_dma *e, bool config) {
 }
 
 /* Validate a descriptor's fields and ranges. Returns NEURON_DMA_ERR_*. */
-static uint32_t dma_desc_check(const nm_device *dev, const struct neuron_dma_desc *d) {
+static uint32_t dma_desc_check(const nm_device_state *dev, const struct neuron_dma_desc *d) {
     uint64_t devsize = dev->env.mem.devmem_size;
 
     if (d->flags & ~NEURON_DMA_F_ALL)
@@ -126,7 +126,7 @@ static bool dma_fetch_failed(nm_dma *e, uint32_t gen, uint32_t err) {
 /* Write the status of descriptor @d at @addr back and account for it. */
 static bool dma_complete(nm_dma *e, struct neuron_dma_desc *d, uint64_t addr, uint32_t gen,
                          uint64_t copied, uint32_t status) {
-    nm_device *dev = e->dev;
+    nm_device_state *dev = e->dev;
     int rc;
 
     d->status = nm_le32(NEURON_DMA_DONE | status);
@@ -158,16 +158,12 @@ static bool dma_complete(nm_dma *e, struct neuron_dma_desc *d, uint64_t addr, ui
     return true;
 }
 
-bool nm_device_dma_step(nm_device *dev, uint32_t engine) {
-    nm_dma *e;
+bool nm_dma_step(nm_dma *e) {
+    nm_device_state *dev = e->dev;
     struct neuron_dma_desc d;
     uint64_t addr, copied = 0;
     uint32_t gen, status;
     bool bad_tail = false, fetched;
-
-    if (engine >= dev->cfg.num_dma || atomic_load(&dev->shutdown))
-        return false;
-    e = &dev->dma[engine];
 
     mtx_lock(&e->ring.lock);
     if (e->ring.reset_req) {
@@ -176,7 +172,7 @@ bool nm_device_dma_step(nm_device *dev, uint32_t engine) {
         atomic_store(&e->ring.abort, false);
         e->ring.reset_req = false;
         mtx_unlock(&e->ring.lock);
-        nm_emit(dev, NM_EV_DMA_RESET, engine, 0, 0);
+        nm_emit(dev, NM_EV_DMA_RESET, e->index, 0, 0);
         return true;
     }
     fetched = !atomic_load(&dev->fatal) &&
@@ -206,7 +202,7 @@ bool nm_device_dma_step(nm_device *dev, uint32_t engine) {
     return dma_complete(e, &d, addr, gen, copied, status);
 }
 
-bool nm_dma_init(nm_dma *e, nm_device *dev, uint32_t index) {
+bool nm_dma_init(nm_dma *e, nm_device_state *dev, uint32_t index) {
     e->dev = dev;
     e->index = index;
     nm_ring_init(&e->ring);

@@ -8,14 +8,17 @@
 
 #include "ring.h"
 
-typedef struct nm_device nm_device;
+typedef struct nm_device_state nm_device_state;
+
+/* Bytes a DMA engine copies between two checks for a reset. */
+#define NM_DMA_CHUNK (64u << 10)
 
 #define NM_DMA_LATCHES 3 /* 3 counters */
 
 enum { DMA_CNT_BYTES, DMA_CNT_DESCS, DMA_CNT_ERRORS, DMA_CNT_N };
 
 typedef struct nm_dma {
-    nm_device *dev;
+    nm_device_state *dev; /* the device, as its units see it */
     uint32_t index;
     nm_ring ring; /* the descriptor ring; its lock covers the fields below */
     uint64_t cnt[DMA_CNT_N];
@@ -24,8 +27,14 @@ typedef struct nm_dma {
 } nm_dma;
 
 /* Returns false when the bounce buffer cannot be allocated. */
-bool nm_dma_init(nm_dma *e, nm_device *dev, uint32_t index);
+bool nm_dma_init(nm_dma *e, nm_device_state *dev, uint32_t index);
 void nm_dma_destroy(nm_dma *e);
+
+/*
+ * The engine's work function (nm_device_dma_step): a requested reset or
+ * one descriptor. Returns true if it should run again.
+ */
+bool nm_dma_step(nm_dma *e);
 
 /* A device reset; returns true if a running copy became stale (ring.h). */
 bool nm_dma_device_reset(nm_dma *e);

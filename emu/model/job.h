@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The boundary between the device model (registers, rings, DMA engines:
- * device.c) and a NeuronCore's execution of one job (the ISA interpreter):
- * the memory-access interface, the job's bindings and the run entry point.
+ * The boundary between the device model (registers, rings, DMA engines;
+ * queue.c runs the jobs) and a NeuronCore's execution of one job (the ISA
+ * interpreter): the memory-access interface, the job's bindings and the
+ * run entry point.
  *
  * QEMU-independent C11: the QEMU glue supplies nm_mem_ops, unit tests
  * supply plain buffers.

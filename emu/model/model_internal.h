@@ -2,7 +2,8 @@
 /*
  * NeuronCore interpreter internals shared by core.c, the operand layer
  * (operand.c), the engines (sync.c, tensor.c, vector.c, matmul.c) and
- * dtype.c. Not part of the boundary to device.c: that is job.h.
+ * dtype.c. Not part of the boundary to the job queue (queue.c): that is
+ * job.h.
  */
 #ifndef NEURON_MODEL_INTERNAL_H
 #define NEURON_MODEL_INTERNAL_H

@@ -5,7 +5,7 @@
  * hw/README.md for the behaviour.
  */
 #include "queue.h"
-#include "device_internal.h"
+#include "device_state.h"
 #include "nm_endian.h"
 
 #include <stdlib.h>
@@ -72,7 +72,7 @@ static uint16_t cpl_phase(uint32_t index, uint32_t entries) {
  * reset meanwhile.
  */
 static bool q_write_cpl_locked(nm_queue *q, struct neuron_cpl_entry *e) {
-    nm_device *dev = q->dev;
+    nm_device_state *dev = q->dev;
     uint32_t idx = q->cpl_tail;
     uint32_t gen = q->ring.gen;
     uint64_t addr = q->cpl + (uint64_t)(idx & (q->cpl_entries - 1)) * sizeof(*e);
@@ -215,7 +215,7 @@ typedef enum { Q_IDLE, Q_PROGRESS, Q_FETCHED } q_fetch_result;
  * and the fetch of the next descriptor into @d, taken at generation *gen.
  */
 static q_fetch_result q_fetch(nm_queue *q, struct neuron_job_desc *d, uint32_t *gen) {
-    nm_device *dev = q->dev;
+    nm_device_state *dev = q->dev;
     bool irq = false, bad_tail = false, fetched;
     uint64_t addr;
     int rc;
@@ -299,7 +299,7 @@ static uint32_t q_run(nm_queue *q, const struct neuron_job_desc *d, nm_job *job)
  */
 static bool q_finish(nm_queue *q, const struct neuron_job_desc *d, uint32_t gen, nm_job *job,
                      uint32_t status) {
-    nm_device *dev = q->dev;
+    nm_device_state *dev = q->dev;
     bool irq = false;
 
     mtx_lock(&q->ring.lock);
@@ -343,15 +343,13 @@ static bool q_finish(nm_queue *q, const struct neuron_job_desc *d, uint32_t gen,
     return true;
 }
 
-bool nm_device_core_step(nm_device *dev, uint32_t core) {
+bool nm_queue_step(nm_queue *q) {
     struct neuron_job_desc d;
     uint32_t gen, status;
     nm_job *job;
     bool progress;
 
-    if (core >= dev->cfg.num_cores || atomic_load(&dev->shutdown))
-        return false;
-    switch (q_fetch(&dev->q[core], &d, &gen)) {
+    switch (q_fetch(q, &d, &gen)) {
     case Q_IDLE:
         return false;
     case Q_PROGRESS:
@@ -360,13 +358,13 @@ bool nm_device_core_step(nm_device *dev, uint32_t core) {
         break;
     }
     job = calloc(1, sizeof(*job));
-    status = job ? q_run(&dev->q[core], &d, job) : NEURON_JOB_STATUS_LIMIT;
-    progress = q_finish(&dev->q[core], &d, gen, job, status);
+    status = job ? q_run(q, &d, job) : NEURON_JOB_STATUS_LIMIT;
+    progress = q_finish(q, &d, gen, job, status);
     free(job);
     return progress;
 }
 
-bool nm_queue_init(nm_queue *q, nm_device *dev, uint32_t index, uint32_t sbuf_size,
+bool nm_queue_init(nm_queue *q, nm_device_state *dev, uint32_t index, uint32_t sbuf_size,
                    uint32_t psum_size) {
     q->dev = dev;
     q->index = index;

@@ -14,7 +14,7 @@
 #include "neuron_regs.h"
 #include "ring.h"
 
-typedef struct nm_device nm_device;
+typedef struct nm_device_state nm_device_state;
 
 /* 64-bit registers whose _HI half is latched by reading _LO. */
 #define NM_Q_LATCHES 7 /* CUR_JOB + 6 counters */
@@ -22,7 +22,7 @@ typedef struct nm_device nm_device;
 enum { Q_CNT_BUSY, Q_CNT_INSTR, Q_CNT_FLOPS, Q_CNT_DMA_BYTES, Q_CNT_JOBS, Q_CNT_FAULTS, Q_CNT_N };
 
 typedef struct nm_queue {
-    nm_device *dev;
+    nm_device_state *dev; /* the device, as its units see it */
     uint32_t index;
     nm_ring ring; /* the job ring; its lock covers the fields below */
     cnd_t room;   /* completion ring space, abort or reset */
@@ -50,9 +50,15 @@ typedef struct nm_queue {
 } nm_queue;
 
 /* Returns false when the core's SBUF and PSUM cannot be allocated. */
-bool nm_queue_init(nm_queue *q, nm_device *dev, uint32_t index, uint32_t sbuf_size,
+bool nm_queue_init(nm_queue *q, nm_device_state *dev, uint32_t index, uint32_t sbuf_size,
                    uint32_t psum_size);
 void nm_queue_destroy(nm_queue *q);
+
+/*
+ * The queue's work function (nm_device_core_step): a requested reset, a
+ * pending completion, or one job. Returns true if it should run again.
+ */
+bool nm_queue_step(nm_queue *q);
 
 /* A device reset; returns true if a running job became stale (ring.h). */
 bool nm_queue_device_reset(nm_queue *q);

@@ -5,12 +5,12 @@
  */
 #include "device_internal.h"
 
-static uint32_t dev_status(nm_device *dev) {
+static uint32_t dev_status(nm_device_state *st) {
     uint32_t v = 0;
 
-    if (dev->resetting)
+    if (st->resetting)
         v |= NEURON_DEV_STATUS_RESETTING;
-    if (atomic_load(&dev->fatal))
+    if (atomic_load(&st->fatal))
         v |= NEURON_DEV_STATUS_FATAL;
     if (!(v & (NEURON_DEV_STATUS_RESETTING | NEURON_DEV_STATUS_FATAL)))
         v |= NEURON_DEV_STATUS_READY;
@@ -18,28 +18,29 @@ static uint32_t dev_status(nm_device *dev) {
 }
 
 /* The global registers under the device lock. */
-static uint32_t dev_locked_read(nm_device *dev, uint64_t offset) {
+static uint32_t dev_locked_read(nm_device_state *st, uint64_t offset) {
     switch (offset) {
     case NEURON_REG_DEV_CTRL:
-        return dev->resetting ? NEURON_DEV_CTRL_RESET : 0;
+        return st->resetting ? NEURON_DEV_CTRL_RESET : 0;
     case NEURON_REG_DEV_STATUS:
-        return dev_status(dev);
+        return dev_status(st);
     case NEURON_REG_FATAL_CAUSE:
-        return dev->fatal_cause;
+        return st->fatal_cause;
     case NEURON_REG_RESET_COUNT:
-        return dev->reset_count;
+        return st->reset_count;
     default: /* NEURON_REG_SCRATCH */
-        return dev->scratch;
+        return st->scratch;
     }
 }
 
 uint32_t nm_device_mmio_read(nm_device *dev, uint64_t offset) {
-    const nm_device_config *c = &dev->cfg;
+    nm_device_state *st = &dev->state;
+    const nm_device_config *c = &st->cfg;
     uint32_t v = 0;
     bool known = true;
 
     if (offset % 4 || offset >= NEURON_REGS_SIZE) {
-        atomic_fetch_add(&dev->bad_accesses, 1);
+        atomic_fetch_add(&st->bad_accesses, 1);
         return 0;
     }
     if (offset >= NEURON_QUEUE_BASE(0) && offset < NEURON_QUEUE_BASE(c->num_cores)) {
@@ -77,10 +78,10 @@ uint32_t nm_device_mmio_read(nm_device *dev, uint64_t offset) {
             v = NM_FW_VERSION;
             break;
         case NEURON_REG_MEM_SIZE_LO:
-            v = (uint32_t)dev->env.mem.devmem_size;
+            v = (uint32_t)st->env.mem.devmem_size;
             break;
         case NEURON_REG_MEM_SIZE_HI:
-            v = (uint32_t)(dev->env.mem.devmem_size >> 32);
+            v = (uint32_t)(st->env.mem.devmem_size >> 32);
             break;
         case NEURON_REG_CLOCK_MHZ:
             v = c->clock_mhz;
@@ -93,15 +94,15 @@ uint32_t nm_device_mmio_read(nm_device *dev, uint64_t offset) {
         case NEURON_REG_FATAL_CAUSE:
         case NEURON_REG_RESET_COUNT:
         case NEURON_REG_SCRATCH:
-            mtx_lock(&dev->lock);
-            v = dev_locked_read(dev, offset);
-            mtx_unlock(&dev->lock);
+            mtx_lock(&st->lock);
+            v = dev_locked_read(st, offset);
+            mtx_unlock(&st->lock);
             break;
         case NEURON_REG_IRQ_STATUS:
-            v = atomic_load(&dev->irq_status);
+            v = atomic_load(&st->irq_status);
             break;
         case NEURON_REG_IRQ_MASK:
-            v = atomic_load(&dev->irq_mask);
+            v = atomic_load(&st->irq_mask);
             break;
         case NEURON_REG_INJECT:
             v = 0;
@@ -112,33 +113,34 @@ uint32_t nm_device_mmio_read(nm_device *dev, uint64_t offset) {
         }
     }
     if (!known)
-        atomic_fetch_add(&dev->bad_accesses, 1);
+        atomic_fetch_add(&st->bad_accesses, 1);
     return v;
 }
 
 /* Bits of IRQ_STATUS/IRQ_MASK that exist on this device. */
-static uint32_t irq_valid_bits(const nm_device *dev) {
-    uint32_t q = (uint32_t)((UINT64_C(1) << dev->cfg.num_cores) - 1);
-    uint32_t d = ((1u << dev->cfg.num_dma) - 1) << 16;
+static uint32_t irq_valid_bits(const nm_device_state *st) {
+    uint32_t q = (uint32_t)((UINT64_C(1) << st->cfg.num_cores) - 1);
+    uint32_t d = ((1u << st->cfg.num_dma) - 1) << 16;
 
     return q | d | NEURON_IRQ_ERROR;
 }
 
-static void irq_vector_of(const nm_device *dev, uint32_t bit, uint32_t *vector) {
+static void irq_vector_of(const nm_device_state *st, uint32_t bit, uint32_t *vector) {
     if (bit == 31)
-        *vector = NEURON_MSIX_ERROR(dev->cfg.num_cores, dev->cfg.num_dma);
+        *vector = NEURON_MSIX_ERROR(st->cfg.num_cores, st->cfg.num_dma);
     else if (bit >= 16)
-        *vector = NEURON_MSIX_DMA(dev->cfg.num_cores, bit - 16);
+        *vector = NEURON_MSIX_DMA(st->cfg.num_cores, bit - 16);
     else
         *vector = NEURON_MSIX_QUEUE(bit);
 }
 
 void nm_device_mmio_write(nm_device *dev, uint64_t offset, uint32_t value) {
-    const nm_device_config *c = &dev->cfg;
+    nm_device_state *st = &dev->state;
+    const nm_device_config *c = &st->cfg;
     bool known = true;
 
     if (offset % 4 || offset >= NEURON_REGS_SIZE) {
-        atomic_fetch_add(&dev->bad_accesses, 1);
+        atomic_fetch_add(&st->bad_accesses, 1);
         return;
     }
     if (offset >= NEURON_QUEUE_BASE(0) && offset < NEURON_QUEUE_BASE(c->num_cores)) {
@@ -172,26 +174,26 @@ void nm_device_mmio_write(nm_device *dev, uint64_t offset, uint32_t value) {
                 nm_device_reset(dev, false);
             break;
         case NEURON_REG_IRQ_STATUS:
-            atomic_fetch_and(&dev->irq_status, ~value);
+            atomic_fetch_and(&st->irq_status, ~value);
             break;
         case NEURON_REG_IRQ_MASK: {
-            uint32_t old = atomic_exchange(&dev->irq_mask, value & irq_valid_bits(dev));
-            uint32_t unmasked = old & ~value & atomic_load(&dev->irq_status);
+            uint32_t old = atomic_exchange(&st->irq_mask, value & irq_valid_bits(st));
+            uint32_t unmasked = old & ~value & atomic_load(&st->irq_status);
             uint32_t bit, vec;
 
             /* A cause that is pending when it is unmasked signals now. */
             for (bit = 0; bit < 32; bit++) {
                 if (unmasked & (1u << bit)) {
-                    irq_vector_of(dev, bit, &vec);
-                    dev->env.raise_irq(dev->env.opaque, vec);
+                    irq_vector_of(st, bit, &vec);
+                    st->env.raise_irq(st->env.opaque, vec);
                 }
             }
             break;
         }
         case NEURON_REG_SCRATCH:
-            mtx_lock(&dev->lock);
-            dev->scratch = value;
-            mtx_unlock(&dev->lock);
+            mtx_lock(&st->lock);
+            st->scratch = value;
+            mtx_unlock(&st->lock);
             break;
         case NEURON_REG_INJECT:
             if (value & NEURON_INJECT_FATAL)
@@ -203,9 +205,9 @@ void nm_device_mmio_write(nm_device *dev, uint64_t offset, uint32_t value) {
         }
     }
     if (!known)
-        atomic_fetch_add(&dev->bad_accesses, 1);
+        atomic_fetch_add(&st->bad_accesses, 1);
 }
 
 uint64_t nm_device_bad_accesses(nm_device *dev) {
-    return atomic_load(&dev->bad_accesses);
+    return atomic_load(&dev->state.bad_accesses);
 }
