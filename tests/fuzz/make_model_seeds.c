@@ -122,17 +122,8 @@ int main(int argc, char **argv) {
 
     memset(&s, 0, sizeof(s));
     pb_init(&p);
-    {
-        uint32_t outer = pb_here(&p, NEURON_ENGINE_SYNC);
-
-        pb_notify(&p, NEURON_ENGINE_SYNC, 1);
-        uint32_t inner = pb_here(&p, NEURON_ENGINE_SYNC);
-
-        pb_notify(&p, NEURON_ENGINE_SYNC, 2);
-        pb_loop(&p, NEURON_ENGINE_SYNC, 1, inner, 2);
-        pb_loop(&p, NEURON_ENGINE_SYNC, 0, outer, 3);
-        pb_end(&p, NEURON_ENGINE_SYNC);
-    }
+    pb_nested_loops(&p, NEURON_ENGINE_SYNC);
+    pb_end(&p, NEURON_ENGINE_SYNC);
     save(argv[1], "loops", &s, &p);
     pb_free(&p);
 

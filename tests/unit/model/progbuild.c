@@ -228,6 +228,15 @@ void pb_end_all(pb_prog *p) {
         pb_end(p, e);
 }
 
+void pb_nested_loops(pb_prog *p, int engine) {
+    uint32_t outer = pb_here(p, engine);
+    pb_notify(p, engine, 1);
+    uint32_t inner = pb_here(p, engine);
+    pb_notify(p, engine, 2);
+    pb_loop(p, engine, 1, inner, 2);
+    pb_loop(p, engine, 0, outer, 3);
+}
+
 /* ---- harness ---- */
 
 #define TE_TABLE_BUS TE_HOST_BASE /* first 4 KiB of host memory */

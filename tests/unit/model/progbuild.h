@@ -70,6 +70,11 @@ struct neuron_insn *pb_loop(pb_prog *p, int engine, uint8_t ctr, uint32_t target
 struct neuron_insn *pb_end(pb_prog *p, int engine);
 /* END on every engine. */
 void pb_end_all(pb_prog *p);
+/*
+ * outer x3 { notify 1; inner x2 { notify 2 } } on @engine (loop counters 0
+ * and 1): notifies 1 2 2 1 2 2 1 2 2 in 18 instructions.
+ */
+void pb_nested_loops(pb_prog *p, int engine);
 
 /* ---- harness ---- */
 

@@ -682,12 +682,7 @@ static void test_loops(void **state) {
     pb_prog p;
     pb_init(&p);
     /* outer x3 { notify 1; inner x2 { notify 2 } }, then a 1-iteration loop. */
-    uint32_t outer = pb_here(&p, NEURON_ENGINE_SYNC);
-    pb_notify(&p, NEURON_ENGINE_SYNC, 1);
-    uint32_t inner = pb_here(&p, NEURON_ENGINE_SYNC);
-    pb_notify(&p, NEURON_ENGINE_SYNC, 2);
-    pb_loop(&p, NEURON_ENGINE_SYNC, 1, inner, 2);
-    pb_loop(&p, NEURON_ENGINE_SYNC, 0, outer, 3);
+    pb_nested_loops(&p, NEURON_ENGINE_SYNC);
     uint32_t once = pb_here(&p, NEURON_ENGINE_SYNC);
     pb_notify(&p, NEURON_ENGINE_SYNC, 3);
     pb_loop(&p, NEURON_ENGINE_SYNC, 0, once, 1);
