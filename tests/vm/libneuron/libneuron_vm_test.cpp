@@ -311,6 +311,9 @@ static void capi(void **) {
     assert_int_equal(info.num_cores, cxx.info().num_cores);
     assert_int_equal(info.device_memory_size, cxx.info().device_memory_size);
     assert_string_equal(info.pci_address, cxx.info().pci_address.c_str());
+    uint64_t used = 0;
+    assert_int_equal(neuron_device_memory_used(dev, &used), NEURON_OK);
+    assert_true(cxx.memory_used() == used);
     neuron_program *p = nullptr;
     assert_int_equal(neuron_program_parse(bytes.data(), bytes.size(), &p), NEURON_OK);
     neuron_loaded_program *lp = nullptr;
