@@ -5,15 +5,16 @@
  * that split copies, and the binding table a job hands to the device.
  *
  * Built as neuron_kunit.ko for kernels with CONFIG_KUNIT; the functions
- * come from neuron.ko (EXPORT_SYMBOL_IF_KUNIT). The SG tables here are
- * written by hand: only their DMA addresses and lengths are read.
+ * come from neuron.ko (EXPORT_SYMBOL_IF_KUNIT), except the status errno,
+ * an inline of hw/neuron_job_errno.h. The SG tables here are written by
+ * hand: only their DMA addresses and lengths are read.
  */
 #include <kunit/test.h>
 #include <linux/module.h>
 #include <linux/scatterlist.h>
 
 #include "neuron_compat.h"
-#include "neuron_queue.h"
+#include "neuron_job_errno.h"
 #include "neuron_regs.h"
 #include "neuron_submit.h"
 

@@ -13,11 +13,11 @@
 #include <linux/dma-mapping.h>
 #include <linux/moduleparam.h>
 #include <linux/seq_file.h>
-#include <kunit/visibility.h>
 
 #include "neuron_client.h"
 #include "neuron_drv.h"
 #include "neuron_job.h"
+#include "neuron_job_errno.h"
 #include "neuron_queue.h"
 #include "neuron_ring.h"
 #include "neuron_trace.h"
@@ -103,38 +103,6 @@ static void neuron_queue_write(struct neuron_ring *ring, struct neuron_job *job)
 	/* The descriptor is in memory before the doorbell (writel orders). */
 	neuron_wr32(&ring->ndev->hw, neuron_q_reg(q, NEURON_Q_TAIL), q->tail);
 }
-
-/**
- * neuron_job_status_errno() - fence error of a job's final completion status
- * @status: NEURON_JOB_STATUS_* of the final completion entry
- *
- * Return: 0, or the negative errno documented in the UAPI header.
- */
-int neuron_job_status_errno(u32 status)
-{
-	switch (status) {
-	case NEURON_JOB_STATUS_OK:
-		return 0;
-	case NEURON_JOB_STATUS_ABORTED:
-		return -ECANCELED;
-	case NEURON_JOB_STATUS_BINDING_INDEX:
-	case NEURON_JOB_STATUS_BINDING_RANGE:
-	case NEURON_JOB_STATUS_BINDING_ACCESS:
-		return -EFAULT;
-	case NEURON_JOB_STATUS_BAD_PROGRAM:
-	case NEURON_JOB_STATUS_DECODE:
-	case NEURON_JOB_STATUS_PARTITION:
-	case NEURON_JOB_STATUS_SBUF_RANGE:
-	case NEURON_JOB_STATUS_PSUM_RANGE:
-	case NEURON_JOB_STATUS_DTYPE:
-	case NEURON_JOB_STATUS_ALIGN:
-	case NEURON_JOB_STATUS_SHAPE:
-		return -EINVAL;
-	default:
-		return -EIO;
-	}
-}
-EXPORT_SYMBOL_IF_KUNIT(neuron_job_status_errno);
 
 static void neuron_queue_complete_locked(struct neuron_queue *q,
 					 const struct neuron_cpl_entry *e,

@@ -17,6 +17,5 @@ struct neuron_ring;
 extern unsigned int neuron_job_timeout_ms;
 
 struct neuron_ring *neuron_queue_create(struct neuron_device *ndev, u32 core);
-int neuron_job_status_errno(u32 status);
 
 #endif /* __NEURON_QUEUE_H__ */

@@ -8,6 +8,7 @@
 
 #include <sys/mman.h>
 
+#include "neuron_job_errno.h"
 #include "sim.hpp"
 
 namespace neuron::sim {
@@ -221,31 +222,6 @@ struct HostView {
     }
 };
 
-// neuron.ko's fence error of a job's final status.
-int status_errno(uint32_t status) {
-    switch (status) {
-    case NEURON_JOB_STATUS_OK:
-        return 0;
-    case NEURON_JOB_STATUS_ABORTED:
-        return ECANCELED;
-    case NEURON_JOB_STATUS_BINDING_INDEX:
-    case NEURON_JOB_STATUS_BINDING_RANGE:
-    case NEURON_JOB_STATUS_BINDING_ACCESS:
-        return EFAULT;
-    case NEURON_JOB_STATUS_BAD_PROGRAM:
-    case NEURON_JOB_STATUS_DECODE:
-    case NEURON_JOB_STATUS_PARTITION:
-    case NEURON_JOB_STATUS_SBUF_RANGE:
-    case NEURON_JOB_STATUS_PSUM_RANGE:
-    case NEURON_JOB_STATUS_DTYPE:
-    case NEURON_JOB_STATUS_ALIGN:
-    case NEURON_JOB_STATUS_SHAPE:
-        return EINVAL;
-    default:
-        return EIO;
-    }
-}
-
 } // namespace
 
 int Core::execute(Work &w) {
@@ -277,7 +253,8 @@ int Core::execute(Work &w) {
     counters.instructions += r.instructions;
     counters.flops += r.flops;
     counters.dma_bytes += r.dma_bytes;
-    int err = status_errno(r.status);
+    // neuron.ko's fence error for the status, positive like every errno here.
+    int err = -neuron_job_status_errno(r.status);
     if (timed_out) {
         // The driver resets a core whose job exceeded the timeout.
         counters.timeouts++;

@@ -182,6 +182,20 @@ neuron_status neuron_device_get_info(const neuron_device *dev, neuron_device_inf
     });
 }
 
+neuron_status neuron_device_memory_used(const neuron_device *dev, uint64_t *out) {
+    return guard(__func__, [&] {
+        NEED(dev);
+        NEED(out);
+        auto used = dev->dev.memory_used();
+        if (!used)
+            throw neuron::Error(neuron::errc::not_supported,
+                                dev->dev.path() +
+                                    ": device memory in use cannot be read (no memory_used "
+                                    "in the driver's sysfs)");
+        *out = *used;
+    });
+}
+
 neuron_status neuron_buffer_create(neuron_device *dev, uint64_t size, neuron_region region,
                                    uint32_t flags, neuron_buffer **out) {
     return guard(__func__, [&] {

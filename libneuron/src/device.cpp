@@ -2,6 +2,7 @@
 // Opening devices: by index, node, PCI address or as the simulator; the
 // DRM driver check and GET_PARAM.
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
 #include <map>
 
@@ -254,6 +255,9 @@ Device detail::open_device(std::shared_ptr<Os> os, const std::string &node) {
         throw Error(errc::not_supported,
                     fmt::format("{}: not a neuron device (its driver is '{}')", node, drv));
     read_info(*s, s->info);
+    if (!is_sim_spec(node))
+        s->telemetry_dir = SysPaths::from_env().sysfs_root + "/bus/pci/devices/" +
+                           s->info.pci_address + "/neuron/";
     return Device(std::move(s));
 }
 
@@ -265,6 +269,15 @@ const std::string &Device::path() const {
 }
 int Device::fd() const {
     return state_->fd;
+}
+
+std::optional<uint64_t> Device::memory_used() const {
+    std::string v = state_->os->read_line(state_->telemetry_dir + "memory_used");
+    uint64_t n = 0;
+    auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (v.empty() || ec != std::errc() || end != v.data() + v.size())
+        return std::nullopt;
+    return n;
 }
 
 Queue Device::queue(unsigned core) const {

@@ -23,6 +23,10 @@ struct DeviceState {
     int fd = -1;
     std::string path;
     DeviceInfo info;
+    /// Prefix of the device's telemetry files (docs/telemetry.md) for
+    /// Os::read_line: the PCI device's neuron/ directory in sysfs, empty for
+    /// the simulator, which serves them by their bare names.
+    std::string telemetry_dir;
     ~DeviceState();
     /// An ioctl on the device file; returns 0 or the errno.
     int ioctl(unsigned long request, void *arg) const noexcept {

@@ -918,30 +918,36 @@ std::vector<std::byte> Program::device_image() const {
 
 // --- writer ------------------------------------------------------------------------
 
-namespace detail {
+namespace {
 
-std::vector<std::byte> write_container(const ContainerContents &c) {
-    // String table.
-    std::vector<std::byte> strtab{std::byte{0}};
-    std::map<std::string, uint32_t> strings;
-    auto intern = [&](const std::string &s) -> uint32_t {
+/// A container's string table: each string once, at the offset the entries
+/// refer to it by; offset 0 is the empty string.
+class StringTable {
+  public:
+    uint32_t intern(const std::string &s) {
         if (s.empty())
             return 0;
-        auto [it, fresh] = strings.emplace(s, static_cast<uint32_t>(strtab.size()));
+        auto [it, fresh] = offsets_.emplace(s, static_cast<uint32_t>(bytes_.size()));
         if (fresh) {
             for (char ch : s)
-                strtab.push_back(static_cast<std::byte>(ch));
-            strtab.push_back(std::byte{0});
+                bytes_.push_back(static_cast<std::byte>(ch));
+            bytes_.push_back(std::byte{0});
         }
         return it->second;
-    };
-    uint32_t name = intern(c.name);
+    }
+    const std::vector<std::byte> &bytes() const { return bytes_; }
 
-    std::vector<std::byte> args(c.args.size() * f::arg_entry_size);
-    for (size_t k = 0; k < c.args.size(); k++) {
-        const auto &a = c.args[k];
-        std::span<std::byte> w = std::span(args).subspan(k * f::arg_entry_size, f::arg_entry_size);
-        wr32(w, 0, intern(a.name));
+  private:
+    std::vector<std::byte> bytes_{std::byte{0}};
+    std::map<std::string, uint32_t> offsets_;
+};
+
+std::vector<std::byte> args_section(std::span<const ArgumentInfo> args, StringTable &strings) {
+    std::vector<std::byte> out(args.size() * f::arg_entry_size);
+    for (size_t k = 0; k < args.size(); k++) {
+        const auto &a = args[k];
+        std::span<std::byte> w = std::span(out).subspan(k * f::arg_entry_size, f::arg_entry_size);
+        wr32(w, 0, strings.intern(a.name));
         wr8(w, 4, static_cast<uint8_t>(a.dtype));
         wr8(w, 5, static_cast<uint8_t>(a.direction));
         wr8(w, 6, static_cast<uint8_t>(a.shape.size()));
@@ -951,12 +957,16 @@ std::vector<std::byte> write_container(const ContainerContents &c) {
         for (size_t i = 0; i < a.shape.size() && i < f::max_rank; i++)
             wr32(w, 32 + 4 * i, a.shape[i]);
     }
-    std::vector<std::byte> syms(c.symbols.size() * f::symbol_entry_size);
-    for (size_t k = 0; k < c.symbols.size(); k++) {
-        const auto &s = c.symbols[k];
+    return out;
+}
+
+std::vector<std::byte> symbols_section(std::span<const SymbolInfo> symbols, StringTable &strings) {
+    std::vector<std::byte> out(symbols.size() * f::symbol_entry_size);
+    for (size_t k = 0; k < symbols.size(); k++) {
+        const auto &s = symbols[k];
         std::span<std::byte> w =
-            std::span(syms).subspan(k * f::symbol_entry_size, f::symbol_entry_size);
-        wr32(w, 0, intern(s.name));
+            std::span(out).subspan(k * f::symbol_entry_size, f::symbol_entry_size);
+        wr32(w, 0, strings.intern(s.name));
         wr8(w, 4, s.kind);
         if (s.kind != f::symbol_semaphore) {
             wr8(w, 5, static_cast<uint8_t>(s.dtype));
@@ -966,25 +976,22 @@ std::vector<std::byte> write_container(const ContainerContents &c) {
         wr32(w, 8, s.offset);
         wr32(w, 12, s.size);
     }
+    return out;
+}
 
-    struct Sec {
-        uint32_t type, info;
-        const std::vector<std::byte> *data;
-    };
-    std::vector<Sec> secs{{f::section_strtab, 0, &strtab}};
-    if (!args.empty())
-        secs.push_back({f::section_args, 0, &args});
-    if (!syms.empty())
-        secs.push_back({f::section_symbols, 0, &syms});
-    for (unsigned e = 0; e < num_engines; e++)
-        if (!c.streams[e].empty())
-            secs.push_back({f::section_code, e + 1, &c.streams[e]});
-    if (!c.constants.empty())
-        secs.push_back({f::section_const, 0, &c.constants});
+struct SectionData {
+    uint32_t type, info;
+    const std::vector<std::byte> *data;
+};
 
+/// The header, the section table after it and each section at a 64-byte
+/// boundary; the header's CRC covers its first 60 bytes and the table.
+std::vector<std::byte> assemble(const ContainerContents &c, uint32_t name,
+                                std::span<const SectionData> secs) {
     auto align = [](uint64_t v, uint64_t a) { return (v + a - 1) / a * a; };
-    uint64_t table = f::header_size;
-    uint64_t pos = table + secs.size() * f::section_entry_size;
+    const uint64_t table = f::header_size;
+    const uint64_t table_end = table + secs.size() * f::section_entry_size;
+    uint64_t pos = table_end;
     std::vector<uint64_t> offs;
     for (const auto &s : secs) {
         pos = align(pos, 64);
@@ -1016,11 +1023,34 @@ std::vector<std::byte> write_container(const ContainerContents &c) {
         if (!s.data->empty())
             std::memcpy(out.data() + offs[i], s.data->data(), s.data->size());
     }
-    uint64_t table_end = table + secs.size() * f::section_entry_size;
     wr32(w, 60,
          crc32(std::span<const std::byte>(out).subspan(table, table_end - table),
                crc32(std::span<const std::byte>(out).first(60))));
     return out;
+}
+
+} // namespace
+
+namespace detail {
+
+std::vector<std::byte> write_container(const ContainerContents &c) {
+    // The entries intern their strings, so the string table is complete last.
+    StringTable strings;
+    uint32_t name = strings.intern(c.name);
+    std::vector<std::byte> args = args_section(c.args, strings);
+    std::vector<std::byte> syms = symbols_section(c.symbols, strings);
+
+    std::vector<SectionData> secs{{f::section_strtab, 0, &strings.bytes()}};
+    if (!args.empty())
+        secs.push_back({f::section_args, 0, &args});
+    if (!syms.empty())
+        secs.push_back({f::section_symbols, 0, &syms});
+    for (unsigned e = 0; e < num_engines; e++)
+        if (!c.streams[e].empty())
+            secs.push_back({f::section_code, e + 1, &c.streams[e]});
+    if (!c.constants.empty())
+        secs.push_back({f::section_const, 0, &c.constants});
+    return assemble(c, name, secs);
 }
 
 } // namespace detail

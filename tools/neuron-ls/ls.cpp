@@ -37,6 +37,7 @@ Device sim_device(const std::string &spec) {
     d.cores = i.num_cores;
     d.dma_engines = i.num_dma_engines;
     d.memory_total = i.device_memory_size;
+    d.memory_used = sim.memory_used();
     d.hw_version = version(i.hw_version);
     d.fw_version = version(i.fw_version);
     d.state = "ready";

@@ -132,6 +132,11 @@ class NEURON_EXPORT Device {
     const std::string &path() const; ///< the device node
     int fd() const;                  ///< the DRM file, for interop; owned by the Device
 
+    /// Device memory allocated to buffers now, by every process, in bytes:
+    /// the driver's sysfs memory_used (docs/telemetry.md), the simulator's
+    /// own accounting for "sim". nullopt when it cannot be read.
+    std::optional<uint64_t> memory_used() const;
+
     /// A new buffer object of at least @p size bytes (rounded up to the page size).
     Buffer allocate(uint64_t size, Region region = Region::device, uint32_t flags = 0) const;
 

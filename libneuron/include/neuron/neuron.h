@@ -111,6 +111,12 @@ NEURON_EXPORT neuron_status neuron_device_open(const char *spec, neuron_device *
 NEURON_EXPORT void neuron_device_close(neuron_device *dev);
 NEURON_EXPORT neuron_status neuron_device_get_info(const neuron_device *dev,
                                                    neuron_device_info *out);
+/*
+ * Device memory allocated to buffers now, by every process, in bytes (as
+ * Device::memory_used() in C++). NEURON_ERR_NOT_SUPPORTED when the driver
+ * does not say.
+ */
+NEURON_EXPORT neuron_status neuron_device_memory_used(const neuron_device *dev, uint64_t *out);
 
 /* ---- buffers ---- */
 

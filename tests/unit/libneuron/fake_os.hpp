@@ -8,6 +8,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <string>
 #include <vector>
 
 #include <linux/sync_file.h>
@@ -28,8 +29,9 @@ class FakeOs final : public neuron::detail::Os {
     std::map<uint32_t, uint64_t> params; ///< GET_PARAM values
     std::map<unsigned long, int> fail;   ///< ioctl request -> errno
     int mmap_errno = 0;
-    int fence_status = 1; ///< SYNC_IOC_FILE_INFO status: 1, 0 or -errno
-    int wait_errno = 0;   ///< SYNCOBJ_WAIT's errno (ETIME: still running)
+    int fence_status = 1;                     ///< SYNC_IOC_FILE_INFO status: 1, 0 or -errno
+    int wait_errno = 0;                       ///< SYNCOBJ_WAIT's errno (ETIME: still running)
+    std::map<std::string, std::string> files; ///< read_line's lines, by path
 
     // What the library asked for.
     std::vector<unsigned long> calls;
@@ -84,7 +86,10 @@ class FakeOs final : public neuron::detail::Os {
     std::vector<std::string> list_dir(const std::string &) override { return {}; }
     std::optional<std::string> read_link(const std::string &) override { return std::nullopt; }
     std::optional<std::string> real_path(const std::string &) override { return std::nullopt; }
-    std::string read_line(const std::string &) override { return {}; }
+    std::string read_line(const std::string &path) override {
+        auto it = files.find(path);
+        return it == files.end() ? std::string() : it->second;
+    }
     bool exists(const std::string &) override { return true; }
     std::optional<neuron::detail::NodeMode> node_mode(const std::string &) override {
         return neuron::detail::NodeMode{020660, 105, "render"};

@@ -68,6 +68,8 @@ static void no_device(void **) {
     std::filesystem::remove_all(root);
     neuron_device_info info;
     assert_int_equal(neuron_device_get_info(nullptr, &info), NEURON_ERR_INVALID_ARGUMENT);
+    uint64_t used = 0;
+    assert_int_equal(neuron_device_memory_used(nullptr, &used), NEURON_ERR_INVALID_ARGUMENT);
     assert_int_equal(neuron_buffer_create(nullptr, 4096, NEURON_REGION_DEVICE, 0, nullptr),
                      NEURON_ERR_INVALID_ARGUMENT);
     // Destroying NULL is harmless, like free().

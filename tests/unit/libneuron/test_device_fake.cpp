@@ -134,6 +134,19 @@ static void buffers(void **) {
     expect_error([&] { d.allocate(4096, Region::device, 0x80); }, errc::invalid_argument);
 }
 
+// The driver's memory_used, in the PCI device's neuron/ directory of sysfs.
+static void memory_used(void **) {
+    Env env;
+    Device d = env.open();
+    const std::string file =
+        SysPaths::from_env().sysfs_root + "/bus/pci/devices/0000:00:03.0/neuron/memory_used";
+    assert_false(d.memory_used().has_value()); // the file cannot be read
+    env.os->files[file] = "12288";
+    assert_true(d.memory_used() == 12288u);
+    env.os->files[file] = "12288 bytes";
+    assert_false(d.memory_used().has_value());
+}
+
 // --- submit ------------------------------------------------------------------------
 
 static void submit_bindings(void **) {
@@ -346,10 +359,15 @@ static void copies(void **) {
 
 int main() {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(open_checks),     cmocka_unit_test(buffers),
-        cmocka_unit_test(submit_bindings), cmocka_unit_test(submit_no_arguments),
-        cmocka_unit_test(submit_errnos),   cmocka_unit_test(fence_errors),
-        cmocka_unit_test(fence_timeouts),  cmocka_unit_test(copies),
+        cmocka_unit_test(open_checks),
+        cmocka_unit_test(buffers),
+        cmocka_unit_test(memory_used),
+        cmocka_unit_test(submit_bindings),
+        cmocka_unit_test(submit_no_arguments),
+        cmocka_unit_test(submit_errnos),
+        cmocka_unit_test(fence_errors),
+        cmocka_unit_test(fence_timeouts),
+        cmocka_unit_test(copies),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -6,6 +6,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <neuron/buffer.hpp>
+#include <neuron/device.hpp>
+
 #include "fake_tree.hpp"
 #include "json_schema.hpp"
 #include "ls.hpp"
@@ -240,6 +243,18 @@ void test_sim(void **) {
     assert_int_equal(doc.size(), 1);
     assert_int_equal(doc[0]["nc_count"].get<int>(), 3);
     assert_int_equal(doc[0]["memory_size"].get<uint64_t>(), 64u << 20);
+    assert_true(doc[0]["memory_used"].is_number()); // not null: the simulator counts
+    assert_int_equal(doc[0]["memory_used"].get<uint64_t>(), 0);
+    {
+        // The simulator's own count: a buffer of this process on the same
+        // simulated device (one per option string in a process) shows.
+        neuron::Device sim = neuron::Device::open("sim:cores=3,mem=64M");
+        neuron::Buffer b = sim.allocate(1 << 20);
+        r = run_ls(t.roots(), {"--sim", "cores=3,mem=64M", "--json"});
+        assert_int_equal(nlohmann::json::parse(r.out)[0]["memory_used"].get<uint64_t>(), 1 << 20);
+        r = run_ls(t.roots(), {"--sim", "cores=3,mem=64M"});
+        assert_true(r.out.find("1.0 MiB / 64.0 MiB") != std::string::npos);
+    }
     r = run_ls(t.roots(), {"--sim", "cores=99"});
     assert_int_equal(r.status, neuron::tools::exit_usage);
     assert_true(r.err.find("cores=99") != std::string::npos);

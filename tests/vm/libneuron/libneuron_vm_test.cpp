@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-// libneuron on the emulated device: devices, buffers, the sub-allocator,
-// program loading, copies, jobs (numerics, dependencies, many in flight,
-// fault and timeout errors) and C API parity.
+// libneuron on the emulated device: devices, buffers, memory in use, the
+// sub-allocator, program loading, copies, jobs (numerics, dependencies, many
+// in flight, fault and timeout errors) and C API parity.
 //
 // Usage: neuron-libneuron-vm-test device|copy|submit|capi
 #include <chrono>
@@ -126,6 +126,23 @@ static void buffers(void **) {
         assert_non_null(std::strstr(e.what(), "out of device memory"));
     }
     expect_error([&] { d.allocate(0); }, errc::invalid_argument);
+}
+
+// Device memory in use as the driver (sysfs memory_used) or the simulator
+// counts it: device buffers count while they live, host buffers never.
+static void memory_used(void **) {
+    Device d = open_dev();
+    auto before = d.memory_used();
+    assert_true(before.has_value());
+    if (!d.info().device_memory_size)
+        return;
+    {
+        Buffer b = d.allocate(1 << 20);
+        assert_true(d.memory_used() == *before + b.size());
+        Buffer h = d.allocate(1 << 20, Region::host);
+        assert_true(d.memory_used() == *before + b.size());
+    }
+    assert_true(d.memory_used() == before);
 }
 
 static void pool(void **) {
@@ -294,6 +311,9 @@ static void capi(void **) {
     assert_int_equal(info.num_cores, cxx.info().num_cores);
     assert_int_equal(info.device_memory_size, cxx.info().device_memory_size);
     assert_string_equal(info.pci_address, cxx.info().pci_address.c_str());
+    uint64_t used = 0;
+    assert_int_equal(neuron_device_memory_used(dev, &used), NEURON_OK);
+    assert_true(cxx.memory_used() == used);
     neuron_program *p = nullptr;
     assert_int_equal(neuron_program_parse(bytes.data(), bytes.size(), &p), NEURON_OK);
     neuron_loaded_program *lp = nullptr;
@@ -351,9 +371,9 @@ template <void (*F)(void **)> void guarded(void **state) {
 
 int main(int argc, char **argv) {
     std::string group = argc > 1 ? argv[1] : "device";
-    const struct CMUnitTest device_tests[] = {cmocka_unit_test(device_info),
-                                              cmocka_unit_test(buffers), cmocka_unit_test(pool),
-                                              cmocka_unit_test(load)};
+    const struct CMUnitTest device_tests[] = {
+        cmocka_unit_test(device_info), cmocka_unit_test(buffers), cmocka_unit_test(memory_used),
+        cmocka_unit_test(pool), cmocka_unit_test(load)};
     const struct CMUnitTest copy_tests[] = {cmocka_unit_test(copies)};
     const struct CMUnitTest submit_tests[] = {
         cmocka_unit_test(run_job), cmocka_unit_test(many_in_flight),
