@@ -18,6 +18,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <string>
@@ -191,6 +192,18 @@ bool exists(const std::string &path) {
     return access(path.c_str(), F_OK) == 0;
 }
 
+/// Whether a hot-plug driver (pciehp, acpiphp) registered the slot of @bdf.
+bool hotplug_slot(const std::string &bdf) {
+    std::string bus_slot = bdf.substr(0, bdf.rfind('.')); // domain:bus:device
+    for (const auto &e : std::filesystem::directory_iterator("/sys/bus/pci/slots")) {
+        std::ifstream f(e.path() / "address");
+        std::string address;
+        if (f >> address && address == bus_slot)
+            return true;
+    }
+    return false;
+}
+
 /// The first neuron device in sysfs, bound and with its node, or nullopt.
 std::optional<neuron_test_dev> find_device() {
     neuron_test_dev dev;
@@ -213,6 +226,11 @@ int main() {
     if (!dev)
         fail("no neuron device bound to neuron.ko");
     const std::string pci = std::string("/sys/bus/pci/devices/") + dev->bdf;
+    if (!hotplug_slot(dev->bdf))
+        fail(std::string("no hot-plug slot holds ") + dev->bdf +
+             " in /sys/bus/pci/slots: the kernel has no PCI hot-plug driver for it "
+             "(CONFIG_HOTPLUG_PCI_PCIE or CONFIG_HOTPLUG_PCI_ACPI), or the VM was not "
+             "started with neuron-vm --hotplug");
     const bool kmemleak = neuron_test_kmemleak_clear() == 0;
     struct sigaction sa {};
     sa.sa_handler = on_sigbus;
