@@ -19,14 +19,13 @@
  *   sg_bytes of SG area, placed at bus address SG_AREA_BUS
  *   the program image, placed at device memory 0 and bound as slot 0
  *   (READ | EXEC); its header's insn_limit is capped at INSN_CAP
- * Every other byte of both memories is FILL_BYTE.
+ * Every other byte of both memories is FH_FILL_BYTE.
  *
  * A job that is still running after ABORT_MS is aborted, as the driver's
  * job timeout does through a core reset: the model must then end it within
  * libFuzzer's -timeout. Budget and abort are the device's hang guards; an
  * input that escapes both is a hang.
  */
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -34,23 +33,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "fuzz_harness.h"
 #include "job.h"
 #include "neuron_isa.h"
 #include "neuron_regs.h"
 
-#define DEVMEM_SIZE (256u << 10)
+#define DEVMEM_SIZE FH_DEVMEM_SIZE
 #define PROGRAM_MAX (64u << 10)
-#define HOST_BASE 0x200000000ull
-#define HOST_SIZE (256u << 10)
+#define HOST_BASE FH_HOST_BASE
+#define HOST_SIZE FH_HOST_SIZE
 #define TABLE_BUS HOST_BASE
 #define SG_AREA_BUS (HOST_BASE + 4096)
 #define SG_AREA_SIZE 4096u
 /* Host memory jobs may be given: after the table and the SG area. */
 #define HOST_DATA_BUS (SG_AREA_BUS + SG_AREA_SIZE)
 #define INSN_CAP 20000u
-#define FILL_BYTE 0xa5
 #define ABORT_MS 500
 #define SBUF_SIZE (256u << 10)
 #define PSUM_SIZE (NEURON_PARTITIONS * NEURON_PSUM_BANK_SIZE)
@@ -67,19 +65,12 @@ struct writable {
 };
 
 struct harness {
-    uint8_t *devmem, *devmem_before;
-    uint8_t *host, *host_before;
-    nm_mem_ops mem;
+    struct fh_memory mem;
+    uint8_t *devmem_before, *host_before;
     nm_core *core;
     atomic_bool abort;
     struct writable dev_ok;  /* device-memory offsets */
     struct writable host_ok; /* bus addresses */
-    /* The watchdog: sets @abort when a run is armed past its deadline. */
-    pthread_t watchdog;
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    bool armed;
-    struct timespec deadline;
 };
 
 static struct harness h;
@@ -129,83 +120,36 @@ static bool writable_covers(const struct writable *w, uint64_t lo, uint64_t len)
     return a > 0 && len <= w->r[a - 1].hi - lo;
 }
 
-static bool host_span(uint64_t addr, size_t len, uint64_t *off) {
-    if (addr < HOST_BASE || addr - HOST_BASE > HOST_SIZE || len > HOST_SIZE - (addr - HOST_BASE))
-        return false;
-    *off = addr - HOST_BASE;
-    return true;
-}
-
-static int host_read(void *opaque, uint64_t addr, void *buf, size_t len) {
-    uint64_t off;
-
-    (void)opaque;
-    if (!host_span(addr, len, &off))
-        return -1;
-    memcpy(buf, h.host + off, len);
-    return 0;
-}
-
 static int host_write(void *opaque, uint64_t addr, const void *buf, size_t len) {
     uint64_t off;
 
     (void)opaque;
-    if (!host_span(addr, len, &off))
+    if (!fh_host_span(addr, len, &off))
         return -1;
     if (!writable_covers(&h.host_ok, addr, len)) {
         fprintf(stderr, "host write of %zu bytes at 0x%llx: no writable binding covers it\n", len,
                 (unsigned long long)addr);
         abort();
     }
-    memcpy(h.host + off, buf, len);
+    memcpy(h.mem.host + off, buf, len);
     return 0;
 }
 
-static void *watchdog(void *arg) {
-    (void)arg;
-    pthread_mutex_lock(&h.lock);
-    for (;;) {
-        while (!h.armed)
-            pthread_cond_wait(&h.cond, &h.lock);
-        if (pthread_cond_timedwait(&h.cond, &h.lock, &h.deadline) && h.armed) {
-            atomic_store(&h.abort, true);
-            h.armed = false;
-        }
-    }
-    return NULL;
-}
-
-static void watchdog_arm(bool on) {
-    pthread_mutex_lock(&h.lock);
-    h.armed = on;
-    if (on) {
-        clock_gettime(CLOCK_REALTIME, &h.deadline);
-        h.deadline.tv_nsec += ABORT_MS * 1000000L;
-        h.deadline.tv_sec += h.deadline.tv_nsec / 1000000000L;
-        h.deadline.tv_nsec %= 1000000000L;
-    }
-    pthread_cond_signal(&h.cond);
-    pthread_mutex_unlock(&h.lock);
+/* The driver's job timeout: a core reset aborts the running job. */
+static void abort_job(void *opaque) {
+    (void)opaque;
+    atomic_store(&h.abort, true);
 }
 
 static void setup(void) {
-    h.devmem = malloc(DEVMEM_SIZE);
+    fh_memory_init(&h.mem, host_write);
     h.devmem_before = malloc(DEVMEM_SIZE);
-    h.host = malloc(HOST_SIZE);
     h.host_before = malloc(HOST_SIZE);
     h.core = nm_core_new(SBUF_SIZE, PSUM_SIZE);
-    if (!h.devmem || !h.devmem_before || !h.host || !h.host_before || !h.core)
+    if (!h.devmem_before || !h.host_before || !h.core)
         abort();
-    h.mem.host_read = host_read;
-    h.mem.host_write = host_write;
-    h.mem.opaque = &h;
-    h.mem.devmem = h.devmem;
-    h.mem.devmem_size = DEVMEM_SIZE;
     atomic_init(&h.abort, false);
-    pthread_mutex_init(&h.lock, NULL);
-    pthread_cond_init(&h.cond, NULL);
-    if (pthread_create(&h.watchdog, NULL, watchdog, NULL))
-        abort();
+    fh_watchdog_start(abort_job, NULL);
 }
 
 static uint64_t le64(const uint8_t *p) {
@@ -240,9 +184,9 @@ static bool writable_ranges(const struct neuron_binding *table, uint32_t n) {
         for (uint32_t i = 0; i < b->sg_count && covered < b->size; i++) {
             uint64_t off;
 
-            if (!host_span(b->addr + 16ull * i, 16, &off))
+            if (!fh_host_span(b->addr + 16ull * i, 16, &off))
                 break;
-            uint64_t lo = le64(h.host + off), len = le64(h.host + off + 8);
+            uint64_t lo = le64(h.mem.host + off), len = le64(h.mem.host + off + 8);
 
             if (lo < HOST_DATA_BUS && (lo + len > HOST_BASE || lo + len < lo))
                 return false;
@@ -296,38 +240,36 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (prog_size > PROGRAM_MAX)
         return 0;
 
-    /* Not zeros: a store of zeros over zeros would go unseen. */
-    memset(h.devmem, FILL_BYTE, DEVMEM_SIZE);
-    memset(h.host, FILL_BYTE, HOST_SIZE);
+    fh_memory_fill(&h.mem);
     table[0] = (struct neuron_binding){
         .addr = 0, .size = prog_size ? prog_size : 1, .flags = NEURON_BIND_READ | NEURON_BIND_EXEC};
     memcpy(&table[1], data, nbind * sizeof(table[0]));
-    memcpy(h.host + (SG_AREA_BUS - HOST_BASE), data + nbind * sizeof(table[0]), sg_bytes);
-    memcpy(h.devmem, data + nbind * sizeof(table[0]) + sg_bytes, prog_size);
+    memcpy(h.mem.host + (SG_AREA_BUS - HOST_BASE), data + nbind * sizeof(table[0]), sg_bytes);
+    memcpy(h.mem.devmem, data + nbind * sizeof(table[0]) + sg_bytes, prog_size);
     if (prog_size >= sizeof(hdr)) {
-        memcpy(&hdr, h.devmem, sizeof(hdr));
+        memcpy(&hdr, h.mem.devmem, sizeof(hdr));
         if (hdr.insn_limit == 0 || hdr.insn_limit > INSN_CAP)
             hdr.insn_limit = INSN_CAP;
-        memcpy(h.devmem, &hdr, sizeof(hdr));
+        memcpy(h.mem.devmem, &hdr, sizeof(hdr));
     }
-    memcpy(h.host, table, (nbind + 1) * sizeof(table[0]));
+    memcpy(h.mem.host, table, (nbind + 1) * sizeof(table[0]));
     if (!writable_ranges(table, nbind + 1))
         return 0;
-    memcpy(h.devmem_before, h.devmem, DEVMEM_SIZE);
-    memcpy(h.host_before, h.host, HOST_SIZE);
+    memcpy(h.devmem_before, h.mem.devmem, DEVMEM_SIZE);
+    memcpy(h.host_before, h.mem.host, HOST_SIZE);
 
     memset(&job, 0, sizeof(job));
-    job.mem = &h.mem;
+    job.mem = &h.mem.ops;
     job.job_id = 1;
     job.program_binding = 0;
     job.program_size = (uint32_t)prog_size;
     job.abort = &h.abort;
     nm_core_reset(h.core);
-    job.status = nm_bindings_load(&job.bindings, &h.mem, TABLE_BUS, nbind + 1);
+    job.status = nm_bindings_load(&job.bindings, &h.mem.ops, TABLE_BUS, nbind + 1);
     if (job.status == NEURON_JOB_STATUS_OK) {
-        watchdog_arm(true);
+        fh_watchdog_arm(ABORT_MS);
         nm_core_run(h.core, &job);
-        watchdog_arm(false);
+        fh_watchdog_disarm();
     }
     aborted = atomic_exchange(&h.abort, false);
     if (aborted && job.status != NEURON_JOB_STATUS_ABORTED && job.status != NEURON_JOB_STATUS_OK &&
@@ -336,8 +278,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         abort();
     }
 
-    check_unchanged(h.devmem, h.devmem_before, DEVMEM_SIZE, &h.dev_ok, 0, "device memory");
-    check_unchanged(h.host, h.host_before, HOST_SIZE, &h.host_ok, HOST_BASE, "host memory");
+    check_unchanged(h.mem.devmem, h.devmem_before, DEVMEM_SIZE, &h.dev_ok, 0, "device memory");
+    check_unchanged(h.mem.host, h.host_before, HOST_SIZE, &h.host_ok, HOST_BASE, "host memory");
     if (job.status == NEURON_JOB_STATUS_OK && prog_size >= sizeof(hdr) &&
         job.instructions > INSN_CAP)
         abort();
