@@ -96,13 +96,6 @@ static void setup(void) {
     fh_watchdog_start(reset_units, NULL);
 }
 
-static uint32_t le(const uint8_t *p, int bytes) {
-    uint32_t v = 0;
-    for (int i = bytes - 1; i >= 0; i--)
-        v = v << 8 | p[i];
-    return v;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static const nm_device_env env_template = {
         .raise_irq = raise_irq, .kick = kick, .clock_ns = clock_ns};
@@ -130,13 +123,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         const uint8_t *a = data + at;
 
         if (cmd == CMD_WRITE && left >= 6) {
-            nm_device_mmio_write(f.dev, le(a, 2) & ~3u, le(a + 2, 4));
+            nm_device_mmio_write(f.dev, (uint32_t)fh_le(a, 2) & ~3u, (uint32_t)fh_le(a + 2, 4));
             at += 6;
         } else if (cmd == CMD_READ && left >= 2) {
-            (void)nm_device_mmio_read(f.dev, le(a, 2) & ~3u);
+            (void)nm_device_mmio_read(f.dev, fh_le(a, 2) & ~3u);
             at += 2;
         } else if ((cmd == CMD_HOST || cmd == CMD_DEV) && left >= 3 && left - 3 >= a[2]) {
-            uint64_t off = cmd == CMD_HOST ? le(a, 2) : (uint64_t)le(a, 2) * 4;
+            uint64_t off = cmd == CMD_HOST ? fh_le(a, 2) : fh_le(a, 2) * 4;
             uint8_t *mem = cmd == CMD_HOST ? f.mem.host : f.mem.devmem;
             uint64_t mem_size = cmd == CMD_HOST ? FH_HOST_SIZE : FH_DEVMEM_SIZE;
             size_t n = a[2];

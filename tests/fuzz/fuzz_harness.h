@@ -31,6 +31,14 @@ void fh_memory_init(struct fh_memory *m,
                     int (*host_write)(void *opaque, uint64_t addr, const void *buf, size_t len));
 /* Fill both memories with FH_FILL_BYTE. */
 void fh_memory_fill(struct fh_memory *m);
+/* The little-endian number in @bytes (at most 8) bytes at @p. */
+static inline uint64_t fh_le(const uint8_t *p, int bytes) {
+    uint64_t v = 0;
+    for (int i = bytes - 1; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
 /* Whether [addr, addr + len) is host memory; *off its offset there. */
 bool fh_host_span(uint64_t addr, size_t len, uint64_t *off);
 /* Plain host write, for harnesses that check nothing on writes. */

@@ -152,14 +152,6 @@ static void setup(void) {
     fh_watchdog_start(abort_job, NULL);
 }
 
-static uint64_t le64(const uint8_t *p) {
-    uint64_t v = 0;
-
-    for (int i = 7; i >= 0; i--)
-        v = v << 8 | p[i];
-    return v;
-}
-
 /*
  * Record where the job may write: writable device bindings, and the pieces
  * of writable host bindings up to the binding's size. Returns false for a
@@ -186,7 +178,7 @@ static bool writable_ranges(const struct neuron_binding *table, uint32_t n) {
 
             if (!fh_host_span(b->addr + 16ull * i, 16, &off))
                 break;
-            uint64_t lo = le64(h.mem.host + off), len = le64(h.mem.host + off + 8);
+            uint64_t lo = fh_le(h.mem.host + off, 8), len = fh_le(h.mem.host + off + 8, 8);
 
             if (lo < HOST_DATA_BUS && (lo + len > HOST_BASE || lo + len < lo))
                 return false;
