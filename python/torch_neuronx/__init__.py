@@ -8,6 +8,8 @@ from . import _library
 _library.load()
 
 from .lowering import SUPPORTED_OPERATORS, UnsupportedOperatorError  # noqa: E402
+from .partition import PartitionerConfig, PartitionWarning  # noqa: E402
 from .trace import trace  # noqa: E402
 
-__all__ = ["trace", "UnsupportedOperatorError", "SUPPORTED_OPERATORS"]
+__all__ = ["trace", "PartitionerConfig", "PartitionWarning", "UnsupportedOperatorError",
+           "SUPPORTED_OPERATORS"]
