@@ -1,9 +1,11 @@
 # SPDX-License-Identifier: MIT
-"""The graph partitioner on the simulator device (NEURON_DEVICE=sim): a
-model mixing operators the device runs with one it does not, against torch
-on the CPU within hw/isa.md's bounds; its saved file in another process;
-the warning; PartitionerConfig's limits."""
+"""The graph partitioner and torch_neuronx.analyze on the simulator device
+(NEURON_DEVICE=sim): a model mixing operators the device runs with one it
+does not, against torch on the CPU within hw/isa.md's bounds; its saved
+file in another process; the warning; PartitionerConfig's limits; and
+analyze's report against the model's graph."""
 
+import json
 import subprocess
 import sys
 import warnings
@@ -193,3 +195,37 @@ def test_save_and_load_in_another_process(tmp_path: Path) -> None:
     # The same programs and the same CPU operator: the same bits.
     assert torch.equal(y, traced(x))
     tol.check(y, expected(model, x))
+
+
+def frozen_kinds(model: torch.nn.Module, x: torch.Tensor) -> List[str]:
+    """The aten operators of the graph the bridge captures, counted here
+    independently of the package (torch.jit.trace with grad, then freeze)."""
+    with torch.enable_grad():
+        frozen = torch.jit.freeze(torch.jit.trace(model, x, check_trace=False))
+    return [n.kind() for n in frozen.graph.nodes() if n.kind().startswith("aten::")]
+
+
+def test_analyze_report_against_the_graph(tmp_path: Path) -> None:
+    model, x = seeded(Sandwich()), torch.randn(8, 64)
+    report = torch_neuronx.analyze(model, x, compiler_workdir=tmp_path)
+    ops = frozen_kinds(model, x)
+    assert sorted(ops) == sorted(["aten::linear", "aten::relu", "aten::cumsum",
+                                  "aten::linear", "aten::gelu"])
+    supported = {k: ops.count(k) for k in set(ops) if k != "aten::cumsum"}
+    assert report["supported_operators"] == supported
+    assert report["support_percentage"] == f"{100 * (len(ops) - 1) / len(ops):.2f}%" == "80.00%"
+    [cumsum] = report["unsupported_operators"]
+    assert cumsum["kind"] == "aten::cumsum"
+    assert cumsum["failureAt"] == "Lowering to the neuron IR"
+    assert cumsum["call"].startswith(f"{__file__}({source_line('SANDWICH-CUMSUM')}): forward\n")
+    assert "aten::cumsum(" in cumsum["opGraph"]
+    assert report["torch_neuronx_version"] == torch_neuronx.__version__
+    assert json.loads((tmp_path / "analyze.json").read_text()) == report
+
+
+def test_analyze_fully_supported_and_ignored_ops() -> None:
+    model, x = seeded(Sandwich()), torch.randn(8, 64)
+    report = torch_neuronx.analyze(model, x, additional_ignored_ops={"aten::cumsum"})
+    assert report["support_percentage"] == "100.00%"
+    assert report["unsupported_operators"] == []
+    assert report["supported_operators"] == {"aten::linear": 2, "aten::relu": 1, "aten::gelu": 1}
