@@ -9,9 +9,10 @@ _library.load()
 
 from ._version import __version__  # noqa: E402
 from .analyze import analyze  # noqa: E402
+from .data_parallel import DataParallel  # noqa: E402
 from .lowering import SUPPORTED_OPERATORS, UnsupportedOperatorError  # noqa: E402
 from .partition import PartitionerConfig, PartitionWarning  # noqa: E402
 from .trace import trace  # noqa: E402
 
-__all__ = ["trace", "analyze", "PartitionerConfig", "PartitionWarning",
+__all__ = ["trace", "analyze", "DataParallel", "PartitionerConfig", "PartitionWarning",
            "UnsupportedOperatorError", "SUPPORTED_OPERATORS", "__version__"]
