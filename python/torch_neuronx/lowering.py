@@ -17,6 +17,7 @@ IR_DTYPES: Dict[torch.dtype, str] = {
     torch.float32: "fp32",
     torch.bfloat16: "bf16",
     torch.float16: "fp16",
+    torch.int32: "int32",
 }
 
 _IR_KEYWORDS = {"graph", "input", "const", "output"}
@@ -195,6 +196,9 @@ class _Lowering:
 
     def ir_type(self, shape: Sequence[int], dtype: torch.dtype) -> str:
         if dtype not in IR_DTYPES:
+            if dtype == torch.int64:
+                raise self.unsupported("dtype torch.int64 (the device's integers are int32: "
+                                       "pass int32 tensors)")
             raise self.unsupported(f"dtype {dtype} (the device computes in "
                                    f"{', '.join(str(d) for d in IR_DTYPES)})")
         if len(shape) == 0:
@@ -246,6 +250,12 @@ class _Lowering:
                 args.append(f"{k}=[{', '.join(str(int(x)) for x in a)}]")
             else:
                 args.append(f"{k}={a}")
+        if out is not None:
+            want = self.probed[out.debugName()].dtype
+            for o in operands:
+                if isinstance(o, Tensor) and o.dtype != want:
+                    raise self.unsupported(f"a {o.dtype} operand of a {want} result (the "
+                                           "device does not convert dtypes)")
         name = self.fresh(out.debugName() if out is not None else op)
         self.lines.append(f"{name} = {op}({', '.join(args)})")
         if out is not None:
@@ -431,7 +441,24 @@ class _Lowering:
         handler = _HANDLERS.get(kind)
         if handler is None:
             raise self.unsupported()
+        if kind not in _INT32_OPERATORS and any(
+                self._dtype_of(self.env.get(v.debugName())) == torch.int32 for v in n.inputs()):
+            raise self.unsupported("an int32 operand (the device computes int32 in add, sub, "
+                                   "mul and data movement only)")
         handler(self)
+
+    @staticmethod
+    def _dtype_of(v: Any) -> Optional[torch.dtype]:
+        if isinstance(v, (Tensor, External)):
+            return v.dtype if isinstance(v, Tensor) else v.value.dtype
+        if isinstance(v, Weight):
+            return v.value.dtype
+        if isinstance(v, (list, tuple)):
+            for item in v:
+                d = _Lowering._dtype_of(item)
+                if d is not None:
+                    return d
+        return None
 
 
 # --- operators ----------------------------------------------------------------
@@ -627,6 +654,15 @@ _HANDLERS: Dict[str, Callable[[_Lowering], None]] = {
     "aten::cat": _cat,
     "aten::chunk": _chunk,
 }
+
+# The operators that take int32 tensors (hw/isa.md: integers are exact in
+# the vector engine's add, sub and mul below 2^24, and data movement copies
+# any dtype).
+_INT32_OPERATORS = frozenset({
+    "aten::add", "aten::sub", "aten::mul", "aten::rsub", "aten::reshape", "aten::view",
+    "aten::flatten", "aten::squeeze", "aten::unsqueeze", "aten::contiguous", "aten::dropout",
+    "aten::transpose", "aten::t", "aten::permute", "aten::slice", "aten::cat", "aten::chunk",
+})
 
 SUPPORTED_OPERATORS: Tuple[str, ...] = tuple(sorted(_HANDLERS))
 

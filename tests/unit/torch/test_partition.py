@@ -229,3 +229,27 @@ def test_analyze_fully_supported_and_ignored_ops() -> None:
     assert report["support_percentage"] == "100.00%"
     assert report["unsupported_operators"] == []
     assert report["supported_operators"] == {"aten::linear": 2, "aten::relu": 1, "aten::gelu": 1}
+
+
+class Embed(torch.nn.Module):
+    """int32 token ids through an embedding (on the CPU) into a Linear."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embedding = torch.nn.Embedding(100, 32)
+        self.linear = torch.nn.Linear(32, 16)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.linear(self.embedding(ids + 1))
+
+
+def test_int32_ids_through_a_cpu_embedding() -> None:
+    model = seeded(Embed())
+    ids = torch.randint(0, 99, (4, 10), dtype=torch.int32)
+    traced = partitioned(model, ids)
+    # ids + 1 on the device (int32), the embedding on the CPU, the Linear on
+    # the device.
+    assert kinds(traced) == ["neuron::forward_v2", "aten::embedding", "neuron::forward_v2"]
+    ids = torch.randint(0, 99, (4, 10), dtype=torch.int32)
+    rows = model.embedding.weight.detach()[ids.long() + 1]
+    tol.check(traced(ids), tol.linear(tol.exact(rows), model.linear))
