@@ -130,6 +130,7 @@ class _Subgraph:
     members: List[torch._C.Node]
     outputs: List[str] = field(default_factory=list)  # debug names of the values it returns
     moved: List[torch._C.Node] = field(default_factory=list)  # glue to move after its call
+    absorbed: List[torch._C.Node] = field(default_factory=list)  # glue using its values
 
     def keys(self) -> frozenset:
         return frozenset(node_key(n) for n in self.members)
@@ -190,6 +191,7 @@ def _boundary(s: _Subgraph, nodes: Sequence[torch._C.Node], position: Dict[str, 
         for o in n.outputs():
             if is_tensor_type(o.type()) and used_outside(o) and o.debugName() not in s.outputs:
                 s.outputs.append(o.debugName())
+    s.absorbed = absorbed
     s.moved = [g for g in absorbed
                if node_key(g) not in internal and position[node_key(g)] < last]
 
@@ -304,6 +306,18 @@ def partition(name: str, frozen: torch.jit.ScriptModule, inputs: Sequence[torch.
                    f"({s.members[0].kind()} at {call_site(s.members[0])} to "
                    f"{s.members[-1].kind()} at {call_site(s.members[-1])}), "
                    f"{len(input_names)} inputs, {len(s.outputs)} outputs")
+    # The subgraphs' operators and the glue using their values are dead now
+    # (torch's dead code pass keeps the unpacking of a dead list: remove
+    # them here, last first).
+    removable = {node_key(n) for s in subgraphs for n in s.members + s.absorbed}
+    removed = True
+    while removed:
+        removed = False
+        for n in reversed(list(graph.nodes())):
+            if (n.outputsSize() and node_key(n) in removable
+                    and not any(o.uses() for o in n.outputs())):
+                n.destroy()
+                removed = True
     torch._C._jit_pass_dce(graph)
     graph.lint()
 

@@ -253,3 +253,19 @@ def test_int32_ids_through_a_cpu_embedding() -> None:
     ids = torch.randint(0, 99, (4, 10), dtype=torch.int32)
     rows = model.embedding.weight.detach()[ids.long() + 1]
     tol.check(traced(ids), tol.linear(tol.exact(rows), model.linear))
+
+
+@pytest.mark.parametrize("to_cpu", [{"aten::transpose"}, {"aten::view", "aten::reshape"},
+                                    {"aten::chunk"}])
+def test_encoder_layer_with_data_movement_on_the_cpu(to_cpu: set) -> None:
+    # Data movement is exact on both sides: keeping it on the CPU splits the
+    # layer into several programs (the chunk of q, k and v crosses them)
+    # without changing a bit of the result of the layer lowered whole.
+    model = torch.nn.TransformerEncoderLayer(768, 12, 3072, batch_first=True).eval()
+    x = torch.randn(1, 128, 768)
+    whole = torch_neuronx.trace(model, x)
+    parts = partitioned(model, x, ops_to_partition=to_cpu, model_support_percentage_threshold=0.0)
+    cpu_kinds = [k for k in kinds(parts) if k != "neuron::forward_v2"]
+    assert cpu_kinds and set(cpu_kinds) == to_cpu & set(cpu_kinds)
+    assert kinds(parts).count("neuron::forward_v2") >= 2
+    assert torch.equal(parts(x), whole(x))
