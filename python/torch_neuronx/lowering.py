@@ -467,6 +467,8 @@ def _linear(L: _Lowering) -> None:
     x, w, b = L.tensor(L.arg(0), "input"), L.tensor(L.arg(1), "weight"), L.arg(2)
     if len(w.shape) != 2:
         raise L.unsupported("a weight of rank other than 2")
+    if len(x.shape) < 2:
+        raise L.unsupported("a 1-dimensional input (the device's matmul takes rank >= 2)")
     if b is None:
         L.emit("matmul", [x, w], L.out(), transpose_b=True)
         return

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import warnings
 from pathlib import Path
-from typing import List
+from typing import List, Tuple
 
 import pytest
 import torch
@@ -269,3 +269,34 @@ def test_encoder_layer_with_data_movement_on_the_cpu(to_cpu: set) -> None:
     assert cpu_kinds and set(cpu_kinds) == to_cpu & set(cpu_kinds)
     assert kinds(parts).count("neuron::forward_v2") >= 2
     assert torch.equal(parts(x), whole(x))
+
+
+def lists_across(x: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    a, b = torch.unbind(x, 0)  # the CPU: a list of CPU results
+    y = torch.cat([torch.relu(a), b * 2.0])  # the device
+    s = torch.stack([y, y + 1.0])  # the CPU: a list of device results
+    return s - 1.0, torch.argmax(x, -1) + 1, x  # the device; int64 on the CPU; the input
+
+
+def test_lists_int64_and_an_input_returned() -> None:
+    x = torch.randn(2, 40)
+    traced = partitioned(lists_across, x, model_support_percentage_threshold=0.0)
+    assert kinds(traced) == ["aten::unbind", "neuron::forward_v2", "aten::stack",
+                             "neuron::forward_v2", "aten::argmax", "aten::add"]
+    x = torch.randn(2, 40)
+    # Elementwise operators and data movement are exact fp32 operations.
+    for got, want in zip(traced(x), lists_across(x)):
+        assert got.dtype == want.dtype and torch.equal(got, want)
+
+
+def test_linear_of_a_vector_stays_on_the_cpu() -> None:
+    linear = seeded(torch.nn.Linear(16, 16)).requires_grad_(False)
+
+    def f(x: torch.Tensor) -> torch.Tensor:
+        a, b = torch.unbind(x, 0)
+        return torch.cat([linear(a), linear(b)]) * 2.0
+
+    x = torch.randn(2, 16)
+    traced = partitioned(f, x, model_support_percentage_threshold=0.0)
+    assert kinds(traced) == ["aten::unbind", "aten::linear", "aten::linear", "neuron::forward_v2"]
+    assert torch.equal(traced(x), f(x))
