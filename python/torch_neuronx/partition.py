@@ -7,6 +7,7 @@ its torch.classes.neuron.Model an attribute of the returned module."""
 
 from __future__ import annotations
 
+import json
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,7 +15,8 @@ from typing import Any, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 import torch
 
-from .lowering import (UnsupportedOperatorError, call_site, classify, is_operator,
+from ._version import __version__
+from .lowering import (UnsupportedOperatorError, call_site, call_stack, classify, is_operator,
                        is_tensor_type, lower_part, node_key, probe)
 
 Placement = Dict[str, Tuple[torch._C.Node, Optional[UnsupportedOperatorError]]]
@@ -72,6 +74,24 @@ class PartitionerConfig:
                                  "an aten operator name (\"aten::<operator>\")")
 
 
+def _op_graph(node: torch._C.Node) -> str:
+    """@p node alone in a graph whose inputs are its inputs."""
+    g = torch._C.Graph()
+    mapping: Dict[str, torch._C.Value] = {}
+    for v in node.inputs():
+        if v.debugName() not in mapping:
+            x = g.addInput()
+            if not v.debugName().isdigit():  # numbers are the graph's own names
+                x.setDebugName(v.debugName())
+            x.setType(v.type())
+            mapping[v.debugName()] = x
+    clone = g.createClone(node, lambda v: mapping[v.debugName()])
+    g.appendNode(clone)
+    for o in clone.outputs():
+        g.registerOutput(o)
+    return str(g)
+
+
 @dataclass
 class Analysis:
     """Where each operator of a frozen graph can run."""
@@ -92,6 +112,20 @@ class Analysis:
 
     def unsupported(self) -> List[Tuple[torch._C.Node, UnsupportedOperatorError]]:
         return [(n, e) for n, e in self.counted() if e is not None]
+
+    def report(self) -> Dict[str, Any]:
+        """torch_neuronx.analyze's report (docs/torch.md)."""
+        return {
+            "torch_neuronx_version": __version__,
+            "neuronx_cc_version": __version__,
+            "support_percentage": f"{self.support_fraction() * 100:.2f}%",
+            "supported_operators": self.supported(),
+            "unsupported_operators": [
+                {"kind": n.kind(), "failureAt": "Lowering to the neuron IR",
+                 "reason": e.reason or "no lowering of the operator to the neuron IR",
+                 "call": call_stack(n), "opGraph": _op_graph(n)}
+                for n, e in self.unsupported()],
+        }
 
     def support_fraction(self) -> float:
         counted = self.counted()
@@ -217,7 +251,9 @@ def partition(name: str, frozen: torch.jit.ScriptModule, inputs: Sequence[torch.
     if "compiler_args" in tk:
         ca = tk["compiler_args"]
         compiler_args = [ca] if isinstance(ca, str) else list(ca or [])
-    analysis = analyze_graph(graph, inputs, frozenset(config.ops_to_partition or ()))
+    ap = config.analyze_parameters or {}
+    analysis = analyze_graph(graph, inputs, frozenset(config.ops_to_partition or ()),
+                             ap.get("additional_ignored_ops"))
 
     # An operator that lowers with its inputs from wherever they come may
     # still not be lowerable once its neighbours are placed (an input the
@@ -239,6 +275,10 @@ def partition(name: str, frozen: torch.jit.ScriptModule, inputs: Sequence[torch.
             to_cpu.add(e.node_key)
             analysis.placement = classify(graph, inputs, analysis.probed, frozenset(to_cpu))
 
+    if ap.get("compiler_workdir") is not None:
+        d = Path(ap["compiler_workdir"])
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "analyze.json").write_text(json.dumps(analysis.report(), indent=4) + "\n")
     fraction = analysis.support_fraction()
     unsupported = analysis.unsupported()
     if fraction < config.model_support_percentage_threshold:

@@ -300,3 +300,17 @@ def test_linear_of_a_vector_stays_on_the_cpu() -> None:
     traced = partitioned(f, x, model_support_percentage_threshold=0.0)
     assert kinds(traced) == ["aten::unbind", "aten::linear", "aten::linear", "neuron::forward_v2"]
     assert torch.equal(traced(x), f(x))
+
+
+def test_analyze_parameters(tmp_path: Path) -> None:
+    model, x = seeded(Sandwich()), torch.randn(8, 64)
+    # cumsum left out of the count: 4 of 4 operators on the device, above
+    # 90%; it still runs on the CPU.
+    traced = partitioned(model, x, model_support_percentage_threshold=0.9,
+                         analyze_parameters={"compiler_workdir": tmp_path,
+                                             "additional_ignored_ops": {"aten::cumsum"}})
+    assert "aten::cumsum" in kinds(traced)
+    tol.check(traced(x), expected(model, x))
+    report = json.loads((tmp_path / "analyze.json").read_text())
+    assert report["support_percentage"] == "100.00%"
+    assert report == torch_neuronx.analyze(model, x, additional_ignored_ops={"aten::cumsum"})
