@@ -256,8 +256,7 @@ Device detail::open_device(std::shared_ptr<Os> os, const std::string &node) {
                     fmt::format("{}: not a neuron device (its driver is '{}')", node, drv));
     read_info(*s, s->info);
     if (!is_sim_spec(node))
-        s->telemetry_dir = SysPaths::from_env().sysfs_root + "/bus/pci/devices/" +
-                           s->info.pci_address + "/neuron/";
+        s->telemetry_dir = device_attributes_dir(SysPaths::from_env(), s->info.pci_address) + "/";
     return Device(std::move(s));
 }
 

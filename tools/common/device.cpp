@@ -83,14 +83,16 @@ void read_counters(const fs::path &dir, Device &dev) {
     }
 }
 
-fs::path attr_dir(const Roots &roots, const Device &dev) {
-    return roots.sys / "class" / "accel" / dev.name / "device" / "neuron";
-}
-
 } // namespace
 
+fs::path attributes_dir(const Roots &roots, const Device &dev) {
+    neuron::SysPaths paths;
+    paths.sysfs_root = roots.sys.string();
+    return neuron::device_attributes_dir(paths, dev.bdf);
+}
+
 void refresh_device(const Roots &roots, Device &dev, bool counters) {
-    fs::path dir = attr_dir(roots, dev);
+    fs::path dir = attributes_dir(roots, dev);
     dev.memory_used = read_u64(dir / "memory_used");
     dev.state = read_text(dir / "state").value_or("unknown");
     dev.reset_count = read_u64(dir / "reset_count");
@@ -114,7 +116,7 @@ std::vector<Device> scan_devices(const Roots &roots, const ScanOptions &opts) {
         d.bdf = e.pci_address;
         if (e.numa_node >= 0)
             d.numa_node = e.numa_node;
-        fs::path dir = fs::path(e.sysfs_path) / "device" / "neuron";
+        fs::path dir = attributes_dir(roots, d);
         if (auto v = read_u64(dir / "cores"))
             d.cores = static_cast<unsigned>(*v);
         if (auto v = read_u64(dir / "dma_engines"))

@@ -44,8 +44,7 @@ void Monitor::update_devices() {
         KnownDevice &k = state_.known[d.bdf];
         k.index = d.index;
         k.bdf = d.bdf;
-        k.host_memory_mapped =
-            read_u64(roots_.sys / "class/accel" / d.name / "device/neuron/host_memory_mapped");
+        k.host_memory_mapped = read_u64(attributes_dir(roots_, d) / "host_memory_mapped");
         if (!k.present) {
             k.present = true;
             k.appearances++;

@@ -161,6 +161,11 @@ class NEURON_EXPORT Device {
     std::shared_ptr<detail::DeviceState> state_;
 };
 
+/// The directory of neuron.ko's attributes and counters of the PCI device at
+/// @p pci_address (docs/telemetry.md): <sysfs_root>/bus/pci/devices/<bdf>/neuron.
+NEURON_EXPORT std::string device_attributes_dir(const SysPaths &paths,
+                                                const std::string &pci_address);
+
 /// Parses "DDDD:BB:DD.F" or "BB:DD.F" into the canonical lower-case
 /// "dddd:bb:dd.f" form; nullopt if it is not a PCI address.
 NEURON_EXPORT std::optional<std::string> normalize_pci_address(std::string_view s);

@@ -33,6 +33,7 @@ struct Tree {
         fs::permissions(root, fs::perms(0755));
         fs::create_directories(root / "sys/class/accel");
         fs::create_directories(root / "sys/bus/pci/drivers/neuron");
+        fs::create_directories(root / "sys/bus/pci/devices");
         fs::create_directories(root / "proc");
         fs::create_directories(root / "dev/accel");
     }
@@ -82,6 +83,8 @@ struct Tree {
         fs::create_symlink("../../../" + bdf, dev / "accel" / name / "device");
         fs::create_symlink("../../devices/pci0000:00/" + bdf + "/accel/" + name,
                            root / "sys/class/accel" / name);
+        fs::create_symlink("../../../devices/pci0000:00/" + bdf,
+                           root / "sys/bus/pci/devices" / bdf);
         write(dev / "numa_node", std::to_string(numa) + "\n");
         if (driver != "neuron")
             return;

@@ -127,6 +127,7 @@ void test_metrics(void **) {
 
 void remove_device(fake::Tree &t, unsigned index, const std::string &bdf) {
     fs::remove(t.root / "sys/class/accel" / ("accel" + std::to_string(index)));
+    fs::remove(t.root / "sys/bus/pci/devices" / bdf);
     fs::remove_all(t.pci(bdf));
 }
 

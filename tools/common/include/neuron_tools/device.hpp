@@ -73,6 +73,9 @@ struct ScanOptions {
     bool access = true;    ///< check that the node can be opened
 };
 
+/// The driver's attribute directory of @p dev (libneuron's one path to it).
+std::filesystem::path attributes_dir(const Roots &roots, const Device &dev);
+
 /// Every accel device bound to the neuron driver, ordered by index.
 std::vector<Device> scan_devices(const Roots &roots, const ScanOptions &opts = {});
 
