@@ -237,62 +237,96 @@ static void pack_panels(const nm_tap *t, float *restrict pack, uint32_t K, uint3
 }
 
 /*
- * Panel @j0 / @pw (@n columns from @j0) of the K rows of contiguous @t, at
- * @pack, converted and zero-padded.
+ * Columns [@j0, @j0 + @n) of the K rows of contiguous @t as one panel of
+ * width @pw at @pack, converted and zero-padded. Inlined per width: a
+ * whole fp32 or bf16 panel row is a few vector moves.
  */
-static void pack_panel(const nm_tap *t, float *restrict pack, uint32_t K, uint32_t j0, uint32_t n,
-                       uint32_t pw) {
-    for (uint32_t k = 0; k < K; k++) {
-        const uint8_t *src = t->base + (size_t)k * t->pitch + (size_t)j0 * t->esize;
-        float *restrict dst = pack + (size_t)k * pw;
-        if (t->dtype == NEURON_DT_FP32 && n == MM_MAX_NR)
-            memcpy(dst, src, sizeof(float) * MM_MAX_NR);
-        else
-            nm_load_f32(dst, src, t->dtype, n, 1);
+static inline __attribute__((always_inline)) void pack_panel(const nm_tap *t, float *restrict pack,
+                                                             uint32_t K, uint32_t j0, uint32_t n,
+                                                             const uint32_t pw) {
+    const uint8_t *src = t->base + (size_t)j0 * t->esize;
+    for (uint32_t k = 0; k < K; k++, src += t->pitch, pack += pw) {
+        if (n == pw && t->dtype == NEURON_DT_FP32) {
+            memcpy(pack, src, sizeof(float) * pw);
+            continue;
+        }
+        if (n == pw && t->dtype == NEURON_DT_BF16) {
+            for (uint32_t j = 0; j < pw; j++) {
+                uint16_t h;
+                memcpy(&h, src + 2 * j, 2);
+                uint32_t u = (uint32_t)nm_le16(h) << 16;
+                memcpy(&pack[j], &u, 4);
+            }
+            continue;
+        }
+        nm_load_f32(pack, src, t->dtype, n, 1);
         if (n < pw)
-            memset(dst + n, 0, sizeof(float) * (pw - n));
+            memset(pack + n, 0, sizeof(float) * (pw - n));
     }
 }
 
-/* Part @i of @parts of panel @j0 of contiguous @t: into the cache, early. */
-static void prefetch_panel(const nm_tap *t, uint32_t K, uint32_t j0, uint32_t pw, uint32_t i,
-                           uint32_t parts) {
-    const uint32_t k0 = K * i / parts, k1 = K * (i + 1) / parts;
-    for (uint32_t k = k0; k < k1; k++) {
-        const uint8_t *src = t->base + (size_t)k * t->pitch + (size_t)j0 * t->esize;
-        for (uint32_t off = 0; off < pw * t->esize; off += 64)
-            __builtin_prefetch(src + off, 0, 2);
-    }
+/*
+ * Columns [@j0, @j0 + @n) of rows [@k0, @k1) of contiguous @t: into the
+ * cache, early. Every row has the same offset within its cache lines (the
+ * pitch is whole lines), so the lines to fetch are found once; a line that
+ * also holds column @j0 - 1 came in with the columns before and is skipped.
+ */
+static inline void prefetch_cols(const nm_tap *t, uint32_t k0, uint32_t k1, uint32_t j0,
+                                 uint32_t n) {
+    const uint8_t *row = t->base + (size_t)k0 * t->pitch;
+    const uintptr_t base = (uintptr_t)row, end = base + (size_t)(j0 + n) * t->esize;
+    uintptr_t first = base + (size_t)j0 * t->esize;
+    first = j0 ? ((first - 1) | 63u) + 1 : first & ~(uintptr_t)63u;
+    if (first >= end)
+        return;
+    const size_t from = first - base, to = end - base;
+    for (uint32_t k = k0; k < k1; k++, row += t->pitch)
+        for (size_t off = from; off < to; off += 64)
+            __builtin_prefetch(row + off, 0, 2);
 }
 
-void nm_mm_run(nm_mm_work *w, float *c, size_t ldc, const nm_tap *a, const nm_tap *b, uint32_t M,
-               uint32_t N, uint32_t K, bool accumulate) {
-    const mm_path_desc *p = &paths[nm_mm_path_current()];
-    const uint32_t mr = p->mr, nr = p->nr, tiles = (M + mr - 1) / mr;
-    pack_panels(a, w->a, K, M, mr, w->row);
-    /*
-     * A contiguous B is packed one panel at a time into one L1-sized
-     * buffer, the next panel's rows fetched while the kernels run on this
-     * one; any other B is converted and packed whole up front.
-     */
-    const bool by_panel = nm_tap_contiguous(b);
-    if (!by_panel)
+/*
+ * The tiles of C, for one path's MR and NR (constants once inlined). B's
+ * panels are the outer loop: a panel of contiguous B is packed into one
+ * L1-sized buffer while the next one is fetched, a part per tile of the
+ * column. A contiguous A is packed panel by panel in the first column,
+ * each panel's rows fetched while the tile before it runs; the columns
+ * after it reuse the packed panels. Operands with gaps in their rows are
+ * converted and packed whole up front.
+ */
+static inline __attribute__((always_inline)) void mm_tiles(const mm_path_desc *p, nm_mm_work *w,
+                                                           float *c, size_t ldc, const nm_tap *a,
+                                                           const nm_tap *b, uint32_t M, uint32_t N,
+                                                           uint32_t K, bool accumulate,
+                                                           const uint32_t mr, const uint32_t nr) {
+    const uint32_t tiles = (M + mr - 1) / mr;
+    const bool a_lazy = nm_tap_contiguous(a), b_by_panel = nm_tap_contiguous(b);
+    if (!a_lazy)
+        pack_panels(a, w->a, K, M, mr, w->row);
+    if (!b_by_panel)
         pack_panels(b, w->b, K, N, nr, w->row);
 
     float edge[MM_MAX_MR * MM_MAX_NR];
     for (uint32_t j0 = 0; j0 < N; j0 += nr) {
         const uint32_t nb = N - j0 < nr ? N - j0 : nr;
         const float *bp = w->b;
-        if (by_panel)
+        if (b_by_panel)
             pack_panel(b, w->b, K, j0, nb, nr);
         else
             bp += (size_t)(j0 / nr) * K * nr;
         for (uint32_t i0 = 0, i = 0; i0 < M; i0 += mr, i++) {
-            const float *ap = w->a + (size_t)i * K * mr;
+            float *ap = w->a + (size_t)i * K * mr;
             const uint32_t mb = M - i0 < mr ? M - i0 : mr;
             float *ct = c + (size_t)i0 * ldc + j0;
-            if (by_panel && j0 + nr < N)
-                prefetch_panel(b, K, j0 + nr, nr, i, tiles);
+            if (a_lazy && j0 == 0) {
+                pack_panel(a, ap, K, i0, mb, mr);
+                if (i0 + mr < M)
+                    prefetch_cols(a, 0, K, i0 + mr, M - (i0 + mr) < mr ? M - (i0 + mr) : mr);
+            }
+            if (b_by_panel && j0 + nr < N) {
+                const uint32_t nn = N - (j0 + nr) < nr ? N - (j0 + nr) : nr;
+                prefetch_cols(b, K * i / tiles, K * (i + 1) / tiles, j0 + nr, nn);
+            }
             /* The next tile of C (down this column of tiles, or the next column). */
             const float *cn = i0 + mr < M ? ct + (size_t)mr * ldc : c + j0 + nr;
             if (accumulate && (i0 + mr < M || j0 + nr < N))
@@ -313,5 +347,42 @@ void nm_mm_run(nm_mm_work *w, float *c, size_t ldc, const nm_tap *a, const nm_ta
             for (uint32_t r = 0; r < mb; r++)
                 memcpy(ct + r * ldc, edge + r * nr, sizeof(float) * nb);
         }
+    }
+}
+
+/*
+ * One runner per path, built for its instruction set so that the packing
+ * copies and conversions use the same vector width as the kernel (without
+ * FMA contraction: packing does no arithmetic).
+ */
+#define MM_RUNNER(fn, isa, MR, NR)                                                                 \
+    isa static void fn(nm_mm_work *w, float *c, size_t ldc, const nm_tap *a, const nm_tap *b,      \
+                       uint32_t M, uint32_t N, uint32_t K, bool accumulate,                        \
+                       const mm_path_desc *p) {                                                    \
+        mm_tiles(p, w, c, ldc, a, b, M, N, K, accumulate, MR, NR);                                 \
+    }
+
+MM_RUNNER(run_portable, , PORTABLE_MR, PORTABLE_NR)
+#ifdef MM_X86
+MM_RUNNER(run_avx2, __attribute__((target("avx2,fma"))), AVX2_MR, AVX2_NR)
+MM_RUNNER(run_avx512, __attribute__((target("avx512f"))), AVX512_MR, AVX512_NR)
+#endif
+
+void nm_mm_run(nm_mm_work *w, float *c, size_t ldc, const nm_tap *a, const nm_tap *b, uint32_t M,
+               uint32_t N, uint32_t K, bool accumulate) {
+    const nm_mm_path path = nm_mm_path_current();
+    const mm_path_desc *p = &paths[path];
+    switch (path) {
+#ifdef MM_X86
+    case NM_MM_AVX512:
+        run_avx512(w, c, ldc, a, b, M, N, K, accumulate, p);
+        break;
+    case NM_MM_AVX2_FMA:
+        run_avx2(w, c, ldc, a, b, M, N, K, accumulate, p);
+        break;
+#endif
+    default:
+        run_portable(w, c, ldc, a, b, M, N, K, accumulate, p);
+        break;
     }
 }
