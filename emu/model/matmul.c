@@ -55,40 +55,46 @@ static void kernel_portable(const float *restrict ap, const float *restrict bp, 
 
 #ifdef MM_X86
 /*
- * An x86 kernel: an MR x 2W tile of C in 2 * MR vector registers of W
- * floats; per k, two loads of B, MR broadcasts of A, 2 * MR FMAs.
+ * An x86 kernel: an MR x NV*W tile of C in MR * NV vector registers of W
+ * floats; per k, NV loads of B, MR broadcasts of A, MR * NV FMAs.
  */
-#define MM_X86_KERNEL(fn, isa, vec, MR, W, load, store, set1, zero, fmadd)                         \
+#define MM_X86_KERNEL(fn, isa, vec, MR, NV, W, load, store, set1, zero, fmadd)                     \
     __attribute__((target(isa))) static void fn(const float *restrict ap,                          \
                                                 const float *restrict bp, float *restrict c,       \
                                                 size_t ldc, uint32_t k, bool accumulate) {         \
-        vec t[MR][2];                                                                              \
+        vec t[MR][NV];                                                                             \
         for (int r = 0; r < MR; r++)                                                               \
-            for (int h = 0; h < 2; h++)                                                            \
+            for (int h = 0; h < NV; h++)                                                           \
                 t[r][h] = accumulate ? load(c + r * ldc + W * h) : zero();                         \
         for (uint32_t kk = 0; kk < k; kk++) {                                                      \
-            const vec b0 = load(bp + (size_t)kk * 2 * W), b1 = load(bp + (size_t)kk * 2 * W + W);  \
+            vec bv[NV];                                                                            \
+            for (int h = 0; h < NV; h++)                                                           \
+                bv[h] = load(bp + (size_t)kk * NV * W + W * h);                                    \
             for (int r = 0; r < MR; r++) {                                                         \
                 const vec a = set1(ap[(size_t)kk * MR + r]);                                       \
-                t[r][0] = fmadd(a, b0, t[r][0]);                                                   \
-                t[r][1] = fmadd(a, b1, t[r][1]);                                                   \
+                for (int h = 0; h < NV; h++)                                                       \
+                    t[r][h] = fmadd(a, bv[h], t[r][h]);                                            \
             }                                                                                      \
         }                                                                                          \
         for (int r = 0; r < MR; r++)                                                               \
-            for (int h = 0; h < 2; h++)                                                            \
+            for (int h = 0; h < NV; h++)                                                           \
                 store(c + r * ldc + W * h, t[r][h]);                                               \
     }
 
-/* 6 x 16 in ymm registers: 12 accumulators. */
-#define AVX2_MR 6
-#define AVX2_NR 16
-MM_X86_KERNEL(kernel_avx2, "avx2,fma", __m256, AVX2_MR, 8, _mm256_loadu_ps, _mm256_storeu_ps,
+/*
+ * 4 x 24 in ymm registers: 12 accumulators, 3 vectors of B and a broadcast,
+ * all 16 registers. M = 128 is 32 whole tiles (a 6-row tile left a
+ * partial one) and a bf16 panel row of A is 8 bytes.
+ */
+#define AVX2_MR 4
+#define AVX2_NR 24
+MM_X86_KERNEL(kernel_avx2, "avx2,fma", __m256, AVX2_MR, 3, 8, _mm256_loadu_ps, _mm256_storeu_ps,
               _mm256_set1_ps, _mm256_setzero_ps, _mm256_fmadd_ps)
 
 /* 8 x 32 in zmm registers: 16 accumulators. */
 #define AVX512_MR 8
 #define AVX512_NR 32
-MM_X86_KERNEL(kernel_avx512, "avx512f", __m512, AVX512_MR, 16, _mm512_loadu_ps, _mm512_storeu_ps,
+MM_X86_KERNEL(kernel_avx512, "avx512f", __m512, AVX512_MR, 2, 16, _mm512_loadu_ps, _mm512_storeu_ps,
               _mm512_set1_ps, _mm512_setzero_ps, _mm512_fmadd_ps)
 #endif
 
@@ -216,12 +222,12 @@ static void pack_panels(const nm_tap *t, float *restrict pack, uint32_t K, uint3
     case PORTABLE_MR:
         pack_panels_w(t, pack, K, W, PORTABLE_MR, row);
         break;
-    case PORTABLE_NR: /* = AVX2_NR */
+    case PORTABLE_NR:
         pack_panels_w(t, pack, K, W, PORTABLE_NR, row);
         break;
 #ifdef MM_X86
-    case AVX2_MR:
-        pack_panels_w(t, pack, K, W, AVX2_MR, row);
+    case AVX2_NR:
+        pack_panels_w(t, pack, K, W, AVX2_NR, row);
         break;
     case AVX512_MR:
         pack_panels_w(t, pack, K, W, AVX512_MR, row);
