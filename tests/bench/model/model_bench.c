@@ -9,8 +9,9 @@
  * the Vector and Scalar engines (ACTIVATE, TENSOR_TENSOR, REDUCE) over a
  * full SBUF tile, next to plain C loops of the same operation.
  *
- * Every figure is the median (with min and max) of --repeat timed runs;
- * each timed run lasts about --seconds. neuron-bench reads --json to show
+ * Every figure is the median (with min and max) of --repeat timed runs,
+ * after one untimed run of each matmul program and of sgemm; each timed
+ * run lasts about --seconds. neuron-bench reads --json to show
  * these host-side limits next to the emulated device's figures. Both sides
  * run in this one thread; --cpu-time times them by the thread's CPU time
  * instead of the wall clock, leaving out the time the thread waits for a
@@ -232,7 +233,10 @@ static int bench(uint32_t M, uint32_t N, uint32_t K, double seconds, unsigned re
     }
     if (!err) {
         double g[3][MAX_REPEAT];
-        sgemm_run(a, b, c, M, N, K, seconds / 8); /* warm-up */
+        /* Warm-up, untimed: one run of each program, and sgemm. */
+        for (int i = 0; i < 2 && !err; i++)
+            err = run_timed(t, &im[i], (uint64_t)(flop * reps[i])) < 0;
+        sgemm_run(a, b, c, M, N, K, seconds / 8);
         for (unsigned r = 0; r < repeat && !err; r++) {
             for (int i = 0; i < 2 && !err; i++) {
                 double elapsed = run_timed(t, &im[i], (uint64_t)(flop * reps[i]));
