@@ -265,10 +265,13 @@ void nm_exec_tensor_scalar(nm_exec *ex, const struct neuron_insn *in, nm_result 
 /* 16 floats as one value: one zmm, two ymm or four xmm registers. */
 typedef float sum_vec __attribute__((vector_size(SUM_LANES * sizeof(float))));
 
-/* The sum of the 16 running sums of @acc and the tail @x[@i..@n), as sum_row. */
-static inline float sum_finish(sum_vec acc, const float *x, uint32_t i, uint32_t n) {
+/*
+ * The sum of the 16 running sums at @acc and the tail @x[@i..@n), as
+ * sum_row (by pointer: a 64-byte vector argument's ABI depends on the ISA).
+ */
+static inline float sum_finish(const sum_vec *acc, const float *x, uint32_t i, uint32_t n) {
     float lane[SUM_LANES];
-    memcpy(lane, &acc, sizeof(lane));
+    memcpy(lane, acc, sizeof(lane));
     for (uint32_t l = 0; i < n; i++, l++)
         lane[l] += x[i];
     for (uint32_t w = SUM_LANES / 2; w; w /= 2)
@@ -286,7 +289,7 @@ static float sum_row(const float *x, uint32_t n) {
         memcpy(&v, x + i, sizeof(v));
         acc += v;
     }
-    return sum_finish(acc, x, i, n);
+    return sum_finish(&acc, x, i, n);
 }
 
 /*
@@ -307,7 +310,7 @@ static void sum_rows4(const float *const x[SUM_ROWS], uint32_t n, float out[SUM_
             acc[r] += v;
         }
     for (int r = 0; r < SUM_ROWS; r++)
-        out[r] = sum_finish(acc[r], x[r], i, n);
+        out[r] = sum_finish(&acc[r], x[r], i, n);
 }
 
 void nm_exec_reduce(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
