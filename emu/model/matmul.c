@@ -285,9 +285,10 @@ static inline void prefetch_cols(const nm_tap *t, uint32_t k0, uint32_t k1, uint
     first = j0 ? ((first - 1) | 63u) + 1 : first & ~(uintptr_t)63u;
     if (first >= end)
         return;
-    const size_t from = first - base, to = end - base;
+    /* From the line's start, which for j0 = 0 may lie before the row's. */
+    const intptr_t from = (intptr_t)(first - base), to = (intptr_t)(end - base);
     for (uint32_t k = k0; k < k1; k++, row += t->pitch)
-        for (size_t off = from; off < to; off += 64)
+        for (intptr_t off = from; off < to; off += 64)
             __builtin_prefetch(row + off, 0, 2);
 }
 
