@@ -9,7 +9,13 @@
  * tensor.c and vector.c, on operands of operand.c. hw/isa.md is the
  * specification.
  */
+#ifndef _DEFAULT_SOURCE
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS, madvise */
+#endif
 #include <stdlib.h>
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
 
 #include "model_internal.h"
 
@@ -27,8 +33,42 @@ static uint32_t partition_pitch(uint32_t bytes) {
     return (pitch / 64u) % 2 ? pitch : pitch + 64u;
 }
 
-static uint8_t *line_aligned(void *p) {
-    return p ? (uint8_t *)p + (-(uintptr_t)p & 63u) : NULL;
+/*
+ * Zeroed on-core memory of @bytes. On Linux, anonymous memory aligned to
+ * 2 MiB and advised to use huge pages: an operand's partitions are a pitch
+ * (a page or more) apart, so with 4 KiB pages every row of an operand is
+ * a TLB entry of its own and a MATMUL's 128 rows of A and B overflow the
+ * first-level TLB. The kernel zero-fills each page at its first touch.
+ */
+#define NM_HUGE_PAGE (2u << 20)
+
+static uint8_t *onchip_alloc(size_t bytes, nm_onchip *m) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    m->len = bytes + NM_HUGE_PAGE;
+    m->map = mmap(NULL, m->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m->map == MAP_FAILED) {
+        m->map = NULL;
+        return NULL;
+    }
+    uint8_t *p = (uint8_t *)m->map + (-(uintptr_t)m->map & (NM_HUGE_PAGE - 1));
+    (void)madvise(p, bytes, MADV_HUGEPAGE); /* advice: 4 KiB pages if refused */
+    return p;
+#else
+    m->len = bytes + 64;
+    m->map = calloc(1, m->len);
+    return m->map ? (uint8_t *)m->map + (-(uintptr_t)m->map & 63u) : NULL;
+#endif
+}
+
+static void onchip_free(nm_onchip *m) {
+    if (!m->map)
+        return;
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    munmap(m->map, m->len);
+#else
+    free(m->map);
+#endif
+    m->map = NULL;
 }
 
 nm_core *nm_core_new(uint32_t sbuf_bytes, uint32_t psum_bytes) {
@@ -44,11 +84,8 @@ nm_core *nm_core_new(uint32_t sbuf_bytes, uint32_t psum_bytes) {
     c->psum_pp = psum_bytes / NEURON_PARTITIONS;
     c->sbuf_pitch = partition_pitch(c->sbuf_pp);
     c->psum_pitch = partition_pitch(c->psum_pp);
-    /* calloc: untouched pages of a large SBUF cost nothing. */
-    c->sbuf_mem = calloc(1, (size_t)NEURON_PARTITIONS * c->sbuf_pitch + 64);
-    c->psum_mem = calloc(1, (size_t)NEURON_PARTITIONS * c->psum_pitch + 64);
-    c->sbuf = line_aligned(c->sbuf_mem);
-    c->psum = line_aligned(c->psum_mem);
+    c->sbuf = onchip_alloc((size_t)NEURON_PARTITIONS * c->sbuf_pitch, &c->sbuf_mem);
+    c->psum = onchip_alloc((size_t)NEURON_PARTITIONS * c->psum_pitch, &c->psum_mem);
     bool ok = c->sbuf && c->psum;
     for (int i = 0; i < NM_SCRATCH_BUFS; i++) {
         c->scratch[i] = malloc(NEURON_MAX_FREE_ELEMS * sizeof(float));
@@ -66,8 +103,8 @@ nm_core *nm_core_new(uint32_t sbuf_bytes, uint32_t psum_bytes) {
 void nm_core_free(nm_core *c) {
     if (!c)
         return;
-    free(c->sbuf_mem);
-    free(c->psum_mem);
+    onchip_free(&c->sbuf_mem);
+    onchip_free(&c->psum_mem);
     for (int i = 0; i < NM_SCRATCH_BUFS; i++)
         free(c->scratch[i]);
     nm_mm_work_free(&c->mm);

@@ -55,40 +55,46 @@ static void kernel_portable(const float *restrict ap, const float *restrict bp, 
 
 #ifdef MM_X86
 /*
- * An x86 kernel: an MR x 2W tile of C in 2 * MR vector registers of W
- * floats; per k, two loads of B, MR broadcasts of A, 2 * MR FMAs.
+ * An x86 kernel: an MR x NV*W tile of C in MR * NV vector registers of W
+ * floats; per k, NV loads of B, MR broadcasts of A, MR * NV FMAs.
  */
-#define MM_X86_KERNEL(fn, isa, vec, MR, W, load, store, set1, zero, fmadd)                         \
+#define MM_X86_KERNEL(fn, isa, vec, MR, NV, W, load, store, set1, zero, fmadd)                     \
     __attribute__((target(isa))) static void fn(const float *restrict ap,                          \
                                                 const float *restrict bp, float *restrict c,       \
                                                 size_t ldc, uint32_t k, bool accumulate) {         \
-        vec t[MR][2];                                                                              \
+        vec t[MR][NV];                                                                             \
         for (int r = 0; r < MR; r++)                                                               \
-            for (int h = 0; h < 2; h++)                                                            \
+            for (int h = 0; h < NV; h++)                                                           \
                 t[r][h] = accumulate ? load(c + r * ldc + W * h) : zero();                         \
         for (uint32_t kk = 0; kk < k; kk++) {                                                      \
-            const vec b0 = load(bp + (size_t)kk * 2 * W), b1 = load(bp + (size_t)kk * 2 * W + W);  \
+            vec bv[NV];                                                                            \
+            for (int h = 0; h < NV; h++)                                                           \
+                bv[h] = load(bp + (size_t)kk * NV * W + W * h);                                    \
             for (int r = 0; r < MR; r++) {                                                         \
                 const vec a = set1(ap[(size_t)kk * MR + r]);                                       \
-                t[r][0] = fmadd(a, b0, t[r][0]);                                                   \
-                t[r][1] = fmadd(a, b1, t[r][1]);                                                   \
+                for (int h = 0; h < NV; h++)                                                       \
+                    t[r][h] = fmadd(a, bv[h], t[r][h]);                                            \
             }                                                                                      \
         }                                                                                          \
         for (int r = 0; r < MR; r++)                                                               \
-            for (int h = 0; h < 2; h++)                                                            \
+            for (int h = 0; h < NV; h++)                                                           \
                 store(c + r * ldc + W * h, t[r][h]);                                               \
     }
 
-/* 6 x 16 in ymm registers: 12 accumulators. */
-#define AVX2_MR 6
-#define AVX2_NR 16
-MM_X86_KERNEL(kernel_avx2, "avx2,fma", __m256, AVX2_MR, 8, _mm256_loadu_ps, _mm256_storeu_ps,
+/*
+ * 4 x 24 in ymm registers: 12 accumulators, 3 vectors of B and a broadcast,
+ * all 16 registers. M = 128 is 32 whole tiles (a 6-row tile left a
+ * partial one) and a bf16 panel row of A is 8 bytes.
+ */
+#define AVX2_MR 4
+#define AVX2_NR 24
+MM_X86_KERNEL(kernel_avx2, "avx2,fma", __m256, AVX2_MR, 3, 8, _mm256_loadu_ps, _mm256_storeu_ps,
               _mm256_set1_ps, _mm256_setzero_ps, _mm256_fmadd_ps)
 
 /* 8 x 32 in zmm registers: 16 accumulators. */
 #define AVX512_MR 8
 #define AVX512_NR 32
-MM_X86_KERNEL(kernel_avx512, "avx512f", __m512, AVX512_MR, 16, _mm512_loadu_ps, _mm512_storeu_ps,
+MM_X86_KERNEL(kernel_avx512, "avx512f", __m512, AVX512_MR, 2, 16, _mm512_loadu_ps, _mm512_storeu_ps,
               _mm512_set1_ps, _mm512_setzero_ps, _mm512_fmadd_ps)
 #endif
 
@@ -216,12 +222,12 @@ static void pack_panels(const nm_tap *t, float *restrict pack, uint32_t K, uint3
     case PORTABLE_MR:
         pack_panels_w(t, pack, K, W, PORTABLE_MR, row);
         break;
-    case PORTABLE_NR: /* = AVX2_NR */
+    case PORTABLE_NR:
         pack_panels_w(t, pack, K, W, PORTABLE_NR, row);
         break;
 #ifdef MM_X86
-    case AVX2_MR:
-        pack_panels_w(t, pack, K, W, AVX2_MR, row);
+    case AVX2_NR:
+        pack_panels_w(t, pack, K, W, AVX2_NR, row);
         break;
     case AVX512_MR:
         pack_panels_w(t, pack, K, W, AVX512_MR, row);
@@ -237,62 +243,97 @@ static void pack_panels(const nm_tap *t, float *restrict pack, uint32_t K, uint3
 }
 
 /*
- * Panel @j0 / @pw (@n columns from @j0) of the K rows of contiguous @t, at
- * @pack, converted and zero-padded.
+ * Columns [@j0, @j0 + @n) of the K rows of contiguous @t as one panel of
+ * width @pw at @pack, converted and zero-padded. Inlined per width: a
+ * whole fp32 or bf16 panel row is a few vector moves.
  */
-static void pack_panel(const nm_tap *t, float *restrict pack, uint32_t K, uint32_t j0, uint32_t n,
-                       uint32_t pw) {
-    for (uint32_t k = 0; k < K; k++) {
-        const uint8_t *src = t->base + (size_t)k * t->pitch + (size_t)j0 * t->esize;
-        float *restrict dst = pack + (size_t)k * pw;
-        if (t->dtype == NEURON_DT_FP32 && n == MM_MAX_NR)
-            memcpy(dst, src, sizeof(float) * MM_MAX_NR);
-        else
-            nm_load_f32(dst, src, t->dtype, n, 1);
+static inline __attribute__((always_inline)) void pack_panel(const nm_tap *t, float *restrict pack,
+                                                             uint32_t K, uint32_t j0, uint32_t n,
+                                                             const uint32_t pw) {
+    const uint8_t *src = t->base + (size_t)j0 * t->esize;
+    for (uint32_t k = 0; k < K; k++, src += t->pitch, pack += pw) {
+        if (n == pw && t->dtype == NEURON_DT_FP32) {
+            memcpy(pack, src, sizeof(float) * pw);
+            continue;
+        }
+        if (n == pw && t->dtype == NEURON_DT_BF16) {
+            for (uint32_t j = 0; j < pw; j++) {
+                uint16_t h;
+                memcpy(&h, src + 2 * j, 2);
+                uint32_t u = (uint32_t)nm_le16(h) << 16;
+                memcpy(&pack[j], &u, 4);
+            }
+            continue;
+        }
+        nm_load_f32(pack, src, t->dtype, n, 1);
         if (n < pw)
-            memset(dst + n, 0, sizeof(float) * (pw - n));
+            memset(pack + n, 0, sizeof(float) * (pw - n));
     }
 }
 
-/* Part @i of @parts of panel @j0 of contiguous @t: into the cache, early. */
-static void prefetch_panel(const nm_tap *t, uint32_t K, uint32_t j0, uint32_t pw, uint32_t i,
-                           uint32_t parts) {
-    const uint32_t k0 = K * i / parts, k1 = K * (i + 1) / parts;
-    for (uint32_t k = k0; k < k1; k++) {
-        const uint8_t *src = t->base + (size_t)k * t->pitch + (size_t)j0 * t->esize;
-        for (uint32_t off = 0; off < pw * t->esize; off += 64)
-            __builtin_prefetch(src + off, 0, 2);
-    }
+/*
+ * Columns [@j0, @j0 + @n) of rows [@k0, @k1) of contiguous @t: into the
+ * cache, early. Every row has the same offset within its cache lines (the
+ * pitch is whole lines), so the lines to fetch are found once; a line that
+ * also holds column @j0 - 1 came in with the columns before and is skipped.
+ */
+static inline void prefetch_cols(const nm_tap *t, uint32_t k0, uint32_t k1, uint32_t j0,
+                                 uint32_t n) {
+    const uint8_t *row = t->base + (size_t)k0 * t->pitch;
+    const uintptr_t base = (uintptr_t)row, end = base + (size_t)(j0 + n) * t->esize;
+    uintptr_t first = base + (size_t)j0 * t->esize;
+    first = j0 ? ((first - 1) | 63u) + 1 : first & ~(uintptr_t)63u;
+    if (first >= end)
+        return;
+    /* From the line's start, which for j0 = 0 may lie before the row's. */
+    const intptr_t from = (intptr_t)(first - base), to = (intptr_t)(end - base);
+    for (uint32_t k = k0; k < k1; k++, row += t->pitch)
+        for (intptr_t off = from; off < to; off += 64)
+            __builtin_prefetch(row + off, 0, 2);
 }
 
-void nm_mm_run(nm_mm_work *w, float *c, size_t ldc, const nm_tap *a, const nm_tap *b, uint32_t M,
-               uint32_t N, uint32_t K, bool accumulate) {
-    const mm_path_desc *p = &paths[nm_mm_path_current()];
-    const uint32_t mr = p->mr, nr = p->nr, tiles = (M + mr - 1) / mr;
-    pack_panels(a, w->a, K, M, mr, w->row);
-    /*
-     * A contiguous B is packed one panel at a time into one L1-sized
-     * buffer, the next panel's rows fetched while the kernels run on this
-     * one; any other B is converted and packed whole up front.
-     */
-    const bool by_panel = nm_tap_contiguous(b);
-    if (!by_panel)
+/*
+ * The tiles of C, for one path's MR and NR (constants once inlined). B's
+ * panels are the outer loop: a panel of contiguous B is packed into one
+ * L1-sized buffer while the next one is fetched, a part per tile of the
+ * column. A contiguous A is packed panel by panel in the first column,
+ * each panel's rows fetched while the tile before it runs; the columns
+ * after it reuse the packed panels. Operands with gaps in their rows are
+ * converted and packed whole up front.
+ */
+static inline __attribute__((always_inline)) void mm_tiles(const mm_path_desc *p, nm_mm_work *w,
+                                                           float *c, size_t ldc, const nm_tap *a,
+                                                           const nm_tap *b, uint32_t M, uint32_t N,
+                                                           uint32_t K, bool accumulate,
+                                                           const uint32_t mr, const uint32_t nr) {
+    const uint32_t tiles = (M + mr - 1) / mr;
+    const bool a_lazy = nm_tap_contiguous(a), b_by_panel = nm_tap_contiguous(b);
+    if (!a_lazy)
+        pack_panels(a, w->a, K, M, mr, w->row);
+    if (!b_by_panel)
         pack_panels(b, w->b, K, N, nr, w->row);
 
     float edge[MM_MAX_MR * MM_MAX_NR];
     for (uint32_t j0 = 0; j0 < N; j0 += nr) {
         const uint32_t nb = N - j0 < nr ? N - j0 : nr;
         const float *bp = w->b;
-        if (by_panel)
+        if (b_by_panel)
             pack_panel(b, w->b, K, j0, nb, nr);
         else
             bp += (size_t)(j0 / nr) * K * nr;
         for (uint32_t i0 = 0, i = 0; i0 < M; i0 += mr, i++) {
-            const float *ap = w->a + (size_t)i * K * mr;
+            float *ap = w->a + (size_t)i * K * mr;
             const uint32_t mb = M - i0 < mr ? M - i0 : mr;
             float *ct = c + (size_t)i0 * ldc + j0;
-            if (by_panel && j0 + nr < N)
-                prefetch_panel(b, K, j0 + nr, nr, i, tiles);
+            if (a_lazy && j0 == 0) {
+                pack_panel(a, ap, K, i0, mb, mr);
+                if (i0 + mr < M)
+                    prefetch_cols(a, 0, K, i0 + mr, M - (i0 + mr) < mr ? M - (i0 + mr) : mr);
+            }
+            if (b_by_panel && j0 + nr < N) {
+                const uint32_t nn = N - (j0 + nr) < nr ? N - (j0 + nr) : nr;
+                prefetch_cols(b, K * i / tiles, K * (i + 1) / tiles, j0 + nr, nn);
+            }
             /* The next tile of C (down this column of tiles, or the next column). */
             const float *cn = i0 + mr < M ? ct + (size_t)mr * ldc : c + j0 + nr;
             if (accumulate && (i0 + mr < M || j0 + nr < N))
@@ -313,5 +354,42 @@ void nm_mm_run(nm_mm_work *w, float *c, size_t ldc, const nm_tap *a, const nm_ta
             for (uint32_t r = 0; r < mb; r++)
                 memcpy(ct + r * ldc, edge + r * nr, sizeof(float) * nb);
         }
+    }
+}
+
+/*
+ * One runner per path, built for its instruction set so that the packing
+ * copies and conversions use the same vector width as the kernel (without
+ * FMA contraction: packing does no arithmetic).
+ */
+#define MM_RUNNER(fn, isa, MR, NR)                                                                 \
+    isa static void fn(nm_mm_work *w, float *c, size_t ldc, const nm_tap *a, const nm_tap *b,      \
+                       uint32_t M, uint32_t N, uint32_t K, bool accumulate,                        \
+                       const mm_path_desc *p) {                                                    \
+        mm_tiles(p, w, c, ldc, a, b, M, N, K, accumulate, MR, NR);                                 \
+    }
+
+MM_RUNNER(run_portable, , PORTABLE_MR, PORTABLE_NR)
+#ifdef MM_X86
+MM_RUNNER(run_avx2, __attribute__((target("avx2,fma"))), AVX2_MR, AVX2_NR)
+MM_RUNNER(run_avx512, __attribute__((target("avx512f"))), AVX512_MR, AVX512_NR)
+#endif
+
+void nm_mm_run(nm_mm_work *w, float *c, size_t ldc, const nm_tap *a, const nm_tap *b, uint32_t M,
+               uint32_t N, uint32_t K, bool accumulate) {
+    const nm_mm_path path = nm_mm_path_current();
+    const mm_path_desc *p = &paths[path];
+    switch (path) {
+#ifdef MM_X86
+    case NM_MM_AVX512:
+        run_avx512(w, c, ldc, a, b, M, N, K, accumulate, p);
+        break;
+    case NM_MM_AVX2_FMA:
+        run_avx2(w, c, ldc, a, b, M, N, K, accumulate, p);
+        break;
+#endif
+    default:
+        run_portable(w, c, ldc, a, b, M, N, K, accumulate, p);
+        break;
     }
 }

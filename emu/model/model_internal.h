@@ -62,14 +62,20 @@ void nm_store_f32(uint8_t *restrict dst, const float *restrict src, uint32_t dty
 
 #define NM_SCRATCH_BUFS 3
 
+/* An on-core memory's allocation (core.c). */
+typedef struct nm_onchip {
+    void *map;
+    size_t len;
+} nm_onchip;
+
 struct nm_core {
     uint32_t sbuf_pp; /* bytes per partition */
     uint32_t psum_pp;
     uint32_t sbuf_pitch; /* host bytes between partitions (core.c) */
     uint32_t psum_pitch;
-    uint8_t *sbuf;             /* [NEURON_PARTITIONS][sbuf_pitch] */
-    uint8_t *psum;             /* [NEURON_PARTITIONS][psum_pitch] */
-    void *sbuf_mem, *psum_mem; /* as allocated; sbuf and psum are line-aligned in them */
+    uint8_t *sbuf;                /* [NEURON_PARTITIONS][sbuf_pitch] */
+    uint8_t *psum;                /* [NEURON_PARTITIONS][psum_pitch] */
+    nm_onchip sbuf_mem, psum_mem; /* as allocated; sbuf and psum are aligned in them */
     /* Bytes per partition that may be non-zero (cleared at job start). */
     uint32_t sbuf_dirty;
     uint32_t psum_dirty;

@@ -265,6 +265,21 @@ void nm_exec_tensor_scalar(nm_exec *ex, const struct neuron_insn *in, nm_result 
 /* 16 floats as one value: one zmm, two ymm or four xmm registers. */
 typedef float sum_vec __attribute__((vector_size(SUM_LANES * sizeof(float))));
 
+/*
+ * The sum of the 16 running sums at @acc and the tail @x[@i..@n), as
+ * sum_row (by pointer: a 64-byte vector argument's ABI depends on the ISA).
+ */
+static inline float sum_finish(const sum_vec *acc, const float *x, uint32_t i, uint32_t n) {
+    float lane[SUM_LANES];
+    memcpy(lane, acc, sizeof(lane));
+    for (uint32_t l = 0; i < n; i++, l++)
+        lane[l] += x[i];
+    for (uint32_t w = SUM_LANES / 2; w; w /= 2)
+        for (uint32_t l = 0; l < w; l++)
+            lane[l] += lane[l + w];
+    return lane[0];
+}
+
 NM_CLONES
 static float sum_row(const float *x, uint32_t n) {
     sum_vec acc = {0};
@@ -274,14 +289,28 @@ static float sum_row(const float *x, uint32_t n) {
         memcpy(&v, x + i, sizeof(v));
         acc += v;
     }
-    float lane[SUM_LANES];
-    memcpy(lane, &acc, sizeof(lane));
-    for (uint32_t l = 0; i < n; i++, l++)
-        lane[l] += x[i];
-    for (uint32_t w = SUM_LANES / 2; w; w /= 2)
-        for (uint32_t l = 0; l < w; l++)
-            lane[l] += lane[l + w];
-    return lane[0];
+    return sum_finish(&acc, x, i, n);
+}
+
+/*
+ * sum_row of 4 rows at once, @x[r] for r < 4, with the same bits: each
+ * row's 16 sums are one chain of dependent adds, so a single row waits on
+ * the adder's latency, while 4 independent chains keep it busy.
+ */
+#define SUM_ROWS 4
+
+NM_CLONES
+static void sum_rows4(const float *const x[SUM_ROWS], uint32_t n, float out[SUM_ROWS]) {
+    sum_vec acc[SUM_ROWS] = {{0}};
+    uint32_t i = 0;
+    for (; i + SUM_LANES <= n; i += SUM_LANES)
+        for (int r = 0; r < SUM_ROWS; r++) {
+            sum_vec v;
+            memcpy(&v, x[r] + i, sizeof(v));
+            acc[r] += v;
+        }
+    for (int r = 0; r < SUM_ROWS; r++)
+        out[r] = sum_finish(&acc[r], x[r], i, n);
 }
 
 void nm_exec_reduce(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
@@ -298,10 +327,23 @@ void nm_exec_reduce(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
         return;
     }
     float *x = ex->core->scratch[0];
+    /* SUM_ROWS rows of contiguous fp32 at a time, unless a result lands in a later row. */
+    const bool by_rows = in->func == NEURON_RED_SUM && nm_tap_row_f32(&s, 0) && in_place_ok(&d, &s);
     for (uint32_t p = 0; p < d.part_count; p++) {
         if (nm_aborted(ex)) {
             r->status = NEURON_JOB_STATUS_ABORTED;
             return;
+        }
+        if (by_rows && p + SUM_ROWS <= d.part_count) {
+            const float *rows[SUM_ROWS];
+            float v[SUM_ROWS];
+            for (int i = 0; i < SUM_ROWS; i++)
+                rows[i] = nm_tap_row_f32(&s, p + (uint32_t)i);
+            sum_rows4(rows, s.elems, v);
+            for (int i = 0; i < SUM_ROWS; i++)
+                nm_tap_store(&d, p + (uint32_t)i, &v[i]);
+            p += SUM_ROWS - 1;
+            continue;
         }
         const float *row = nm_tap_row_f32(&s, p);
         if (!row) {

@@ -521,6 +521,69 @@ static void test_reduce(void **state) {
     free(x);
 }
 
+/* REDUCE sum's order (hw/isa.md, section 6): 16 running sums, added pairwise. */
+static float ref_sum16(const float *x, uint32_t n) {
+    float lane[16] = {0};
+    for (uint32_t i = 0; i < n; i++)
+        lane[i % 16] += x[i];
+    for (uint32_t w = 8; w; w /= 2)
+        for (uint32_t l = 0; l < w; l++)
+            lane[l] += lane[l + w];
+    return lane[0];
+}
+
+/*
+ * REDUCE sum bit for bit in that order: partition counts that do and do
+ * not divide into the groups of rows the model sums together, rows with
+ * and without a tail of fewer than 16 elements, and a destination one
+ * partition below its source (each result lands in the next row's first
+ * element, which that row's sum must then include).
+ */
+static void check_sum_order(uint32_t P, uint32_t F, bool chained) {
+    const uint32_t rows = chained ? P + 1 : P;
+    float *x = malloc(sizeof(float) * rows * F);
+    assert_non_null(x);
+    fill(x, (size_t)rows * F, 77 + F, 9.0f);
+    tenv *t = te_new();
+    pb_prog p;
+    pb_init(&p);
+    uint32_t sx = in_buf(t, NEURON_DT_FP32, x, (size_t)rows * F);
+    uint8_t *out;
+    uint32_t so = out_buf(t, 4ull * rows * (F + 1), &out); /* rows of F + 1: x and a result */
+    ld(&p, sx, NEURON_DT_FP32, rows, F, 0);
+    handoff(&p, NEURON_ENGINE_SYNC, NEURON_ENGINE_VECTOR, 0);
+    const struct neuron_tap dst =
+        chained ? pb_sbuf(NEURON_DT_FP32, 1, P, 0, 1) : pb_sbuf(NEURON_DT_FP32, 0, P, 4 * F, 1);
+    pb_reduce(&p, NEURON_RED_SUM, dst, pb_sbuf(NEURON_DT_FP32, 0, P, 0, F));
+    handoff(&p, NEURON_ENGINE_VECTOR, NEURON_ENGINE_SYNC, 1);
+    st(&p, so, NEURON_DT_FP32, rows, F + 1, 0);
+    pb_end_all(&p);
+    assert_int_equal(te_run(t, &p), NEURON_JOB_STATUS_OK);
+    for (uint32_t q = 0; q < P; q++) {
+        const float want = ref_sum16(x + (size_t)q * F, F);
+        if (chained)
+            x[(size_t)(q + 1) * F] = want;
+        float got;
+        memcpy(&got, out + 4ull * (chained ? (q + 1) * (F + 1) : q * (F + 1) + F), 4);
+        if (memcmp(&got, &want, 4))
+            fail_msg("P %u F %u chained %d: partition %u: got %a want %a", P, F, chained, q,
+                     (double)got, (double)want);
+    }
+    pb_free(&p);
+    te_free(t);
+    free(x);
+}
+
+static void test_reduce_sum_order(void **state) {
+    (void)state;
+    static const uint32_t ps[] = {1, 3, 4, 127, 128}, fs[] = {1, 15, 16, 1000, 2048};
+    for (size_t i = 0; i < sizeof(ps) / sizeof(ps[0]); i++)
+        for (size_t j = 0; j < sizeof(fs) / sizeof(fs[0]); j++)
+            check_sum_order(ps[i], fs[j], false);
+    check_sum_order(127, 1000, true);
+    check_sum_order(9, 33, true);
+}
+
 /*
  * Destinations overlapping their sources: the same elements (in place),
  * and one element later or earlier in the row, where each source row must
@@ -797,13 +860,21 @@ static void test_isolation(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_convert),         cmocka_unit_test(test_dma_patterns),
-        cmocka_unit_test(test_matmul),          cmocka_unit_test(test_transpose),
-        cmocka_unit_test(test_activation),      cmocka_unit_test(test_tensor_tensor),
-        cmocka_unit_test(test_tensor_scalar),   cmocka_unit_test(test_reduce),
-        cmocka_unit_test(test_overlap),         cmocka_unit_test(test_copy_memset_iota),
-        cmocka_unit_test(test_semaphore_order), cmocka_unit_test(test_loops),
-        cmocka_unit_test(test_sg_binding),      cmocka_unit_test(test_counters),
+        cmocka_unit_test(test_convert),
+        cmocka_unit_test(test_dma_patterns),
+        cmocka_unit_test(test_matmul),
+        cmocka_unit_test(test_transpose),
+        cmocka_unit_test(test_activation),
+        cmocka_unit_test(test_tensor_tensor),
+        cmocka_unit_test(test_tensor_scalar),
+        cmocka_unit_test(test_reduce),
+        cmocka_unit_test(test_reduce_sum_order),
+        cmocka_unit_test(test_overlap),
+        cmocka_unit_test(test_copy_memset_iota),
+        cmocka_unit_test(test_semaphore_order),
+        cmocka_unit_test(test_loops),
+        cmocka_unit_test(test_sg_binding),
+        cmocka_unit_test(test_counters),
         cmocka_unit_test(test_isolation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

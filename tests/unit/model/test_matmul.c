@@ -33,6 +33,7 @@ typedef struct mm_case {
     bool acc;
     uint32_t b_stride; /* element stride of B's rows: 1 contiguous, 2 not */
     bool dst_split;    /* PSUM destination as two halves with a gap */
+    uint32_t a_stride; /* element stride of A's rows: 1 contiguous, 2 or 3 not */
 } mm_case;
 
 typedef struct fixture {
@@ -115,7 +116,8 @@ static void run_case(fixture *f, nm_mm_path path, const mm_case *c) {
 
     pb_prog p;
     pb_init(&p);
-    const struct neuron_tap ta = pb_sbuf(c->dta, 0, K, OFF_A, M);
+    const struct neuron_tap ta =
+        pb_tap2(NEURON_SPACE_SBUF, c->dta, 0, K, OFF_A, M, (uint16_t)c->a_stride, 1, 0);
     const struct neuron_tap tb =
         pb_tap2(NEURON_SPACE_SBUF, c->dtb, 0, K, OFF_B, N, (uint16_t)c->b_stride, 1, 0);
     const struct neuron_tap tc0 = pb_sbuf(NEURON_DT_FP32, 0, M, OFF_C0, N);
@@ -146,10 +148,11 @@ static void run_case(fixture *f, nm_mm_path path, const mm_case *c) {
             uint32_t got;
             memcpy(&got, f->po + 4 * ((size_t)m * N + n), 4);
             if (got != tu_bits(want))
-                fail_msg("%s dtypes %u,%u K %u M %u N %u acc %d b_stride %u split %d: "
+                fail_msg("%s dtypes %u,%u K %u M %u N %u acc %d a_stride %u b_stride %u split %d: "
                          "[%u,%u] = %#x (%a), want %#x (%a)",
-                         nm_mm_path_name(path), c->dta, c->dtb, K, M, N, c->acc, c->b_stride,
-                         c->dst_split, m, n, got, (double)tu_f32(got), tu_bits(want), (double)want);
+                         nm_mm_path_name(path), c->dta, c->dtb, K, M, N, c->acc, c->a_stride,
+                         c->b_stride, c->dst_split, m, n, got, (double)tu_f32(got), tu_bits(want),
+                         (double)want);
         }
 }
 
@@ -176,14 +179,14 @@ static void test_edge_shapes(void **state) {
             for (size_t j = 0; j < 4; j++)
                 for (int acc = 0; acc < 2; acc++)
                     cases[n++] = (mm_case){
-                        NEURON_DT_FP32, NEURON_DT_FP32, km[k], km[m], ns[j], acc, 1, false};
+                        NEURON_DT_FP32, NEURON_DT_FP32, km[k], km[m], ns[j], acc, 1, false, 1};
     on_every_path(*state, cases, n);
 }
 
 static void test_every_n(void **state) {
     mm_case cases[NEURON_MM_MAX_N];
     for (uint32_t n = 1; n <= NEURON_MM_MAX_N; n++)
-        cases[n - 1] = (mm_case){NEURON_DT_FP32, NEURON_DT_FP32, 5, 9, n, n % 2, 1, false};
+        cases[n - 1] = (mm_case){NEURON_DT_FP32, NEURON_DT_FP32, 5, 9, n, n % 2, 1, false, 1};
     on_every_path(*state, cases, NEURON_MM_MAX_N);
 }
 
@@ -194,17 +197,24 @@ static void test_dtype_pairs(void **state) {
     for (size_t i = 0; i < 3; i++)
         for (size_t j = 0; j < 3; j++)
             for (int acc = 0; acc < 2; acc++)
-                cases[n++] = (mm_case){dts[i], dts[j], 127, 127, 129, acc, 1, false};
+                cases[n++] = (mm_case){dts[i], dts[j], 127, 127, 129, acc, 1, false, 1};
     on_every_path(*state, cases, n);
 }
 
-/* Rows of B or of the PSUM destination that are not contiguous. */
+/*
+ * Rows of A, B or the PSUM destination that are not contiguous: such
+ * operands are packed whole before the tiles, contiguous ones panel by
+ * panel between them.
+ */
 static void test_strided_operands(void **state) {
     static const mm_case cases[] = {
-        {NEURON_DT_FP32, NEURON_DT_FP32, 128, 128, 512, true, 2, false},
-        {NEURON_DT_BF16, NEURON_DT_BF16, 100, 33, 77, false, 2, false},
-        {NEURON_DT_FP32, NEURON_DT_FP32, 128, 128, 496, true, 1, true},
-        {NEURON_DT_FP16, NEURON_DT_BF16, 64, 127, 130, true, 2, true},
+        {NEURON_DT_FP32, NEURON_DT_FP32, 128, 128, 512, true, 2, false, 1},
+        {NEURON_DT_BF16, NEURON_DT_BF16, 100, 33, 77, false, 2, false, 1},
+        {NEURON_DT_FP32, NEURON_DT_FP32, 128, 128, 496, true, 1, true, 1},
+        {NEURON_DT_FP16, NEURON_DT_BF16, 64, 127, 130, true, 2, true, 1},
+        {NEURON_DT_FP32, NEURON_DT_FP32, 128, 128, 512, true, 1, false, 2},
+        {NEURON_DT_BF16, NEURON_DT_FP32, 127, 127, 129, false, 1, false, 3},
+        {NEURON_DT_FP16, NEURON_DT_BF16, 1, 9, 34, true, 2, true, 2},
     };
     on_every_path(*state, cases, sizeof(cases) / sizeof(cases[0]));
 }
