@@ -82,8 +82,10 @@ static void open_checks(void **) {
                     "not a neuron device (its driver is 'i915')");
     env.os->driver = "neuron";
     env.os->params[DRM_NEURON_PARAM_API_VERSION] = 2u << 16;
-    expect_contains(expect_error([&] { env.open(); }, errc::not_supported),
-                    "the driver speaks UAPI 2.0, this library 1.0");
+    const std::string uapi = "the driver speaks UAPI 2.0, this library " +
+                             std::to_string(DRM_NEURON_API_VERSION_MAJOR) + "." +
+                             std::to_string(DRM_NEURON_API_VERSION_MINOR);
+    expect_contains(expect_error([&] { env.open(); }, errc::not_supported), uapi.c_str());
     env.os->params[DRM_NEURON_PARAM_API_VERSION] = 1u << 16;
     env.os->fail[DRM_IOCTL_NEURON_GET_PARAM] = ENODEV;
     expect_contains(expect_error([&] { env.open(); }, errc::device_lost),
