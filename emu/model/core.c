@@ -398,7 +398,7 @@ static enum step step(nm_exec *ex, nm_stream *s) {
     case NEURON_OP_IOTA:
         nm_exec_iota(ex, &in, &r);
         break;
-    default:
+    default: {
         const uint32_t pc = s->pc;
         res = exec_control(ex, s, &in, &r);
         if (res == STEP_BLOCKED)
@@ -411,6 +411,7 @@ static enum step step(nm_exec *ex, nm_stream *s) {
             trace_record(ex, s, pc, &in, start, wait, 0);
         job->instructions++;
         return res;
+    }
     }
     if (r.status != NEURON_JOB_STATUS_OK)
         goto failed;
