@@ -27,6 +27,7 @@
 #include "neuron_submit.h"
 #include "neuron_sysfs.h"
 #include "neuron_telemetry.h"
+#include "neuron_wait.h"
 
 /* The UAPI capability bits are the device's. */
 static_assert(DRM_NEURON_CAP_FP32 == NEURON_CAP_FP32);
@@ -137,6 +138,7 @@ static const struct drm_ioctl_desc neuron_ioctls[] = {
 	DRM_IOCTL_DEF_DRV(NEURON_BO_INFO, neuron_bo_info_ioctl, 0),
 	DRM_IOCTL_DEF_DRV(NEURON_COPY, neuron_copy_ioctl, 0),
 	DRM_IOCTL_DEF_DRV(NEURON_SUBMIT, neuron_submit_ioctl, 0),
+	DRM_IOCTL_DEF_DRV(NEURON_WAIT, neuron_wait_ioctl, 0),
 };
 
 /*

@@ -187,6 +187,8 @@ int Device::ioctl(int fd, unsigned long request, void *arg) {
         return copy(*f, *static_cast<drm_neuron_copy *>(arg));
     case DRM_IOCTL_NEURON_SUBMIT:
         return submit(*f, *static_cast<drm_neuron_submit *>(arg));
+    case DRM_IOCTL_NEURON_WAIT:
+        return neuron_wait(*f, *static_cast<drm_neuron_wait *>(arg));
     default:
         return _IOC_TYPE(request) == DRM_IOCTL_BASE ? EINVAL : ENOTTY;
     }
@@ -368,6 +370,27 @@ int Device::syncobj_wait(File &f, drm_syncobj_wait &w) {
             return 0;
         }
     }
+    return 0;
+}
+
+int Device::neuron_wait(File &f, drm_neuron_wait &w) {
+    w.status = 0;
+    if (w.flags & ~DRM_NEURON_WAIT_FLAGS_ALL || w.reserved || w.sync.pad || !w.sync.handle)
+        return EINVAL;
+    std::shared_ptr<Fence> fence;
+    {
+        std::lock_guard<std::mutex> g(f.lock);
+        auto it = f.syncobjs.find(w.sync.handle);
+        if (it == f.syncobjs.end())
+            return ENOENT;
+        fence = it->second;
+    }
+    // No fence yet, or a timeline point: the simulator's syncobjs are binary.
+    if (!fence || w.sync.point)
+        return EINVAL;
+    if (!fence->wait_until(w.timeout_nsec))
+        return ETIME;
+    w.status = -fence->error();
     return 0;
 }
 

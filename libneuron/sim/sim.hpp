@@ -200,6 +200,7 @@ class Device final : public detail::Os {
     int syncobj_destroy(File &f, drm_syncobj_destroy &d);
     int syncobj_wait(File &f, drm_syncobj_wait &w);
     int syncobj_export(File &f, drm_syncobj_handle &h);
+    int neuron_wait(File &f, drm_neuron_wait &w);
     int copy(File &f, drm_neuron_copy &c);
     int submit(File &f, drm_neuron_submit &s);
     int submit_slot(File &f, Work &w, uint32_t handle, uint64_t offset, uint64_t size,

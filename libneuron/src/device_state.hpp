@@ -28,6 +28,12 @@ struct DeviceState {
     /// Os::read_line: the PCI device's neuron/ directory in sysfs, empty for
     /// the simulator, which serves them by their bare names.
     std::string telemetry_dir;
+    /// Syncobjs of fences that are gone, taken again by the next job or
+    /// copy: each would otherwise cost a create and a destroy ioctl. The
+    /// kernel frees them with the file.
+    static constexpr size_t max_idle_syncobjs = 64;
+    mutable std::mutex syncobj_lock;
+    mutable std::vector<uint32_t> idle_syncobjs;
     ~DeviceState();
     /// An ioctl on the device file; returns 0 or the errno.
     int ioctl(unsigned long request, void *arg) const noexcept {
@@ -61,7 +67,7 @@ struct FenceState {
     ~FenceState();
 };
 
-/// Creates a syncobj; throws on failure.
+/// A syncobj for a new fence, idle or created; throws on failure.
 uint32_t create_syncobj(const DeviceState &dev);
 
 /// The in-syncs of a copy or job that waits for @p deps, checked (count,

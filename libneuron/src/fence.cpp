@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Fences: DRM syncobjs, waits with timeouts and the fence error read-back.
+// Fences: DRM syncobjs (reused), waits with timeouts and the fence error.
 #include <chrono>
 #include <climits>
 #include <cstdio>
@@ -19,16 +19,31 @@ FenceState::~FenceState() {
             std::fprintf(stderr, "libneuron: %s: %s\n", label.c_str(), e.what());
         }
     }
-    if (syncobj) {
-        drm_syncobj_destroy d{};
-        d.handle = syncobj;
-        (void)device->ioctl(DRM_IOCTL_SYNCOBJ_DESTROY, &d);
+    if (!syncobj)
+        return;
+    {
+        std::lock_guard<std::mutex> g(device->syncobj_lock);
+        if (device->idle_syncobjs.size() < DeviceState::max_idle_syncobjs) {
+            device->idle_syncobjs.push_back(syncobj);
+            return;
+        }
     }
+    drm_syncobj_destroy d{};
+    d.handle = syncobj;
+    (void)device->ioctl(DRM_IOCTL_SYNCOBJ_DESTROY, &d);
 }
 
 // drmSyncobjCreate() returns -1, not -errno, on failure: the ioctl is made
 // directly so that errno is kept.
 uint32_t create_syncobj(const DeviceState &dev) {
+    {
+        std::lock_guard<std::mutex> g(dev.syncobj_lock);
+        if (!dev.idle_syncobjs.empty()) {
+            uint32_t h = dev.idle_syncobjs.back();
+            dev.idle_syncobjs.pop_back();
+            return h;
+        }
+    }
     drm_syncobj_create args{};
     if (int e = dev.ioctl(DRM_IOCTL_SYNCOBJ_CREATE, &args); e)
         throw_errno(e, dev.path + ": creating a DRM syncobj",
@@ -106,38 +121,69 @@ int fence_error(const detail::DeviceState &dev, uint32_t syncobj, int &read_err)
     return !read_err && info.status < 0 ? -info.status : 0;
 }
 
+// How a wait ended: the wait's errno (ETIME: the deadline passed), else
+// the failure to read the fence's status, else the fence's error.
+struct WaitResult {
+    int wait_err = 0;
+    int read_err = 0;
+    int fence_err = 0;
+};
+
+// Drivers before UAPI 1.1: the generic syncobj wait, then the error read
+// back through a sync file (three more system calls).
+WaitResult wait_generic(const detail::DeviceState &dev, uint32_t syncobj, int64_t deadline) {
+    WaitResult r;
+    drm_syncobj_wait w{};
+    w.handles = reinterpret_cast<uintptr_t>(&syncobj);
+    w.count_handles = 1;
+    w.timeout_nsec = deadline;
+    w.flags = DRM_SYNCOBJ_WAIT_FLAGS_WAIT_ALL | DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT;
+    if (!(r.wait_err = dev.ioctl(DRM_IOCTL_SYNCOBJ_WAIT, &w)))
+        r.fence_err = fence_error(dev, syncobj, r.read_err);
+    return r;
+}
+
+// UAPI 1.1 and the simulator: DRM_IOCTL_NEURON_WAIT reports the error too.
+WaitResult wait_neuron(const detail::DeviceState &dev, uint32_t syncobj, int64_t deadline) {
+    WaitResult r;
+    drm_neuron_wait w{};
+    w.sync.handle = syncobj;
+    w.timeout_nsec = deadline;
+    if (!(r.wait_err = dev.ioctl(DRM_IOCTL_NEURON_WAIT, &w)))
+        r.fence_err = w.status < 0 ? -w.status : 0;
+    return r;
+}
+
+constexpr uint32_t wait_ioctl_api = 1u << 16 | 1;
+
 } // namespace
 
 std::error_code Fence::try_wait(std::chrono::nanoseconds timeout) const noexcept {
     if (!state_)
         return errc::invalid_argument;
     const auto &s = *state_;
-    uint32_t h = s.syncobj;
-    drm_syncobj_wait w{};
-    w.handles = reinterpret_cast<uintptr_t>(&h);
-    w.count_handles = 1;
-    w.timeout_nsec = abs_timeout(timeout);
-    w.flags = DRM_SYNCOBJ_WAIT_FLAGS_WAIT_ALL | DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT;
-    int r = s.device->ioctl(DRM_IOCTL_SYNCOBJ_WAIT, &w);
+    const auto &dev = *s.device;
+    int64_t deadline = abs_timeout(timeout);
+    WaitResult r = dev.info.api_version >= wait_ioctl_api ? wait_neuron(dev, s.syncobj, deadline)
+                                                          : wait_generic(dev, s.syncobj, deadline);
     std::lock_guard<std::mutex> g(s.lock);
-    if (r == ETIME || r == ETIMEDOUT) {
+    if (r.wait_err == ETIME || r.wait_err == ETIMEDOUT) {
         s.last_message = fmt::format("{}: still running after the wait's timeout", s.label);
         return errc::timeout;
     }
-    if (r) {
-        s.last_message = fmt::format("{}: waiting for it: {}", s.label, detail::errno_text(r));
-        return detail::errc_from_errno(r);
-    }
-    int read_err = 0;
-    int err = fence_error(*s.device, h, read_err);
-    if (read_err) {
+    if (r.wait_err) {
         s.last_message =
-            fmt::format("{}: reading its status: {}", s.label, detail::errno_text(read_err));
-        return detail::errc_from_errno(read_err);
+            fmt::format("{}: waiting for it: {}", s.label, detail::errno_text(r.wait_err));
+        return detail::errc_from_errno(r.wait_err);
     }
-    if (err) {
-        s.last_message = fmt::format("{} failed: {}", s.label, fence_failure(err));
-        return fence_errc(err);
+    if (r.read_err) {
+        s.last_message =
+            fmt::format("{}: reading its status: {}", s.label, detail::errno_text(r.read_err));
+        return detail::errc_from_errno(r.read_err);
+    }
+    if (r.fence_err) {
+        s.last_message = fmt::format("{} failed: {}", s.label, fence_failure(r.fence_err));
+        return fence_errc(r.fence_err);
     }
     s.last_message.clear();
     return {};

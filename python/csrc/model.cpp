@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "model.hpp"
 
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -138,20 +139,57 @@ std::string driver_state() {
     return "neuron.ko is loaded; `neuron-ls` lists the devices it has";
 }
 
-// The core of $NEURON_RT_VISIBLE_CORES ("2", "2-3", "2,3": the first one),
-// else 0.
-unsigned selected_core(unsigned num_cores) {
-    const char *env = std::getenv("NEURON_RT_VISIBLE_CORES");
-    if (!env || !*env)
-        return 0;
+unsigned parse_core(const char *env, const char *&p) {
     char *end = nullptr;
-    unsigned long core = std::strtoul(env, &end, 10);
-    TORCH_CHECK(end != env && (*end == 0 || *end == ',' || *end == '-'),
+    unsigned long core = std::strtoul(p, &end, 10);
+    TORCH_CHECK(end != p && std::isdigit(static_cast<unsigned char>(*p)),
                 "neuron: NEURON_RT_VISIBLE_CORES='", env,
                 "' is not a core list (e.g. \"0\", \"0-1\" or \"1,3\")");
-    TORCH_CHECK(core < num_cores, "neuron: NEURON_RT_VISIBLE_CORES='", env, "' names core ", core,
-                ", the device has ", num_cores);
+    p = end;
     return static_cast<unsigned>(core);
+}
+
+// The cores of $NEURON_RT_VISIBLE_CORES ("2", "2-3", "1,3"), in order, else
+// every core of the device.
+std::vector<unsigned> visible_cores_of(unsigned num_cores) {
+    const char *env = std::getenv("NEURON_RT_VISIBLE_CORES");
+    std::vector<unsigned> cores;
+    if (!env || !*env) {
+        for (unsigned c = 0; c < num_cores; c++)
+            cores.push_back(c);
+        return cores;
+    }
+    const char *p = env;
+    while (true) {
+        unsigned first = parse_core(env, p), last = first;
+        if (*p == '-') {
+            p++;
+            last = parse_core(env, p);
+            TORCH_CHECK(last >= first, "neuron: NEURON_RT_VISIBLE_CORES='", env, "': range ", first,
+                        "-", last, " is empty");
+        }
+        TORCH_CHECK(last < num_cores, "neuron: NEURON_RT_VISIBLE_CORES='", env, "' names core ",
+                    last, ", the device has ", num_cores);
+        for (unsigned c = first; c <= last; c++)
+            cores.push_back(c);
+        if (*p == 0)
+            break;
+        TORCH_CHECK(*p == ',', "neuron: NEURON_RT_VISIBLE_CORES='", env,
+                    "' is not a core list (e.g. \"0\", \"0-1\" or \"1,3\")");
+        p++;
+    }
+    return cores;
+}
+
+Device open_device(const std::string &what) {
+    try {
+        return Device::open_first();
+    } catch (const Error &e) {
+        if (e.code() != errc::no_device)
+            throw;
+        TORCH_CHECK(false, "neuron: no device to run ", what, " on: ", e.what(), "; ",
+                    driver_state(), ", or set NEURON_DEVICE=sim to run it on the simulator");
+    }
 }
 
 } // namespace
@@ -224,19 +262,33 @@ Model::compile(const std::string &ir, const std::vector<std::string> &constant_n
     }
 }
 
+std::vector<int64_t> visible_cores() {
+    try {
+        Device dev = open_device("models");
+        std::vector<unsigned> cores = visible_cores_of(dev.info().num_cores);
+        return {cores.begin(), cores.end()};
+    } catch (const Error &e) {
+        TORCH_CHECK(false, "neuron: ", e.what());
+    }
+}
+
+void Model::bind_core(int64_t core) {
+    std::lock_guard lock(mutex_);
+    TORCH_CHECK(core >= 0, "neuron: core ", core, " is not a core index");
+    TORCH_CHECK(!runtime_ || runtime_->core == static_cast<unsigned>(core), "neuron: model '",
+                program_.name(), "' already runs on core ", runtime_ ? runtime_->core : 0,
+                "; bind it to a core before its first call");
+    core_ = static_cast<unsigned>(core);
+}
+
 Model::Runtime &Model::runtime() {
     if (runtime_)
         return *runtime_;
-    std::optional<Device> dev;
-    try {
-        dev = Device::open_first();
-    } catch (const Error &e) {
-        if (e.code() != errc::no_device)
-            throw;
-        TORCH_CHECK(false, "neuron: no device to run '", program_.name(), "' on: ", e.what(), "; ",
-                    driver_state(), ", or set NEURON_DEVICE=sim to run it on the simulator");
-    }
-    const unsigned core = selected_core(dev->info().num_cores);
+    std::optional<Device> dev = open_device("'" + program_.name() + "'");
+    const unsigned num_cores = dev->info().num_cores;
+    TORCH_CHECK(!core_ || *core_ < num_cores, "neuron: model '", program_.name(),
+                "' is bound to core ", core_.value_or(0), ", the device has ", num_cores);
+    const unsigned core = core_ ? *core_ : visible_cores_of(num_cores).front();
     // Host memory when jobs may bind it: the CPU reads results at full
     // speed there, and device memory is mapped write-combined.
     const Region region = dev->info().has(cap_host_bindings) || !dev->info().device_memory_size

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -54,6 +55,9 @@ class Model : public torch::CustomClassHolder {
     std::string describe() const;
     /// The device and core the model runs on ("" before its first call).
     std::string placement() const;
+    /// Runs the model on core @p core of the device (else on the first core
+    /// of $NEURON_RT_VISIBLE_CORES, else core 0); before its first call.
+    void bind_core(int64_t core);
     /// Milliseconds of the last call's steps: inputs copied into the device
     /// buffers, the job from submit to its fence, outputs copied out.
     std::vector<double> last_call_ms() const;
@@ -67,7 +71,12 @@ class Model : public torch::CustomClassHolder {
     std::vector<std::string> inputs_, outputs_;
     mutable std::mutex mutex_; ///< one call at a time uses the buffers and timings
     std::unique_ptr<Runtime> runtime_;
+    std::optional<unsigned> core_; ///< bind_core()'s
     double inputs_ms_ = 0, job_ms_ = 0, outputs_ms_ = 0;
 };
+
+/// The cores models may run on: those $NEURON_RT_VISIBLE_CORES lists ("2",
+/// "0-1", "1,3"), else every core of the first device.
+std::vector<int64_t> visible_cores();
 
 } // namespace neuron::torch_bridge

@@ -24,6 +24,7 @@ TORCH_LIBRARY(neuron, m) {
         .def("describe", &Model::describe)
         .def("placement", &Model::placement)
         .def("last_call_ms", &Model::last_call_ms)
+        .def("bind_core", &Model::bind_core)
         .def_pickle(
             [](const c10::intrusive_ptr<Model> &self) -> ModelState { return self->state(); },
             [](ModelState state) -> c10::intrusive_ptr<Model> {
@@ -35,4 +36,5 @@ TORCH_LIBRARY(neuron, m) {
         "compile(str ir, str[] constant_names, Tensor[] constants, str[] inputs, "
         "str[] outputs, str workdir, str[] compiler_args) -> __torch__.torch.classes.neuron.Model",
         &Model::compile);
+    m.def("visible_cores() -> int[]", &neuron::torch_bridge::visible_cores);
 }

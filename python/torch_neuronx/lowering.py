@@ -17,6 +17,7 @@ IR_DTYPES: Dict[torch.dtype, str] = {
     torch.float32: "fp32",
     torch.bfloat16: "bf16",
     torch.float16: "fp16",
+    torch.int32: "int32",
 }
 
 _IR_KEYWORDS = {"graph", "input", "const", "output"}
@@ -34,11 +35,13 @@ class UnsupportedOperatorError(RuntimeError):
         self.site = site
         super().__init__(
             f"torch_neuronx.trace: {kind} is not supported on the neuron device"
-            f"{': ' + reason if reason else ''} (called at {site}). "
-            "Running unsupported operators on the CPU by partitioning the graph "
-            "(torch-neuronx's partitioner_config=torch_neuronx.PartitionerConfig(...)) "
-            "is not implemented in this version: rewrite the model without it, or "
-            "run this part of the model outside the traced function")
+            f"{': ' + reason if reason else ''} (called at {site}). To run the "
+            "operators the device does not support on the CPU and the rest on the "
+            "device, partition the graph: torch_neuronx.trace(..., "
+            "partitioner_config=torch_neuronx.PartitionerConfig()); "
+            "torch_neuronx.analyze(model, example_inputs) lists them all")
+        self.reason = reason
+        self.node_key: Optional[str] = None  # the node's, see node_key()
 
 
 @dataclass(frozen=True)
@@ -53,11 +56,61 @@ Operand = Union[Tensor, float]
 
 
 @dataclass
+class External:
+    """A tensor computed outside the part of the graph being lowered (a graph
+    input, or the result of an operator that runs on the CPU): an input of
+    the IR graph from its first use on."""
+    debug_name: str
+    value: torch.Tensor  # its value in the example run
+    lowered: Optional[Tensor] = None
+
+
+@dataclass
+class ExternalList:
+    """A list of tensors computed outside the part being lowered."""
+    debug_name: str
+
+
+@dataclass
 class Weight:
     """A tensor constant of the graph, an IR weight once an operator uses it."""
     value: torch.Tensor
     hint: str
     lowered: Optional[Tensor] = None
+
+
+# Nodes that compute no tensor the device could: constants, lists and
+# tuples of values, and sizes (fixed by the trace).
+GLUE_KINDS = frozenset({
+    "prim::Constant", "prim::ListConstruct", "prim::TupleConstruct", "prim::ListUnpack",
+    "prim::TupleUnpack", "aten::size", "aten::Int", "aten::ScalarImplicit", "prim::NumToTensor",
+})
+
+
+def is_tensor_type(t: torch._C.JitType) -> bool:
+    return isinstance(t, torch._C.TensorType)
+
+
+def is_tensor_list_type(t: torch._C.JitType) -> bool:
+    return isinstance(t, torch._C.ListType) and isinstance(t.getElementType(), torch._C.TensorType)
+
+
+def is_operator(node: torch._C.Node) -> bool:
+    """An operator of the model (counted by analyze, placed on the device or
+    the CPU by the partitioner): a node computing a tensor or a list of them."""
+    return node.kind() not in GLUE_KINDS and any(
+        is_tensor_type(o.type()) or is_tensor_list_type(o.type()) for o in node.outputs())
+
+
+def node_key(node: torch._C.Node) -> str:
+    """A name for an operator node that stays the same in copies of the
+    graph: the debug name of its first output."""
+    return node.outputsAt(0).debugName()
+
+
+def call_stack(node: torch._C.Node) -> str:
+    """@p node's source range, innermost frame first, one frame a line."""
+    return "".join(f + "\n" for f in node.sourceRange().splitlines() if f.strip())
 
 
 def call_site(node: torch._C.Node) -> str:
@@ -95,7 +148,8 @@ def probe(graph: torch._C.Graph, example_inputs: Sequence[torch.Tensor]) -> Dict
     # may differ between the two).
     pairs = [(o, c) for n, m in zip(graph.nodes(), g.nodes())
              for o, c in zip(n.outputs(), m.outputs())
-             if isinstance(o.type(), (torch._C.TensorType, torch._C.IntType))]
+             if isinstance(o.type(), (torch._C.TensorType, torch._C.IntType))
+             or is_tensor_list_type(o.type())]
     values = [c for _, c in pairs]
     while list(g.outputs()):
         g.eraseOutput(0)
@@ -120,6 +174,7 @@ class _Lowering:
         self.weights: List[torch.Tensor] = []
         self.log: List[str] = []
         self.node: Optional[torch._C.Node] = None
+        self.externals: List[External] = []  # in the order of the IR inputs
 
     # --- helpers ---------------------------------------------------------
     def fresh(self, hint: str) -> str:
@@ -134,10 +189,16 @@ class _Lowering:
 
     def unsupported(self, reason: str = "") -> UnsupportedOperatorError:
         assert self.node is not None
-        return UnsupportedOperatorError(self.node.kind(), call_site(self.node), reason)
+        e = UnsupportedOperatorError(self.node.kind(), call_site(self.node), reason)
+        if self.node.outputsSize():
+            e.node_key = node_key(self.node)
+        return e
 
     def ir_type(self, shape: Sequence[int], dtype: torch.dtype) -> str:
         if dtype not in IR_DTYPES:
+            if dtype == torch.int64:
+                raise self.unsupported("dtype torch.int64 (the device's integers are int32: "
+                                       "pass int32 tensors)")
             raise self.unsupported(f"dtype {dtype} (the device computes in "
                                    f"{', '.join(str(d) for d in IR_DTYPES)})")
         if len(shape) == 0:
@@ -152,6 +213,13 @@ class _Lowering:
         return Tensor(name, tuple(value.shape), value.dtype)
 
     def tensor(self, v: Any, what: str) -> Tensor:
+        if isinstance(v, External):
+            if v.lowered is None:
+                name = self.fresh(v.debug_name)
+                self.lines.append(f"input {name}: {self.ir_type(v.value.shape, v.value.dtype)}")
+                v.lowered = Tensor(name, tuple(v.value.shape), v.value.dtype)
+                self.externals.append(v)
+            return v.lowered
         if isinstance(v, Weight):
             if v.lowered is None:
                 v.lowered = self.weight(v.value, v.hint)
@@ -164,6 +232,8 @@ class _Lowering:
         """A tensor or a literal: numbers and 0-dimensional constants."""
         if isinstance(v, Tensor):
             return v
+        if isinstance(v, External):
+            return self.tensor(v, "operand")
         if isinstance(v, Weight):
             return float(v.value) if v.value.dim() == 0 else self.tensor(v, "operand")
         if isinstance(v, (int, float)) and not isinstance(v, bool):
@@ -180,6 +250,12 @@ class _Lowering:
                 args.append(f"{k}=[{', '.join(str(int(x)) for x in a)}]")
             else:
                 args.append(f"{k}={a}")
+        if out is not None:
+            want = self.probed[out.debugName()].dtype
+            for o in operands:
+                if isinstance(o, Tensor) and o.dtype != want:
+                    raise self.unsupported(f"a {o.dtype} operand of a {want} result (the "
+                                           "device does not convert dtypes)")
         name = self.fresh(out.debugName() if out is not None else op)
         self.lines.append(f"{name} = {op}({', '.join(args)})")
         if out is not None:
@@ -195,7 +271,10 @@ class _Lowering:
 
     def arg(self, i: int) -> Any:
         assert self.node is not None
-        return self.env[list(self.node.inputs())[i].debugName()]
+        name = list(self.node.inputs())[i].debugName()
+        if name not in self.env:
+            raise self.unsupported(f"input {i} (%{name}) has no value the device can use")
+        return self.env[name]
 
     def out(self) -> torch._C.Value:
         assert self.node is not None
@@ -227,6 +306,94 @@ class _Lowering:
         return Lowered("\n".join(self.lines) + "\n", self.weight_names, self.weights,
                        inputs, outputs, tuple_output, self.log)
 
+    # --- parts of the graph (the partitioner) -----------------------------
+    def bind_inputs_as_externals(self, example_inputs: Sequence[torch.Tensor]) -> None:
+        graph_inputs = [v for v in self.graph.inputs()
+                        if not isinstance(v.type(), torch._C.ClassType)]
+        for v, x in zip(graph_inputs, example_inputs):
+            self.env[v.debugName()] = External(v.debugName(), x)
+
+    def bind_outside(self, n: torch._C.Node) -> None:
+        """The results of @p n, an operator outside the part being lowered."""
+        for o in n.outputs():
+            name = o.debugName()
+            r = self.probed.get(name)
+            if is_tensor_type(o.type()) and isinstance(r, torch.Tensor):
+                self.env[name] = External(name, r)
+            elif is_tensor_list_type(o.type()):
+                self.env[name] = ExternalList(name)
+            elif r is not None and not isinstance(r, torch.Tensor):
+                self.env[name] = r
+            else:
+                self.env.pop(name, None)
+
+    def lower_glue(self, n: torch._C.Node) -> None:
+        """Constants, lists and sizes; a value that cannot be known here
+        (e.g. a list of CPU results' sizes) stays unbound, and an operator
+        that uses it is not supported."""
+        try:
+            self.lower(n)
+        except (UnsupportedOperatorError, KeyError):
+            for o in n.outputs():
+                self.env.pop(o.debugName(), None)
+
+    def classify(self, example_inputs: Sequence[torch.Tensor],
+                 to_cpu: frozenset) -> Dict[str, Tuple[torch._C.Node, Optional[UnsupportedOperatorError]]]:
+        """Whether each operator lowers, its inputs being the device's or
+        the CPU's as they come: by node key, the node and None, or the
+        reason it does not. @p to_cpu: node keys or kinds kept on the CPU."""
+        self.bind_inputs_as_externals(example_inputs)
+        result: Dict[str, Tuple[torch._C.Node, Optional[UnsupportedOperatorError]]] = {}
+        for n in self.graph.nodes():
+            self.node = n
+            if not is_operator(n):
+                self.lower_glue(n)
+                continue
+            try:
+                if n.kind() in to_cpu or node_key(n) in to_cpu:
+                    raise self.unsupported("kept on the CPU (PartitionerConfig.ops_to_partition)")
+                self.lower(n)
+                result[node_key(n)] = (n, None)
+            except UnsupportedOperatorError as e:
+                result[node_key(n)] = (n, e)
+                self.bind_outside(n)
+        return result
+
+    def run_part(self, name: str, example_inputs: Sequence[torch.Tensor], members: frozenset,
+                 outputs: Sequence[str]) -> Tuple[Lowered, List[str]]:
+        """Lowers the operators whose node keys are @p members into the IR
+        graph @p name, whose outputs are the values @p outputs (by debug
+        name); every other tensor they use is an input. Returns the lowered
+        graph and the debug names of its inputs, in order."""
+        self.lines.append(f"graph {self.fresh(name)}")
+        self.bind_inputs_as_externals(example_inputs)
+        last: Optional[torch._C.Node] = None
+        for n in self.graph.nodes():
+            self.node = n
+            if not is_operator(n):
+                self.lower_glue(n)
+            elif node_key(n) in members:
+                before = len(self.lines)
+                self.lower(n)
+                self.log.append(f"{n.kind()} at {call_site(n)}: "
+                                f"{'; '.join(self.lines[before:]) or 'no IR'}")
+                last = n
+            else:
+                self.bind_outside(n)
+        self.node = last
+        names: List[str] = []
+        for debug in outputs:
+            t = self.tensor(self.env[debug], "a result")
+            if (t.name in names or t.name in self.weight_names
+                    or any(e.lowered is t for e in self.externals)):
+                t = self.emit("mul", [t, 1.0])  # an output the program computes
+            names.append(t.name)
+        self.lines.append(f"output {', '.join(names)}")
+        inputs = [e.lowered.name for e in self.externals if e.lowered is not None]
+        lowered = Lowered("\n".join(self.lines) + "\n", self.weight_names, self.weights,
+                          inputs, names, False, self.log)
+        return lowered, [e.debug_name for e in self.externals]
+
     def outputs(self, inputs: List[str]) -> Tuple[List[str], bool]:
         ret = list(self.graph.outputs())
         assert len(ret) == 1
@@ -257,6 +424,9 @@ class _Lowering:
             return
         if kind in ("prim::ListUnpack", "prim::TupleUnpack"):
             items = self.env[n.input().debugName()]
+            if isinstance(items, ExternalList):
+                # The pieces of a list computed on the CPU: each its own input.
+                items = [External(o.debugName(), self.probed[o.debugName()]) for o in n.outputs()]
             for o, item in zip(n.outputs(), items):
                 self.env[o.debugName()] = item
             return
@@ -271,7 +441,24 @@ class _Lowering:
         handler = _HANDLERS.get(kind)
         if handler is None:
             raise self.unsupported()
+        if kind not in _INT32_OPERATORS and any(
+                self._dtype_of(self.env.get(v.debugName())) == torch.int32 for v in n.inputs()):
+            raise self.unsupported("an int32 operand (the device computes int32 in add, sub, "
+                                   "mul and data movement only)")
         handler(self)
+
+    @staticmethod
+    def _dtype_of(v: Any) -> Optional[torch.dtype]:
+        if isinstance(v, (Tensor, External)):
+            return v.dtype if isinstance(v, Tensor) else v.value.dtype
+        if isinstance(v, Weight):
+            return v.value.dtype
+        if isinstance(v, (list, tuple)):
+            for item in v:
+                d = _Lowering._dtype_of(item)
+                if d is not None:
+                    return d
+        return None
 
 
 # --- operators ----------------------------------------------------------------
@@ -280,6 +467,8 @@ def _linear(L: _Lowering) -> None:
     x, w, b = L.tensor(L.arg(0), "input"), L.tensor(L.arg(1), "weight"), L.arg(2)
     if len(w.shape) != 2:
         raise L.unsupported("a weight of rank other than 2")
+    if len(x.shape) < 2:
+        raise L.unsupported("a 1-dimensional input (the device's matmul takes rank >= 2)")
     if b is None:
         L.emit("matmul", [x, w], L.out(), transpose_b=True)
         return
@@ -468,7 +657,31 @@ _HANDLERS: Dict[str, Callable[[_Lowering], None]] = {
     "aten::chunk": _chunk,
 }
 
+# The operators that take int32 tensors (hw/isa.md: integers are exact in
+# the vector engine's add, sub and mul below 2^24, and data movement copies
+# any dtype).
+_INT32_OPERATORS = frozenset({
+    "aten::add", "aten::sub", "aten::mul", "aten::rsub", "aten::reshape", "aten::view",
+    "aten::flatten", "aten::squeeze", "aten::unsqueeze", "aten::contiguous", "aten::dropout",
+    "aten::transpose", "aten::t", "aten::permute", "aten::slice", "aten::cat", "aten::chunk",
+})
+
 SUPPORTED_OPERATORS: Tuple[str, ...] = tuple(sorted(_HANDLERS))
+
+
+def classify(graph: torch._C.Graph, example_inputs: Sequence[torch.Tensor], probed: Dict[str, Any],
+             to_cpu: frozenset = frozenset()
+             ) -> Dict[str, Tuple[torch._C.Node, Optional[UnsupportedOperatorError]]]:
+    """For each operator of @p graph (by node key): whether it lowers."""
+    return _Lowering(graph, probed).classify(example_inputs, to_cpu)
+
+
+def lower_part(name: str, graph: torch._C.Graph, example_inputs: Sequence[torch.Tensor],
+               probed: Dict[str, Any], members: frozenset,
+               outputs: Sequence[str]) -> Tuple[Lowered, List[str]]:
+    """Lowers the operators @p members of @p graph (node keys) into the IR
+    graph @p name computing @p outputs; see _Lowering.run_part."""
+    return _Lowering(graph, probed).run_part(name, example_inputs, members, outputs)
 
 
 def lower(name: str, graph: torch._C.Graph, example_inputs: Sequence[torch.Tensor]) -> Lowered:

@@ -12,6 +12,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 import torch
 
 from .lowering import lower
+from .partition import PartitionerConfig, partition
 
 ExampleInputs = Union[torch.Tensor, Sequence[torch.Tensor]]
 
@@ -73,34 +74,20 @@ def _wrapper_class(num_inputs: int, tuple_outputs: Optional[int]) -> type:
     return cls
 
 
-def trace(func: Union[torch.nn.Module, Callable[..., Any]], example_inputs: ExampleInputs, *_: Any,
-          compiler_workdir: Optional[Union[str, Path]] = None,
-          compiler_args: Optional[Union[str, Sequence[str]]] = None,
-          partitioner_config: Optional[Any] = None,
-          **kwargs: Any) -> torch.jit.ScriptModule:
-    """Compiles @p func for the neuron device, as torch_neuronx.trace does.
+def _module_name(func: Union[torch.nn.Module, Callable[..., Any]]) -> str:
+    return (type(func).__name__ if isinstance(func, torch.nn.Module)
+            else getattr(func, "__name__", "function"))
 
-    Returns a TorchScript module taking CPU tensors of the example inputs'
-    shapes and dtypes; torch.jit.save writes it with its program, and
-    torch.jit.load reads it back in any process that imported torch_neuronx.
-    compiler_workdir keeps the traced graph, the IR, the program and the
-    compile log. compiler_args: "--no-fuse" (every operator on its own)."""
-    if _:
-        raise TypeError("torch_neuronx.trace takes two positional arguments "
-                        "(func, example_inputs)")
-    if kwargs:
-        raise TypeError(f"torch_neuronx.trace: unsupported arguments: {', '.join(sorted(kwargs))}")
-    if partitioner_config is not None:
-        raise NotImplementedError(
-            "torch_neuronx.trace: partitioner_config: partitioning a graph between the "
-            "device and the CPU is not implemented in this version")
-    args: List[str] = ([compiler_args] if isinstance(compiler_args, str)
-                       else list(compiler_args or []))
+
+def capture(func: Union[torch.nn.Module, Callable[..., Any]], example_inputs: ExampleInputs,
+            api: str = "torch_neuronx.trace"
+            ) -> Tuple[torch.jit.ScriptModule, Tuple[torch.Tensor, ...]]:
+    """@p func traced with @p example_inputs and frozen: the module (its
+    forward graph holds the weights as constants) and the inputs."""
     inputs = _as_tuple(example_inputs)
-
     module = func if isinstance(func, torch.nn.Module) else _Function(func).eval()
     if module.training:
-        raise ValueError("torch_neuronx.trace: the module is in training mode; "
+        raise ValueError(f"{api}: the module is in training mode; "
                          "call .eval() on it before tracing")
     # With grad enabled: under no_grad, nn.MultiheadAttention and
     # nn.TransformerEncoderLayer trace to fused operators
@@ -110,10 +97,42 @@ def trace(func: Union[torch.nn.Module, Callable[..., Any]], example_inputs: Exam
     with torch.enable_grad():
         traced = torch.jit.trace(module, inputs, check_trace=False)
     frozen = torch.jit.freeze(traced)
+    torch._C._jit_pass_remove_mutation(frozen.graph)
+    return frozen, inputs
+
+
+def compiler_arguments(compiler_args: Optional[Union[str, Sequence[str]]]) -> List[str]:
+    return [compiler_args] if isinstance(compiler_args, str) else list(compiler_args or [])
+
+
+def trace(func: Union[torch.nn.Module, Callable[..., Any]], example_inputs: ExampleInputs, *_: Any,
+          compiler_workdir: Optional[Union[str, Path]] = None,
+          compiler_args: Optional[Union[str, Sequence[str]]] = None,
+          partitioner_config: Optional[PartitionerConfig] = None,
+          **kwargs: Any) -> torch.jit.ScriptModule:
+    """Compiles @p func for the neuron device, as torch_neuronx.trace does.
+
+    Returns a TorchScript module taking CPU tensors of the example inputs'
+    shapes and dtypes; torch.jit.save writes it with its program, and
+    torch.jit.load reads it back in any process that imported torch_neuronx.
+    compiler_workdir keeps the traced graph, the IR, the program and the
+    compile log. compiler_args: "--no-fuse" (every operator on its own).
+    partitioner_config: run the operators the device does not support on
+    the CPU and the connected rest as device programs (docs/torch.md)."""
+    if _:
+        raise TypeError("torch_neuronx.trace takes two positional arguments "
+                        "(func, example_inputs)")
+    if kwargs:
+        raise TypeError(f"torch_neuronx.trace: unsupported arguments: {', '.join(sorted(kwargs))}")
+    if partitioner_config is not None and not isinstance(partitioner_config, PartitionerConfig):
+        raise TypeError("torch_neuronx.trace: partitioner_config is a "
+                        f"{type(partitioner_config).__name__}, not a torch_neuronx.PartitionerConfig")
+    args = compiler_arguments(compiler_args)
+    frozen, inputs = capture(func, example_inputs)
     graph = frozen.graph
-    torch._C._jit_pass_remove_mutation(graph)
-    name = type(func).__name__ if isinstance(func, torch.nn.Module) else getattr(
-        func, "__name__", "function")
+    name = _module_name(func)
+    if partitioner_config is not None:
+        return partition(name, frozen, inputs, partitioner_config, compiler_workdir, args)
     lowered = lower(name, graph, inputs)
 
     workdir = ""

@@ -5,8 +5,9 @@
  * The driver is a DRM accel driver: each device is /dev/accel/accelN, each
  * open file has its own buffer-handle namespace, and every ioctl below is
  * issued on such a file. Completion is signalled through DRM syncobjs (the
- * generic DRM_IOCTL_SYNCOBJ_* ioctls create, wait on and destroy them);
- * there is no driver-specific wait ioctl.
+ * generic DRM_IOCTL_SYNCOBJ_* ioctls create, wait on and destroy them).
+ * DRM_IOCTL_NEURON_WAIT waits for one syncobj and reports its fence's
+ * error in the same call, which the generic waits do not.
  *
  * Conventions of every structure in this file:
  *
@@ -69,13 +70,14 @@ extern "C" {
  * added in a backwards compatible way.
  */
 #define DRM_NEURON_API_VERSION_MAJOR	1
-#define DRM_NEURON_API_VERSION_MINOR	1 /* 1.1: DRM_NEURON_SUBMIT_F_PROFILE */
+#define DRM_NEURON_API_VERSION_MINOR	2 /* 1.1: WAIT; 1.2: DRM_NEURON_SUBMIT_F_PROFILE */
 
 #define DRM_NEURON_GET_PARAM		0x00
 #define DRM_NEURON_BO_CREATE		0x01
 #define DRM_NEURON_BO_INFO		0x02
 #define DRM_NEURON_COPY			0x03
 #define DRM_NEURON_SUBMIT		0x04
+#define DRM_NEURON_WAIT			0x05
 
 #define DRM_IOCTL_NEURON_GET_PARAM \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_NEURON_GET_PARAM, struct drm_neuron_get_param)
@@ -87,6 +89,8 @@ extern "C" {
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_NEURON_COPY, struct drm_neuron_copy)
 #define DRM_IOCTL_NEURON_SUBMIT \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_NEURON_SUBMIT, struct drm_neuron_submit)
+#define DRM_IOCTL_NEURON_WAIT \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_NEURON_WAIT, struct drm_neuron_wait)
 
 /**
  * enum drm_neuron_param - what DRM_IOCTL_NEURON_GET_PARAM can report
@@ -322,9 +326,10 @@ struct drm_neuron_sync {
  * A copy that fails on the device signals its fence with an error: -EIO
  * for a DMA error, -ETIMEDOUT when it exceeded the copy timeout (the
  * engine is then reset), -ECANCELED when a reset of the device aborted it.
- * DRM syncobj waits return once the fence signalled, error or not; the
- * error is read from a sync file exported from the syncobj
- * (DRM_IOCTL_SYNCOBJ_HANDLE_TO_FD with
+ * DRM_IOCTL_NEURON_WAIT waits for the fence and returns that error. The
+ * generic DRM syncobj waits return once the fence signalled, error or
+ * not; with them the error is read from a sync file exported from the
+ * syncobj (DRM_IOCTL_SYNCOBJ_HANDLE_TO_FD with
  * DRM_SYNCOBJ_HANDLE_TO_FD_FLAGS_EXPORT_SYNC_FILE, then SYNC_IOC_FILE_INFO:
  * a negative status is the error).
  *
@@ -505,6 +510,46 @@ struct drm_neuron_submit {
 	 * kernel logs, traces and the device's job id.
 	 */
 	__u64 seqno;
+	/** @reserved: must be zero. */
+	__u64 reserved;
+};
+
+/* No wait flags are defined yet. */
+#define DRM_NEURON_WAIT_FLAGS_ALL	0
+
+/**
+ * struct drm_neuron_wait - argument of DRM_IOCTL_NEURON_WAIT
+ *
+ * Waits until the fence in @sync (a binary syncobj, or a point of a
+ * timeline syncobj) has signalled, or until @timeout_nsec, and reports
+ * how the work behind it ended: one system call where the generic
+ * DRM_IOCTL_SYNCOBJ_WAIT needs three more to read the error (see
+ * &drm_neuron_copy). Any fence may be waited for, not only this driver's.
+ *
+ * Returns 0 once the fence has signalled, with @status set; -ETIME when
+ * @timeout_nsec passed first (@status is then 0 and meaningless).
+ *
+ * Errors: -ENOENT when @sync.handle names no syncobj of this file;
+ * -EINVAL for a zero @sync.handle, a syncobj (point) that has no fence
+ * (nothing was submitted to it), unknown @flags, or a non-zero
+ * @sync.pad or @reserved.
+ */
+struct drm_neuron_wait {
+	/** @sync: in, the syncobj (and timeline point) to wait for. */
+	struct drm_neuron_sync sync;
+	/**
+	 * @timeout_nsec: in, absolute CLOCK_MONOTONIC time to give up at,
+	 * as for DRM_IOCTL_SYNCOBJ_WAIT; a time in the past only checks.
+	 */
+	__s64 timeout_nsec;
+	/** @flags: in, must be within %DRM_NEURON_WAIT_FLAGS_ALL. */
+	__u32 flags;
+	/**
+	 * @status: out, 0 when the work succeeded, else the negative errno
+	 * its fence signalled with (the values listed for
+	 * &drm_neuron_submit and &drm_neuron_copy).
+	 */
+	__s32 status;
 	/** @reserved: must be zero. */
 	__u64 reserved;
 };

@@ -29,8 +29,8 @@ class FakeOs final : public neuron::detail::Os {
     std::map<uint32_t, uint64_t> params; ///< GET_PARAM values
     std::map<unsigned long, int> fail;   ///< ioctl request -> errno
     int mmap_errno = 0;
-    int fence_status = 1;                     ///< SYNC_IOC_FILE_INFO status: 1, 0 or -errno
-    int wait_errno = 0;                       ///< SYNCOBJ_WAIT's errno (ETIME: still running)
+    int fence_status = 1; ///< SYNC_IOC_FILE_INFO status (1, 0 or -errno), WAIT's if < 0
+    int wait_errno = 0;   ///< SYNCOBJ_WAIT's and WAIT's errno (ETIME: still running)
     std::map<std::string, std::string> files; ///< read_line's lines, by path
 
     // What the library asked for.
@@ -45,7 +45,8 @@ class FakeOs final : public neuron::detail::Os {
     int closed_fds = 0;
 
     FakeOs() {
-        params = {{DRM_NEURON_PARAM_API_VERSION, DRM_NEURON_API_VERSION_MAJOR << 16},
+        params = {{DRM_NEURON_PARAM_API_VERSION,
+                   DRM_NEURON_API_VERSION_MAJOR << 16 | DRM_NEURON_API_VERSION_MINOR},
                   {DRM_NEURON_PARAM_DEVICE_ID, 0x1d0f7f00},
                   {DRM_NEURON_PARAM_NUM_CORES, 2},
                   {DRM_NEURON_PARAM_NUM_DMA_ENGINES, 2},
@@ -146,6 +147,12 @@ class FakeOs final : public neuron::detail::Os {
         case DRM_IOCTL_SYNCOBJ_WAIT:
             last_wait_timeout = static_cast<drm_syncobj_wait *>(arg)->timeout_nsec;
             return wait_errno;
+        case DRM_IOCTL_NEURON_WAIT: {
+            auto *w = static_cast<drm_neuron_wait *>(arg);
+            last_wait_timeout = w->timeout_nsec;
+            w->status = wait_errno || fence_status > 0 ? 0 : fence_status;
+            return wait_errno;
+        }
         case DRM_IOCTL_SYNCOBJ_HANDLE_TO_FD:
             static_cast<drm_syncobj_handle *>(arg)->fd = sync_fd;
             return 0;

@@ -4,6 +4,8 @@
 // timeouts) and how each errno of the UAPI reaches the caller.
 #include <chrono>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "fake_os.hpp"
 #include "testutil.hpp"
@@ -82,10 +84,11 @@ static void open_checks(void **) {
                     "not a neuron device (its driver is 'i915')");
     env.os->driver = "neuron";
     env.os->params[DRM_NEURON_PARAM_API_VERSION] = 2u << 16;
-    const std::string uapi = "the driver speaks UAPI 2.0, this library " +
-                             std::to_string(DRM_NEURON_API_VERSION_MAJOR) + "." +
-                             std::to_string(DRM_NEURON_API_VERSION_MINOR);
-    expect_contains(expect_error([&] { env.open(); }, errc::not_supported), uapi.c_str());
+    expect_contains(expect_error([&] { env.open(); }, errc::not_supported),
+                    ("the driver speaks UAPI 2.0, this library " +
+                     std::to_string(DRM_NEURON_API_VERSION_MAJOR) + "." +
+                     std::to_string(DRM_NEURON_API_VERSION_MINOR))
+                        .c_str());
     env.os->params[DRM_NEURON_PARAM_API_VERSION] = 1u << 16;
     env.os->fail[DRM_IOCTL_NEURON_GET_PARAM] = ENODEV;
     expect_contains(expect_error([&] { env.open(); }, errc::device_lost),
@@ -244,17 +247,26 @@ static void submit_errnos(void **) {
             expect_contains(m, "the driver rejected the job's arguments");
     }
     env.os->fail.clear();
+    // A device file with no idle syncobj yet (the failed submits left some).
+    Device fresh = env.open();
+    LoadedProgram fresh_lp = load_nop(fresh);
     env.os->fail[DRM_IOCTL_SYNCOBJ_CREATE] = EOPNOTSUPP;
-    expect_contains(expect_error([&] { d.queue(0).submit(lp, Arguments()); }, errc::not_supported),
-                    "fake0: creating a DRM syncobj: Operation not supported (EOPNOTSUPP): the "
-                    "driver does not offer DRM syncobjs");
+    expect_contains(
+        expect_error([&] { fresh.queue(0).submit(fresh_lp, Arguments()); }, errc::not_supported),
+        "fake0: creating a DRM syncobj: Operation not supported (EOPNOTSUPP): the "
+        "driver does not offer DRM syncobjs");
 }
 
 // --- fences ------------------------------------------------------------------------
 
+// A driver before DRM_IOCTL_NEURON_WAIT, and this one.
+constexpr uint64_t api_before_wait = 1u << 16;
+constexpr uint64_t api_now = DRM_NEURON_API_VERSION_MAJOR << 16 | DRM_NEURON_API_VERSION_MINOR;
+
 // Each fence error of the UAPI, as Fence::wait() reports it.
-static void fence_errors(void **) {
+static void check_fence_errors(uint64_t api) {
     Env env;
+    env.os->params[DRM_NEURON_PARAM_API_VERSION] = api;
     Device d = env.open();
     LoadedProgram lp = load_nop(d);
     Fence f = d.queue(0).submit(lp, Arguments());
@@ -280,21 +292,48 @@ static void fence_errors(void **) {
         assert_true(f.try_wait(0s) == t.code);
         assert_string_equal(f.message().c_str(), m.c_str());
     }
-    // Every read-back closed its sync file.
-    assert_int_equal(env.os->closed_fds, env.os->count(DRM_IOCTL_SYNCOBJ_HANDLE_TO_FD));
-
-    env.os->fail[DRM_IOCTL_SYNCOBJ_HANDLE_TO_FD] = EINVAL;
-    expect_contains(expect_error([&] { f.wait(); }, errc::invalid_argument),
-                    "reading its status: Invalid argument (EINVAL)");
+    if (api == api_before_wait) {
+        // Every read-back closed its sync file.
+        assert_int_equal(env.os->count(DRM_IOCTL_SYNCOBJ_HANDLE_TO_FD), 14);
+        assert_int_equal(env.os->closed_fds, env.os->count(DRM_IOCTL_SYNCOBJ_HANDLE_TO_FD));
+        assert_int_equal(env.os->count(DRM_IOCTL_NEURON_WAIT), 0);
+        env.os->fail[DRM_IOCTL_SYNCOBJ_HANDLE_TO_FD] = EINVAL;
+        expect_contains(expect_error([&] { f.wait(); }, errc::invalid_argument),
+                        "reading its status: Invalid argument (EINVAL)");
+    } else {
+        // One system call per wait, status included.
+        assert_int_equal(env.os->count(DRM_IOCTL_NEURON_WAIT), 14);
+        assert_int_equal(env.os->count(DRM_IOCTL_SYNCOBJ_WAIT), 0);
+        assert_int_equal(env.os->count(DRM_IOCTL_SYNCOBJ_HANDLE_TO_FD), 0);
+        env.os->fail[DRM_IOCTL_NEURON_WAIT] = EINVAL;
+        expect_contains(expect_error([&] { f.wait(); }, errc::invalid_argument),
+                        "waiting for it: Invalid argument (EINVAL)");
+    }
     env.os->fail.clear();
+    // A fence's syncobj is kept for the next fence, up to 64 of them.
     uint32_t h = f.syncobj();
+    size_t created = env.os->count(DRM_IOCTL_SYNCOBJ_CREATE);
     f = Fence();
+    assert_true(env.os->destroyed_syncobjs.empty());
+    f = d.queue(0).submit(lp, Arguments());
+    assert_int_equal(f.syncobj(), h);
+    assert_int_equal(env.os->count(DRM_IOCTL_SYNCOBJ_CREATE), created);
+    std::vector<Fence> many;
+    for (int i = 0; i < 65; i++)
+        many.push_back(d.queue(0).submit(lp, Arguments()));
+    assert_int_equal(env.os->count(DRM_IOCTL_SYNCOBJ_CREATE), created + 65);
+    many.clear();
     assert_int_equal(env.os->destroyed_syncobjs.size(), 1);
-    assert_int_equal(env.os->destroyed_syncobjs[0], h);
 }
 
-static void fence_timeouts(void **) {
+static void fence_errors(void **) {
+    check_fence_errors(api_now);
+    check_fence_errors(api_before_wait);
+}
+
+static void check_fence_timeouts(uint64_t api) {
     Env env;
+    env.os->params[DRM_NEURON_PARAM_API_VERSION] = api;
     Device d = env.open();
     LoadedProgram lp = load_nop(d);
     Fence f = d.queue(0).submit(lp, Arguments());
@@ -315,6 +354,11 @@ static void fence_timeouts(void **) {
                     "waiting for it: No such device (ENODEV)");
     env.os->wait_errno = 0;
     f.wait();
+}
+
+static void fence_timeouts(void **) {
+    check_fence_timeouts(api_now);
+    check_fence_timeouts(api_before_wait);
 }
 
 // --- copies ------------------------------------------------------------------------

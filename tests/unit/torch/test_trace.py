@@ -208,3 +208,34 @@ def test_visible_cores_select_the_core(tmp_path: Path) -> None:
                          env=env, capture_output=True, text=True)
     assert run.returncode != 0
     assert "NEURON_RT_VISIBLE_CORES='2' names core 2, the device has 2" in run.stderr
+
+
+def test_int32_inputs_and_outputs() -> None:
+    # int32 is exact in add, sub and mul below 2^24 (hw/isa.md) and in data
+    # movement: the results are torch's bits.
+    def f(ids: torch.Tensor, x: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        return ids * 3 + 1, (ids - 7).transpose(0, 1), x * 2.0
+
+    ids = torch.randint(-(2 ** 21), 2 ** 21, (5, 40), dtype=torch.int32)
+    x = torch.randn(5, 40)
+    traced = torch_neuronx.trace(f, (ids, x))
+    for _ in range(2):
+        ids = torch.randint(-(2 ** 21), 2 ** 21, (5, 40), dtype=torch.int32)
+        for got, want in zip(traced(ids, x), f(ids, x)):
+            assert got.dtype == want.dtype and torch.equal(got, want)
+    with pytest.raises(RuntimeError, match=r"expected int32\[5, 40\] \(the traced type\), "
+                                           r"got int64\[5, 40\]"):
+        traced(ids.long(), x)
+
+
+def test_int32_operand_of_a_float_operator() -> None:
+    with pytest.raises(torch_neuronx.UnsupportedOperatorError,
+                       match=r"aten::relu is not supported on the neuron device: an int32 "
+                             r"operand \(the device computes int32 in add, sub, mul and data "
+                             r"movement only\)"):
+        torch_neuronx.trace(lambda ids: torch.relu(ids + 1),
+                            torch.zeros(4, 8, dtype=torch.int32))
+    with pytest.raises(torch_neuronx.UnsupportedOperatorError,
+                       match=r"aten::mul is not supported on the neuron device: "
+                             r"a torch.int32 operand of a torch.float32 result"):
+        torch_neuronx.trace(lambda ids: ids * 0.5, torch.zeros(4, 8, dtype=torch.int32))

@@ -55,3 +55,20 @@ def check(out: torch.Tensor, expected: Bounded) -> None:
     assert bool((err <= bound).all()), (
         f"{int((err > bound).sum())} of {err.numel()} elements beyond hw/isa.md's bound; "
         f"worst: error {err.flatten()[worst].item():.3g}, bound {bound.flatten()[worst].item():.3g}")
+
+
+def cumsum(x: Bounded, dim: int) -> Bounded:
+    """torch.cumsum on the CPU in fp32 of inexact inputs. With the running
+    sum rounded at each of the n steps (u = 2^-24), the error B_j of the
+    j-th sum S_j obeys B_j <= sum_{k<=j} (e_k + u (|S_k| + B_k)); as B_k <=
+    B_j, B_j <= (sum_{k<=j} e_k + u sum_{k<=j} |S_k|) / (1 - j u). (torch
+    accumulates in double on the CPU, which this bound covers.)"""
+    v, e = x
+    ref = torch.cumsum(v, dim)
+    steps = torch.arange(1, v.shape[dim] + 1, dtype=torch.float64)
+    shape = [1] * v.dim()
+    shape[dim] = v.shape[dim]
+    steps = steps.reshape(shape)
+    bound = (torch.cumsum(e, dim) + FP32_ROUNDING * torch.cumsum(ref.abs(), dim)) / (
+        1 - steps * FP32_ROUNDING)
+    return ref, bound

@@ -118,6 +118,23 @@ static int syncobj_status(int fd, uint32_t h, double timeout_s) {
     return info.status;
 }
 
+/*
+ * DRM_IOCTL_NEURON_WAIT on a binary syncobj with a deadline @timeout_s from
+ * now (negative: in the past): the ioctl's result (0 or -errno), the
+ * fence's status in *@status.
+ */
+static int neuron_wait(int fd, uint32_t h, double timeout_s, int *status) {
+    struct drm_neuron_wait w = {
+        .sync = {.handle = h},
+        .timeout_nsec = (int64_t)((now_s() + timeout_s) * 1e9),
+        .status = 12345,
+    };
+    int ret = neuron_ioctl(fd, DRM_IOCTL_NEURON_WAIT, &w);
+
+    *status = w.status;
+    return ret;
+}
+
 static int copy(int fd, uint32_t src, uint64_t src_off, uint32_t dst, uint64_t dst_off,
                 uint64_t size, uint32_t out, uint32_t engine, uint64_t *seqno) {
     struct drm_neuron_copy c = {
@@ -695,6 +712,76 @@ static void test_submit_fault(void **state) {
     job_bufs_fini(fd, &good);
 }
 
+/*
+ * DRM_IOCTL_NEURON_WAIT: the status of jobs and copies in one call, the
+ * same as the sync file's, and every field checked.
+ */
+static void test_wait(void **state) {
+    int fd = FD(state);
+    struct job_bufs bad, good;
+    uint32_t o1 = syncobj_new(fd), o2 = syncobj_new(fd), o3 = syncobj_new(fd);
+    uint32_t h = bo_new(fd, 4096, DRM_NEURON_BO_HOST), d = bo_new(fd, 4096, DRM_NEURON_BO_DEVICE);
+    struct drm_neuron_wait w;
+    uint32_t timeline;
+    int status;
+
+    job_bufs_init(fd, &bad, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, 4, 0);
+    job_bufs_init(fd, &good, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_HOST, DRM_NEURON_BO_DEVICE, 0, 0);
+    assert_int_equal(submit(fd, &bad, 0, o1, NULL), 0);
+    assert_int_equal(submit(fd, &good, 0, o2, NULL), 0);
+    assert_int_equal(copy(fd, h, 0, d, 0, 4096, o3, DRM_NEURON_ENGINE_ANY, NULL), 0);
+    assert_int_equal(neuron_wait(fd, o1, 30, &status), 0);
+    assert_int_equal(status, -EFAULT);
+    assert_int_equal(neuron_wait(fd, o2, 30, &status), 0);
+    assert_int_equal(status, 0);
+    check_axpb(&good);
+    assert_int_equal(neuron_wait(fd, o3, 30, &status), 0);
+    assert_int_equal(status, 0);
+    /* A deadline in the past checks a signalled fence. */
+    assert_int_equal(neuron_wait(fd, o1, -1, &status), 0);
+    assert_int_equal(status, -EFAULT);
+    /* The same result as the generic wait and the sync file. */
+    assert_int_equal(syncobj_status(fd, o1, 30), -EFAULT);
+    assert_int_equal(syncobj_status(fd, o2, 30), 1);
+
+    /* Every field is checked. */
+    memset(&w, 0, sizeof(w));
+    w.sync.handle = o2;
+    w.flags = 1;
+    assert_int_equal(neuron_ioctl(fd, DRM_IOCTL_NEURON_WAIT, &w), -EINVAL);
+    w.flags = 0;
+    w.reserved = 1;
+    assert_int_equal(neuron_ioctl(fd, DRM_IOCTL_NEURON_WAIT, &w), -EINVAL);
+    w.reserved = 0;
+    w.sync.pad = 1;
+    assert_int_equal(neuron_ioctl(fd, DRM_IOCTL_NEURON_WAIT, &w), -EINVAL);
+    w.sync.pad = 0;
+    w.sync.handle = 0;
+    assert_int_equal(neuron_ioctl(fd, DRM_IOCTL_NEURON_WAIT, &w), -EINVAL);
+    w.sync.handle = 0xdead;
+    assert_int_equal(neuron_ioctl(fd, DRM_IOCTL_NEURON_WAIT, &w), -ENOENT);
+    w.sync.handle = o2;
+    assert_int_equal(neuron_ioctl(fd, DRM_IOCTL_NEURON_WAIT, &w), 0);
+    /* A syncobj nothing was submitted to, and a point not yet there. */
+    drmSyncobjDestroy(fd, o3);
+    o3 = syncobj_new(fd);
+    assert_int_equal(neuron_wait(fd, o3, 1, &status), -EINVAL);
+    assert_int_equal(drmSyncobjCreate(fd, 0, &timeline), 0);
+    memset(&w, 0, sizeof(w));
+    w.sync.handle = timeline;
+    w.sync.point = 5;
+    assert_int_equal(neuron_ioctl(fd, DRM_IOCTL_NEURON_WAIT, &w), -EINVAL);
+
+    drmSyncobjDestroy(fd, timeline);
+    drmSyncobjDestroy(fd, o1);
+    drmSyncobjDestroy(fd, o2);
+    drmSyncobjDestroy(fd, o3);
+    bo_close(fd, h);
+    bo_close(fd, d);
+    job_bufs_fini(fd, &bad);
+    job_bufs_fini(fd, &good);
+}
+
 /* ------------------------------------------------------------------------
  * Timeout and core reset (own boot: rebinds the device)
  */
@@ -728,7 +815,8 @@ static void test_timeout(void **state) {
     struct job_bufs spin, good, good2;
     uint32_t s_spin, s_good, s_good2;
     uint32_t cores;
-    double t0, dt;
+    double t0, t1, dt;
+    int status;
 
     (void)state;
     write_file("/sys/module/neuron/parameters/job_timeout_ms", "2000");
@@ -752,6 +840,11 @@ static void test_timeout(void **state) {
     t0 = now_s();
     assert_int_equal(submit(fd, &spin, 0, s_spin, NULL), 0);
     assert_int_equal(read_sysfs_long("host_memory_mapped"), PROG_BYTES);
+    /* DRM_IOCTL_NEURON_WAIT gives up at its deadline (the job spins 2 s). */
+    assert_int_equal(neuron_wait(fd, s_spin, -1, &status), -ETIME);
+    t1 = now_s();
+    assert_int_equal(neuron_wait(fd, s_spin, 0.1, &status), -ETIME);
+    assert_true(now_s() - t1 >= 0.09);
     /* Queued behind the spinning job on the same core: runs after it. */
     assert_int_equal(submit(fd, &good, 0, s_good, NULL), 0);
     /* Another process's job on another core is not disturbed. */
@@ -760,6 +853,8 @@ static void test_timeout(void **state) {
         assert_int_equal(syncobj_status(fd2, s_good2, 30), 1);
         assert_true(now_s() - t0 < 1.9);
     }
+    assert_int_equal(neuron_wait(fd, s_spin, 30, &status), 0);
+    assert_int_equal(status, -ETIMEDOUT);
     assert_int_equal(syncobj_status(fd, s_spin, 30), -ETIMEDOUT);
     dt = now_s() - t0;
     printf("# spinning job failed with -ETIMEDOUT after %.2f s\n", dt);
@@ -1882,6 +1977,7 @@ static const struct named_test all_tests[] = {
     T(test_submit_program),
     T(test_submit_latency),
     T(test_submit_fault),
+    T(test_wait),
     T(test_concurrent),
     T(test_kill_inflight),
     T(test_queue_halt),

@@ -2,7 +2,7 @@
 /*
  * An ioctl fuzzer for neuron.ko: random sequences of BO_CREATE, BO_INFO,
  * mmap/munmap and accesses, COPY, SUBMIT (structurally valid programs,
- * mutated ones and garbage), DRM syncobj create/wait/destroy, GEM_CLOSE,
+ * mutated ones and garbage), DRM syncobj create/wait/destroy, WAIT, GEM_CLOSE,
  * close, dup, fork and kill, in several processes of several threads each.
  *
  *   neuron-fuzz-ioctl [--seed N] [--seconds S] [--procs P] [--threads T]
@@ -61,6 +61,7 @@ enum op {
     OP_SUBMIT,
     OP_SYNC_CREATE,
     OP_SYNC_WAIT,
+    OP_WAIT,
     OP_SYNC_DESTROY,
     OP_GEM_CLOSE,
     OP_FORK,
@@ -69,16 +70,18 @@ enum op {
 };
 
 static const char *const op_names[OP_COUNT] = {
-    "open", "close",  "dup",         "bo_create", "bo_info",      "mmap",      "munmap", "touch",
-    "copy", "submit", "sync_create", "sync_wait", "sync_destroy", "gem_close", "fork",   "kill",
+    "open",   "close",        "dup",       "bo_create", "bo_info",     "mmap",
+    "munmap", "touch",        "copy",      "submit",    "sync_create", "sync_wait",
+    "wait",   "sync_destroy", "gem_close", "fork",      "kill",
 };
 
 /* Relative frequencies. */
 static const unsigned op_weight[OP_COUNT] = {
-    [OP_OPEN] = 2,         [OP_CLOSE] = 1,     [OP_DUP] = 1,         [OP_BO_CREATE] = 12,
-    [OP_BO_INFO] = 4,      [OP_MMAP] = 5,      [OP_MUNMAP] = 4,      [OP_TOUCH] = 5,
-    [OP_COPY] = 16,        [OP_SUBMIT] = 14,   [OP_SYNC_CREATE] = 4, [OP_SYNC_WAIT] = 6,
-    [OP_SYNC_DESTROY] = 2, [OP_GEM_CLOSE] = 6, [OP_FORK] = 1,        [OP_KILL] = 1,
+    [OP_OPEN] = 2,    [OP_CLOSE] = 1,        [OP_DUP] = 1,         [OP_BO_CREATE] = 12,
+    [OP_BO_INFO] = 4, [OP_MMAP] = 5,         [OP_MUNMAP] = 4,      [OP_TOUCH] = 5,
+    [OP_COPY] = 16,   [OP_SUBMIT] = 14,      [OP_SYNC_CREATE] = 4, [OP_SYNC_WAIT] = 6,
+    [OP_WAIT] = 6,    [OP_SYNC_DESTROY] = 2, [OP_GEM_CLOSE] = 6,   [OP_FORK] = 1,
+    [OP_KILL] = 1,
 };
 
 /* Counters shared by every process of the run (an anonymous shared mapping). */
@@ -584,6 +587,35 @@ static void op_sync_wait(struct fuzzer *f) {
     CHECK(f, OP_SYNC_WAIT, ret, ETIME, EINVAL, ENOENT);
 }
 
+/* DRM_IOCTL_NEURON_WAIT: a fence that signalled reports a documented status. */
+static void op_wait(struct fuzzer *f) {
+    static const int statuses[] = {0, -EFAULT, -EINVAL, -ETIMEDOUT, -ECANCELED, -EIO, -ENODEV};
+    struct fdslot *s = pick_fd(f, -1);
+    struct drm_neuron_wait w = {0};
+    size_t i;
+    int ret;
+
+    if (!s)
+        return;
+    w.sync.handle = pick_sync(f, s->file);
+    w.sync.point = chance(f, 5) ? below(f, 4) : 0;
+    w.sync.pad = chance(f, 3);
+    w.flags = chance(f, 3) ? (uint32_t)rnd(f) : 0;
+    w.reserved = chance(f, 3);
+    w.timeout_nsec = (int64_t)((now_s() + below(f, 200) / 1000.0) * 1e9);
+    ret = neuron_ioctl(s->fd, DRM_IOCTL_NEURON_WAIT, &w);
+    CHECK(f, OP_WAIT, ret, ETIME, EINVAL, ENOENT);
+    if (ret)
+        return;
+    for (i = 0; i < sizeof(statuses) / sizeof(statuses[0]) && w.status != statuses[i]; i++)
+        ;
+    if (i == sizeof(statuses) / sizeof(statuses[0])) {
+        atomic_fetch_add(&stats->unexpected, 1);
+        fprintf(stderr, "fuzz-ioctl: process %d thread %d op %lu (wait): status %d\n", f->proc,
+                f->thread, f->n, w.status);
+    }
+}
+
 static void op_sync_destroy(struct fuzzer *f) {
     struct fdslot *s = pick_fd(f, -1);
     int i, ret;
@@ -682,6 +714,7 @@ static void (*const op_fn[OP_COUNT])(struct fuzzer *) = {
     [OP_SUBMIT] = op_submit,
     [OP_SYNC_CREATE] = op_sync_create,
     [OP_SYNC_WAIT] = op_sync_wait,
+    [OP_WAIT] = op_wait,
     [OP_SYNC_DESTROY] = op_sync_destroy,
     [OP_GEM_CLOSE] = op_gem_close,
     [OP_FORK] = op_fork,
