@@ -33,7 +33,7 @@
 
 #define NEURON_MAGIC			0x4e524e31 /* "NRN1" */
 #define NEURON_VERSION_MAJOR		1
-#define NEURON_VERSION_MINOR		0
+#define NEURON_VERSION_MINOR		1 /* 1.1: job profiling */
 #define NEURON_VERSION_MAJOR_OF(v)	((v) >> 16)
 #define NEURON_VERSION_MINOR_OF(v)	((v) & 0xffff)
 
@@ -77,6 +77,7 @@
 #define NEURON_CAP_FP16			(1u << 2)
 #define NEURON_CAP_HOST_BINDINGS	(1u << 3) /* bindings may be host SG */
 #define NEURON_CAP_CORE_RESET		(1u << 4)
+#define NEURON_CAP_PROFILE		(1u << 5) /* NEURON_JOB_F_PROFILE */
 
 /* DEV_CTRL: writing RESET starts a whole-device reset. */
 #define NEURON_DEV_CTRL_RESET		(1u << 0)
@@ -173,6 +174,9 @@
  * @program_size: bytes of the program image
  * @program_offset: byte offset of the program image in that binding
  * @job_id: opaque value echoed in the job's completion entries
+ * @trace_binding: with NEURON_JOB_F_PROFILE, the binding slot that receives
+ *	the job's trace (struct neuron_trace_header); else zero
+ * @reserved32: must be zero
  * @reserved: must be zero
  *
  * The program image itself is read through the binding table, with
@@ -187,12 +191,16 @@ struct neuron_job_desc {
 	__le32 program_size;
 	__le64 program_offset;
 	__le64 job_id;
-	__le64 reserved[3];
+	__le32 trace_binding;
+	__le32 reserved32;
+	__le64 reserved[2];
 };
 
 /* Raise the queue's MSI-X vector when the job completes. */
 #define NEURON_JOB_F_IRQ		(1u << 0)
-#define NEURON_JOB_F_ALL		NEURON_JOB_F_IRQ
+/* Record a trace of every instruction into slot trace_binding (CAP_PROFILE). */
+#define NEURON_JOB_F_PROFILE		(1u << 1)
+#define NEURON_JOB_F_ALL		(NEURON_JOB_F_IRQ | NEURON_JOB_F_PROFILE)
 
 /**
  * struct neuron_binding - one slot of a job's binding table
@@ -292,6 +300,89 @@ struct neuron_cpl_entry {
 #define NEURON_JOB_STATUS_LIMIT			0x1f /* instruction budget spent */
 
 /*
+ * The trace of a profiled job (NEURON_JOB_F_PROFILE), written by the device
+ * into binding slot trace_binding, from offset 0: a header, then one record
+ * per executed instruction in execution order. hw/README.md, section 4.8.
+ */
+#define NEURON_TRACE_MAGIC		0x4652504e /* "NPRF" in memory order */
+#define NEURON_TRACE_VERSION_MAJOR	1
+#define NEURON_TRACE_VERSION_MINOR	0
+
+/* neuron_trace_header.flags */
+#define NEURON_TRACE_F_TRUNCATED	(1u << 0) /* the slot filled up */
+#define NEURON_TRACE_F_WRITE_ERROR	(1u << 1) /* a record could not be written */
+
+/**
+ * struct neuron_trace_header - start of a job's trace
+ * @magic: NEURON_TRACE_MAGIC
+ * @version_major: NEURON_TRACE_VERSION_MAJOR
+ * @version_minor: NEURON_TRACE_VERSION_MINOR
+ * @header_size: sizeof(struct neuron_trace_header)
+ * @record_size: sizeof(struct neuron_trace_record)
+ * @records: records written after the header
+ * @instructions: instructions the job executed (records plus those not
+ *	recorded after the slot filled up); the job's Q_CNT_INSTR share
+ * @cycles: the job's cycles, as in its final completion entry
+ * @dma_bytes: bytes the job's DMA instructions moved (Q_CNT_DMA_BYTES share)
+ * @flags: NEURON_TRACE_F_*
+ * @status: the job's final NEURON_JOB_STATUS_*
+ * @sbuf_high: bytes per partition of SBUF the job wrote, from offset 0
+ *	(the high-water mark of every write's end)
+ * @psum_high: the same for PSUM
+ */
+struct neuron_trace_header {
+	__le32 magic;
+	__le16 version_major;
+	__le16 version_minor;
+	__le32 header_size;
+	__le32 record_size;
+	__le64 records;
+	__le64 instructions;
+	__le64 cycles;
+	__le64 dma_bytes;
+	__le32 flags;
+	__le32 status;
+	__le32 sbuf_high;
+	__le32 psum_high;
+};
+
+/* neuron_trace_record.flags */
+#define NEURON_TRACE_R_SIGNAL		(1u << 0) /* @signal is valid */
+
+/**
+ * struct neuron_trace_record - one executed instruction
+ * @engine: NEURON_ENGINE_* of its stream
+ * @opcode: NEURON_OP_*
+ * @sem: SEM_SIGNAL and SEM_WAIT: the semaphore; else 0
+ * @flags: NEURON_TRACE_R_*
+ * @index: the instruction's index in its engine's stream
+ * @start: the stream's cycle clock when the instruction started
+ * @end: the stream's clock after it (hw/isa.md section 7)
+ * @wait: SEM_WAIT: cycles the stream's clock moved to the semaphore's
+ *	last signal, i.e. cycles spent waiting; else 0
+ * @bytes: DMA_LOAD, DMA_STORE: bytes moved; else 0
+ * @signal: SEM_WAIT with NEURON_TRACE_R_SIGNAL: the record number (its
+ *	position in the trace, 0-based) of the SEM_SIGNAL whose time the wait
+ *	took: the latest signal of the semaphore
+ * @sbuf_high: neuron_trace_header.sbuf_high after this instruction
+ * @psum_high: neuron_trace_header.psum_high after this instruction
+ */
+struct neuron_trace_record {
+	__u8 engine;
+	__u8 opcode;
+	__u8 sem;
+	__u8 flags;
+	__le32 index;
+	__le64 start;
+	__le64 end;
+	__le64 wait;
+	__le32 bytes;
+	__le32 signal;
+	__le32 sbuf_high;
+	__le32 psum_high;
+};
+
+/*
  * DMA engine registers, at NEURON_DMA_BASE(engine) + NEURON_DMA_*.
  * Indices behave as for job queues.
  */
@@ -364,6 +455,8 @@ static_assert(sizeof(struct neuron_binding) == 32, "binding layout");
 static_assert(sizeof(struct neuron_sg_entry) == 16, "SG entry layout");
 static_assert(sizeof(struct neuron_cpl_entry) == 32, "completion layout");
 static_assert(sizeof(struct neuron_dma_desc) == 32, "DMA descriptor layout");
+static_assert(sizeof(struct neuron_trace_header) == 64, "trace header layout");
+static_assert(sizeof(struct neuron_trace_record) == 48, "trace record layout");
 static_assert(NEURON_QUEUE_BASE(NEURON_MAX_CORES) <= NEURON_DMA_BASE(0),
 	      "queue blocks overlap DMA blocks");
 static_assert(NEURON_DMA_BASE(NEURON_MAX_DMA_ENGINES) <= NEURON_REGS_SIZE,

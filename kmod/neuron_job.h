@@ -56,6 +56,8 @@ enum neuron_job_kind {
  * @table_size: EXEC: bytes of @table
  * @num_bindings: EXEC: slots in the table, the program's included
  * @program_size: EXEC: bytes of the program image
+ * @profile: EXEC: %DRM_NEURON_SUBMIT_F_PROFILE; the device writes the job's
+ *	trace into the last user slot, the one before the program's
  * @status: EXEC: NEURON_JOB_STATUS_* of the final completion entry
  * @info: EXEC: its info field
  * @segs: COPY: the copy split into descriptors
@@ -84,6 +86,7 @@ struct neuron_job {
 	size_t table_size;
 	u32 num_bindings;
 	u32 program_size;
+	bool profile;
 	u32 status;
 	u32 info;
 

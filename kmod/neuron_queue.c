@@ -91,11 +91,15 @@ static void neuron_queue_write(struct neuron_ring *ring, struct neuron_job *job)
 	desc = &q->desc[q->tail & (NEURON_QUEUE_ENTRIES - 1)];
 	desc->bindings_addr = cpu_to_le64(job->table_dma);
 	desc->num_bindings = cpu_to_le32(job->num_bindings);
-	desc->flags = cpu_to_le32(NEURON_JOB_F_IRQ);
+	desc->flags = cpu_to_le32(NEURON_JOB_F_IRQ |
+				  (job->profile ? NEURON_JOB_F_PROFILE : 0));
 	desc->program_binding = cpu_to_le32(job->num_bindings - 1);
 	desc->program_size = cpu_to_le32(job->program_size);
 	desc->program_offset = 0;
 	desc->job_id = cpu_to_le64(job->seqno);
+	desc->trace_binding = cpu_to_le32(job->profile ?
+					  job->num_bindings - 2 : 0);
+	desc->reserved32 = 0;
 	memset(desc->reserved, 0, sizeof(desc->reserved));
 	q->tail++;
 	trace_neuron_submit(ring->ndev, ring->index, job->seqno,

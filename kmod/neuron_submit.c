@@ -366,6 +366,18 @@ int neuron_submit_ioctl(struct drm_device *drm, void *data,
 			goto out_free;
 		}
 	}
+	/* Profiling: the last binding receives the device's trace. */
+	if (args->flags & DRM_NEURON_SUBMIT_F_PROFILE) {
+		if (!(ndev->hw.caps & NEURON_CAP_PROFILE)) {
+			ret = -EOPNOTSUPP;
+			goto out_free;
+		}
+		if (!(bindings[n - 1].flags & DRM_NEURON_BIND_WRITE) ||
+		    bindings[n - 1].size < sizeof(struct neuron_trace_header)) {
+			ret = -EINVAL;
+			goto out_free;
+		}
+	}
 	in_syncs = neuron_copy_in_syncs(args->in_syncs, args->num_in_syncs);
 	if (IS_ERR(in_syncs)) {
 		ret = PTR_ERR(in_syncs);
@@ -384,6 +396,7 @@ int neuron_submit_ioctl(struct drm_device *drm, void *data,
 		goto out_free;
 	}
 	job->program_size = args->program_size;
+	job->profile = args->flags & DRM_NEURON_SUBMIT_F_PROFILE;
 
 	for (i = 0; i < n; i++) {
 		ret = neuron_slot_prepare(job, file, &slots[i], bindings[i].handle,

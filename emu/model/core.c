@@ -197,6 +197,94 @@ static uint8_t *fetch_program(nm_job *job, struct neuron_prog_header *h) {
     return buf;
 }
 
+/* ---- the trace of a profiled job (hw/README.md section 4.8) ---- */
+
+static void trace_flush(nm_exec *ex) {
+    nm_trace *t = ex->trace;
+    if (!t->staged)
+        return;
+    uint64_t off = sizeof(struct neuron_trace_header) + t->written * sizeof(t->stage[0]);
+    if (nm_binding_write(ex->job, ex->job->trace_binding, off, t->stage,
+                         t->staged * sizeof(t->stage[0])) == NEURON_JOB_STATUS_OK)
+        t->written += t->staged;
+    else
+        t->flags |= NEURON_TRACE_F_WRITE_ERROR;
+    t->staged = 0;
+}
+
+/* Record the instruction @in of @s that just ran from cycle @start. */
+static void trace_record(nm_exec *ex, const nm_stream *s, uint32_t pc, const struct neuron_insn *in,
+                         uint64_t start, uint64_t wait, uint64_t bytes) {
+    nm_trace *t = ex->trace;
+    if (t->flags) /* full, or a write failed: no more records */
+        return;
+    if (t->written + t->staged >= t->capacity) {
+        t->flags |= NEURON_TRACE_F_TRUNCATED;
+        return;
+    }
+    struct neuron_trace_record *rec = &t->stage[t->staged++];
+    memset(rec, 0, sizeof(*rec));
+    rec->engine = (uint8_t)s->engine;
+    rec->opcode = in->opcode;
+    rec->index = nm_le32(pc);
+    rec->start = nm_le64(start);
+    rec->end = nm_le64(s->clock);
+    rec->bytes = nm_le32((uint32_t)bytes);
+    if (in->opcode == NEURON_OP_SEM_SIGNAL || in->opcode == NEURON_OP_SEM_WAIT)
+        rec->sem = in->func;
+    if (in->opcode == NEURON_OP_SEM_WAIT) {
+        rec->wait = nm_le64(wait);
+        if (ex->sem_signalled[in->func]) {
+            rec->flags = NEURON_TRACE_R_SIGNAL;
+            rec->signal = nm_le32((uint32_t)ex->sem_seq[in->func]);
+        }
+    }
+    rec->sbuf_high = nm_le32(ex->core->sbuf_dirty);
+    rec->psum_high = nm_le32(ex->core->psum_dirty);
+    if (t->staged == NM_TRACE_STAGE)
+        trace_flush(ex);
+}
+
+/*
+ * A profiled job's trace slot: WRITE rights and room for the header.
+ * Returns false with the job's status set.
+ */
+static bool trace_slot_ok(nm_job *job) {
+    uint32_t slot = job->trace_binding;
+    if (slot >= job->bindings.count ||
+        !(nm_le32(job->bindings.slot[slot].flags) & NEURON_BIND_WRITE) ||
+        nm_le64(job->bindings.slot[slot].size) < sizeof(struct neuron_trace_header)) {
+        fault(job, NEURON_JOB_STATUS_BAD_BINDING, slot, 0);
+        return false;
+    }
+    return true;
+}
+
+/* The header, last: a reader that sees it sees every record it counts. */
+static void trace_finish(nm_job *job, const nm_trace *t, const nm_core *core) {
+    struct neuron_trace_header h;
+
+    memset(&h, 0, sizeof(h));
+    h.magic = nm_le32(NEURON_TRACE_MAGIC);
+    h.version_major = nm_le16(NEURON_TRACE_VERSION_MAJOR);
+    h.version_minor = nm_le16(NEURON_TRACE_VERSION_MINOR);
+    h.header_size = nm_le32(sizeof(h));
+    h.record_size = nm_le32(sizeof(struct neuron_trace_record));
+    h.records = nm_le64(t->written);
+    h.instructions = nm_le64(job->instructions);
+    h.cycles = nm_le64(job->cycles);
+    h.dma_bytes = nm_le64(job->dma_bytes);
+    h.flags = nm_le32(t->flags);
+    h.status = nm_le32(job->status);
+    h.sbuf_high = nm_le32(core->sbuf_dirty);
+    h.psum_high = nm_le32(core->psum_dirty);
+    job->trace_records = t->written;
+    job->trace_flags = t->flags;
+    /* A failed header write leaves no trace in the slot; the job goes on. */
+    if (nm_binding_write(job, job->trace_binding, 0, &h, sizeof(h)) != NEURON_JOB_STATUS_OK)
+        job->trace_flags |= NEURON_TRACE_F_WRITE_ERROR;
+}
+
 /* ---- execution ---- */
 
 enum step { STEP_RAN, STEP_BLOCKED, STEP_DONE, STEP_FAULT };
@@ -243,8 +331,11 @@ static enum step exec_control(nm_exec *ex, nm_stream *s, const struct neuron_ins
             return STEP_FAULT;
         }
         ex->sem[in->func] += arg;
-        if (s->clock + r->cycles > ex->sem_time[in->func])
+        if (s->clock + r->cycles > ex->sem_time[in->func]) {
             ex->sem_time[in->func] = s->clock + r->cycles;
+            ex->sem_seq[in->func] = ex->job->instructions;
+            ex->sem_signalled[in->func] = true;
+        }
         s->pc++;
         return STEP_RAN;
     case NEURON_OP_SEM_WAIT:
@@ -294,6 +385,7 @@ static enum step step(nm_exec *ex, nm_stream *s) {
     nm_result r = {NEURON_JOB_STATUS_OK, false, 0, 0, 0, 0};
     nm_job *job = ex->job;
     enum step res = STEP_RAN;
+    const uint64_t start = s->clock;
 
     if (s->pc >= s->count) {
         /* Ran past the last instruction without END. */
@@ -343,23 +435,30 @@ static enum step step(nm_exec *ex, nm_stream *s) {
     case NEURON_OP_IOTA:
         nm_exec_iota(ex, &in, &r);
         break;
-    default:
+    default: {
+        const uint32_t pc = s->pc;
         res = exec_control(ex, s, &in, &r);
         if (res == STEP_BLOCKED)
             return res;
         if (res == STEP_FAULT)
             goto failed;
-        job->instructions++;
+        const uint64_t wait = s->clock - start; /* SEM_WAIT moves the clock */
         s->clock += r.cycles;
+        if (ex->trace)
+            trace_record(ex, s, pc, &in, start, wait, 0);
+        job->instructions++;
         return res;
+    }
     }
     if (r.status != NEURON_JOB_STATUS_OK)
         goto failed;
+    s->clock += r.cycles;
+    if (ex->trace)
+        trace_record(ex, s, s->pc, &in, start, 0, r.dma_bytes);
     s->pc++;
     job->instructions++;
     job->flops += r.flops;
     job->dma_bytes += r.dma_bytes;
-    s->clock += r.cycles;
     return STEP_RAN;
 
 failed:
@@ -420,22 +519,39 @@ void nm_core_run(nm_core *core, nm_job *job) {
     job->instructions = 0;
     job->flops = 0;
     job->dma_bytes = 0;
+    job->trace_records = 0;
+    job->trace_flags = 0;
 
     clear_memories(core);
+    if (job->profile && !trace_slot_ok(job))
+        return;
     if (job->abort && atomic_load(job->abort)) {
         fault(job, NEURON_JOB_STATUS_ABORTED, 0, 0);
         return;
     }
+    nm_trace *trace = NULL;
+    if (job->profile) {
+        trace = calloc(1, sizeof(*trace));
+        if (!trace) {
+            fault(job, NEURON_JOB_STATUS_HOST_DMA, 0, 0);
+            return;
+        }
+        trace->capacity = (nm_le64(job->bindings.slot[job->trace_binding].size) -
+                           sizeof(struct neuron_trace_header)) /
+                          sizeof(struct neuron_trace_record);
+    }
     uint8_t *image = fetch_program(job, &h);
-    if (!image)
-        return;
-
-    ex = calloc(1, sizeof(*ex));
+    ex = image ? calloc(1, sizeof(*ex)) : NULL;
     if (!ex) {
+        if (image)
+            fault(job, NEURON_JOB_STATUS_HOST_DMA, 0, 0);
         free(image);
-        fault(job, NEURON_JOB_STATUS_HOST_DMA, 0, 0);
+        if (trace)
+            trace_finish(job, trace, core);
+        free(trace);
         return;
     }
+    ex->trace = trace;
     ex->core = core;
     ex->job = job;
     ex->insn_limit = nm_le64(h.insn_limit);
@@ -452,6 +568,11 @@ void nm_core_run(nm_core *core, nm_job *job) {
     for (int e = 0; e < NEURON_NUM_ENGINES; e++)
         if (ex->stream[e].clock > job->cycles)
             job->cycles = ex->stream[e].clock;
+    if (trace) {
+        trace_flush(ex);
+        trace_finish(job, trace, core);
+    }
+    free(trace);
     free(ex);
     free(image);
 }

@@ -25,7 +25,7 @@ typedef enum nm_unit_kind {
 #define NM_FW_VERSION ((1u << 16) | 0u)
 #define NM_DEFAULT_CAPS                                                                            \
     (NEURON_CAP_FP32 | NEURON_CAP_BF16 | NEURON_CAP_FP16 | NEURON_CAP_HOST_BINDINGS |              \
-     NEURON_CAP_CORE_RESET)
+     NEURON_CAP_CORE_RESET | NEURON_CAP_PROFILE)
 
 typedef struct nm_device_config {
     uint32_t num_cores; /* 1..NEURON_MAX_CORES */

@@ -55,6 +55,14 @@ typedef struct nm_job {
     void (*notify)(void *opaque, uint64_t job_id, uint32_t value);
     void *notify_opaque;
 
+    /*
+     * NEURON_JOB_F_PROFILE: record the job's trace (struct
+     * neuron_trace_header, hw/README.md section 4.8) into slot
+     * trace_binding.
+     */
+    bool profile;
+    uint32_t trace_binding;
+
     /* Outputs. */
     uint32_t status; /* NEURON_JOB_STATUS_* */
     uint32_t info;
@@ -63,6 +71,9 @@ typedef struct nm_job {
     uint64_t instructions;
     uint64_t flops;
     uint64_t dma_bytes;
+    /* Of a profiled job: records written into the trace, NEURON_TRACE_F_*. */
+    uint64_t trace_records;
+    uint32_t trace_flags;
 } nm_job;
 
 /*
@@ -95,7 +106,9 @@ void nm_core_reset(nm_core *core);
 /*
  * Run one job to completion, fault or abort. Fetches the program image
  * through the job's bindings, validates it and executes every engine
- * stream; fills the job's outputs.
+ * stream; fills the job's outputs. A profiled job's trace slot must grant
+ * NEURON_BIND_WRITE and hold at least the trace header (BAD_BINDING, info
+ * = the slot, otherwise); the trace never fails the job.
  */
 void nm_core_run(nm_core *core, nm_job *job);
 

@@ -97,6 +97,18 @@ typedef struct nm_stream {
     uint64_t clock; /* cycles, see the cost model in hw/isa.md */
 } nm_stream;
 
+/* Trace records staged before they are written into the trace slot. */
+#define NM_TRACE_STAGE 256
+
+/* A profiled job's trace (core.c). */
+typedef struct nm_trace {
+    uint64_t capacity; /* records the slot holds after the header */
+    uint64_t written;  /* records written into the slot */
+    uint32_t flags;    /* NEURON_TRACE_F_* */
+    uint32_t staged;
+    struct neuron_trace_record stage[NM_TRACE_STAGE];
+} nm_trace;
+
 /* One run of one job on one core. */
 typedef struct nm_exec {
     nm_core *core;
@@ -104,7 +116,11 @@ typedef struct nm_exec {
     nm_stream stream[NEURON_NUM_ENGINES];
     uint32_t sem[NEURON_NUM_SEMAPHORES];
     uint64_t sem_time[NEURON_NUM_SEMAPHORES];
+    /* The instruction number of the signal that set sem_time, if any. */
+    uint64_t sem_seq[NEURON_NUM_SEMAPHORES];
+    bool sem_signalled[NEURON_NUM_SEMAPHORES];
     uint64_t insn_limit;
+    nm_trace *trace; /* NULL unless the job is profiled */
     /* Set by a fault: the info value to report. */
     uint32_t info;
 } nm_exec;

@@ -19,6 +19,7 @@ static void job_desc_to_cpu(struct neuron_job_desc *d) {
     d->program_size = nm_le32(d->program_size);
     d->program_offset = nm_le64(d->program_offset);
     d->job_id = nm_le64(d->job_id);
+    d->trace_binding = nm_le32(d->trace_binding);
 }
 
 static void cpl_to_le(struct neuron_cpl_entry *e) {
@@ -180,14 +181,20 @@ static void q_do_reset_locked(nm_queue *q) {
 }
 
 /* Check a fetched job descriptor. Returns a job status. */
-static uint32_t job_desc_check(const struct neuron_job_desc *d) {
+static uint32_t job_desc_check(const struct neuron_job_desc *d, uint32_t caps) {
+    const uint32_t known =
+        NEURON_JOB_F_IRQ | (caps & NEURON_CAP_PROFILE ? NEURON_JOB_F_PROFILE : 0);
+
     if (d->num_bindings < 1 || d->num_bindings > NEURON_MAX_BINDINGS)
         return NEURON_JOB_STATUS_BAD_DESC;
-    if (d->flags & ~NEURON_JOB_F_ALL)
+    if (d->flags & ~known)
         return NEURON_JOB_STATUS_BAD_DESC;
     if (d->program_binding >= d->num_bindings || d->program_size == 0)
         return NEURON_JOB_STATUS_BAD_DESC;
-    if (d->reserved[0] || d->reserved[1] || d->reserved[2])
+    if (d->reserved32 || d->reserved[0] || d->reserved[1])
+        return NEURON_JOB_STATUS_BAD_DESC;
+    if ((d->flags & NEURON_JOB_F_PROFILE) ? d->trace_binding >= d->num_bindings
+                                          : d->trace_binding != 0)
         return NEURON_JOB_STATUS_BAD_DESC;
     if (d->bindings_addr >= NM_ADDR_LIMIT ||
         (uint64_t)d->num_bindings * sizeof(struct neuron_binding) >
@@ -273,7 +280,7 @@ static q_fetch_result q_fetch(nm_queue *q, struct neuron_job_desc *d, uint32_t *
 
 /* Run the job of descriptor @d on the core. Returns the job's status. */
 static uint32_t q_run(nm_queue *q, const struct neuron_job_desc *d, nm_job *job) {
-    uint32_t status = job_desc_check(d);
+    uint32_t status = job_desc_check(d, q->dev->cfg.caps);
 
     job->mem = &q->dev->env.mem;
     job->job_id = d->job_id;
@@ -289,6 +296,8 @@ static uint32_t q_run(nm_queue *q, const struct neuron_job_desc *d, nm_job *job)
     job->program_binding = d->program_binding;
     job->program_offset = d->program_offset;
     job->program_size = d->program_size;
+    job->profile = (d->flags & NEURON_JOB_F_PROFILE) != 0;
+    job->trace_binding = d->trace_binding;
     nm_core_run(q->core, job);
     return job->status;
 }

@@ -54,6 +54,8 @@ void nsim_core_run(nsim_core *c, const struct nsim_mem *m, const struct nsim_job
     job->program_offset = 0;
     job->program_size = j->program_size;
     job->abort = &c->abort;
+    job->profile = j->profile != 0;
+    job->trace_binding = j->trace_binding;
     r->status = nm_bindings_load(&job->bindings, &mem, j->table_addr, j->num_bindings);
     if (r->status == NEURON_JOB_STATUS_OK) {
         nm_core_run(c->core, job);

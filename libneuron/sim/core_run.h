@@ -35,6 +35,9 @@ struct nsim_job {
     uint32_t num_bindings;
     uint32_t program_binding;
     uint32_t program_size;
+    /* Profile the job into slot @trace_binding (hw/README.md section 4.8). */
+    int profile;
+    uint32_t trace_binding;
 };
 
 struct nsim_result {

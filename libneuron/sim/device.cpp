@@ -198,7 +198,7 @@ int Device::get_param(drm_neuron_get_param &p) const {
     if (p.pad)
         return EINVAL;
     uint64_t caps = DRM_NEURON_CAP_FP32 | DRM_NEURON_CAP_BF16 | DRM_NEURON_CAP_FP16 |
-                    DRM_NEURON_CAP_CORE_RESET |
+                    DRM_NEURON_CAP_CORE_RESET | DRM_NEURON_CAP_PROFILE |
                     (opts_.host_bindings ? DRM_NEURON_CAP_HOST_BINDINGS : 0);
     switch (p.param) {
     case DRM_NEURON_PARAM_DEVICE_ID:

@@ -105,6 +105,8 @@ struct Work {
     std::vector<neuron_binding> table;
     std::vector<neuron_sg_entry> sg;
     uint32_t program_size = 0;
+    bool profile = false; ///< DRM_NEURON_SUBMIT_F_PROFILE: the trace is slot trace_binding
+    uint32_t trace_binding = 0;
     // A copy.
     uint8_t *src = nullptr;
     uint8_t *dst = nullptr;

@@ -113,7 +113,13 @@ int Device::submit(File &f, drm_neuron_submit &s) {
         if (bind[i].reserved || !bind[i].size || !bind[i].flags ||
             bind[i].flags & ~DRM_NEURON_BIND_ALL)
             return EINVAL;
+    const bool profile = s.flags & DRM_NEURON_SUBMIT_F_PROFILE;
+    if (profile && (!(bind[n - 1].flags & DRM_NEURON_BIND_WRITE) ||
+                    bind[n - 1].size < sizeof(neuron_trace_header)))
+        return EINVAL;
     Work w;
+    w.profile = profile;
+    w.trace_binding = profile ? n - 1 : 0;
     if (int e = in_syncs(f, s.in_syncs, s.num_in_syncs, w))
         return e;
     for (uint32_t i = 0; i < n; i++)

@@ -234,6 +234,8 @@ int Core::execute(Work &w) {
     job.num_bindings = static_cast<uint32_t>(w.table.size());
     job.program_binding = job.num_bindings - 1;
     job.program_size = w.program_size;
+    job.profile = w.profile;
+    job.trace_binding = w.trace_binding;
     nsim_result r{};
     int64_t t0 = now_ns();
     {

@@ -33,6 +33,9 @@ struct neuron_loaded_program {
 struct neuron_queue {
     neuron::Queue q;
 };
+struct neuron_profile {
+    neuron::Profile p;
+};
 
 namespace {
 
@@ -442,6 +445,76 @@ neuron_status neuron_submit(neuron_queue *q, const neuron_loaded_program *lp,
             a.bind(args[i].name, range_of(args[i]));
         }
         *out = new neuron_fence{q->q.submit(lp->lp, a, fences(deps, num_deps))};
+    });
+}
+
+neuron_status neuron_profile_create(neuron_device *dev, uint64_t max_records,
+                                    neuron_profile **out) {
+    return guard(__func__, [&] {
+        NEED(dev);
+        NEED(out);
+        *out = nullptr;
+        *out = new neuron_profile{neuron::Profile(
+            dev->dev, max_records ? max_records : neuron::Profile::default_records)};
+    });
+}
+
+void neuron_profile_destroy(neuron_profile *p) {
+    delete p;
+}
+
+neuron_status neuron_submit_profiled(neuron_queue *q, const neuron_loaded_program *lp,
+                                     const neuron_job_arg *args, size_t num_args,
+                                     const neuron_fence *const *deps, size_t num_deps,
+                                     neuron_profile *profile, neuron_fence **out) {
+    return guard(__func__, [&] {
+        NEED(q);
+        NEED(lp);
+        NEED(profile);
+        NEED(out);
+        *out = nullptr;
+        if (num_args)
+            NEED(args);
+        neuron::Arguments a;
+        for (size_t i = 0; i < num_args; i++) {
+            NEED(args[i].name);
+            a.bind(args[i].name, range_of(args[i]));
+        }
+        *out = new neuron_fence{q->q.submit(lp->lp, a, profile->p, fences(deps, num_deps))};
+    });
+}
+
+neuron_status neuron_profile_info(const neuron_profile *p, neuron_trace_info *out) {
+    return guard(__func__, [&] {
+        NEED(p);
+        NEED(out);
+        neuron::Trace t = p->p.read();
+        *out = neuron_trace_info{};
+        out->records = t.records.size();
+        out->instructions = t.instructions;
+        out->cycles = t.cycles;
+        out->dma_bytes = t.dma_bytes;
+        out->flags = t.flags;
+        out->status = t.status;
+        out->sbuf_high = t.sbuf_high;
+        out->psum_high = t.psum_high;
+    });
+}
+
+neuron_status neuron_profile_trace(const neuron_profile *p, void *buf, size_t cap, size_t *size) {
+    return guard(__func__, [&] {
+        NEED(p);
+        NEED(size);
+        auto bytes = p->p.bytes();
+        (void)neuron::parse_trace(bytes);
+        *size = bytes.size();
+        if (cap < bytes.size())
+            throw neuron::Error(neuron::errc::invalid_argument,
+                                std::string(current_function) + ": the trace has " +
+                                    std::to_string(bytes.size()) + " bytes, the buffer " +
+                                    std::to_string(cap));
+        NEED(buf);
+        std::memcpy(buf, bytes.data(), bytes.size());
     });
 }
 

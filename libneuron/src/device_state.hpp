@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <mutex>
 #include <vector>
 
@@ -61,6 +62,8 @@ struct FenceState {
     std::string label;
     mutable std::mutex lock;
     mutable std::string last_message;
+    /// Run once the last Fence of the job is gone ($NEURON_PROFILE's capture).
+    std::function<void(const FenceState &)> on_release;
     ~FenceState();
 };
 
@@ -71,6 +74,12 @@ uint32_t create_syncobj(const DeviceState &dev);
 /// empty fences, fences of another open device); @p what prefixes errors.
 std::vector<drm_neuron_sync> make_in_syncs(const DeviceState &dev, const std::vector<Fence> &deps,
                                            const std::string &what);
+
+/// Queue::submit with $NEURON_PROFILE set to @p file: the job, profiled, its
+/// trace appended to @p file once its fence is released; an empty Fence
+/// (nothing submitted) when the device cannot profile.
+Fence submit_captured(const Queue &q, const LoadedProgram &lp, const Arguments &args,
+                      const std::vector<Fence> &deps, const std::string &file);
 
 /// "8.0 GiB", "4.0 KiB", "12 bytes".
 std::string human_size(uint64_t n);

@@ -2,6 +2,7 @@
 // Fences: DRM syncobjs (reused), waits with timeouts and the fence error.
 #include <chrono>
 #include <climits>
+#include <cstdio>
 
 #include <linux/sync_file.h>
 
@@ -11,6 +12,13 @@ namespace neuron {
 namespace detail {
 
 FenceState::~FenceState() {
+    if (on_release) {
+        try {
+            on_release(*this);
+        } catch (const std::exception &e) {
+            std::fprintf(stderr, "libneuron: %s: %s\n", label.c_str(), e.what());
+        }
+    }
     if (!syncobj)
         return;
     {

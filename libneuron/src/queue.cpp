@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
 // Loading programs and submitting jobs.
+#include <cstdlib>
+
 #include <fmt/format.h>
 
+#include <neuron/profile.hpp>
 #include <neuron/queue.hpp>
 
 #include "device_state.hpp"
@@ -48,6 +51,19 @@ Arguments &Arguments::bind(std::string name, const BufferRange &range) {
 
 Fence Queue::submit(const LoadedProgram &lp, const Arguments &args,
                     const std::vector<Fence> &deps) const {
+    if (const char *file = std::getenv(ntrace::env_file); file && *file)
+        if (Fence f = detail::submit_captured(*this, lp, args, deps, file))
+            return f;
+    return submit_job(lp, args, deps, nullptr);
+}
+
+Fence Queue::submit(const LoadedProgram &lp, const Arguments &args, const Profile &profile,
+                    const std::vector<Fence> &deps) const {
+    return submit_job(lp, args, deps, &profile);
+}
+
+Fence Queue::submit_job(const LoadedProgram &lp, const Arguments &args,
+                        const std::vector<Fence> &deps, const Profile *profile) const {
     const auto &dev = *device_.state();
     const Program &p = lp.program();
     std::string what =
@@ -116,9 +132,27 @@ Fence Queue::submit(const LoadedProgram &lp, const Arguments &args,
         bind[0].flags = DRM_NEURON_BIND_READ;
         nslots = 1;
     }
+    if (profile) {
+        // The trace buffer: one more slot, the last, which the driver
+        // hands to the device as the job's trace binding.
+        const Buffer &tb = profile->buffer();
+        if (tb.device().state() != device_.state())
+            throw Error(errc::invalid_argument,
+                        what + ": its profile was created on another open device");
+        drm_neuron_binding t{};
+        t.handle = tb.handle();
+        // Exactly the records asked for: the buffer is rounded up to pages.
+        t.size = trace_format::header_size + profile->max_records() * trace_format::record_size;
+        t.flags = DRM_NEURON_BIND_WRITE;
+        bind.resize(nslots);
+        bind.push_back(t);
+        nslots++;
+        host |= tb.region() == Region::host;
+    }
     if (nslots > dev.info.max_bindings)
         throw Error(errc::not_supported,
-                    fmt::format("{}: it uses {} binding slots, the device allows {}", what, nslots,
+                    fmt::format("{}: it uses {} binding slots{}, the device allows {}", what,
+                                nslots, profile ? " (the trace's included)" : "",
                                 dev.info.max_bindings));
     host |= lp.buffer().region() == Region::host;
     if (host && !dev.info.has(cap_host_bindings))
@@ -142,6 +176,7 @@ Fence Queue::submit(const LoadedProgram &lp, const Arguments &args,
     s.in_syncs = reinterpret_cast<uintptr_t>(syncs.data());
     s.num_in_syncs = static_cast<uint32_t>(syncs.size());
     s.out_sync.handle = fs->syncobj;
+    s.flags = profile ? DRM_NEURON_SUBMIT_F_PROFILE : 0;
     if (int e = dev.ioctl(DRM_IOCTL_NEURON_SUBMIT, &s))
         detail::throw_errno(e, what, e == EINVAL ? "the driver rejected the job's arguments" : "");
     fs->seqno = s.seqno;

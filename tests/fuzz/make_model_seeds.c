@@ -232,8 +232,8 @@ static void job(const char *dir, const char *name, const pb_prog *p, uint32_t cp
     size_t size;
     uint8_t *img = pb_image(p, &size);
     struct neuron_binding b = {0, size, NEURON_BIND_READ | NEURON_BIND_EXEC, 0, 0};
-    struct neuron_job_desc jd = {HOST_BASE + table, 1, NEURON_JOB_F_IRQ, 0, (uint32_t)size, 0, 7,
-                                 {0, 0, 0}};
+    struct neuron_job_desc jd = {
+        HOST_BASE + table, 1, NEURON_JOB_F_IRQ, 0, (uint32_t)size, 0, 7, 0, 0, {0, 0}};
 
     mem(&s, CMD_DEV, 0, img, size);
     mem(&s, CMD_HOST, table, &b, sizeof(b));

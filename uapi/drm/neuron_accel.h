@@ -70,7 +70,7 @@ extern "C" {
  * added in a backwards compatible way.
  */
 #define DRM_NEURON_API_VERSION_MAJOR	1
-#define DRM_NEURON_API_VERSION_MINOR	1
+#define DRM_NEURON_API_VERSION_MINOR	2 /* 1.1: WAIT; 1.2: DRM_NEURON_SUBMIT_F_PROFILE */
 
 #define DRM_NEURON_GET_PARAM		0x00
 #define DRM_NEURON_BO_CREATE		0x01
@@ -149,12 +149,14 @@ enum drm_neuron_param {
  *	without it SUBMIT accepts only %DRM_NEURON_BO_DEVICE bindings.
  * DRM_NEURON_CAP_CORE_RESET: a hung core is reset alone, without disturbing
  *	jobs on other cores.
+ * DRM_NEURON_CAP_PROFILE: SUBMIT takes %DRM_NEURON_SUBMIT_F_PROFILE.
  */
 #define DRM_NEURON_CAP_FP32		(1ULL << 0)
 #define DRM_NEURON_CAP_BF16		(1ULL << 1)
 #define DRM_NEURON_CAP_FP16		(1ULL << 2)
 #define DRM_NEURON_CAP_HOST_BINDINGS	(1ULL << 3)
 #define DRM_NEURON_CAP_CORE_RESET	(1ULL << 4)
+#define DRM_NEURON_CAP_PROFILE		(1ULL << 5)
 
 /* Decoding DRM_NEURON_PARAM_PCI_BUS_INFO: domain << 32 | bus << 8 | devfn. */
 #define DRM_NEURON_PCI_DOMAIN(v)	((__u32)((v) >> 32))
@@ -418,8 +420,16 @@ struct drm_neuron_binding {
 	__u64 reserved;
 };
 
-/* No submit flags are defined yet. */
-#define DRM_NEURON_SUBMIT_FLAGS_ALL	0
+/*
+ * DRM_NEURON_SUBMIT_F_PROFILE: profile the job (with %DRM_NEURON_CAP_PROFILE).
+ * The last entry of &drm_neuron_submit.bindings is then the trace buffer:
+ * it needs %DRM_NEURON_BIND_WRITE and at least 64 bytes, and the device
+ * writes the job's trace into it (a header, then one record per executed
+ * instruction; the device datasheet, hw/README.md section 4.8, has the
+ * layout). It stays an ordinary binding, which the program may also name.
+ */
+#define DRM_NEURON_SUBMIT_F_PROFILE	(1U << 0)
+#define DRM_NEURON_SUBMIT_FLAGS_ALL	DRM_NEURON_SUBMIT_F_PROFILE
 
 /**
  * struct drm_neuron_submit - argument of DRM_IOCTL_NEURON_SUBMIT
@@ -451,12 +461,14 @@ struct drm_neuron_binding {
  * with zero size or no or unknown rights, unknown @flags, more than
  * %DRM_NEURON_MAX_IN_SYNCS @in_syncs, an @in_syncs entry whose syncobj
  * (point) has no fence yet, a zero @out_sync handle, or a
- * non-zero @pad/@reserved field anywhere; -EOPNOTSUPP for a
- * %DRM_NEURON_BO_HOST binding or program without
- * %DRM_NEURON_CAP_HOST_BINDINGS; -EDQUOT when pinning the pages of the
- * %DRM_NEURON_BO_HOST ranges would exceed a limit on pinned host memory,
- * -ENOMEM when they cannot be allocated (see the top of this file); -EIO
- * when the device is in a fatal state.
+ * non-zero @pad/@reserved field anywhere, %DRM_NEURON_SUBMIT_F_PROFILE
+ * with a last binding that lacks %DRM_NEURON_BIND_WRITE or has fewer than
+ * 64 bytes; -EOPNOTSUPP for a %DRM_NEURON_BO_HOST binding or program
+ * without %DRM_NEURON_CAP_HOST_BINDINGS, or for
+ * %DRM_NEURON_SUBMIT_F_PROFILE without %DRM_NEURON_CAP_PROFILE; -EDQUOT
+ * when pinning the pages of the %DRM_NEURON_BO_HOST ranges would exceed a
+ * limit on pinned host memory, -ENOMEM when they cannot be allocated (see
+ * the top of this file); -EIO when the device is in a fatal state.
  *
  * -EFAULT after the job was queued (@seqno could not be written back): the
  * job runs and its fence is installed in @out_sync as on success.

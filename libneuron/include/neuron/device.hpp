@@ -77,6 +77,7 @@ enum Capability : uint64_t {
     cap_fp16 = 1u << 2,
     cap_host_bindings = 1u << 3, ///< jobs may bind host-memory buffers
     cap_core_reset = 1u << 4,    ///< a hung core is reset alone
+    cap_profile = 1u << 5,       ///< jobs can be profiled (neuron::Profile)
 };
 
 /// Everything GET_PARAM reports, read once when the device is opened.

@@ -102,6 +102,7 @@ typedef struct neuron_device_info {
 #define NEURON_CAP_FP16_BIT (1u << 2)
 #define NEURON_CAP_HOST_BINDINGS_BIT (1u << 3)
 #define NEURON_CAP_CORE_RESET_BIT (1u << 4)
+#define NEURON_CAP_PROFILE_BIT (1u << 5)
 
 /*
  * Opens a device: @spec is a node path ("/dev/accel/accel0"), an index
@@ -243,6 +244,46 @@ NEURON_EXPORT neuron_status neuron_submit(neuron_queue *q, const neuron_loaded_p
                                           const neuron_job_arg *args, size_t num_args,
                                           const neuron_fence *const *deps, size_t num_deps,
                                           neuron_fence **out);
+
+/* ---- profiling (docs/profiling.md) ---- */
+
+typedef struct neuron_profile neuron_profile;
+
+/*
+ * Room for the trace of one job: @max_records executed instructions
+ * (0: 65536); later ones are dropped and the trace is marked truncated.
+ * NEURON_ERR_NOT_SUPPORTED without NEURON_CAP_PROFILE_BIT.
+ */
+NEURON_EXPORT neuron_status neuron_profile_create(neuron_device *dev, uint64_t max_records,
+                                                  neuron_profile **out);
+NEURON_EXPORT void neuron_profile_destroy(neuron_profile *p);
+
+/* neuron_submit(), profiled: the device writes the job's trace into @profile. */
+NEURON_EXPORT neuron_status neuron_submit_profiled(neuron_queue *q, const neuron_loaded_program *lp,
+                                                   const neuron_job_arg *args, size_t num_args,
+                                                   const neuron_fence *const *deps, size_t num_deps,
+                                                   neuron_profile *profile, neuron_fence **out);
+
+/* The totals of a profiled job's trace (the header of hw/README.md 4.8). */
+typedef struct neuron_trace_info {
+    uint64_t records;      /* instruction records in the trace */
+    uint64_t instructions; /* instructions the job executed */
+    uint64_t cycles;       /* the job's cycles */
+    uint64_t dma_bytes;
+    uint32_t flags;                /* bit 0: truncated, bit 1: a record could not be written */
+    uint32_t status;               /* the job's final device status */
+    uint32_t sbuf_high, psum_high; /* bytes per partition written */
+} neuron_trace_info;
+
+/*
+ * After the job's fence has signalled: the trace's totals; the raw trace
+ * (header and records) into @buf when @cap is large enough, its length in
+ * *@size either way (NEURON_ERR_INVALID_ARGUMENT when it does not fit or
+ * the buffer holds no valid trace).
+ */
+NEURON_EXPORT neuron_status neuron_profile_info(const neuron_profile *p, neuron_trace_info *out);
+NEURON_EXPORT neuron_status neuron_profile_trace(const neuron_profile *p, void *buf, size_t cap,
+                                                 size_t *size);
 
 #ifdef __cplusplus
 }

@@ -8,6 +8,7 @@
 #include <neuron/device.hpp>
 #include <neuron/error.hpp>
 #include <neuron/kernel.hpp>
+#include <neuron/profile.hpp>
 #include <neuron/program.hpp>
 #include <neuron/queue.hpp>
 #include <neuron/version.hpp>

@@ -15,6 +15,8 @@
 
 namespace neuron {
 
+class Profile;
+
 /// A program uploaded to a device: its device image and constants live in
 /// one device buffer, written once and shared by every job that runs it.
 class NEURON_EXPORT LoadedProgram {
@@ -69,10 +71,18 @@ class NEURON_EXPORT Queue {
     /// Runs @p program with @p args after every fence in @p deps; returns the
     /// job's fence. Every non-constant argument must be bound to a range of at
     /// least its size; the binding's rights follow its direction.
+    /// With $NEURON_PROFILE set (docs/profiling.md) the job is profiled and
+    /// its trace appended to that file once its fence is released.
     Fence submit(const LoadedProgram &program, const Arguments &args,
+                 const std::vector<Fence> &deps = {}) const;
+    /// The same, profiled: the device writes the job's trace into
+    /// @p profile (read it with Profile::read() once the fence signalled).
+    Fence submit(const LoadedProgram &program, const Arguments &args, const Profile &profile,
                  const std::vector<Fence> &deps = {}) const;
 
   private:
+    Fence submit_job(const LoadedProgram &program, const Arguments &args,
+                     const std::vector<Fence> &deps, const Profile *profile) const;
     friend class Device;
     Queue(Device d, unsigned core) : device_(std::move(d)), core_(core) {}
     Device device_;

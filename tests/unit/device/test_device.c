@@ -610,6 +610,73 @@ static void test_job_completes(void **state) {
     assert_int_equal(atomic_load(&e->irqs[NEURON_MSIX_QUEUE(1)]), 3); /* no F_IRQ */
 }
 
+/* A profiled job: its trace agrees with the completion entry and the counters. */
+static void test_job_profile(void **state) {
+    env *e = *state;
+    const uint64_t q = NEURON_QUEUE_BASE(0);
+    struct neuron_binding *b = hp(e, BIND_TAB);
+    struct neuron_job_desc *d = hp(e, JOB_RING);
+    const struct neuron_tap sbuf = {.space = NEURON_SPACE_SBUF,
+                                    .dtype = NEURON_DT_FP32,
+                                    .part_count = 2,
+                                    .count = {64, 1},
+                                    .stride = {1, 0}};
+    struct neuron_insn prog[4] = {{.opcode = NEURON_OP_DMA_LOAD},
+                                  {.opcode = NEURON_OP_NOTIFY, .arg = 5},
+                                  {.opcode = NEURON_OP_DMA_STORE},
+                                  {.opcode = NEURON_OP_END}};
+    const uint64_t trace_at = 0x20000, trace_size = 0x1000;
+    const struct neuron_trace_header *h = (const void *)(e->devmem + trace_at);
+    const struct neuron_trace_record *r = (const void *)(h + 1);
+
+    for (int i = 0; i < 3; i += 2) {
+        prog[i].dma.sbuf = sbuf;
+        prog[i].dma.dram.slot = 1;
+        prog[i].dma.dram.part_stride = 256;
+        prog[i].dma.dram.stride[0] = 4;
+    }
+    queue_setup(e, 0, 8, 8);
+    put_program(e, 0x3000, prog, 4);
+    b[1].flags = NEURON_BIND_READ | NEURON_BIND_WRITE;
+    b[2] =
+        (struct neuron_binding){.addr = trace_at, .size = trace_size, .flags = NEURON_BIND_WRITE};
+    memset(e->devmem + trace_at, 0xa5, trace_size);
+
+    put_job(e, 0, 8, 0x3000, 7, NEURON_JOB_F_IRQ | NEURON_JOB_F_PROFILE);
+    d[0].num_bindings = 3;
+    d[0].trace_binding = 2;
+    /* PROFILE naming a slot the table does not have; trace_binding without PROFILE. */
+    put_job(e, 1, 8, 0x3000, 8, NEURON_JOB_F_PROFILE);
+    d[1].num_bindings = 3;
+    d[1].trace_binding = 3;
+    put_job(e, 2, 8, 0x3000, 9, 0);
+    d[2].num_bindings = 3;
+    d[2].trace_binding = 2;
+    wr(e, q + NEURON_Q_TAIL, 3);
+    drain(e);
+
+    assert_int_equal(rd(e, q + NEURON_Q_CPL_TAIL), 4);
+    const struct neuron_cpl_entry *c = cpl(e, 1, 8);
+    assert_int_equal(c->job_id, 7);
+    assert_int_equal(c->status, NEURON_JOB_STATUS_OK);
+    assert_int_equal(h->magic, NEURON_TRACE_MAGIC);
+    assert_int_equal(h->status, NEURON_JOB_STATUS_OK);
+    assert_int_equal(h->cycles, c->cycles);
+    assert_int_equal(h->records, 4);
+    assert_int_equal(h->instructions, rd64(e, q + NEURON_Q_CNT_INSTR_LO));
+    assert_int_equal(h->dma_bytes, rd64(e, q + NEURON_Q_CNT_DMA_BYTES_LO));
+    assert_int_equal(h->dma_bytes, 2 * 2 * 256);
+    assert_int_equal(r[3].end, c->cycles);
+    assert_int_equal(r[0].bytes + r[2].bytes, h->dma_bytes);
+    assert_int_equal(r[1].opcode, NEURON_OP_NOTIFY);
+    assert_int_equal(r[2].index, 2);
+    assert_int_equal(cpl(e, 2, 8)->status, NEURON_JOB_STATUS_BAD_DESC);
+    assert_int_equal(cpl(e, 3, 8)->status, NEURON_JOB_STATUS_BAD_DESC);
+    /* Jobs that did not run wrote no trace and counted nothing. */
+    assert_int_equal(h->instructions, rd64(e, q + NEURON_Q_CNT_INSTR_LO));
+    assert_true(rd(e, NEURON_REG_CAPS) & NEURON_CAP_PROFILE);
+}
+
 static void test_job_faults(void **state) {
     env *e = *state;
     const uint64_t q = NEURON_QUEUE_BASE(0);
@@ -908,6 +975,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_job_completes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_job_faults, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ring_wrap, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_job_profile, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cpl_full_stalls, setup, teardown),
         cmocka_unit_test_setup_teardown(test_core_reset_aborts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_device_reset, setup, teardown),

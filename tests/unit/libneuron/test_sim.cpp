@@ -118,7 +118,9 @@ static void uapi_errnos(void **) {
         return raw(d, DRM_IOCTL_NEURON_SUBMIT, &s);
     };
     assert_int_equal(submit([](auto &s) { s.pad = 1; }), EINVAL);
-    assert_int_equal(submit([](auto &s) { s.flags = 1; }), EINVAL);
+    assert_int_equal(submit([](auto &s) { s.flags = 2; }), EINVAL);
+    // Profiling: the last binding receives the trace and must be writable.
+    assert_int_equal(submit([](auto &s) { s.flags = DRM_NEURON_SUBMIT_F_PROFILE; }), EINVAL);
     assert_int_equal(submit([](auto &s) { s.core = 2; }), EINVAL);
     assert_int_equal(submit([](auto &s) { s.program_size = 0; }), EINVAL);
     assert_int_equal(submit([](auto &s) { s.program_size = 1ull << 32; }), EINVAL);

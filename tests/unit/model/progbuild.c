@@ -384,6 +384,8 @@ uint32_t te_run_image(tenv *t, const uint8_t *img, size_t size) {
     job->abort = &t->abort;
     job->notify = te_notify;
     job->notify_opaque = t;
+    job->profile = t->profile;
+    job->trace_binding = t->trace_binding;
     t->nnotify = 0;
     uint32_t st = nm_bindings_load(&job->bindings, &t->mem, TE_TABLE_BUS, t->nbind);
     t->nbind--;

@@ -96,6 +96,9 @@ typedef struct tenv {
     nm_core *core;
     atomic_bool abort;
     nm_job job;
+    /* te_run*: profile the job into slot trace_binding. */
+    bool profile;
+    uint32_t trace_binding;
     uint32_t notify[TE_MAX_NOTIFY];
     uint32_t nnotify;
 } tenv;

@@ -646,7 +646,12 @@ static void test_submit_invalid(void **state) {
     } while (0)
     EXPECT((void)0, 0);
     EXPECT(s.core = cores, -EINVAL);
-    EXPECT(s.flags = 1, -EINVAL);
+    EXPECT(s.flags = 1u << 1, -EINVAL);
+    /* Profiling: the last binding receives the trace, writable and >= 64 bytes. */
+    EXPECT((s.flags = DRM_NEURON_SUBMIT_F_PROFILE, s.num_bindings = 1), -EINVAL);
+    b[1].size = 63;
+    EXPECT(s.flags = DRM_NEURON_SUBMIT_F_PROFILE, -EINVAL);
+    b[1].size = PROG_BYTES;
     EXPECT(s.pad = 1, -EINVAL);
     EXPECT(s.reserved = 1, -EINVAL);
     EXPECT(s.program_size = 0, -EINVAL);

@@ -3,17 +3,23 @@
 // sub-allocator, program loading, copies, jobs (numerics, dependencies, many
 // in flight, fault and timeout errors) and C API parity.
 //
-// Usage: neuron-libneuron-vm-test device|copy|submit|capi
+// Usage: neuron-libneuron-vm-test device|copy|submit|capi|profile
+#include <unistd.h>
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include <neuron/neuron.h>
 #include <neuron/neuron.hpp>
 
+#include "device_state.hpp"
+#include "neuron_isa.h"
 #include "relu_program.hpp"
 
 // cmocka last: it defines macros that clash with the standard library.
@@ -357,6 +363,172 @@ static void capi(void **) {
     neuron_device_close(dev);
 }
 
+// --- profile -----------------------------------------------------------------------
+
+namespace {
+
+/// A core's counter as the driver (sysfs) or the simulator shows it.
+uint64_t core_counter(const Device &d, unsigned core, const char *name) {
+    const auto &s = *d.state();
+    std::string v = s.os->read_line(s.telemetry_dir + "core" + std::to_string(core) + "/" + name);
+    if (v.empty())
+        fail_msg("%s: no counter core%u/%s", d.path().c_str(), core, name);
+    return std::stoull(v);
+}
+
+} // namespace
+
+static void profile_job(void **) {
+    Device d = open_dev();
+    assert_true(d.info().has(cap_profile));
+    const uint32_t n = 64;
+    LoadedProgram lp = d.load(relu_program(n));
+    auto x = pattern(128 * n, 0.5f);
+    Buffer xb = d.allocate(x.size() * 4, data_region(d));
+    Buffer yb = d.allocate(x.size() * 4, data_region(d));
+    xb.write(0, bytes_of(x));
+    Queue q = d.queue(0);
+
+    uint64_t i0 = core_counter(d, 0, "instructions");
+    q.submit(lp, Arguments().bind("x", xb).bind("y", yb)).wait();
+    uint64_t plain_instr = core_counter(d, 0, "instructions") - i0;
+    check_relu(yb, x);
+
+    yb.write(0, bytes_of(std::vector<float>(x.size(), -1.0f)));
+    Profile prof(d);
+    i0 = core_counter(d, 0, "instructions");
+    uint64_t b0 = core_counter(d, 0, "dma_bytes");
+    q.submit(lp, Arguments().bind("x", xb).bind("y", yb), prof).wait();
+    uint64_t instr = core_counter(d, 0, "instructions") - i0;
+    uint64_t dma = core_counter(d, 0, "dma_bytes") - b0;
+    check_relu(yb, x); // the same results
+
+    Trace t = prof.read();
+    assert_int_equal(t.status, 0);
+    assert_false(t.truncated());
+    assert_int_equal(instr, plain_instr);
+    assert_int_equal(t.instructions, instr);
+    assert_int_equal(t.records.size(), instr);
+    assert_int_equal(t.dma_bytes, dma);
+    assert_int_equal(dma, 2ull * 128 * n * 4);
+    uint64_t bytes = 0, last = 0, waits = 0;
+    for (const auto &r : t.records) {
+        bytes += r.bytes;
+        last = std::max(last, r.end);
+        if (r.opcode == NEURON_OP_SEM_WAIT) {
+            assert_true(r.has_signal);
+            assert_int_equal(t.records[r.signal].opcode, NEURON_OP_SEM_SIGNAL);
+            assert_int_equal(t.records[r.signal].sem, r.sem);
+            waits++;
+        }
+    }
+    assert_int_equal(bytes, dma);
+    assert_int_equal(last, t.cycles);
+    assert_int_equal(waits, 2);
+    assert_int_equal(t.sbuf_high, 2 * n * 4);
+}
+
+static void profile_truncated(void **) {
+    Device d = open_dev();
+    const uint32_t n = 16;
+    LoadedProgram lp = d.load(relu_program(n));
+    auto x = pattern(128 * n, 0.25f);
+    Buffer xb = d.allocate(x.size() * 4, data_region(d));
+    Buffer yb = d.allocate(x.size() * 4, data_region(d));
+    xb.write(0, bytes_of(x));
+    Profile prof(d, 3);
+    d.queue(0).submit(lp, Arguments().bind("x", xb).bind("y", yb), prof).wait();
+    check_relu(yb, x); // a full trace never fails the job
+    Trace t = prof.read();
+    assert_true(t.truncated());
+    assert_int_equal(t.records.size(), 3);
+    assert_true(t.instructions > 3);
+    expect_error([&] { Profile(d, 0); }, errc::invalid_argument);
+}
+
+static void profile_capi(void **) {
+    neuron_device *dev = nullptr;
+    assert_int_equal(neuron_device_open(nullptr, &dev), NEURON_OK);
+    neuron_device_info info;
+    assert_int_equal(neuron_device_get_info(dev, &info), NEURON_OK);
+    assert_true(info.capabilities & NEURON_CAP_PROFILE_BIT);
+    Program p = relu_program(16);
+    neuron_program *np = nullptr;
+    assert_int_equal(neuron_program_parse(p.bytes().data(), p.bytes().size(), &np), NEURON_OK);
+    neuron_loaded_program *lp = nullptr;
+    assert_int_equal(neuron_program_upload(dev, np, &lp), NEURON_OK);
+    neuron_buffer *xb = nullptr, *yb = nullptr;
+    neuron_region region = info.device_memory_size ? NEURON_REGION_DEVICE : NEURON_REGION_HOST;
+    assert_int_equal(neuron_buffer_create(dev, 128 * 16 * 4, region, 0, &xb), NEURON_OK);
+    assert_int_equal(neuron_buffer_create(dev, 128 * 16 * 4, region, 0, &yb), NEURON_OK);
+    neuron_queue *q = nullptr;
+    assert_int_equal(neuron_queue_create(dev, 0, &q), NEURON_OK);
+    neuron_profile *prof = nullptr;
+    assert_int_equal(neuron_profile_create(dev, 0, &prof), NEURON_OK);
+    neuron_job_arg args[2] = {{"x", xb, nullptr, 0, 0}, {"y", yb, nullptr, 0, 0}};
+    neuron_fence *f = nullptr;
+    assert_int_equal(neuron_submit_profiled(q, lp, args, 2, nullptr, 0, prof, &f), NEURON_OK);
+    assert_int_equal(neuron_fence_wait(f, -1), NEURON_OK);
+    neuron_trace_info ti;
+    assert_int_equal(neuron_profile_info(prof, &ti), NEURON_OK);
+    assert_int_equal(ti.status, 0);
+    assert_int_equal(ti.records, ti.instructions);
+    assert_int_equal(ti.dma_bytes, 2 * 128 * 16 * 4);
+    size_t size = 0;
+    assert_int_equal(neuron_profile_trace(prof, nullptr, 0, &size), NEURON_ERR_INVALID_ARGUMENT);
+    assert_int_equal(size, 64 + 48 * ti.records);
+    std::vector<std::byte> raw(size);
+    assert_int_equal(neuron_profile_trace(prof, raw.data(), raw.size(), &size), NEURON_OK);
+    assert_int_equal(parse_trace(raw).cycles, ti.cycles);
+    neuron_fence *none = nullptr;
+    assert_int_equal(neuron_submit_profiled(q, lp, args, 2, nullptr, 0, nullptr, &none),
+                     NEURON_ERR_INVALID_ARGUMENT);
+    neuron_fence_destroy(f);
+    neuron_profile_destroy(prof);
+    neuron_queue_destroy(q);
+    neuron_buffer_destroy(xb);
+    neuron_buffer_destroy(yb);
+    neuron_loaded_program_destroy(lp);
+    neuron_program_destroy(np);
+    neuron_device_close(dev);
+}
+
+// $NEURON_PROFILE: every job submitted is profiled into the file.
+static void profile_env(void **) {
+    auto path = std::filesystem::temp_directory_path() /
+                ("neuron-profile-env-" + std::to_string(::getpid()) + ".ntrace");
+    std::filesystem::remove(path);
+    Device d = open_dev();
+    const uint32_t n = 16;
+    LoadedProgram lp = d.load(relu_program(n));
+    auto x = pattern(128 * n, 0.25f);
+    Buffer xb = d.allocate(x.size() * 4, data_region(d));
+    Buffer yb = d.allocate(x.size() * 4, data_region(d));
+    xb.write(0, bytes_of(x));
+    uint64_t seqno[2];
+    setenv(ntrace::env_file, path.c_str(), 1);
+    for (int i = 0; i < 2; i++) {
+        Fence f = d.queue(0).submit(lp, Arguments().bind("x", xb).bind("y", yb));
+        f.wait();
+        seqno[i] = f.seqno();
+    } // each trace is written when the last handle of its fence goes
+    unsetenv(ntrace::env_file);
+    check_relu(yb, x);
+    auto jobs = ntrace::read(path);
+    std::filesystem::remove(path);
+    assert_int_equal(jobs.size(), 2);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(jobs[i].seqno, seqno[i]);
+        assert_int_equal(jobs[i].core, 0);
+        assert_int_equal(jobs[i].pid, ::getpid());
+        assert_int_equal(jobs[i].clock_mhz, d.info().core_clock_mhz);
+        assert_string_equal(Program::parse(jobs[i].program).name().c_str(), "relu2x1");
+        Trace t = parse_trace(jobs[i].trace);
+        assert_int_equal(t.records.size(), t.instructions);
+        assert_int_equal(t.dma_bytes, 2 * 128 * n * 4);
+    }
+}
+
 // A test that throws fails with the exception's message instead of aborting.
 template <void (*F)(void **)> void guarded(void **state) {
     try {
@@ -379,6 +551,9 @@ int main(int argc, char **argv) {
         cmocka_unit_test(run_job), cmocka_unit_test(many_in_flight),
         cmocka_unit_test(argument_errors), cmocka_unit_test(fault), cmocka_unit_test(timeout)};
     const struct CMUnitTest capi_tests[] = {cmocka_unit_test(capi)};
+    const struct CMUnitTest profile_tests[] = {
+        cmocka_unit_test(profile_job), cmocka_unit_test(profile_truncated),
+        cmocka_unit_test(profile_capi), cmocka_unit_test(profile_env)};
     if (group == "device")
         return cmocka_run_group_tests_name("libneuron.device", device_tests, nullptr, nullptr);
     if (group == "copy")
@@ -387,6 +562,8 @@ int main(int argc, char **argv) {
         return cmocka_run_group_tests_name("libneuron.submit", submit_tests, nullptr, nullptr);
     if (group == "capi")
         return cmocka_run_group_tests_name("libneuron.capi", capi_tests, nullptr, nullptr);
-    std::fprintf(stderr, "usage: %s device|copy|submit|capi\n", argv[0]);
+    if (group == "profile")
+        return cmocka_run_group_tests_name("libneuron.profile", profile_tests, nullptr, nullptr);
+    std::fprintf(stderr, "usage: %s device|copy|submit|capi|profile\n", argv[0]);
     return 2;
 }

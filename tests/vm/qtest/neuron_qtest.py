@@ -415,7 +415,8 @@ def dma_desc(src, dst, length, flags, cookie=0):
 
 def test_identity(d, rep):
     rep.check(d.reg(REG_MAGIC) == MAGIC, "MAGIC reads 0x4e524e31")
-    rep.check(d.reg(REG_VERSION) == 0x00010000, "VERSION 1.0")
+    rep.check(d.reg(REG_VERSION) == 0x00010001, "VERSION 1.1")
+    rep.check(d.reg(REG_CAPS) & (1 << 5) != 0, "CAPS.PROFILE (bit 5)")
     rep.check(d.reg(REG_NUM_CORES) == CORES, f"NUM_CORES {CORES}")
     rep.check(d.reg(REG_NUM_DMA) == ENGINES, f"NUM_DMA {ENGINES}")
     rep.check(d.reg(REG_MEM_SIZE_LO) == DEV_MEM and d.reg(REG_MEM_SIZE_HI) == 0,

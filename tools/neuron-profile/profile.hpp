@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: MIT
+// neuron-profile's analysis of a .ntrace file: per job and per engine
+// busy/waiting/idle cycles, the costliest instructions, the longest
+// semaphore waits, DMA bandwidth, SBUF/PSUM high-water marks; the terminal
+// summary and the Trace Event export (chrome://tracing, Perfetto).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <neuron/profile.hpp>
+#include <neuron/program.hpp>
+
+namespace nprof {
+
+/// One engine's cycles in a job: busy + waiting + idle = the job's cycles.
+struct EngineTime {
+    uint64_t instructions = 0;
+    uint64_t busy = 0;    ///< executing (an instruction's cycles less its wait)
+    uint64_t waiting = 0; ///< in SEM_WAITs, for a signal
+    uint64_t idle = 0;    ///< after its stream ended (or with no stream)
+};
+
+/// An instruction of a stream, all its executions (loop iterations) together.
+struct InsnCost {
+    neuron::Engine engine = neuron::Engine::tensor;
+    uint32_t index = 0;
+    uint64_t runs = 0;
+    uint64_t cycles = 0; ///< busy cycles, waits excluded
+    std::string text;    ///< the disassembly, with the program's names
+};
+
+/// A SEM_WAIT that waited, and the SEM_SIGNAL whose time released it.
+struct Stall {
+    size_t record = 0;
+    neuron::Engine engine = neuron::Engine::tensor;
+    uint32_t index = 0;
+    uint64_t start = 0;
+    uint64_t cycles = 0;
+    std::string semaphore; ///< "name (sem N)"
+    std::optional<size_t> signal;
+    std::string signal_text; ///< "sync #3 signal loaded += 1 at cycle 577"
+};
+
+struct JobSummary {
+    size_t job = 0; ///< position in the file
+    std::string program;
+    const neuron::ntrace::Job *raw = nullptr;
+    neuron::Trace trace;
+    std::array<EngineTime, neuron::num_engines> engines{};
+    std::vector<InsnCost> top; ///< by cycles, descending
+    std::vector<Stall> stalls; ///< by cycles, descending
+    uint64_t dma_instructions = 0;
+    uint64_t dma_bytes = 0;      ///< the records' bytes
+    uint64_t dma_cycles = 0;     ///< cycles of DMA instructions (they run on Sync)
+    uint64_t sbuf_partition = 0; ///< SBUF bytes per partition
+    uint64_t psum_partition = 0;
+};
+
+/// Analyzes one job. @p top and @p stalls bound the two lists.
+JobSummary summarize(const neuron::ntrace::Job &job, size_t index, size_t top = 10,
+                     size_t stalls = 5);
+
+/// The terminal summary of every job.
+std::string render_view(const std::vector<JobSummary> &jobs);
+
+/// The Trace Event format (JSON object form) of every job: a process per
+/// job, a thread per engine, an "X" slice per instruction, flow events from
+/// each SEM_SIGNAL to the SEM_WAIT it released, SBUF/PSUM counter tracks.
+nlohmann::json export_chrome(const std::vector<neuron::ntrace::Job> &jobs);
+
+/// "tensor", "vector", "scalar", "sync".
+std::string engine_name(neuron::Engine e);
+
+} // namespace nprof
