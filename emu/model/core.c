@@ -306,6 +306,9 @@ static enum step step(nm_exec *ex, nm_stream *s) {
     case NEURON_OP_IOTA:
         nm_exec_iota(ex, &in, &r);
         break;
+    case NEURON_OP_SELECT:
+        nm_exec_select(ex, &in, &r);
+        break;
     default:
         res = exec_control(ex, s, &in, &r);
         if (res == STEP_BLOCKED)

@@ -293,7 +293,7 @@ static void operands(void **) {
     t = b;
     t[i + 2] = std::byte{NEURON_ACT_COUNT};
     refix(t);
-    expect(t, i + 2, "unknown activation function 9");
+    expect(t, i + 2, "unknown activation function 11");
 }
 
 static void bindings(void **) {
