@@ -308,6 +308,33 @@ StreamBuilder &StreamBuilder::memset_bits(const Tap &dst, uint32_t bits) {
     wr32(p, 56, bits);
     return *this;
 }
+std::string mnemonic(Activation f) {
+    return mnemonic(NEURON_OP_ACTIVATE, static_cast<uint8_t>(f));
+}
+
+unsigned isa_minor_of(Activation f) noexcept {
+    return neuron_insn_isa_minor(NEURON_OP_ACTIVATE, static_cast<uint8_t>(f), 0);
+}
+
+StreamBuilder &StreamBuilder::select(const Tap &dst, const Tap &mask, const Tap &on_true,
+                                     float on_false) {
+    auto p = W(emit(NEURON_OP_SELECT));
+    put_tap(p.data(), 0, dst, "select");
+    put_tap(p.data(), 1, mask, "select");
+    put_tap(p.data(), 2, on_true, "select");
+    uint32_t bits;
+    std::memcpy(&bits, &on_false, 4);
+    wr32(p, 56, bits);
+    return *this;
+}
+StreamBuilder &StreamBuilder::select_keep(const Tap &dst, const Tap &mask, const Tap &on_true) {
+    auto p = W(emit(NEURON_OP_SELECT));
+    wr8(p, 1, NEURON_SEL_F_KEEP);
+    put_tap(p.data(), 0, dst, "select");
+    put_tap(p.data(), 1, mask, "select");
+    put_tap(p.data(), 2, on_true, "select");
+    return *this;
+}
 StreamBuilder &StreamBuilder::iota(const Tap &dst, int32_t base, int32_t partition_step,
                                    int32_t free_step) {
     auto p = W(emit(NEURON_OP_IOTA));

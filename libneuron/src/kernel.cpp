@@ -223,4 +223,16 @@ void Kernel::iota(const Tap &dst, int32_t base, int32_t partition_step, int32_t 
                   [=](StreamBuilder &s) { s.iota(dst, base, partition_step, free_step); });
 }
 
+void Kernel::select(const Tap &dst, const Tap &mask, const Tap &on_true, float on_false) {
+    impl_->record(Engine::vector, {access(dst, true), access(mask, false), access(on_true, false)},
+                  [=](StreamBuilder &s) { s.select(dst, mask, on_true, on_false); });
+}
+
+void Kernel::select_keep(const Tap &dst, const Tap &mask, const Tap &on_true) {
+    impl_->record(
+        Engine::vector,
+        {access(dst, true), access(dst, false), access(mask, false), access(on_true, false)},
+        [=](StreamBuilder &s) { s.select_keep(dst, mask, on_true); });
+}
+
 } // namespace neuron
