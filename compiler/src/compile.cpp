@@ -147,7 +147,8 @@ class Lowering {
     void ensure_loaded(uint32_t node);
     void store(uint32_t node);
     const Buf &replicated(uint32_t node, uint32_t step);
-    void rsqrt(const Tap &r, const Tap &v, const Tap &scratch, const Tap &est_i);
+    void require(uint32_t node, Activation f) const;
+    void check_isa(const Program &p) const;
 
     void emit_matmul(uint32_t i, const Plan &p);
     void emit_elementwise(uint32_t i, const Plan &p);
@@ -185,6 +186,11 @@ class Lowering {
 };
 
 void Lowering::check() {
+    if (opt_.isa_version >> 16 != isa_version() >> 16 || opt_.isa_version > isa_version())
+        throw GraphError(fmt::format("target ISA {}.{}: this compiler emits ISA {}.0 to {}.{}",
+                                     opt_.isa_version >> 16, opt_.isa_version & 0xffff,
+                                     isa_version() >> 16, isa_version() >> 16,
+                                     isa_version() & 0xffff));
     if (g_.outputs().empty())
         throw GraphError(fmt::format("graph '{}' has no outputs", g_.name()));
     uses_.assign(g_.nodes().size(), 0);
@@ -610,21 +616,32 @@ const Buf &Lowering::replicated(uint32_t node, uint32_t step) {
     return bufs_[static_cast<size_t>(it->second)];
 }
 
-// r = 1/sqrt(v): the integer estimate 0x5f3759df - bits/2 (on the int32
-// view of v's bytes), then three Newton steps r <- r (1.5 - 0.5 v r^2).
-void Lowering::rsqrt(const Tap &r, const Tap &v, const Tap &t, const Tap &est_i) {
-    Tap vi = v;
-    vi.dtype = DType::int32;
-    k_->tensor_scalar(Engine::vector, est_i, vi, AluOp::mul, 0.5f, AluOp::sub,
-                      static_cast<float>(0x5f3759df), false, /*reverse1=*/true);
-    Tap est = est_i;
-    est.dtype = DType::fp32;
-    k_->copy(Engine::vector, r, est);
-    for (int it = 0; it < 3; it++) {
-        k_->tensor_tensor(AluOp::mul, t, r, r);
-        k_->tensor_tensor(AluOp::mul, t, t, v);
-        k_->tensor_scalar(Engine::vector, t, t, AluOp::mul, -0.5f, AluOp::add, 1.5f);
-        k_->tensor_tensor(AluOp::mul, r, r, t);
+// Node @p node is lowered with ACTIVATE @p f: the target must have it.
+void Lowering::require(uint32_t node, Activation f) const {
+    const unsigned need = isa_minor_of(f), have = opt_.isa_version & 0xffff;
+    if (need > have)
+        unsupported(g_, g_.node(node),
+                    fmt::format("the lowering needs {}, an instruction of ISA {}.{}, but the "
+                                "target device implements ISA {}.{}",
+                                mnemonic(f), isa_version() >> 16, need, opt_.isa_version >> 16,
+                                have));
+}
+
+// The last word: no instruction of the program is newer than the target.
+void Lowering::check_isa(const Program &p) const {
+    const unsigned have = opt_.isa_version & 0xffff;
+    for (unsigned e = 1; e <= num_engines; e++) {
+        auto code = p.stream(static_cast<Engine>(e));
+        for (size_t i = 0; i + 64 <= code.size(); i += 64) {
+            auto b = [&](size_t k) { return static_cast<uint8_t>(code[i + k]); };
+            if (unsigned need = isa_minor_of(b(0), b(2), b(3)); need > have)
+                throw GraphError(fmt::format(
+                    "graph '{}': instruction {} of the {} stream is {}, an instruction of ISA "
+                    "{}.{}, but the target device implements ISA {}.{}",
+                    g_.name(), i / 64, to_string(static_cast<Engine>(e)),
+                    mnemonic(b(0), b(2), b(3)), isa_version() >> 16, need, opt_.isa_version >> 16,
+                    have));
+        }
     }
 }
 
@@ -903,11 +920,10 @@ void Lowering::emit_norm(uint32_t i) {
     ensure_loaded(src);
     const Buf *gamma = n.operands.size() > 1 ? &replicated(n.operands[1], i) : nullptr;
     const Buf *beta = n.operands.size() > 2 ? &replicated(n.operands[2], i) : nullptr;
+    require(i, Activation::rsqrt);
     int stat = temp(i, n.name + ".stat", DType::fp32, P, 1);
     int var = temp(i, n.name + ".var", DType::fp32, P, 1);
-    int nt = temp(i, n.name + ".newton", DType::fp32, P, 1);
-    int est = temp(i, n.name + ".rstd", DType::int32, P, 1);
-    int r = temp(i, n.name + ".r", DType::fp32, P, 1);
+    int r = temp(i, n.name + ".rstd", DType::fp32, P, 1);
     int xc = temp(i, n.name + ".centred", DType::fp32, P, C);
     int sq = temp(i, n.name + ".squares", DType::fp32, P, C);
     if (planning_)
@@ -929,8 +945,8 @@ void Lowering::emit_norm(uint32_t i) {
         }
         k_->tensor_tensor(AluOp::mul, full(sq), centred, centred);
         k_->reduce(ReduceOp::sum, col(var), full(sq));
-        k_->tensor_scalar(Engine::vector, col(var), col(var), AluOp::mul, inv_c, AluOp::add, n.eps);
-        rsqrt(col(r), col(var), col(nt), col(est));
+        // 1/sqrt(sum/C + eps) in one ACTIVATE
+        k_->activate(Activation::rsqrt, col(r), col(var), inv_c, n.eps);
         if (!gamma && !beta) {
             k_->tensor_scalar(Engine::scalar, y, centred, AluOp::mul, col(r));
             continue;
@@ -1195,7 +1211,10 @@ Compiled Lowering::run() {
         k_->finish();
         stats = k_->stats();
     });
-    timed("build", [&] { program.emplace(b_->finish()); });
+    timed("build", [&] {
+        program.emplace(b_->finish());
+        check_isa(*program);
+    });
     // The plan, for --dump-plan and docs.
     std::string plan = fmt::format("SBUF: {} bytes per partition at the peak\n", peak_);
     for (uint32_t i = 0; i < g_.nodes().size(); i++) {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <set>
 
@@ -660,6 +661,48 @@ void compile_errors(void **) {
     }
 }
 
+// --- ISA revisions -------------------------------------------------------------
+
+// layer_norm's 1/sqrt(var + eps) is one ACTIVATE rsqrt (ISA 1.1): for a 1.0
+// device the compiler refuses, naming the node, the instruction and both
+// versions; graphs that need nothing of 1.1 compile for it and declare 1.0.
+void isa_targets(void **) {
+    Graph g("ln");
+    uint32_t x = g.input("x", T(DType::fp32, {200, 77}));
+    g.mark_output(g.add(Op::layer_norm, "ln", {x}));
+    Compiled c = compile(g);
+    assert_int_equal(c.program.isa_version(), 1u << 16 | 1u);
+    std::string text = disassemble(c.program);
+    if (text.find("activate.rsqrt") == std::string::npos || text.find("int32") != std::string::npos)
+        fail_msg("layer_norm is not one rsqrt per tile:\n%s", text.c_str());
+    check(g, 11, "layer_norm via rsqrt");
+
+    CompileOptions v10;
+    v10.isa_version = 1u << 16;
+    try {
+        compile(g, v10);
+        fail_msg("layer_norm compiled for ISA 1.0");
+    } catch (const GraphError &e) {
+        const char *want = "'ln' (layer_norm of x: fp32[200, 77] -> fp32[200, 77]): the lowering "
+                           "needs activate.rsqrt, an instruction of ISA 1.1, but the target "
+                           "device implements ISA 1.0";
+        if (std::string(e.what()) != want)
+            fail_msg("got '%s'\nwant '%s'", e.what(), want);
+    }
+    Graph mlp = load(std::filesystem::path(NEURON_COMPILER_CORPUS) / "mlp_bf16.nir");
+    assert_int_equal(compile(mlp, v10).program.isa_version(), 1u << 16);
+
+    CompileOptions future;
+    future.isa_version = 1u << 16 | 0xffff;
+    try {
+        compile(mlp, future);
+        fail_msg("compiled for ISA 1.65535");
+    } catch (const GraphError &e) {
+        assert_non_null(
+            std::strstr(e.what(), "target ISA 1.65535: this compiler emits ISA 1.0 to"));
+    }
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -671,6 +714,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(fused_linear),     cmocka_unit_test(fused_chains),
         cmocka_unit_test(random_graphs),    cmocka_unit_test(corpus),
         cmocka_unit_test(container_file),   cmocka_unit_test(compile_errors),
+        cmocka_unit_test(isa_targets),
     };
     const CMUnitTest encoder[] = {cmocka_unit_test(encoder_768)};
     if (argc > 1 && std::string(argv[1]) == "encoder")
