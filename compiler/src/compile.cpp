@@ -147,7 +147,8 @@ class Lowering {
     void ensure_loaded(uint32_t node);
     void store(uint32_t node);
     const Buf &replicated(uint32_t node, uint32_t step);
-    void require(uint32_t node, Activation f) const;
+    void require(uint32_t node, const std::string &insn, unsigned minor) const;
+    void require(uint32_t node, Activation f) const { require(node, mnemonic(f), isa_minor_of(f)); }
     void check_isa(const Program &p) const;
 
     void emit_matmul(uint32_t i, const Plan &p);
@@ -616,15 +617,15 @@ const Buf &Lowering::replicated(uint32_t node, uint32_t step) {
     return bufs_[static_cast<size_t>(it->second)];
 }
 
-// Node @p node is lowered with ACTIVATE @p f: the target must have it.
-void Lowering::require(uint32_t node, Activation f) const {
-    const unsigned need = isa_minor_of(f), have = opt_.isa_version & 0xffff;
+// Node @p node is lowered with instruction @p insn of ISA minor @p need:
+// the target must have it.
+void Lowering::require(uint32_t node, const std::string &insn, unsigned need) const {
+    const unsigned have = opt_.isa_version & 0xffff;
     if (need > have)
         unsupported(g_, g_.node(node),
                     fmt::format("the lowering needs {}, an instruction of ISA {}.{}, but the "
                                 "target device implements ISA {}.{}",
-                                mnemonic(f), isa_version() >> 16, need, opt_.isa_version >> 16,
-                                have));
+                                insn, isa_version() >> 16, need, opt_.isa_version >> 16, have));
 }
 
 // The last word: no instruction of the program is newer than the target.
@@ -893,20 +894,43 @@ void Lowering::emit_softmax(uint32_t i) {
     const uint32_t src = n.operands[0];
     ensure_loaded(src);
     const uint32_t C = static_cast<uint32_t>(n.type.shape.back());
+    if (n.causal) {
+        require(i, mnemonic_tensor_scalar(AluOp::is_ge), isa_minor_of(AluOp::is_ge));
+        require(i, mnemonic_select(), isa_minor_of_select());
+    }
     int mx = temp(i, n.name + ".max", DType::fp32, P, 1);
     int e = temp(i, n.name + ".exp", DType::fp32, P, C);
     int sum = temp(i, n.name + ".sum", DType::fp32, P, 1);
+    int diff = n.causal ? temp(i, n.name + ".q-k", DType::int32, P, C) : -1;
+    int mask = n.causal ? temp(i, n.name + ".mask", DType::fp32, P, C) : -1;
     if (planning_)
         return;
     const Buf &in = buf(src), &out = buf(i);
     const Buf &M = bufs_[static_cast<size_t>(mx)], &E = bufs_[static_cast<size_t>(e)],
               &S = bufs_[static_cast<size_t>(sum)];
+    const uint32_t Q = n.causal ? static_cast<uint32_t>(n.type.shape[n.type.shape.size() - 2]) : 1;
     for (uint32_t t = 0; t < out.tiles(); t++) {
         const uint32_t rt = tile_rows(out, t);
         Tap m = rows(M, 0, rt, 0, 1), ex = rows(E, 0, rt, 0, C), s = rows(S, 0, rt, 0, 1);
-        k_->reduce(ReduceOp::max, m, tile(in, t));
+        Tap x = tile(in, t);
+        if (n.causal) {
+            // q - k for every element: one IOTA per run of partitions whose
+            // query index q = row % Q does not wrap, then the mask k <= q,
+            // and the masked scores (-inf where k > q) in place of x.
+            const Buf &D = bufs_[static_cast<size_t>(diff)], &K = bufs_[static_cast<size_t>(mask)];
+            for (uint32_t p0 = 0; p0 < rt;) {
+                const uint32_t q0 = (t * P + p0) % Q, len = std::min(rt - p0, Q - q0);
+                k_->iota(rows(D, p0, len, 0, C), static_cast<int32_t>(q0), 1, -1);
+                p0 += len;
+            }
+            k_->tensor_scalar(Engine::vector, rows(K, 0, rt, 0, C), rows(D, 0, rt, 0, C),
+                              AluOp::is_ge, 0.0f);
+            k_->select(ex, rows(K, 0, rt, 0, C), x, -INFINITY);
+            x = ex;
+        }
+        k_->reduce(ReduceOp::max, m, x);
         k_->tensor_scalar(Engine::vector, m, m, AluOp::mul, -1.0f);
-        k_->activate(Activation::exp, ex, tile(in, t), 1.0f, m);
+        k_->activate(Activation::exp, ex, x, 1.0f, m);
         k_->reduce(ReduceOp::sum, s, ex);
         k_->tensor_scalar(Engine::vector, tile(out, t), ex, AluOp::div, s);
     }

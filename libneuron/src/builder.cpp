@@ -316,6 +316,22 @@ unsigned isa_minor_of(Activation f) noexcept {
     return neuron_insn_isa_minor(NEURON_OP_ACTIVATE, static_cast<uint8_t>(f), 0);
 }
 
+std::string mnemonic_tensor_scalar(AluOp op) {
+    return mnemonic(NEURON_OP_TENSOR_SCALAR, static_cast<uint8_t>(op));
+}
+
+unsigned isa_minor_of(AluOp op) noexcept {
+    return neuron_insn_isa_minor(NEURON_OP_TENSOR_SCALAR, static_cast<uint8_t>(op), 0);
+}
+
+std::string mnemonic_select() {
+    return mnemonic(NEURON_OP_SELECT);
+}
+
+unsigned isa_minor_of_select() noexcept {
+    return neuron_insn_isa_minor(NEURON_OP_SELECT, 0, 0);
+}
+
 StreamBuilder &StreamBuilder::select(const Tap &dst, const Tap &mask, const Tap &on_true,
                                      float on_false) {
     auto p = W(emit(NEURON_OP_SELECT));

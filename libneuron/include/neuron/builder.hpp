@@ -54,6 +54,12 @@ enum class Activation : uint8_t {
 /// ("activate.rsqrt"), and the ISA minor revision that introduced it.
 NEURON_EXPORT std::string mnemonic(Activation f);
 NEURON_EXPORT unsigned isa_minor_of(Activation f) noexcept;
+/// The same for a TENSOR_SCALAR of @p op ("tensor_scalar.is_ge").
+NEURON_EXPORT std::string mnemonic_tensor_scalar(AluOp op);
+NEURON_EXPORT unsigned isa_minor_of(AluOp op) noexcept;
+/// The same for SELECT (StreamBuilder::select, select_keep).
+NEURON_EXPORT std::string mnemonic_select();
+NEURON_EXPORT unsigned isa_minor_of_select() noexcept;
 
 /// Reductions along the free axis (REDUCE).
 enum class ReduceOp : uint8_t { sum = 1, max = 2, min = 3 };
