@@ -42,7 +42,7 @@ REGS_SIZE = 0x10000
 REG_MAGIC, REG_VERSION, REG_CAPS = 0x00, 0x04, 0x08
 REG_NUM_CORES, REG_NUM_DMA, REG_SBUF_SIZE, REG_PSUM_SIZE = 0x0C, 0x10, 0x14, 0x18
 REG_FW_VERSION, REG_MEM_SIZE_LO, REG_MEM_SIZE_HI = 0x1C, 0x20, 0x24
-REG_CLOCK_MHZ, REG_PARTITIONS = 0x28, 0x2C
+REG_CLOCK_MHZ, REG_PARTITIONS, REG_ISA_VERSION = 0x28, 0x2C, 0x30
 REG_DEV_CTRL, REG_DEV_STATUS, REG_FATAL_CAUSE, REG_RESET_COUNT = 0x40, 0x44, 0x48, 0x4C
 REG_IRQ_STATUS, REG_IRQ_MASK, REG_SCRATCH, REG_INJECT = 0x50, 0x54, 0x60, 0x70
 
@@ -415,7 +415,7 @@ def dma_desc(src, dst, length, flags, cookie=0):
 
 def test_identity(d, rep):
     rep.check(d.reg(REG_MAGIC) == MAGIC, "MAGIC reads 0x4e524e31")
-    rep.check(d.reg(REG_VERSION) == 0x00010000, "VERSION 1.0")
+    rep.check(d.reg(REG_VERSION) == 0x00010001, "VERSION 1.1")
     rep.check(d.reg(REG_NUM_CORES) == CORES, f"NUM_CORES {CORES}")
     rep.check(d.reg(REG_NUM_DMA) == ENGINES, f"NUM_DMA {ENGINES}")
     rep.check(d.reg(REG_MEM_SIZE_LO) == DEV_MEM and d.reg(REG_MEM_SIZE_HI) == 0,
@@ -423,6 +423,7 @@ def test_identity(d, rep):
     rep.check(d.reg(REG_SBUF_SIZE) == 24 << 20, "SBUF_SIZE 24 MiB")
     rep.check(d.reg(REG_PSUM_SIZE) == 2 << 20, "PSUM_SIZE 2 MiB")
     rep.check(d.reg(REG_PARTITIONS) == 128, "PARTITIONS 128")
+    rep.check(d.reg(REG_ISA_VERSION) == 0x00010001, "ISA_VERSION 1.1")
     rep.check(d.reg(REG_CLOCK_MHZ) > 0, "CLOCK_MHZ non-zero")
     rep.check(d.reg(REG_DEV_STATUS) == DEV_STATUS_READY, "DEV_STATUS READY")
     rep.check(d.reg(REG_RESET_COUNT) == 0, "RESET_COUNT 0")
