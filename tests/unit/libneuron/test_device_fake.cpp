@@ -84,6 +84,17 @@ static void open_checks(void **) {
         env.os->params[DRM_NEURON_PARAM_ISA_VERSION] = 1u << 16 | 1u;
         env.os->params[DRM_NEURON_PARAM_API_VERSION] =
             DRM_NEURON_API_VERSION_MAJOR << 16 | DRM_NEURON_API_VERSION_MINOR;
+        // A program of ISA 1.1 loads on a 1.1 device, not on a 1.0 one.
+        ProgramBuilder b("rsqrt");
+        auto t = b.sbuf("t", DType::fp32, 16);
+        b.scalar().activate(Activation::rsqrt, t.tap(), t.tap());
+        Program p = b.finish();
+        assert_int_equal(p.isa_version(), 1u << 16 | 1);
+        (void)d.load(p);
+        expect_contains(expect_error([&] { (void)v10.load(p); }, errc::not_supported),
+                        "fake0: loading program 'rsqrt': it needs ISA 1.1, the device implements "
+                        "ISA 1.0");
+        (void)v10.load(two_args()); // ISA 1.0 programs still load
     }
     assert_string_equal(d.path().c_str(), "fake0");
 
