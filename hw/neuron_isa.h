@@ -231,6 +231,13 @@ struct neuron_insn {
 /* DMA [Sync]. */
 #define NEURON_OP_DMA_LOAD		0x10 /* binding -> SBUF */
 #define NEURON_OP_DMA_STORE		0x11 /* SBUF -> binding */
+/*
+ * ISA 1.1: rows of a binding-held table -> SBUF. Partition p of dma.sbuf
+ * receives row idx[p] (the int32 at SBUF byte imm[0] of partition
+ * dma.sbuf.part_start + p), at dram.offset + idx[p] * dram.part_stride;
+ * imm[1] = rows of the table: an index outside [0, imm[1]) faults.
+ */
+#define NEURON_OP_DMA_GATHER		0x12
 /* Tensor engine [Tensor]. */
 #define NEURON_OP_MATMUL		0x20 /* PSUM[M,N] (+)= op1[K,M]^T op2[K,N] */
 #define NEURON_OP_TRANSPOSE		0x21 /* dst[f, p] = src[p, f] */
@@ -411,6 +418,11 @@ static inline const struct neuron_opcode_info *neuron_opcode_lookup(__u8 op)
 		 (1u << NEURON_ENGINE_SYNC),
 		 {NEURON_OPERAND_SBUF, NEURON_OPERAND_DRAM, NEURON_OPERAND_DRAM},
 		 "dma_store", 0},
+		{NEURON_OP_DMA_GATHER, 0,
+		 NEURON_FIELD_IMM0 | NEURON_FIELD_IMM1,
+		 (1u << NEURON_ENGINE_SYNC),
+		 {NEURON_OPERAND_SBUF, NEURON_OPERAND_DRAM, NEURON_OPERAND_DRAM},
+		 "dma_gather", 1},
 		{NEURON_OP_MATMUL, NEURON_MM_F_ACCUMULATE,
 		 0,
 		 (1u << NEURON_ENGINE_TENSOR),

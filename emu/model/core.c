@@ -277,6 +277,7 @@ static enum step step(nm_exec *ex, nm_stream *s) {
     switch (in.opcode) {
     case NEURON_OP_DMA_LOAD:
     case NEURON_OP_DMA_STORE:
+    case NEURON_OP_DMA_GATHER:
         nm_exec_dma(ex, &in, &r);
         break;
     case NEURON_OP_MATMUL:

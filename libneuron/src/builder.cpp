@@ -190,6 +190,19 @@ StreamBuilder &StreamBuilder::dma_load(const Tap &dst, const DramRef &src) {
     put_dram(p, src);
     return *this;
 }
+StreamBuilder &StreamBuilder::dma_gather(const Tap &dst, const DramRef &table,
+                                         uint32_t index_offset, uint32_t rows) {
+    if (dst.space != Space::sbuf)
+        invalid("dma_gather: the destination must be in SBUF");
+    if (index_offset % 4)
+        invalid(fmt::format("dma_gather: index offset {:#x} is not a multiple of 4", index_offset));
+    auto p = W(emit(NEURON_OP_DMA_GATHER));
+    put_tap(p.data(), 0, dst, "dma_gather");
+    put_dram(p, table);
+    wr32(p, 56, index_offset);
+    wr32(p, 60, rows);
+    return *this;
+}
 StreamBuilder &StreamBuilder::dma_store(const DramRef &dst, const Tap &src) {
     if (src.space != Space::sbuf)
         invalid("dma_store: the source must be in SBUF");

@@ -117,10 +117,14 @@ std::string disassemble_instruction(std::span<const std::byte> in, const Program
         return imm0 ? fmt::format("{} ctr{} -> {} x{}", name, func, arg, imm0)
                     : fmt::format("{} ctr{} -> {} forever", name, func, arg);
     case NEURON_OP_DMA_LOAD:
-    case NEURON_OP_DMA_STORE: {
+    case NEURON_OP_DMA_STORE:
+    case NEURON_OP_DMA_GATHER: {
         std::string mem = fmt::format("slot{}{}[+{:#x} pstride {} strides {},{}]", rd8(in, 24),
                                       slot_name(p, rd8(in, 24)), rd64(in, 32), rd32(in, 28),
                                       rd32(in, 40), rd32(in, 44));
+        if (op == NEURON_OP_DMA_GATHER)
+            return fmt::format("{} {} <- {} rows sbuf.int32[@{:#x}] < {}", name, tap(in, 0, p), mem,
+                               imm0, imm1);
         return op == NEURON_OP_DMA_LOAD ? fmt::format("{} {} <- {}", name, tap(in, 0, p), mem)
                                         : fmt::format("{} {} <- {}", name, mem, tap(in, 0, p));
     }

@@ -268,14 +268,18 @@ class CodeChecker {
                 return bad(I + 4, "loop target {} is not before the loop (index {})", arg, index);
             return {};
         case NEURON_OP_DMA_LOAD:
-        case NEURON_OP_DMA_STORE: {
+        case NEURON_OP_DMA_STORE:
+        case NEURON_OP_DMA_GATHER: {
             if (!zero(b_, I + 25, 3) || !zero(b_, I + 48, 8))
                 return bad(I + (zero(b_, I + 25, 3) ? 48 : 25), "reserved DMA fields must be zero");
             uint8_t slot = rd8(b_, I + 24);
             if (slot >= slots_.size())
                 return bad(I + 24, "binding slot {} does not exist (the program has {})", slot,
                            slots_.size());
-            bool load = op == NEURON_OP_DMA_LOAD;
+            if (op == NEURON_OP_DMA_GATHER && rd32(b_, I + 56) % 4)
+                return bad(I + 56, "the indices' SBUF offset {:#x} is not a multiple of 4",
+                           rd32(b_, I + 56));
+            bool load = op != NEURON_OP_DMA_STORE;
             const SlotInfo &si = slots_[slot];
             if (load && !(si.rights & 1))
                 return bad(I + 24, "loads from slot {} ({}), which the program may not read", slot,

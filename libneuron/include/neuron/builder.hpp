@@ -153,6 +153,12 @@ class NEURON_EXPORT StreamBuilder {
     // Sync engine.
     StreamBuilder &dma_load(const Tap &dst, const DramRef &src);
     StreamBuilder &dma_store(const DramRef &dst, const Tap &src);
+    /// Rows of a table (ISA 1.1): partition p of @p dst receives row idx[p]
+    /// of @p table (element (p, j1, j0) at table.offset + idx[p] *
+    /// table.part_stride + ...), idx[p] the int32 at byte @p index_offset of
+    /// the same SBUF partition, below @p rows (else the job faults).
+    StreamBuilder &dma_gather(const Tap &dst, const DramRef &table, uint32_t index_offset,
+                              uint32_t rows);
     // Tensor engine.
     /// dst[M, N] (+)= stationary[K, M]^T * moving[K, N]; K = partitions.
     StreamBuilder &matmul(const Tap &dst, const Tap &stationary, const Tap &moving,

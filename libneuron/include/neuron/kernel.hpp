@@ -36,6 +36,9 @@ class NEURON_EXPORT Kernel {
     // Sync engine.
     void dma_load(const Tap &dst, const DramRef &src);
     void dma_store(const DramRef &dst, const Tap &src);
+    /// Rows @p indices (int32, one per partition of @p dst, the same
+    /// partitions) of @p table, each below @p rows (ISA 1.1).
+    void dma_gather(const Tap &dst, const DramRef &table, const Tap &indices, uint32_t rows);
     // Tensor engine.
     void matmul(const Tap &dst, const Tap &stationary, const Tap &moving, bool accumulate);
     void transpose(const Tap &dst, const Tap &src);

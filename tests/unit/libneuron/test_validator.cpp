@@ -487,6 +487,38 @@ static void isa_revisions(void **) {
     refix(k);
     expect(k, insn(k, NEURON_ENGINE_VECTOR, 2) + 56,
            "imm[0] (the false value) must be zero with KEEP");
+    // DMA_GATHER: rows of a readable table by the int32 indices in SBUF.
+    ProgramBuilder gb("gather");
+    auto table = gb.argument("table", DType::fp32, {300, 48}, Direction::in);
+    auto out = gb.argument("out", DType::fp32, {100, 48}, Direction::out);
+    auto idx = gb.sbuf("idx", DType::int32, 1, 100);
+    auto rows = gb.sbuf("rows", DType::fp32, 48, 100);
+    gb.sync()
+        .dma_load(idx.tap(), table.at(0, 4)) // (any int32 bits)
+        .dma_gather(rows.tap(), table.at(0, 48 * 4), idx.offset, 300)
+        .dma_store(out.at(0, 48 * 4), rows.tap());
+    auto gbytes = gb.build();
+    Program gp = Program::parse(gbytes);
+    assert_int_equal(gp.isa_version(), 1u << 16 | 1u);
+    text = disassemble(gp);
+    if (!std::strstr(text.c_str(), "dma_gather sbuf.fp32[p0+100 @0x40 48] (rows) <- slot0 "
+                                   "(table)[+0x0 pstride 192 strides 4,0] rows "
+                                   "sbuf.int32[@0x0] < 300"))
+        fail_msg("no gather in:\n%s", text.c_str());
+    const uint64_t g1 = insn(gbytes, NEURON_ENGINE_SYNC, 1);
+    auto gt = gbytes;
+    test::wr32(gt, g1 + 56, 2);
+    refix(gt);
+    expect(gt, g1 + 56, "the indices' SBUF offset 0x2 is not a multiple of 4");
+    gt = gbytes;
+    test::wr8(gt, g1 + 24, 1); // the output: write-only
+    refix(gt);
+    expect(gt, g1 + 24, "loads from slot 1 ('out', out argument), which the program may not read");
+    gt = gbytes;
+    test::wr16(gt, 34, 0);
+    refix(gt);
+    expect(gt, g1, "dma_gather is an ISA 1.1 instruction, but the program declares ISA 1.0");
+
     // Comparison ops beyond the table are unknown, not ISA 1.1.
     auto u = bytes;
     test::wr8(u, insn(u, NEURON_ENGINE_VECTOR, 3) + 2, NEURON_ALU_COUNT);

@@ -5,7 +5,8 @@
  * special values), the comparison ALU ops of TENSOR_TENSOR and
  * TENSOR_SCALAR (NaN, signed zeros, infinities), SELECT with a fill value
  * and with KEEP, causal and additive attention masks built on the device,
- * and the decode faults of the new encodings.
+ * DMA_GATHER (embedding rows by int32 indices, its faults), and the decode
+ * faults of the new encodings.
  */
 #include <float.h>
 #include <setjmp.h>
@@ -533,6 +534,109 @@ static void test_causal_mask(void **state) {
     }
 }
 
+/* ---- gather ---- */
+
+enum { GV = 300, GD = 48, GP = 100 };
+
+/*
+ * Embedding rows: the int32 indices of @np partitions (at SBUF 0) pick rows
+ * of a [GV, GD] table (@dt) into SBUF 1024; stored to @out. Returns the
+ * status; the job's info and engine in *info.
+ */
+static uint32_t run_gather(uint8_t dt, const int32_t *idx, uint32_t np, uint32_t limit,
+                           uint32_t index_at, uint32_t table_flags, const float *table, float *out,
+                           uint32_t *info, uint64_t *dma_bytes) {
+    tenv *t = te_new();
+    pb_prog p;
+    pb_init(&p);
+    uint8_t *pt, *pi, *po;
+    uint32_t st = te_buffer(t, (uint64_t)GV * GD * esz(dt), table_flags, &pt);
+    tu_pack(dt, pt, table, (size_t)GV * GD);
+    uint32_t si = te_buffer(t, np * 4u, NEURON_BIND_READ, &pi);
+    memcpy(pi, idx, np * 4u);
+    uint32_t so = te_buffer(t, (uint64_t)np * GD * esz(dt), NEURON_BIND_WRITE, &po);
+    pb_dma(&p, true, pb_sbuf(I32, 0, np, 0, 1), si, 0, 4, 4, 0);
+    struct neuron_insn *g = pb_emit(&p, NEURON_ENGINE_SYNC, NEURON_OP_DMA_GATHER);
+    g->dma.sbuf = pb_sbuf(dt, 0, np, 1024, GD);
+    g->dma.dram.slot = (uint8_t)st;
+    g->dma.dram.part_stride = GD * esz(dt); /* the row pitch */
+    g->dma.dram.stride[0] = esz(dt);
+    g->imm[0] = index_at;
+    g->imm[1] = limit;
+    pb_dma(&p, false, pb_sbuf(dt, 0, np, 1024, GD), so, 0, GD * esz(dt), esz(dt), 0);
+    pb_end_all(&p);
+    uint32_t status = te_run(t, &p);
+    *info = t->job.info;
+    if (dma_bytes)
+        *dma_bytes = t->job.dma_bytes;
+    if (status == NEURON_JOB_STATUS_OK)
+        tu_unpack(dt, out, po, (size_t)np * GD);
+    pb_free(&p);
+    te_free(t);
+    return status;
+}
+
+static void test_gather(void **state) {
+    (void)state;
+    static float table[GV * GD], out[GP * GD];
+    uint64_t s = 103;
+    for (size_t i = 0; i < GV * GD; i++)
+        table[i] = tu_uniform(&s) * 3.0f;
+    int32_t idx[GP];
+    for (uint32_t p = 0; p < GP; p++)
+        idx[p] = (int32_t)(tu_rand(&s) % GV);
+    idx[0] = 0;
+    idx[1] = GV - 1;
+    idx[2] = idx[3] = 17; /* repeated */
+    const uint8_t dts[] = {F32, BF16};
+    for (size_t k = 0; k < 2; k++) {
+        uint32_t info;
+        uint64_t bytes;
+        assert_int_equal(
+            run_gather(dts[k], idx, GP, GV, 0, NEURON_BIND_READ, table, out, &info, &bytes),
+            NEURON_JOB_STATUS_OK);
+        for (uint32_t p = 0; p < GP; p++)
+            for (uint32_t j = 0; j < GD; j++) {
+                const float want = tu_round(dts[k], table[(size_t)idx[p] * GD + j]);
+                if (tu_bits(out[p * GD + j]) != tu_bits(want))
+                    fail_msg("dt %u row %u (index %d) col %u: got %g want %g", dts[k], p, idx[p], j,
+                             (double)out[p * GD + j], (double)want);
+            }
+        /* the index load, the gather, the store */
+        assert_int_equal(bytes, (uint64_t)GP * 4 + 2ull * GP * GD * esz(dts[k]));
+    }
+    /* An index outside [0, rows): BINDING_RANGE with the table's slot, nothing moved. */
+    uint32_t info;
+    int32_t bad[GP];
+    memcpy(bad, idx, sizeof(bad));
+    bad[50] = GV;
+    assert_int_equal(run_gather(F32, bad, GP, GV, 0, NEURON_BIND_READ, table, out, &info, NULL),
+                     NEURON_JOB_STATUS_BINDING_RANGE);
+    assert_int_equal(info, 0);
+    bad[50] = -1;
+    assert_int_equal(run_gather(F32, bad, GP, GV, 0, NEURON_BIND_READ, table, out, &info, NULL),
+                     NEURON_JOB_STATUS_BINDING_RANGE);
+    /* A row bound beyond the binding: the last row's extent is checked. */
+    bad[50] = GV;
+    assert_int_equal(run_gather(F32, bad, GP, GV + 1, 0, NEURON_BIND_READ, table, out, &info, NULL),
+                     NEURON_JOB_STATUS_BINDING_RANGE);
+    /* A huge index and row pitch: out of range, no overflow. */
+    bad[50] = INT32_MAX;
+    assert_int_equal(
+        run_gather(F32, bad, GP, UINT32_MAX, 0, NEURON_BIND_READ, table, out, &info, NULL),
+        NEURON_JOB_STATUS_BINDING_RANGE);
+    /* The table must be readable. */
+    assert_int_equal(run_gather(F32, idx, GP, GV, 0, NEURON_BIND_WRITE, table, out, &info, NULL),
+                     NEURON_JOB_STATUS_BINDING_ACCESS);
+    /* The indices: aligned, inside the partition. */
+    assert_int_equal(run_gather(F32, idx, GP, GV, 2, NEURON_BIND_READ, table, out, &info, NULL),
+                     NEURON_JOB_STATUS_ALIGN);
+    assert_int_equal(run_gather(F32, idx, GP, GV, NEURON_SBUF_DEFAULT_SIZE / 128, NEURON_BIND_READ,
+                                table, out, &info, NULL),
+                     NEURON_JOB_STATUS_SBUF_RANGE);
+    assert_int_equal(info, 1); /* the instruction's index */
+}
+
 /* ---- decode faults of the new encodings ---- */
 
 static void expect_fault(int engine, const struct neuron_insn *in, uint32_t status) {
@@ -615,6 +719,18 @@ static void test_decode(void **state) {
     in.op[0].offset = (24u << 20) / 128 - 32; /* past the partition */
     expect_fault(V, &in, NEURON_JOB_STATUS_SBUF_RANGE);
 
+    /* DMA_GATHER runs on the Sync engine only, with its reserved fields zero. */
+    memset(&in, 0, sizeof(in));
+    in.opcode = NEURON_OP_DMA_GATHER;
+    in.dma.sbuf = pb_sbuf(F32, 0, 4, 0, 8);
+    in.imm[1] = 1;
+    expect_fault(V, &in, NEURON_JOB_STATUS_DECODE);
+    in.dma.reserved[0] = 1;
+    expect_fault(NEURON_ENGINE_SYNC, &in, NEURON_JOB_STATUS_DECODE);
+    in.dma.reserved[0] = 0;
+    in.func = 1;
+    expect_fault(NEURON_ENGINE_SYNC, &in, NEURON_JOB_STATUS_DECODE);
+
     /* A good SELECT in the same harness. */
     in = insn_select();
     tenv *t = te_new();
@@ -641,6 +757,8 @@ static void test_versions(void **state) {
     assert_int_equal(
         neuron_insn_isa_minor(NEURON_OP_TENSOR_SCALAR, NEURON_ALU_MUL, NEURON_ALU_IS_GE), 1);
     assert_int_equal(neuron_insn_isa_minor(NEURON_OP_SELECT, 0, 0), 1);
+    assert_int_equal(neuron_insn_isa_minor(NEURON_OP_DMA_GATHER, 0, 0), 1);
+    assert_int_equal(neuron_insn_isa_minor(NEURON_OP_DMA_LOAD, 0, 0), 0);
     assert_int_equal(neuron_insn_isa_minor(NEURON_OP_REDUCE, NEURON_ALU_IS_EQ, 0), 0);
     assert_int_equal(neuron_insn_isa_minor(0x7f, 0, 0), 0);
     assert_string_equal(neuron_opcode_lookup(NEURON_OP_SELECT)->name, "select");
@@ -656,6 +774,7 @@ int main(void) {
         cmocka_unit_test(test_select),
         cmocka_unit_test(test_select_keep),
         cmocka_unit_test(test_causal_mask),
+        cmocka_unit_test(test_gather),
         cmocka_unit_test(test_decode),
         cmocka_unit_test(test_versions),
     };
