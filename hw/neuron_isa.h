@@ -26,7 +26,7 @@
 #endif
 
 #define NEURON_ISA_VERSION_MAJOR	1
-#define NEURON_ISA_VERSION_MINOR	0
+#define NEURON_ISA_VERSION_MINOR	1
 
 /* On-core memories. SBUF bytes per core: NEURON_REG_SBUF_SIZE. */
 #define NEURON_SBUF_DEFAULT_SIZE	(24u << 20) /* 192 KiB per partition */
@@ -231,6 +231,13 @@ struct neuron_insn {
 /* DMA [Sync]. */
 #define NEURON_OP_DMA_LOAD		0x10 /* binding -> SBUF */
 #define NEURON_OP_DMA_STORE		0x11 /* SBUF -> binding */
+/*
+ * ISA 1.1: rows of a binding-held table -> SBUF. Partition p of dma.sbuf
+ * receives row idx[p] (the int32 at SBUF byte imm[0] of partition
+ * dma.sbuf.part_start + p), at dram.offset + idx[p] * dram.part_stride;
+ * imm[1] = rows of the table: an index outside [0, imm[1]) faults.
+ */
+#define NEURON_OP_DMA_GATHER		0x12
 /* Tensor engine [Tensor]. */
 #define NEURON_OP_MATMUL		0x20 /* PSUM[M,N] (+)= op1[K,M]^T op2[K,N] */
 #define NEURON_OP_TRANSPOSE		0x21 /* dst[f, p] = src[p, f] */
@@ -242,6 +249,7 @@ struct neuron_insn {
 #define NEURON_OP_COPY			0x34 /* [Vector, Scalar] with conversion */
 #define NEURON_OP_MEMSET		0x35 /* [Vector, Scalar] */
 #define NEURON_OP_IOTA			0x36 /* [Vector] */
+#define NEURON_OP_SELECT		0x37 /* [Vector] ISA 1.1: mask ? a : b */
 
 /* SEM_WAIT flags. */
 #define NEURON_SEM_F_DECREMENT		(1u << 0) /* then sem[func] -= arg */
@@ -264,7 +272,15 @@ struct neuron_insn {
 #define NEURON_ALU_MAX			4
 #define NEURON_ALU_MIN			5
 #define NEURON_ALU_DIV			6
-#define NEURON_ALU_COUNT		7
+/* ISA 1.1: comparisons, 1.0 when true, else 0.0 (NaN: only NE is true). */
+#define NEURON_ALU_IS_EQ		7
+#define NEURON_ALU_IS_NE		8
+#define NEURON_ALU_IS_LT		9
+#define NEURON_ALU_IS_LE		10
+#define NEURON_ALU_IS_GT		11
+#define NEURON_ALU_IS_GE		12
+#define NEURON_ALU_COUNT		13
+#define NEURON_ALU_COUNT_1_0		7 /* ALU ops of ISA 1.0: 1..6 */
 
 /* TENSOR_SCALAR flags: swap the operands of op0 / op1 (scalar op x). */
 #define NEURON_TS_F_REVERSE0		(1u << 0)
@@ -279,7 +295,17 @@ struct neuron_insn {
 #define NEURON_ACT_TANH			6
 #define NEURON_ACT_EXP			7
 #define NEURON_ACT_SILU			8
-#define NEURON_ACT_COUNT		9
+/* ISA 1.1. */
+#define NEURON_ACT_RSQRT		9  /* 1 / sqrt(z) */
+#define NEURON_ACT_RECIPROCAL		10 /* 1 / z */
+#define NEURON_ACT_COUNT		11
+#define NEURON_ACT_COUNT_1_0		9 /* functions of ISA 1.0: 1..8 */
+
+/*
+ * SELECT flags. dst = op[1] != 0 ? op[2] : imm[0] (fp32); with KEEP the
+ * false case keeps the destination's element (and imm[0] must be 0).
+ */
+#define NEURON_SEL_F_KEEP		(1u << 0)
 
 /* Reductions: REDUCE func. */
 #define NEURON_RED_SUM			1
@@ -328,6 +354,8 @@ static_assert(NEURON_PSUM_BANK_SIZE * NEURON_PSUM_BANKS * 128 == NEURON_PSUM_SIZ
  * @engines: bit NEURON_ENGINE_* of each engine that may run it
  * @operand: NEURON_OPERAND_* of op[0], op[1], op[2]
  * @name: lower-case mnemonic, as the disassembler prints it
+ * @isa_minor: the NEURON_ISA_VERSION_MINOR that introduced the opcode
+ *	(see neuron_insn_isa_minor() for functions added to older opcodes)
  */
 struct neuron_opcode_info {
 	__u8 opcode;
@@ -336,6 +364,7 @@ struct neuron_opcode_info {
 	__u8 engines;
 	__u8 operand[3];
 	const char *name;
+	__u8 isa_minor;
 };
 
 #define NEURON_ENGINES_ALL	((1u << NEURON_ENGINE_TENSOR) | \
@@ -353,88 +382,98 @@ static inline const struct neuron_opcode_info *neuron_opcode_lookup(__u8 op)
 		 0,
 		 NEURON_ENGINES_ALL,
 		 {NEURON_OPERAND_NONE, NEURON_OPERAND_NONE, NEURON_OPERAND_NONE},
-		 "end"},
+		 "end", 0},
 		{NEURON_OP_NOP, 0,
 		 0,
 		 NEURON_ENGINES_ALL,
 		 {NEURON_OPERAND_NONE, NEURON_OPERAND_NONE, NEURON_OPERAND_NONE},
-		 "nop"},
+		 "nop", 0},
 		{NEURON_OP_NOTIFY, 0,
 		 NEURON_FIELD_ARG,
 		 NEURON_ENGINES_ALL,
 		 {NEURON_OPERAND_NONE, NEURON_OPERAND_NONE, NEURON_OPERAND_NONE},
-		 "notify"},
+		 "notify", 0},
 		{NEURON_OP_SEM_SIGNAL, 0,
 		 NEURON_FIELD_FUNC | NEURON_FIELD_ARG,
 		 NEURON_ENGINES_ALL,
 		 {NEURON_OPERAND_NONE, NEURON_OPERAND_NONE, NEURON_OPERAND_NONE},
-		 "signal"},
+		 "signal", 0},
 		{NEURON_OP_SEM_WAIT, NEURON_SEM_F_DECREMENT,
 		 NEURON_FIELD_FUNC | NEURON_FIELD_ARG,
 		 NEURON_ENGINES_ALL,
 		 {NEURON_OPERAND_NONE, NEURON_OPERAND_NONE, NEURON_OPERAND_NONE},
-		 "wait"},
+		 "wait", 0},
 		{NEURON_OP_LOOP, 0,
 		 NEURON_FIELD_FUNC | NEURON_FIELD_ARG | NEURON_FIELD_IMM0,
 		 NEURON_ENGINES_ALL,
 		 {NEURON_OPERAND_NONE, NEURON_OPERAND_NONE, NEURON_OPERAND_NONE},
-		 "loop"},
+		 "loop", 0},
 		{NEURON_OP_DMA_LOAD, 0,
 		 0,
 		 (1u << NEURON_ENGINE_SYNC),
 		 {NEURON_OPERAND_SBUF, NEURON_OPERAND_DRAM, NEURON_OPERAND_DRAM},
-		 "dma_load"},
+		 "dma_load", 0},
 		{NEURON_OP_DMA_STORE, 0,
 		 0,
 		 (1u << NEURON_ENGINE_SYNC),
 		 {NEURON_OPERAND_SBUF, NEURON_OPERAND_DRAM, NEURON_OPERAND_DRAM},
-		 "dma_store"},
+		 "dma_store", 0},
+		{NEURON_OP_DMA_GATHER, 0,
+		 NEURON_FIELD_IMM0 | NEURON_FIELD_IMM1,
+		 (1u << NEURON_ENGINE_SYNC),
+		 {NEURON_OPERAND_SBUF, NEURON_OPERAND_DRAM, NEURON_OPERAND_DRAM},
+		 "dma_gather", 1},
 		{NEURON_OP_MATMUL, NEURON_MM_F_ACCUMULATE,
 		 0,
 		 (1u << NEURON_ENGINE_TENSOR),
 		 {NEURON_OPERAND_PSUM, NEURON_OPERAND_SBUF, NEURON_OPERAND_SBUF},
-		 "matmul"},
+		 "matmul", 0},
 		{NEURON_OP_TRANSPOSE, 0,
 		 0,
 		 (1u << NEURON_ENGINE_TENSOR),
 		 {NEURON_OPERAND_ONCHIP, NEURON_OPERAND_ONCHIP, NEURON_OPERAND_NONE},
-		 "transpose"},
+		 "transpose", 0},
 		{NEURON_OP_ACTIVATE, 0,
 		 NEURON_FIELD_FUNC | NEURON_FIELD_IMM0 | NEURON_FIELD_IMM1,
 		 (1u << NEURON_ENGINE_SCALAR),
 		 {NEURON_OPERAND_ONCHIP, NEURON_OPERAND_ONCHIP, NEURON_OPERAND_ONCHIP_OPT},
-		 "activate"},
+		 "activate", 0},
 		{NEURON_OP_TENSOR_TENSOR, 0,
 		 NEURON_FIELD_FUNC,
 		 (1u << NEURON_ENGINE_VECTOR),
 		 {NEURON_OPERAND_ONCHIP, NEURON_OPERAND_ONCHIP, NEURON_OPERAND_ONCHIP},
-		 "tensor_tensor"},
+		 "tensor_tensor", 0},
 		{NEURON_OP_TENSOR_SCALAR, NEURON_TS_F_REVERSE0 | NEURON_TS_F_REVERSE1,
 		 NEURON_FIELD_FUNC | NEURON_FIELD_FUNC2 | NEURON_FIELD_IMM0 | NEURON_FIELD_IMM1,
 		 NEURON_ENGINES_VS,
 		 {NEURON_OPERAND_ONCHIP, NEURON_OPERAND_ONCHIP, NEURON_OPERAND_ONCHIP_OPT},
-		 "tensor_scalar"},
+		 "tensor_scalar", 0},
 		{NEURON_OP_REDUCE, 0,
 		 NEURON_FIELD_FUNC,
 		 (1u << NEURON_ENGINE_VECTOR),
 		 {NEURON_OPERAND_ONCHIP, NEURON_OPERAND_ONCHIP, NEURON_OPERAND_NONE},
-		 "reduce"},
+		 "reduce", 0},
 		{NEURON_OP_COPY, 0,
 		 0,
 		 NEURON_ENGINES_VS,
 		 {NEURON_OPERAND_ONCHIP, NEURON_OPERAND_ONCHIP, NEURON_OPERAND_NONE},
-		 "copy"},
+		 "copy", 0},
 		{NEURON_OP_MEMSET, 0,
 		 NEURON_FIELD_IMM0,
 		 NEURON_ENGINES_VS,
 		 {NEURON_OPERAND_ONCHIP, NEURON_OPERAND_NONE, NEURON_OPERAND_NONE},
-		 "memset"},
+		 "memset", 0},
 		{NEURON_OP_IOTA, 0,
 		 NEURON_FIELD_ARG | NEURON_FIELD_IMM0 | NEURON_FIELD_IMM1,
 		 (1u << NEURON_ENGINE_VECTOR),
 		 {NEURON_OPERAND_ONCHIP, NEURON_OPERAND_NONE, NEURON_OPERAND_NONE},
-		 "iota"},
-		{0, 0, 0, 0, {0, 0, 0}, NULL}, /* end of the table */
+		 "iota", 0},
+		{NEURON_OP_SELECT, NEURON_SEL_F_KEEP,
+		 NEURON_FIELD_IMM0,
+		 (1u << NEURON_ENGINE_VECTOR),
+		 {NEURON_OPERAND_ONCHIP, NEURON_OPERAND_ONCHIP, NEURON_OPERAND_ONCHIP},
+		 "select", 1},
+		{0, 0, 0, 0, {0, 0, 0}, NULL, 0}, /* end of the table */
 	};
 	unsigned int i;
 
@@ -450,6 +489,42 @@ static inline unsigned int neuron_opcode_engines(__u8 op)
 	const struct neuron_opcode_info *info = neuron_opcode_lookup(op);
 
 	return info ? info->engines : 0;
+}
+
+/* Whether @v is one of the values [@first, @end) that a revision added. */
+static inline int neuron_isa_added(unsigned int v, unsigned int first, unsigned int end)
+{
+	return v >= first && v < end;
+}
+
+/*
+ * The ISA minor version an instruction needs: its opcode's, or that of the
+ * function (@func, @func2) it names when a later revision added it to an
+ * older opcode. 0 for an unknown opcode or function (which no revision
+ * decodes).
+ */
+static inline unsigned int neuron_insn_isa_minor(__u8 op, __u8 func, __u8 func2)
+{
+	const struct neuron_opcode_info *info = neuron_opcode_lookup(op);
+	unsigned int minor = info ? info->isa_minor : 0;
+
+	switch (op) {
+	case NEURON_OP_ACTIVATE:
+		if (neuron_isa_added(func, NEURON_ACT_COUNT_1_0, NEURON_ACT_COUNT) &&
+		    minor < 1)
+			minor = 1;
+		break;
+	case NEURON_OP_TENSOR_TENSOR:
+	case NEURON_OP_TENSOR_SCALAR:
+		if ((neuron_isa_added(func, NEURON_ALU_COUNT_1_0, NEURON_ALU_COUNT) ||
+		     neuron_isa_added(func2, NEURON_ALU_COUNT_1_0, NEURON_ALU_COUNT)) &&
+		    minor < 1)
+			minor = 1;
+		break;
+	default:
+		break;
+	}
+	return minor;
 }
 
 #endif /* NEURON_ISA_H */

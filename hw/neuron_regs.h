@@ -33,7 +33,7 @@
 
 #define NEURON_MAGIC			0x4e524e31 /* "NRN1" */
 #define NEURON_VERSION_MAJOR		1
-#define NEURON_VERSION_MINOR		1 /* 1.1: job profiling */
+#define NEURON_VERSION_MINOR		1 /* 1.1: job profiling, NEURON_REG_ISA_VERSION */
 #define NEURON_VERSION_MAJOR_OF(v)	((v) >> 16)
 #define NEURON_VERSION_MINOR_OF(v)	((v) & 0xffff)
 
@@ -62,6 +62,12 @@
 #define NEURON_REG_MEM_SIZE_HI		0x0024
 #define NEURON_REG_CLOCK_MHZ		0x0028 /* RO: core clock for cycles */
 #define NEURON_REG_PARTITIONS		0x002c /* RO: SBUF/PSUM partitions */
+/*
+ * RO: the instruction set the cores implement, NEURON_ISA_VERSION_MAJOR << 16
+ * | NEURON_ISA_VERSION_MINOR (hw/isa.md). Since interface version 1.1; a 1.0
+ * device implements ISA 1.0.
+ */
+#define NEURON_REG_ISA_VERSION		0x0030
 
 #define NEURON_REG_DEV_CTRL		0x0040 /* RW */
 #define NEURON_REG_DEV_STATUS		0x0044 /* RO */

@@ -95,6 +95,11 @@ static int neuron_hw_read_identity(struct neuron_hw *hw, struct pci_dev *pdev)
 
 	hw->caps = neuron_rd32(hw, NEURON_REG_CAPS);
 	hw->fw_version = neuron_rd32(hw, NEURON_REG_FW_VERSION);
+	/* NEURON_REG_ISA_VERSION exists since interface 1.1. */
+	if (NEURON_VERSION_MINOR_OF(hw->version) >= 1)
+		hw->isa_version = neuron_rd32(hw, NEURON_REG_ISA_VERSION);
+	else
+		hw->isa_version = 1 << 16;
 	hw->num_cores = neuron_rd32(hw, NEURON_REG_NUM_CORES);
 	hw->num_dma = neuron_rd32(hw, NEURON_REG_NUM_DMA);
 	hw->sbuf_size = neuron_rd32(hw, NEURON_REG_SBUF_SIZE);
@@ -169,9 +174,11 @@ int neuron_hw_init(struct neuron_hw *hw, struct pci_dev *pdev)
 		dev_warn(hw->dev, "device is not ready after reset (status %#x): no jobs can run\n",
 			 neuron_rd32(hw, NEURON_REG_DEV_STATUS));
 
-	dev_info(hw->dev, "interface %u.%u, firmware %u.%u, %u cores, %u DMA engines, %llu MiB device memory\n",
+	dev_info(hw->dev, "interface %u.%u, ISA %u.%u, firmware %u.%u, %u cores, %u DMA engines, %llu MiB device memory\n",
 		 NEURON_VERSION_MAJOR_OF(hw->version),
 		 NEURON_VERSION_MINOR_OF(hw->version),
+		 NEURON_VERSION_MAJOR_OF(hw->isa_version),
+		 NEURON_VERSION_MINOR_OF(hw->isa_version),
 		 NEURON_VERSION_MAJOR_OF(hw->fw_version),
 		 NEURON_VERSION_MINOR_OF(hw->fw_version),
 		 hw->num_cores, hw->num_dma, hw->mem_size >> 20);

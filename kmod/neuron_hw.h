@@ -24,6 +24,7 @@ struct pci_dev;
  *	userspace (cached: the PCI device may be gone when it is asked)
  * @version: interface version, major << 16 | minor
  * @fw_version: firmware version, major << 16 | minor
+ * @isa_version: instruction set of the cores, major << 16 | minor
  * @caps: NEURON_CAP_* bits
  * @num_cores: NeuronCores, each with one job queue
  * @num_dma: DMA engines
@@ -47,6 +48,7 @@ struct neuron_hw {
 	u64 pci_bus_info;
 	u32 version;
 	u32 fw_version;
+	u32 isa_version;
 	u32 caps;
 	u32 num_cores;
 	u32 num_dma;

@@ -126,6 +126,9 @@ static int neuron_get_param_ioctl(struct drm_device *drm, void *data,
 		args->value = DRM_NEURON_API_VERSION_MAJOR << 16 |
 			      DRM_NEURON_API_VERSION_MINOR;
 		break;
+	case DRM_NEURON_PARAM_ISA_VERSION:
+		args->value = hw->isa_version;
+		break;
 	default:
 		return -EINVAL;
 	}

@@ -24,7 +24,18 @@ int main(int argc, char **argv) {
     app.add_flag("--disassemble", disasm, "print the compiled program's listing");
     app.add_flag("--time-passes", times, "print the time of every pass");
     app.add_flag("--no-fuse", no_fuse, "compile every operator on its own");
+    std::string isa =
+        fmt::format("{}.{}", neuron::isa_version() >> 16, neuron::isa_version() & 0xffff);
+    app.add_option("--isa", isa, "the target device's ISA version MAJOR.MINOR")
+        ->capture_default_str();
     CLI11_PARSE(app, argc, argv);
+    unsigned isa_major = 0, isa_minor = 0;
+    if (char end; std::sscanf(isa.c_str(), "%u.%u%c", &isa_major, &isa_minor, &end) != 2 ||
+                  isa_major > 0xffff || isa_minor > 0xffff) {
+        std::fprintf(stderr, "neuron-cc: --isa '%s': expected MAJOR.MINOR, e.g. 1.0\n",
+                     isa.c_str());
+        return 2;
+    }
     try {
         Graph g;
         if (input == "-") {
@@ -43,6 +54,7 @@ int main(int argc, char **argv) {
             return 0;
         CompileOptions opt;
         opt.fuse = !no_fuse;
+        opt.isa_version = isa_major << 16 | isa_minor;
         Compiled c = compile(g, opt);
         if (dump_plan)
             std::fputs(c.plan.c_str(), stdout);

@@ -147,7 +147,9 @@ class Lowering {
     void ensure_loaded(uint32_t node);
     void store(uint32_t node);
     const Buf &replicated(uint32_t node, uint32_t step);
-    void rsqrt(const Tap &r, const Tap &v, const Tap &scratch, const Tap &est_i);
+    void require(uint32_t node, const std::string &insn, unsigned minor) const;
+    void require(uint32_t node, Activation f) const { require(node, mnemonic(f), isa_minor_of(f)); }
+    void check_isa(const Program &p) const;
 
     void emit_matmul(uint32_t i, const Plan &p);
     void emit_elementwise(uint32_t i, const Plan &p);
@@ -185,6 +187,11 @@ class Lowering {
 };
 
 void Lowering::check() {
+    if (opt_.isa_version >> 16 != isa_version() >> 16 || opt_.isa_version > isa_version())
+        throw GraphError(fmt::format("target ISA {}.{}: this compiler emits ISA {}.0 to {}.{}",
+                                     opt_.isa_version >> 16, opt_.isa_version & 0xffff,
+                                     isa_version() >> 16, isa_version() >> 16,
+                                     isa_version() & 0xffff));
     if (g_.outputs().empty())
         throw GraphError(fmt::format("graph '{}' has no outputs", g_.name()));
     uses_.assign(g_.nodes().size(), 0);
@@ -610,21 +617,32 @@ const Buf &Lowering::replicated(uint32_t node, uint32_t step) {
     return bufs_[static_cast<size_t>(it->second)];
 }
 
-// r = 1/sqrt(v): the integer estimate 0x5f3759df - bits/2 (on the int32
-// view of v's bytes), then three Newton steps r <- r (1.5 - 0.5 v r^2).
-void Lowering::rsqrt(const Tap &r, const Tap &v, const Tap &t, const Tap &est_i) {
-    Tap vi = v;
-    vi.dtype = DType::int32;
-    k_->tensor_scalar(Engine::vector, est_i, vi, AluOp::mul, 0.5f, AluOp::sub,
-                      static_cast<float>(0x5f3759df), false, /*reverse1=*/true);
-    Tap est = est_i;
-    est.dtype = DType::fp32;
-    k_->copy(Engine::vector, r, est);
-    for (int it = 0; it < 3; it++) {
-        k_->tensor_tensor(AluOp::mul, t, r, r);
-        k_->tensor_tensor(AluOp::mul, t, t, v);
-        k_->tensor_scalar(Engine::vector, t, t, AluOp::mul, -0.5f, AluOp::add, 1.5f);
-        k_->tensor_tensor(AluOp::mul, r, r, t);
+// Node @p node is lowered with instruction @p insn of ISA minor @p need:
+// the target must have it.
+void Lowering::require(uint32_t node, const std::string &insn, unsigned need) const {
+    const unsigned have = opt_.isa_version & 0xffff;
+    if (need > have)
+        unsupported(g_, g_.node(node),
+                    fmt::format("the lowering needs {}, an instruction of ISA {}.{}, but the "
+                                "target device implements ISA {}.{}",
+                                insn, isa_version() >> 16, need, opt_.isa_version >> 16, have));
+}
+
+// The last word: no instruction of the program is newer than the target.
+void Lowering::check_isa(const Program &p) const {
+    const unsigned have = opt_.isa_version & 0xffff;
+    for (unsigned e = 1; e <= num_engines; e++) {
+        auto code = p.stream(static_cast<Engine>(e));
+        for (size_t i = 0; i + 64 <= code.size(); i += 64) {
+            auto b = [&](size_t k) { return static_cast<uint8_t>(code[i + k]); };
+            if (unsigned need = isa_minor_of(b(0), b(2), b(3)); need > have)
+                throw GraphError(fmt::format(
+                    "graph '{}': instruction {} of the {} stream is {}, an instruction of ISA "
+                    "{}.{}, but the target device implements ISA {}.{}",
+                    g_.name(), i / 64, to_string(static_cast<Engine>(e)),
+                    mnemonic(b(0), b(2), b(3)), isa_version() >> 16, need, opt_.isa_version >> 16,
+                    have));
+        }
     }
 }
 
@@ -876,20 +894,43 @@ void Lowering::emit_softmax(uint32_t i) {
     const uint32_t src = n.operands[0];
     ensure_loaded(src);
     const uint32_t C = static_cast<uint32_t>(n.type.shape.back());
+    if (n.causal) {
+        require(i, mnemonic_tensor_scalar(AluOp::is_ge), isa_minor_of(AluOp::is_ge));
+        require(i, mnemonic_select(), isa_minor_of_select());
+    }
     int mx = temp(i, n.name + ".max", DType::fp32, P, 1);
     int e = temp(i, n.name + ".exp", DType::fp32, P, C);
     int sum = temp(i, n.name + ".sum", DType::fp32, P, 1);
+    int diff = n.causal ? temp(i, n.name + ".q-k", DType::int32, P, C) : -1;
+    int mask = n.causal ? temp(i, n.name + ".mask", DType::fp32, P, C) : -1;
     if (planning_)
         return;
     const Buf &in = buf(src), &out = buf(i);
     const Buf &M = bufs_[static_cast<size_t>(mx)], &E = bufs_[static_cast<size_t>(e)],
               &S = bufs_[static_cast<size_t>(sum)];
+    const uint32_t Q = n.causal ? static_cast<uint32_t>(n.type.shape[n.type.shape.size() - 2]) : 1;
     for (uint32_t t = 0; t < out.tiles(); t++) {
         const uint32_t rt = tile_rows(out, t);
         Tap m = rows(M, 0, rt, 0, 1), ex = rows(E, 0, rt, 0, C), s = rows(S, 0, rt, 0, 1);
-        k_->reduce(ReduceOp::max, m, tile(in, t));
+        Tap x = tile(in, t);
+        if (n.causal) {
+            // q - k for every element: one IOTA per run of partitions whose
+            // query index q = row % Q does not wrap, then the mask k <= q,
+            // and the masked scores (-inf where k > q) in place of x.
+            const Buf &D = bufs_[static_cast<size_t>(diff)], &K = bufs_[static_cast<size_t>(mask)];
+            for (uint32_t p0 = 0; p0 < rt;) {
+                const uint32_t q0 = (t * P + p0) % Q, len = std::min(rt - p0, Q - q0);
+                k_->iota(rows(D, p0, len, 0, C), static_cast<int32_t>(q0), 1, -1);
+                p0 += len;
+            }
+            k_->tensor_scalar(Engine::vector, rows(K, 0, rt, 0, C), rows(D, 0, rt, 0, C),
+                              AluOp::is_ge, 0.0f);
+            k_->select(ex, rows(K, 0, rt, 0, C), x, -INFINITY);
+            x = ex;
+        }
+        k_->reduce(ReduceOp::max, m, x);
         k_->tensor_scalar(Engine::vector, m, m, AluOp::mul, -1.0f);
-        k_->activate(Activation::exp, ex, tile(in, t), 1.0f, m);
+        k_->activate(Activation::exp, ex, x, 1.0f, m);
         k_->reduce(ReduceOp::sum, s, ex);
         k_->tensor_scalar(Engine::vector, tile(out, t), ex, AluOp::div, s);
     }
@@ -903,11 +944,10 @@ void Lowering::emit_norm(uint32_t i) {
     ensure_loaded(src);
     const Buf *gamma = n.operands.size() > 1 ? &replicated(n.operands[1], i) : nullptr;
     const Buf *beta = n.operands.size() > 2 ? &replicated(n.operands[2], i) : nullptr;
+    require(i, Activation::rsqrt);
     int stat = temp(i, n.name + ".stat", DType::fp32, P, 1);
     int var = temp(i, n.name + ".var", DType::fp32, P, 1);
-    int nt = temp(i, n.name + ".newton", DType::fp32, P, 1);
-    int est = temp(i, n.name + ".rstd", DType::int32, P, 1);
-    int r = temp(i, n.name + ".r", DType::fp32, P, 1);
+    int r = temp(i, n.name + ".rstd", DType::fp32, P, 1);
     int xc = temp(i, n.name + ".centred", DType::fp32, P, C);
     int sq = temp(i, n.name + ".squares", DType::fp32, P, C);
     if (planning_)
@@ -929,8 +969,8 @@ void Lowering::emit_norm(uint32_t i) {
         }
         k_->tensor_tensor(AluOp::mul, full(sq), centred, centred);
         k_->reduce(ReduceOp::sum, col(var), full(sq));
-        k_->tensor_scalar(Engine::vector, col(var), col(var), AluOp::mul, inv_c, AluOp::add, n.eps);
-        rsqrt(col(r), col(var), col(nt), col(est));
+        // 1/sqrt(sum/C + eps) in one ACTIVATE
+        k_->activate(Activation::rsqrt, col(r), col(var), inv_c, n.eps);
         if (!gamma && !beta) {
             k_->tensor_scalar(Engine::scalar, y, centred, AluOp::mul, col(r));
             continue;
@@ -1195,7 +1235,10 @@ Compiled Lowering::run() {
         k_->finish();
         stats = k_->stats();
     });
-    timed("build", [&] { program.emplace(b_->finish()); });
+    timed("build", [&] {
+        program.emplace(b_->finish());
+        check_isa(*program);
+    });
     // The plan, for --dump-plan and docs.
     std::string plan = fmt::format("SBUF: {} bytes per partition at the peak\n", peak_);
     for (uint32_t i = 0; i < g_.nodes().size(); i++) {

@@ -369,7 +369,10 @@ uint32_t Graph::add(Op op, const std::string &name, std::vector<uint32_t> operan
         if (norm_axis(a.axis.value_or(-1), in[0]->shape.size()) !=
             static_cast<int64_t>(in[0]->shape.size()) - 1)
             throw fail("softmax runs over the last axis only");
+        if (a.causal && in[0]->shape.size() < 2)
+            throw fail("a causal softmax needs the [.., queries, keys] axes");
         n.axis = -1;
+        n.causal = a.causal;
         out = *in[0];
     } else if (op == Op::layer_norm || op == Op::rms_norm) {
         arity(1, op == Op::layer_norm ? 3 : 2);

@@ -133,22 +133,26 @@ Expected reference(const Graph &g, uint32_t node,
                 }
         break;
     }
-    case Op::softmax:
+    case Op::softmax: {
         mag.resize(total);
+        const int64_t Q = n.causal ? n.type.shape[n.type.shape.size() - 2] : 1;
         for (int64_t r = 0; r < R; r++) {
             const double *x = &in(0)[static_cast<size_t>(r * C)];
-            double mx = *std::max_element(x, x + C), s = 0;
-            for (int64_t c = 0; c < C; c++)
+            // causal: columns k <= q of row q take part, the others are 0
+            const int64_t kept = n.causal ? std::min(C, r % Q + 1) : C;
+            double mx = *std::max_element(x, x + kept), s = 0;
+            for (int64_t c = 0; c < kept; c++)
                 s += std::exp(x[c] - mx);
             for (int64_t c = 0; c < C; c++) {
                 size_t f = static_cast<size_t>(r * C + c);
-                e.value[f] = std::exp(x[c] - mx) / s;
-                // exp (1e-5 rel + 1e-6), the sum of C of them (1e-5 rel),
+                e.value[f] = c < kept ? std::exp(x[c] - mx) / s : 0.0;
+                // exp (1e-5 rel + 1e-6), the sum of them (1e-5 rel),
                 // the division: relative bounds add up
-                mag[f] = (3.1e-5 + static_cast<double>(C) * 1e-6 / s) * e.value[f] + 1e-6;
+                mag[f] = (3.1e-5 + static_cast<double>(kept) * 1e-6 / s) * e.value[f] + 1e-6;
             }
         }
         break;
+    }
     case Op::layer_norm:
     case Op::rms_norm: {
         const bool ln = n.op == Op::layer_norm;

@@ -255,12 +255,14 @@ Graph parse(std::string_view text, const std::string &source) {
                     }
                     std::string id = c.ident("an operand or key=value");
                     if (c.accept('=')) {
-                        if (id == "transpose_a" || id == "transpose_b") {
+                        if (id == "transpose_a" || id == "transpose_b" || id == "causal") {
                             size_t vat = (c.skip(), c.pos());
                             std::string v = c.ident("true or false");
                             if (v != "true" && v != "false")
                                 c.fail("expected true or false", vat);
-                            (id == "transpose_a" ? a.transpose_a : a.transpose_b) = v == "true";
+                            (id == "transpose_a"   ? a.transpose_a
+                             : id == "transpose_b" ? a.transpose_b
+                                                   : a.causal) = v == "true";
                         } else if (id == "eps") {
                             a.eps = static_cast<float>(c.number("eps"));
                         } else if (id == "shape" || id == "perm") {
@@ -352,6 +354,8 @@ std::string print(const Graph &g) {
             args.push_back(fmt::format("axis={}", n.axis));
         if (n.op == Op::softmax)
             args.push_back("axis=-1");
+        if (n.causal)
+            args.push_back("causal=true");
         out += fmt::format("{}: {} = {}({})\n", n.name, to_string(n.type), to_string(n.op),
                            fmt::join(args, ", "));
     }

@@ -406,6 +406,7 @@ static enum step step(nm_exec *ex, nm_stream *s) {
     switch (in.opcode) {
     case NEURON_OP_DMA_LOAD:
     case NEURON_OP_DMA_STORE:
+    case NEURON_OP_DMA_GATHER:
         nm_exec_dma(ex, &in, &r);
         break;
     case NEURON_OP_MATMUL:
@@ -434,6 +435,9 @@ static enum step step(nm_exec *ex, nm_stream *s) {
         break;
     case NEURON_OP_IOTA:
         nm_exec_iota(ex, &in, &r);
+        break;
+    case NEURON_OP_SELECT:
+        nm_exec_select(ex, &in, &r);
         break;
     default: {
         const uint32_t pc = s->pc;

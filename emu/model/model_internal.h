@@ -211,6 +211,7 @@ void nm_exec_reduce(nm_exec *ex, const struct neuron_insn *in, nm_result *r);
 void nm_exec_copy(nm_exec *ex, const struct neuron_insn *in, nm_result *r);
 void nm_exec_memset(nm_exec *ex, const struct neuron_insn *in, nm_result *r);
 void nm_exec_iota(nm_exec *ex, const struct neuron_insn *in, nm_result *r);
+void nm_exec_select(nm_exec *ex, const struct neuron_insn *in, nm_result *r);
 
 /* Cost model (hw/isa.md, "Cycle accounting"). */
 #define NM_COST_ISSUE 64u  /* fixed cost of every compute or DMA instruction */

@@ -4,6 +4,7 @@
  * and the units' (queue.c, dma.c), and the interrupt status and mask.
  */
 #include "device_internal.h"
+#include "neuron_isa.h"
 
 static uint32_t dev_status(nm_device_state *st) {
     uint32_t v = 0;
@@ -89,6 +90,9 @@ uint32_t nm_device_mmio_read(nm_device *dev, uint64_t offset) {
         case NEURON_REG_PARTITIONS:
             v = NEURON_PARTITIONS;
             break;
+        case NEURON_REG_ISA_VERSION:
+            v = (NEURON_ISA_VERSION_MAJOR << 16) | NEURON_ISA_VERSION_MINOR;
+            break;
         case NEURON_REG_DEV_CTRL:
         case NEURON_REG_DEV_STATUS:
         case NEURON_REG_FATAL_CAUSE:
@@ -165,6 +169,7 @@ void nm_device_mmio_write(nm_device *dev, uint64_t offset, uint32_t value) {
         case NEURON_REG_MEM_SIZE_HI:
         case NEURON_REG_CLOCK_MHZ:
         case NEURON_REG_PARTITIONS:
+        case NEURON_REG_ISA_VERSION:
         case NEURON_REG_DEV_STATUS:
         case NEURON_REG_FATAL_CAUSE:
         case NEURON_REG_RESET_COUNT:

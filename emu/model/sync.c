@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * The Sync engine: DMA between bindings and SBUF (DMA_LOAD, DMA_STORE).
- * The whole memory-side extent of an instruction is checked against its
- * binding before the first byte moves, so a faulting DMA changes nothing.
+ * The Sync engine: DMA between bindings and SBUF (DMA_LOAD, DMA_STORE,
+ * DMA_GATHER). The whole memory-side extent of an instruction is checked
+ * against its binding before the first byte moves, so a faulting DMA
+ * changes nothing.
  */
 #include "model_internal.h"
 
@@ -26,9 +27,37 @@ static uint32_t xfer(const nm_job *job, bool load, uint32_t slot, uint64_t off, 
                 : nm_binding_write(job, slot, off, sbuf, len);
 }
 
+/*
+ * DMA_GATHER's row of each destination partition: the int32 indices at
+ * SBUF byte imm[0] of its partitions, each below imm[1]. Sets *max to the
+ * largest.
+ */
+static uint32_t gather_rows(nm_exec *ex, const struct neuron_insn *in, const nm_tap *t,
+                            uint32_t *rows, uint32_t *max) {
+    const uint32_t at = nm_le32(in->imm[0]), limit = nm_le32(in->imm[1]);
+    if (at % 4)
+        return NEURON_JOB_STATUS_ALIGN;
+    if (at > ex->core->sbuf_pp - 4)
+        return NEURON_JOB_STATUS_SBUF_RANGE;
+    *max = 0;
+    for (uint32_t p = 0; p < t->part_count; p++) {
+        int32_t v;
+        memcpy(&v, ex->core->sbuf + (size_t)(t->part_start + p) * ex->core->sbuf_pitch + at, 4);
+        v = (int32_t)nm_le32((uint32_t)v);
+        if (v < 0 || (uint32_t)v >= limit)
+            return NEURON_JOB_STATUS_BINDING_RANGE;
+        rows[p] = (uint32_t)v;
+        if (rows[p] > *max)
+            *max = rows[p];
+    }
+    return NEURON_JOB_STATUS_OK;
+}
+
 void nm_exec_dma(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
     const struct neuron_dram *d = &in->dma.dram;
-    bool load = in->opcode == NEURON_OP_DMA_LOAD;
+    const bool gather = in->opcode == NEURON_OP_DMA_GATHER;
+    bool load = in->opcode != NEURON_OP_DMA_STORE;
+    uint32_t rows[NEURON_PARTITIONS], last;
     nm_tap t;
 
     if (in->dma.reserved[0] || in->dma.reserved[1] || d->reserved[0] || d->reserved[1] ||
@@ -47,9 +76,25 @@ void nm_exec_dma(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
         r->status = NEURON_JOB_STATUS_ALIGN;
         return;
     }
-    /* Each term < 2^32 * 2^16: the span cannot overflow 64 bits. */
-    uint64_t span = (uint64_t)(t.part_count - 1) * ps + (uint64_t)(t.count[1] - 1) * s1 +
-                    (uint64_t)(t.count[0] - 1) * s0 + es;
+    last = t.part_count - 1; /* the furthest row */
+    if (gather) {
+        r->status = gather_rows(ex, in, &t, rows, &last);
+        if (r->status == NEURON_JOB_STATUS_BINDING_RANGE) {
+            r->info_is_slot = true;
+            r->slot = d->slot;
+        }
+        if (r->status != NEURON_JOB_STATUS_OK)
+            return;
+    }
+    /*
+     * The strides terms are < 2^32 * 2^16; a gather's row term may reach
+     * 2^64, but no binding reaches 2^48 (NEURON_ADDR_BITS): such a span is
+     * out of range whatever it is exactly.
+     */
+    uint64_t span = ps && last > (1ull << NEURON_ADDR_BITS) / ps
+                        ? UINT64_MAX
+                        : (uint64_t)last * ps + (uint64_t)(t.count[1] - 1) * s1 +
+                              (uint64_t)(t.count[0] - 1) * s0 + es;
     r->status =
         check_extent(ex->job, d->slot, off, span, load ? NEURON_BIND_READ : NEURON_BIND_WRITE);
     if (r->status != NEURON_JOB_STATUS_OK) {
@@ -69,7 +114,7 @@ void nm_exec_dma(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
             r->status = NEURON_JOB_STATUS_ABORTED;
             return;
         }
-        uint64_t poff = off + p * ps;
+        uint64_t poff = off + (gather ? rows[p] : p) * ps;
         uint8_t *row = t.base + (size_t)p * t.pitch;
         uint32_t st = NEURON_JOB_STATUS_OK;
         if (part_contig) {

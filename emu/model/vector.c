@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * The Vector and Scalar engines: elementwise instructions (ACTIVATE,
- * TENSOR_TENSOR, TENSOR_SCALAR, COPY, MEMSET, IOTA) and free-axis
+ * TENSOR_TENSOR, TENSOR_SCALAR, COPY, MEMSET, IOTA, SELECT) and free-axis
  * reductions. Each partition's operands are gathered into fp32 rows, the
  * operation runs over the rows, and the result is converted back into the
  * destination; every source row is read before the destination row is
@@ -25,6 +25,19 @@ static float alu(uint32_t op, float a, float b) {
         return fminf(a, b);
     case NEURON_ALU_DIV:
         return a / b;
+    /* Comparisons: ordered, so false with a NaN operand, except NE. */
+    case NEURON_ALU_IS_EQ:
+        return a == b ? 1.0f : 0.0f;
+    case NEURON_ALU_IS_NE:
+        return a != b ? 1.0f : 0.0f;
+    case NEURON_ALU_IS_LT:
+        return a < b ? 1.0f : 0.0f;
+    case NEURON_ALU_IS_LE:
+        return a <= b ? 1.0f : 0.0f;
+    case NEURON_ALU_IS_GT:
+        return a > b ? 1.0f : 0.0f;
+    case NEURON_ALU_IS_GE:
+        return a >= b ? 1.0f : 0.0f;
     default:
         return a;
     }
@@ -75,6 +88,14 @@ static float act(uint32_t f, float x) {
         return expf(x);
     case NEURON_ACT_SILU:
         return x / (1.0f + expf(-x));
+    case NEURON_ACT_RSQRT:
+        /*
+         * In double, then rounded once to fp32: within 1 ulp (hw/isa.md,
+         * section 6). sqrt(-0) = -0 gives -inf, as IEEE 754's rSqrt.
+         */
+        return (float)(1.0 / sqrt((double)x));
+    case NEURON_ACT_RECIPROCAL:
+        return 1.0f / x; /* correctly rounded, as ALU div */
     default:
         return x;
     }
@@ -363,6 +384,41 @@ void nm_exec_reduce(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
     nm_mark_dirty(ex, &d);
     r->flops = (uint64_t)s.part_count * s.elems;
     r->cycles = NM_COST_ISSUE + s.elems;
+}
+
+/*
+ * SELECT: dst = mask != 0 ? a : fill, or with KEEP dst's own element in
+ * the false case (not rewritten, so it keeps its bits).
+ */
+void nm_exec_select(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
+    nm_tap d, m, a;
+    const bool keep = in->flags & NEURON_SEL_F_KEEP;
+    if (keep && in->imm[0]) {
+        r->status = NEURON_JOB_STATUS_DECODE;
+        return;
+    }
+    if ((r->status = decode_ew(ex, in, 2, &d, &m, &a)))
+        return;
+    const float fill = nm_f32_from_bits(nm_le32(in->imm[0]));
+    float *x = ex->core->scratch[0], *y = ex->core->scratch[1];
+    for (uint32_t p = 0; p < d.part_count; p++) {
+        if (nm_aborted(ex)) {
+            r->status = NEURON_JOB_STATUS_ABORTED;
+            return;
+        }
+        nm_tap_load(&m, p, x);
+        nm_tap_load(&a, p, y);
+        if (keep) {
+            for (uint32_t i = 0; i < d.elems; i++)
+                if (x[i] != 0.0f)
+                    nm_store_f32(nm_tap_elem(&d, p, i), &y[i], d.dtype, 1, 1);
+            continue;
+        }
+        for (uint32_t i = 0; i < d.elems; i++)
+            x[i] = x[i] != 0.0f ? y[i] : fill;
+        nm_tap_store(&d, p, x);
+    }
+    finish_ew(ex, &d, r, 1);
 }
 
 void nm_exec_copy(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {

@@ -12,6 +12,7 @@
 #include <linux/sync_file.h>
 #include <sys/mman.h>
 
+#include "neuron_isa.h"
 #include "sim.hpp"
 
 namespace neuron::sim {
@@ -245,6 +246,9 @@ int Device::get_param(drm_neuron_get_param &p) const {
         return 0;
     case DRM_NEURON_PARAM_API_VERSION:
         p.value = DRM_NEURON_API_VERSION_MAJOR << 16 | DRM_NEURON_API_VERSION_MINOR;
+        return 0;
+    case DRM_NEURON_PARAM_ISA_VERSION: // the model's cores
+        p.value = NEURON_ISA_VERSION_MAJOR << 16 | NEURON_ISA_VERSION_MINOR;
         return 0;
     default:
         return EINVAL;

@@ -190,6 +190,19 @@ StreamBuilder &StreamBuilder::dma_load(const Tap &dst, const DramRef &src) {
     put_dram(p, src);
     return *this;
 }
+StreamBuilder &StreamBuilder::dma_gather(const Tap &dst, const DramRef &table,
+                                         uint32_t index_offset, uint32_t rows) {
+    if (dst.space != Space::sbuf)
+        invalid("dma_gather: the destination must be in SBUF");
+    if (index_offset % 4)
+        invalid(fmt::format("dma_gather: index offset {:#x} is not a multiple of 4", index_offset));
+    auto p = W(emit(NEURON_OP_DMA_GATHER));
+    put_tap(p.data(), 0, dst, "dma_gather");
+    put_dram(p, table);
+    wr32(p, 56, index_offset);
+    wr32(p, 60, rows);
+    return *this;
+}
 StreamBuilder &StreamBuilder::dma_store(const DramRef &dst, const Tap &src) {
     if (src.space != Space::sbuf)
         invalid("dma_store: the source must be in SBUF");
@@ -306,6 +319,49 @@ StreamBuilder &StreamBuilder::memset_bits(const Tap &dst, uint32_t bits) {
     auto p = W(emit(NEURON_OP_MEMSET));
     put_tap(p.data(), 0, dst, "memset");
     wr32(p, 56, bits);
+    return *this;
+}
+std::string mnemonic(Activation f) {
+    return mnemonic(NEURON_OP_ACTIVATE, static_cast<uint8_t>(f));
+}
+
+unsigned isa_minor_of(Activation f) noexcept {
+    return neuron_insn_isa_minor(NEURON_OP_ACTIVATE, static_cast<uint8_t>(f), 0);
+}
+
+std::string mnemonic_tensor_scalar(AluOp op) {
+    return mnemonic(NEURON_OP_TENSOR_SCALAR, static_cast<uint8_t>(op));
+}
+
+unsigned isa_minor_of(AluOp op) noexcept {
+    return neuron_insn_isa_minor(NEURON_OP_TENSOR_SCALAR, static_cast<uint8_t>(op), 0);
+}
+
+std::string mnemonic_select() {
+    return mnemonic(NEURON_OP_SELECT);
+}
+
+unsigned isa_minor_of_select() noexcept {
+    return neuron_insn_isa_minor(NEURON_OP_SELECT, 0, 0);
+}
+
+StreamBuilder &StreamBuilder::select(const Tap &dst, const Tap &mask, const Tap &on_true,
+                                     float on_false) {
+    auto p = W(emit(NEURON_OP_SELECT));
+    put_tap(p.data(), 0, dst, "select");
+    put_tap(p.data(), 1, mask, "select");
+    put_tap(p.data(), 2, on_true, "select");
+    uint32_t bits;
+    std::memcpy(&bits, &on_false, 4);
+    wr32(p, 56, bits);
+    return *this;
+}
+StreamBuilder &StreamBuilder::select_keep(const Tap &dst, const Tap &mask, const Tap &on_true) {
+    auto p = W(emit(NEURON_OP_SELECT));
+    wr8(p, 1, NEURON_SEL_F_KEEP);
+    put_tap(p.data(), 0, dst, "select");
+    put_tap(p.data(), 1, mask, "select");
+    put_tap(p.data(), 2, on_true, "select");
     return *this;
 }
 StreamBuilder &StreamBuilder::iota(const Tap &dst, int32_t base, int32_t partition_step,

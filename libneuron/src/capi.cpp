@@ -185,6 +185,14 @@ neuron_status neuron_device_get_info(const neuron_device *dev, neuron_device_inf
     });
 }
 
+neuron_status neuron_device_isa_version(const neuron_device *dev, uint32_t *out) {
+    return guard(__func__, [&] {
+        NEED(dev);
+        NEED(out);
+        *out = dev->dev.info().isa_version;
+    });
+}
+
 neuron_status neuron_device_memory_used(const neuron_device *dev, uint64_t *out) {
     return guard(__func__, [&] {
         NEED(dev);

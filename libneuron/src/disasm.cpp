@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The disassembler: a program as text.
 #include <cstring>
+#include <iterator>
 
 #include <fmt/format.h>
 
@@ -24,13 +25,16 @@ float f32(uint32_t u) {
 }
 
 const char *alu_name(uint8_t op) {
-    static const char *const n[] = {"none", "add", "sub", "mul", "max", "min", "div"};
-    return op < 7 ? n[op] : "alu?";
+    static const char *const n[] = {"none",  "add",   "sub",   "mul",   "max",   "min",  "div",
+                                    "is_eq", "is_ne", "is_lt", "is_le", "is_gt", "is_ge"};
+    static_assert(std::size(n) == NEURON_ALU_COUNT);
+    return op < NEURON_ALU_COUNT ? n[op] : "alu?";
 }
 const char *act_name(uint8_t f) {
-    static const char *const n[] = {"?",       "identity", "relu", "gelu_tanh", "gelu",
-                                    "sigmoid", "tanh",     "exp",  "silu"};
-    return f < 9 ? n[f] : "act?";
+    static const char *const n[] = {"?",    "identity", "relu", "gelu_tanh", "gelu",      "sigmoid",
+                                    "tanh", "exp",      "silu", "rsqrt",     "reciprocal"};
+    static_assert(std::size(n) == NEURON_ACT_COUNT);
+    return f < NEURON_ACT_COUNT ? n[f] : "act?";
 }
 const char *red_name(uint8_t f) {
     static const char *const n[] = {"?", "sum", "max", "min"};
@@ -113,10 +117,14 @@ std::string disassemble_instruction(std::span<const std::byte> in, const Program
         return imm0 ? fmt::format("{} ctr{} -> {} x{}", name, func, arg, imm0)
                     : fmt::format("{} ctr{} -> {} forever", name, func, arg);
     case NEURON_OP_DMA_LOAD:
-    case NEURON_OP_DMA_STORE: {
+    case NEURON_OP_DMA_STORE:
+    case NEURON_OP_DMA_GATHER: {
         std::string mem = fmt::format("slot{}{}[+{:#x} pstride {} strides {},{}]", rd8(in, 24),
                                       slot_name(p, rd8(in, 24)), rd64(in, 32), rd32(in, 28),
                                       rd32(in, 40), rd32(in, 44));
+        if (op == NEURON_OP_DMA_GATHER)
+            return fmt::format("{} {} <- {} rows sbuf.int32[@{:#x}] < {}", name, tap(in, 0, p), mem,
+                               imm0, imm1);
         return op == NEURON_OP_DMA_LOAD ? fmt::format("{} {} <- {}", name, tap(in, 0, p), mem)
                                         : fmt::format("{} {} <- {}", name, mem, tap(in, 0, p));
     }
@@ -153,15 +161,46 @@ std::string disassemble_instruction(std::span<const std::byte> in, const Program
         return fmt::format("{} {} <- {} + {}*p + {}*i", name, tap(in, 0, p),
                            static_cast<int32_t>(arg), static_cast<int32_t>(imm0),
                            static_cast<int32_t>(imm1));
+    case NEURON_OP_SELECT:
+        return fmt::format(
+            "{} {} <- {} ? {} : {}", name, tap(in, 0, p), tap(in, 1, p), tap(in, 2, p),
+            flags & NEURON_SEL_F_KEEP ? std::string("keep") : fmt::format("{}", f32(imm0)));
     default:
         return fmt::format(".insn {:#04x}", op);
+    }
+}
+
+uint32_t isa_version() noexcept {
+    return uint32_t{NEURON_ISA_VERSION_MAJOR} << 16 | NEURON_ISA_VERSION_MINOR;
+}
+
+unsigned isa_minor_of(uint8_t opcode, uint8_t func, uint8_t func2) noexcept {
+    return neuron_insn_isa_minor(opcode, func, func2);
+}
+
+std::string mnemonic(uint8_t op, uint8_t func, uint8_t func2) {
+    const neuron_opcode_info *info = neuron_opcode_lookup(op);
+    if (!info)
+        return fmt::format(".insn {:#04x}", op);
+    switch (op) {
+    case NEURON_OP_ACTIVATE:
+        return fmt::format("{}.{}", info->name, act_name(func));
+    case NEURON_OP_TENSOR_TENSOR:
+        return fmt::format("{}.{}", info->name, alu_name(func));
+    case NEURON_OP_TENSOR_SCALAR:
+        return func2 ? fmt::format("{}.{}.{}", info->name, alu_name(func), alu_name(func2))
+                     : fmt::format("{}.{}", info->name, alu_name(func));
+    case NEURON_OP_REDUCE:
+        return fmt::format("{}.{}", info->name, red_name(func));
+    default:
+        return info->name;
     }
 }
 
 std::string disassemble(const Program &p) {
     std::string s = fmt::format("program \"{}\": container {}.{}, ISA {}.{}, {} binding slot(s)",
                                 p.name(), p.version_major(), p.version_minor(),
-                                NEURON_ISA_VERSION_MAJOR, NEURON_ISA_VERSION_MINOR, p.num_slots());
+                                p.isa_version() >> 16, p.isa_version() & 0xffff, p.num_slots());
     if (p.insn_limit())
         s += fmt::format(", insn_limit {}", p.insn_limit());
     s += "\n";

@@ -145,8 +145,9 @@ struct SlotInfo {
 
 class CodeChecker {
   public:
-    CodeChecker(std::span<const std::byte> b, const std::vector<SlotInfo> &slots)
-        : b_(b), slots_(slots) {}
+    CodeChecker(std::span<const std::byte> b, const std::vector<SlotInfo> &slots,
+                uint16_t isa_minor)
+        : b_(b), slots_(slots), isa_minor_(isa_minor) {}
 
     VErr check_stream(unsigned engine, uint64_t off, uint64_t count) {
         engine_ = engine;
@@ -167,6 +168,7 @@ class CodeChecker {
   private:
     std::span<const std::byte> b_;
     const std::vector<SlotInfo> &slots_;
+    uint16_t isa_minor_; // what the container declares
     unsigned engine_ = 0;
     std::string where_;
 
@@ -247,6 +249,10 @@ class CodeChecker {
             return e;
         uint8_t flags = rd8(b_, I + 1), func = rd8(b_, I + 2), func2 = rd8(b_, I + 3);
         uint32_t arg = rd32(b_, I + 4);
+        if (unsigned need = neuron_insn_isa_minor(op, func, func2); need > isa_minor_)
+            return bad(I, "{} is an ISA {}.{} instruction, but the program declares ISA {}.{}",
+                       mnemonic(op, func, func2), NEURON_ISA_VERSION_MAJOR, need,
+                       NEURON_ISA_VERSION_MAJOR, isa_minor_);
         switch (op) {
         case NEURON_OP_SEM_SIGNAL:
         case NEURON_OP_SEM_WAIT:
@@ -262,14 +268,18 @@ class CodeChecker {
                 return bad(I + 4, "loop target {} is not before the loop (index {})", arg, index);
             return {};
         case NEURON_OP_DMA_LOAD:
-        case NEURON_OP_DMA_STORE: {
+        case NEURON_OP_DMA_STORE:
+        case NEURON_OP_DMA_GATHER: {
             if (!zero(b_, I + 25, 3) || !zero(b_, I + 48, 8))
                 return bad(I + (zero(b_, I + 25, 3) ? 48 : 25), "reserved DMA fields must be zero");
             uint8_t slot = rd8(b_, I + 24);
             if (slot >= slots_.size())
                 return bad(I + 24, "binding slot {} does not exist (the program has {})", slot,
                            slots_.size());
-            bool load = op == NEURON_OP_DMA_LOAD;
+            if (op == NEURON_OP_DMA_GATHER && rd32(b_, I + 56) % 4)
+                return bad(I + 56, "the indices' SBUF offset {:#x} is not a multiple of 4",
+                           rd32(b_, I + 56));
+            bool load = op != NEURON_OP_DMA_STORE;
             const SlotInfo &si = slots_[slot];
             if (load && !(si.rights & 1))
                 return bad(I + 24, "loads from slot {} ({}), which the program may not read", slot,
@@ -309,6 +319,10 @@ class CodeChecker {
         case NEURON_OP_REDUCE:
             if (func == 0 || func >= NEURON_RED_COUNT)
                 return bad(I + 2, "unknown reduction {}", func);
+            return {};
+        case NEURON_OP_SELECT:
+            if ((flags & NEURON_SEL_F_KEEP) && rd32(b_, I + 56))
+                return bad(I + 56, "imm[0] (the false value) must be zero with KEEP");
             return {};
         default: /* the encoding is all there is to check */
             return {};
@@ -371,7 +385,7 @@ struct Section {
 struct Parser {
     std::span<const std::byte> b;
     uint64_t n;
-    uint16_t vmaj = 0, vmin = 0;
+    uint16_t vmaj = 0, vmin = 0, isa_min = 0;
     uint32_t table = 0, count = 0, num_slots = 0;
     uint64_t table_end = 0;
     std::vector<Section> secs;
@@ -436,7 +450,8 @@ struct Parser {
         if (!zero(b, f::header_size, hsize - f::header_size))
             return fail(f::header_size, "header extension bytes must be zero in version {}.{}",
                         vmaj, vmin);
-        uint16_t isa_maj = rd16(b, 32), isa_min = rd16(b, 34);
+        uint16_t isa_maj = rd16(b, 32);
+        isa_min = rd16(b, 34);
         if (isa_maj != NEURON_ISA_VERSION_MAJOR || isa_min > NEURON_ISA_VERSION_MINOR)
             return fail(32, "ISA version {}.{} is not supported (this library knows {}.{})",
                         isa_maj, isa_min, NEURON_ISA_VERSION_MAJOR, NEURON_ISA_VERSION_MINOR);
@@ -602,7 +617,7 @@ struct Parser {
         // Code.
         uint64_t image = sizeof(struct neuron_prog_header);
         bool any = false;
-        CodeChecker checker(b, slots);
+        CodeChecker checker(b, slots, isa_min);
         for (unsigned e = 0; e < num_engines; e++) {
             const Section *s = code[e];
             if (!s)
@@ -790,6 +805,7 @@ VErr parse_impl(std::span<const std::byte> b, ProgramData *out) {
     if (out) {
         d.version_major = p.vmaj;
         d.version_minor = p.vmin;
+        d.isa_minor = p.isa_min;
         d.insn_limit = rd64(b, 40);
         d.bytes.assign(b.begin(), b.end());
         *out = std::move(d);
@@ -857,6 +873,9 @@ uint16_t Program::version_major() const {
 uint16_t Program::version_minor() const {
     return d_->version_minor;
 }
+uint32_t Program::isa_version() const {
+    return uint32_t{NEURON_ISA_VERSION_MAJOR} << 16 | d_->isa_minor;
+}
 uint64_t Program::insn_limit() const {
     return d_->insn_limit;
 }
@@ -899,7 +918,7 @@ std::vector<std::byte> Program::device_image() const {
     std::span<std::byte> w(img);
     wr32(w, 0, NEURON_PROG_MAGIC);
     wr16(w, 4, NEURON_ISA_VERSION_MAJOR);
-    wr16(w, 6, NEURON_ISA_VERSION_MINOR);
+    wr16(w, 6, d_->isa_minor); // a device of that revision or later runs it
     wr32(w, 8, sizeof(struct neuron_prog_header));
     wr32(w, 12, static_cast<uint32_t>(total));
     uint64_t pos = sizeof(struct neuron_prog_header);
@@ -986,6 +1005,16 @@ struct SectionData {
 
 /// The header, the section table after it and each section at a 64-byte
 /// boundary; the header's CRC covers its first 60 bytes and the table.
+// The oldest ISA minor that runs every instruction of @p streams.
+uint16_t isa_minor_needed(const std::array<std::vector<std::byte>, num_engines> &streams) {
+    unsigned minor = 0;
+    for (const auto &code : streams)
+        for (size_t i = 0; i + f::insn_size <= code.size(); i += f::insn_size)
+            minor = std::max(
+                minor, neuron_insn_isa_minor(rd8(code, i), rd8(code, i + 2), rd8(code, i + 3)));
+    return static_cast<uint16_t>(minor);
+}
+
 std::vector<std::byte> assemble(const ContainerContents &c, uint32_t name,
                                 std::span<const SectionData> secs) {
     auto align = [](uint64_t v, uint64_t a) { return (v + a - 1) / a * a; };
@@ -1008,7 +1037,7 @@ std::vector<std::byte> assemble(const ContainerContents &c, uint32_t name,
     wr32(w, 24, static_cast<uint32_t>(table));
     wr32(w, 28, static_cast<uint32_t>(secs.size()));
     wr16(w, 32, NEURON_ISA_VERSION_MAJOR);
-    wr16(w, 34, NEURON_ISA_VERSION_MINOR);
+    wr16(w, 34, isa_minor_needed(c.streams));
     wr32(w, 36, name);
     wr64(w, 40, c.insn_limit);
     wr32(w, 48, c.num_slots);

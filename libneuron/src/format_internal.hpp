@@ -47,6 +47,7 @@ struct ProgramData {
     std::vector<std::byte> bytes;
     std::string name;
     uint16_t version_major = 0, version_minor = 0;
+    uint16_t isa_minor = 0; ///< the ISA minor the container declares
     uint64_t insn_limit = 0;
     uint32_t num_slots = 0;
     uint32_t const_slot = format::no_slot;

@@ -154,6 +154,17 @@ void Kernel::finish() {
 
 // --- instructions ------------------------------------------------------------------
 
+void Kernel::dma_gather(const Tap &dst, const DramRef &table, const Tap &indices, uint32_t rows) {
+    if (indices.space != Space::sbuf || indices.dtype != DType::int32 ||
+        indices.part_start != dst.part_start || indices.part_count != dst.part_count ||
+        indices.count[0] * indices.count[1] != 1)
+        throw Error(errc::invalid_argument,
+                    "dma_gather: the indices are one int32 in SBUF in each partition of the "
+                    "destination");
+    impl_->record(Engine::sync, {access(dst, true), access(indices, false)},
+                  [=](StreamBuilder &s) { s.dma_gather(dst, table, indices.offset, rows); });
+}
+
 void Kernel::dma_load(const Tap &dst, const DramRef &src) {
     impl_->record(Engine::sync, {access(dst, true)},
                   [=](StreamBuilder &s) { s.dma_load(dst, src); });
@@ -221,6 +232,18 @@ void Kernel::memset(Engine e, const Tap &dst, float value) {
 void Kernel::iota(const Tap &dst, int32_t base, int32_t partition_step, int32_t free_step) {
     impl_->record(Engine::vector, {access(dst, true)},
                   [=](StreamBuilder &s) { s.iota(dst, base, partition_step, free_step); });
+}
+
+void Kernel::select(const Tap &dst, const Tap &mask, const Tap &on_true, float on_false) {
+    impl_->record(Engine::vector, {access(dst, true), access(mask, false), access(on_true, false)},
+                  [=](StreamBuilder &s) { s.select(dst, mask, on_true, on_false); });
+}
+
+void Kernel::select_keep(const Tap &dst, const Tap &mask, const Tap &on_true) {
+    impl_->record(
+        Engine::vector,
+        {access(dst, true), access(dst, false), access(mask, false), access(on_true, false)},
+        [=](StreamBuilder &s) { s.select_keep(dst, mask, on_true); });
 }
 
 } // namespace neuron

@@ -20,6 +20,13 @@ uint64_t align_up(uint64_t v, uint64_t a) {
 
 LoadedProgram Device::load(const Program &program) const {
     const auto &dev = *state_;
+    if (program.isa_version() > dev.info.isa_version)
+        throw Error(errc::not_supported,
+                    fmt::format("{}: loading program '{}': it needs ISA {}.{}, the device "
+                                "implements ISA {}.{}",
+                                dev.path, program.name(), program.isa_version() >> 16,
+                                program.isa_version() & 0xffff, dev.info.isa_version >> 16,
+                                dev.info.isa_version & 0xffff));
     auto image = program.device_image();
     auto consts = program.constants();
     uint64_t const_offset = align_up(image.size(), 4096);

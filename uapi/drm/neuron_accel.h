@@ -70,7 +70,8 @@ extern "C" {
  * added in a backwards compatible way.
  */
 #define DRM_NEURON_API_VERSION_MAJOR	1
-#define DRM_NEURON_API_VERSION_MINOR	2 /* 1.1: WAIT; 1.2: DRM_NEURON_SUBMIT_F_PROFILE */
+/* 1.1: WAIT; 1.2: DRM_NEURON_SUBMIT_F_PROFILE, DRM_NEURON_PARAM_ISA_VERSION */
+#define DRM_NEURON_API_VERSION_MINOR	2
 
 #define DRM_NEURON_GET_PARAM		0x00
 #define DRM_NEURON_BO_CREATE		0x01
@@ -120,6 +121,11 @@ extern "C" {
  *	DRM_NEURON_PCI_DOMAIN() and friends.
  * @DRM_NEURON_PARAM_API_VERSION: version of this interface,
  *	(DRM_NEURON_API_VERSION_MAJOR << 16) | DRM_NEURON_API_VERSION_MINOR.
+ * @DRM_NEURON_PARAM_ISA_VERSION: instruction set the cores implement,
+ *	(major << 16) | minor (NEURON_ISA_VERSION_* of hw/neuron_isa.h); a
+ *	program whose ISA minor version is above it cannot run. Since
+ *	interface version 1.2: an older driver rejects the parameter
+ *	(-EINVAL), and its devices implement ISA 1.0.
  * @DRM_NEURON_PARAM_COUNT: number of parameters; not a parameter.
  */
 enum drm_neuron_param {
@@ -138,6 +144,7 @@ enum drm_neuron_param {
 	DRM_NEURON_PARAM_MAX_BINDINGS = 12,
 	DRM_NEURON_PARAM_PCI_BUS_INFO = 13,
 	DRM_NEURON_PARAM_API_VERSION = 14,
+	DRM_NEURON_PARAM_ISA_VERSION = 15,
 	DRM_NEURON_PARAM_COUNT
 };
 

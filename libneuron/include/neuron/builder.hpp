@@ -20,8 +20,23 @@ namespace neuron {
 
 enum class Space : uint8_t { sbuf = 1, psum = 2 };
 
-/// ALU operations (TENSOR_TENSOR, TENSOR_SCALAR).
-enum class AluOp : uint8_t { none = 0, add = 1, sub = 2, mul = 3, max = 4, min = 5, div = 6 };
+/// ALU operations (TENSOR_TENSOR, TENSOR_SCALAR). The comparisons (ISA
+/// 1.1) give 1.0 when true, else 0.0.
+enum class AluOp : uint8_t {
+    none = 0,
+    add = 1,
+    sub = 2,
+    mul = 3,
+    max = 4,
+    min = 5,
+    div = 6,
+    is_eq = 7,
+    is_ne = 8,
+    is_lt = 9,
+    is_le = 10,
+    is_gt = 11,
+    is_ge = 12
+};
 /// Activation functions (ACTIVATE).
 enum class Activation : uint8_t {
     identity = 1,
@@ -31,8 +46,21 @@ enum class Activation : uint8_t {
     sigmoid = 5,
     tanh = 6,
     exp = 7,
-    silu = 8
+    silu = 8,
+    rsqrt = 9,      ///< 1 / sqrt(z), ISA 1.1
+    reciprocal = 10 ///< 1 / z, ISA 1.1
 };
+/// The ACTIVATE instruction of @p f as the disassembler names it
+/// ("activate.rsqrt"), and the ISA minor revision that introduced it.
+NEURON_EXPORT std::string mnemonic(Activation f);
+NEURON_EXPORT unsigned isa_minor_of(Activation f) noexcept;
+/// The same for a TENSOR_SCALAR of @p op ("tensor_scalar.is_ge").
+NEURON_EXPORT std::string mnemonic_tensor_scalar(AluOp op);
+NEURON_EXPORT unsigned isa_minor_of(AluOp op) noexcept;
+/// The same for SELECT (StreamBuilder::select, select_keep).
+NEURON_EXPORT std::string mnemonic_select();
+NEURON_EXPORT unsigned isa_minor_of_select() noexcept;
+
 /// Reductions along the free axis (REDUCE).
 enum class ReduceOp : uint8_t { sum = 1, max = 2, min = 3 };
 
@@ -125,6 +153,12 @@ class NEURON_EXPORT StreamBuilder {
     // Sync engine.
     StreamBuilder &dma_load(const Tap &dst, const DramRef &src);
     StreamBuilder &dma_store(const DramRef &dst, const Tap &src);
+    /// Rows of a table (ISA 1.1): partition p of @p dst receives row idx[p]
+    /// of @p table (element (p, j1, j0) at table.offset + idx[p] *
+    /// table.part_stride + ...), idx[p] the int32 at byte @p index_offset of
+    /// the same SBUF partition, below @p rows (else the job faults).
+    StreamBuilder &dma_gather(const Tap &dst, const DramRef &table, uint32_t index_offset,
+                              uint32_t rows);
     // Tensor engine.
     /// dst[M, N] (+)= stationary[K, M]^T * moving[K, N]; K = partitions.
     StreamBuilder &matmul(const Tap &dst, const Tap &stationary, const Tap &moving,
@@ -151,6 +185,10 @@ class NEURON_EXPORT StreamBuilder {
     StreamBuilder &memset(const Tap &dst, float value);
     StreamBuilder &memset_bits(const Tap &dst, uint32_t bits);
     StreamBuilder &iota(const Tap &dst, int32_t base, int32_t partition_step, int32_t free_step);
+    /// dst = mask != 0 ? on_true : on_false (ISA 1.1 SELECT).
+    StreamBuilder &select(const Tap &dst, const Tap &mask, const Tap &on_true, float on_false);
+    /// dst = mask != 0 ? on_true : dst, the false elements left as they are.
+    StreamBuilder &select_keep(const Tap &dst, const Tap &mask, const Tap &on_true);
     /// A raw 64-byte instruction, appended as is.
     StreamBuilder &raw(std::span<const std::byte, 64> insn);
 

@@ -98,6 +98,10 @@ struct DeviceInfo {
     uint32_t core_clock_mhz = 0;
     uint32_t max_bindings = 0;
     std::string pci_address; ///< DDDD:BB:DD.F
+    /// Instruction set of the cores, major << 16 | minor: programs whose
+    /// Program::isa_version() is above it cannot run (a driver before UAPI
+    /// 1.2 does not report it; its devices implement ISA 1.0).
+    uint32_t isa_version = 0;
 
     bool has(Capability c) const { return (capabilities & c) != 0; }
 };

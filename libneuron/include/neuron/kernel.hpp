@@ -36,6 +36,9 @@ class NEURON_EXPORT Kernel {
     // Sync engine.
     void dma_load(const Tap &dst, const DramRef &src);
     void dma_store(const DramRef &dst, const Tap &src);
+    /// Rows @p indices (int32, one per partition of @p dst, the same
+    /// partitions) of @p table, each below @p rows (ISA 1.1).
+    void dma_gather(const Tap &dst, const DramRef &table, const Tap &indices, uint32_t rows);
     // Tensor engine.
     void matmul(const Tap &dst, const Tap &stationary, const Tap &moving, bool accumulate);
     void transpose(const Tap &dst, const Tap &src);
@@ -55,6 +58,10 @@ class NEURON_EXPORT Kernel {
     void copy(Engine e, const Tap &dst, const Tap &src);
     void memset(Engine e, const Tap &dst, float value);
     void iota(const Tap &dst, int32_t base, int32_t partition_step, int32_t free_step);
+    /// dst = mask != 0 ? on_true : on_false (ISA 1.1).
+    void select(const Tap &dst, const Tap &mask, const Tap &on_true, float on_false);
+    /// dst = mask != 0 ? on_true : dst (ISA 1.1).
+    void select_keep(const Tap &dst, const Tap &mask, const Tap &on_true);
 
     /// Writes every stream into the builder (semaphores, waits, signals,
     /// instructions, END). Call once, after the last instruction; throws

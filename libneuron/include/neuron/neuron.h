@@ -113,6 +113,11 @@ NEURON_EXPORT void neuron_device_close(neuron_device *dev);
 NEURON_EXPORT neuron_status neuron_device_get_info(const neuron_device *dev,
                                                    neuron_device_info *out);
 /*
+ * The instruction set of the device's cores, major << 16 | minor (as
+ * DeviceInfo::isa_version in C++).
+ */
+NEURON_EXPORT neuron_status neuron_device_isa_version(const neuron_device *dev, uint32_t *out);
+/*
  * Device memory allocated to buffers now, by every process, in bytes (as
  * Device::memory_used() in C++). NEURON_ERR_NOT_SUPPORTED when the driver
  * does not say.

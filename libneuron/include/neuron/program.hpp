@@ -116,6 +116,10 @@ class NEURON_EXPORT Program {
     const std::string &name() const;
     uint16_t version_major() const;
     uint16_t version_minor() const;
+    /// The ISA revision the streams are written for, (major << 16) | minor:
+    /// the oldest that has every instruction they use (the builder writes
+    /// that; the validator rejects an instruction of a later revision).
+    uint32_t isa_version() const;
     uint64_t insn_limit() const;
     uint32_t num_slots() const; ///< binding slots 0..num_slots-1
     /// The slot of the constant data, if the program has constants.
@@ -135,6 +139,17 @@ class NEURON_EXPORT Program {
     explicit Program(std::shared_ptr<const detail::ProgramData> d) : d_(std::move(d)) {}
     std::shared_ptr<const detail::ProgramData> d_;
 };
+
+/// The ISA revision this library assembles, validates and disassembles,
+/// (major << 16) | minor.
+NEURON_EXPORT uint32_t isa_version() noexcept;
+/// The ISA minor revision (of isa_version()'s major) that introduced the
+/// instruction @p opcode with function @p func / @p func2 (0 for an unknown
+/// opcode).
+NEURON_EXPORT unsigned isa_minor_of(uint8_t opcode, uint8_t func = 0, uint8_t func2 = 0) noexcept;
+/// The mnemonic of an instruction with its function, as the disassembler
+/// prints it: "activate.rsqrt", "tensor_scalar.is_ge", "select".
+NEURON_EXPORT std::string mnemonic(uint8_t opcode, uint8_t func = 0, uint8_t func2 = 0);
 
 /// Text listing of a program: header, arguments, symbols, every stream.
 NEURON_EXPORT std::string disassemble(const Program &program);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <set>
 
@@ -660,6 +661,111 @@ void compile_errors(void **) {
     }
 }
 
+// --- causal softmax ---------------------------------------------------------------
+
+// softmax(x, causal=true) over [.., Q, K]: row q sees keys k <= q only. Q
+// below, at and above 128 (rows of one query index in several partitions
+// runs of a tile), K below and above Q, fp32 and bf16; the mask is built on
+// the device (IOTA, TENSOR_SCALAR is_ge, SELECT).
+void causal_softmax(void **) {
+    const struct {
+        DType dt;
+        Shape shape;
+    } cases[] = {{DType::fp32, {77, 129}},   {DType::fp32, {2, 200, 200}},
+                 {DType::fp32, {3, 50, 60}}, {DType::bf16, {2, 129, 77}},
+                 {DType::fp32, {1, 1}},      {DType::fp32, {300, 2}}};
+    uint64_t seed = 900;
+    for (const auto &c : cases) {
+        Graph g("causal");
+        uint32_t x = g.input("x", T(c.dt, c.shape));
+        Attrs a;
+        a.causal = true;
+        g.mark_output(g.add(Op::softmax, "p", {x}, a));
+        check(g, seed++, "causal softmax " + to_string(g.node(x).type));
+        // the masked probabilities are exactly 0
+        auto in = harness::make_inputs(g, seed);
+        auto o = harness::run(g, in);
+        const auto &y = o.outputs.at("p");
+        const int64_t K = c.shape.back(), Q = c.shape[c.shape.size() - 2];
+        for (size_t f = 0; f < y.size(); f++) {
+            int64_t r = static_cast<int64_t>(f) / K, k = static_cast<int64_t>(f) % K;
+            if (k > r % Q && y[f] != 0.0f)
+                fail_msg("%s: p[%lld] = %g where k %lld > q %lld",
+                         to_string(g.node(x).type).c_str(), static_cast<long long>(f),
+                         static_cast<double>(y[f]), static_cast<long long>(k),
+                         static_cast<long long>(r % Q));
+        }
+    }
+    // Text form.
+    Graph t = parse("graph t\ninput x: fp32[4, 4]\np = softmax(x, causal=true)\noutput p\n");
+    assert_true(t.node(1).causal);
+    assert_true(print(t).find("softmax(x, axis=-1, causal=true)") != std::string::npos);
+    assert_true(parse(print(t)) == t);
+    // An ISA 1.0 device has neither the comparison nor SELECT.
+    CompileOptions v10;
+    v10.isa_version = 1u << 16;
+    try {
+        compile(t, v10);
+        fail_msg("a causal softmax compiled for ISA 1.0");
+    } catch (const GraphError &e) {
+        assert_non_null(std::strstr(e.what(), "'p' (softmax of x: fp32[4, 4] -> fp32[4, 4]): the "
+                                              "lowering needs tensor_scalar.is_ge, an instruction "
+                                              "of ISA 1.1, but the target device implements ISA "
+                                              "1.0"));
+    }
+    Graph one("one");
+    Attrs a;
+    a.causal = true;
+    try {
+        one.add(Op::softmax, "p", {one.input("x", T(DType::fp32, {5}))}, a);
+        fail_msg("a causal softmax of one axis");
+    } catch (const GraphError &e) {
+        assert_non_null(std::strstr(e.what(), "needs the [.., queries, keys] axes"));
+    }
+}
+
+// --- ISA revisions -------------------------------------------------------------
+
+// layer_norm's 1/sqrt(var + eps) is one ACTIVATE rsqrt (ISA 1.1): for a 1.0
+// device the compiler refuses, naming the node, the instruction and both
+// versions; graphs that need nothing of 1.1 compile for it and declare 1.0.
+void isa_targets(void **) {
+    Graph g("ln");
+    uint32_t x = g.input("x", T(DType::fp32, {200, 77}));
+    g.mark_output(g.add(Op::layer_norm, "ln", {x}));
+    Compiled c = compile(g);
+    assert_int_equal(c.program.isa_version(), 1u << 16 | 1u);
+    std::string text = disassemble(c.program);
+    if (text.find("activate.rsqrt") == std::string::npos || text.find("int32") != std::string::npos)
+        fail_msg("layer_norm is not one rsqrt per tile:\n%s", text.c_str());
+    check(g, 11, "layer_norm via rsqrt");
+
+    CompileOptions v10;
+    v10.isa_version = 1u << 16;
+    try {
+        compile(g, v10);
+        fail_msg("layer_norm compiled for ISA 1.0");
+    } catch (const GraphError &e) {
+        const char *want = "'ln' (layer_norm of x: fp32[200, 77] -> fp32[200, 77]): the lowering "
+                           "needs activate.rsqrt, an instruction of ISA 1.1, but the target "
+                           "device implements ISA 1.0";
+        if (std::string(e.what()) != want)
+            fail_msg("got '%s'\nwant '%s'", e.what(), want);
+    }
+    Graph mlp = load(std::filesystem::path(NEURON_COMPILER_CORPUS) / "mlp_bf16.nir");
+    assert_int_equal(compile(mlp, v10).program.isa_version(), 1u << 16);
+
+    CompileOptions future;
+    future.isa_version = 1u << 16 | 0xffff;
+    try {
+        compile(mlp, future);
+        fail_msg("compiled for ISA 1.65535");
+    } catch (const GraphError &e) {
+        assert_non_null(
+            std::strstr(e.what(), "target ISA 1.65535: this compiler emits ISA 1.0 to"));
+    }
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -671,6 +777,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(fused_linear),     cmocka_unit_test(fused_chains),
         cmocka_unit_test(random_graphs),    cmocka_unit_test(corpus),
         cmocka_unit_test(container_file),   cmocka_unit_test(compile_errors),
+        cmocka_unit_test(isa_targets),      cmocka_unit_test(causal_softmax),
     };
     const CMUnitTest encoder[] = {cmocka_unit_test(encoder_768)};
     if (argc > 1 && std::string(argv[1]) == "encoder")

@@ -54,7 +54,8 @@ class FakeOs final : public neuron::detail::Os {
                   {DRM_NEURON_PARAM_PARTITIONS, 128},
                   {DRM_NEURON_PARAM_CAPABILITIES, DRM_NEURON_CAP_FP32},
                   {DRM_NEURON_PARAM_MAX_BINDINGS, 63},
-                  {DRM_NEURON_PARAM_PCI_BUS_INFO, 0x0018}};
+                  {DRM_NEURON_PARAM_PCI_BUS_INFO, 0x0018},
+                  {DRM_NEURON_PARAM_ISA_VERSION, 1u << 16 | 1u}};
     }
 
     int open(const std::string &) override { return open_errno ? -open_errno : device_fd; }

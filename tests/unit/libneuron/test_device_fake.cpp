@@ -71,6 +71,31 @@ static void open_checks(void **) {
     assert_int_equal(d.info().num_cores, 2);
     assert_int_equal(d.info().vendor_id, 0x1d0f);
     assert_string_equal(d.info().pci_address.c_str(), "0000:00:03.0");
+    assert_int_equal(d.info().isa_version, 1u << 16 | 1u); // the fake's ISA 1.1
+    {
+        // A driver before UAPI 1.2 has no ISA_VERSION parameter: its devices are ISA 1.0.
+        env.os->params[DRM_NEURON_PARAM_API_VERSION] = 1u << 16 | 1u;
+        Device v10 = env.open();
+        assert_int_equal(v10.info().isa_version, 1u << 16);
+        env.os->params[DRM_NEURON_PARAM_API_VERSION] = 1u << 16 | 2u;
+        env.os->params[DRM_NEURON_PARAM_ISA_VERSION] = 1u << 16 | 7u;
+        Device v17 = env.open();
+        assert_int_equal(v17.info().isa_version, 1u << 16 | 7u);
+        env.os->params[DRM_NEURON_PARAM_ISA_VERSION] = 1u << 16 | 1u;
+        env.os->params[DRM_NEURON_PARAM_API_VERSION] =
+            DRM_NEURON_API_VERSION_MAJOR << 16 | DRM_NEURON_API_VERSION_MINOR;
+        // A program of ISA 1.1 loads on a 1.1 device, not on a 1.0 one.
+        ProgramBuilder b("rsqrt");
+        auto t = b.sbuf("t", DType::fp32, 16);
+        b.scalar().activate(Activation::rsqrt, t.tap(), t.tap());
+        Program p = b.finish();
+        assert_int_equal(p.isa_version(), 1u << 16 | 1);
+        (void)d.load(p);
+        expect_contains(expect_error([&] { (void)v10.load(p); }, errc::not_supported),
+                        "fake0: loading program 'rsqrt': it needs ISA 1.1, the device implements "
+                        "ISA 1.0");
+        (void)v10.load(two_args()); // ISA 1.0 programs still load
+    }
     assert_string_equal(d.path().c_str(), "fake0");
 
     env.os->open_errno = EACCES;

@@ -163,6 +163,29 @@ void misuse(void **) {
     assert_true(threw);
 }
 
+// DMA_GATHER reads its indices from SBUF: a gather after the IOTA that
+// writes them waits for it; indices not one int32 per destination
+// partition are refused.
+void gather_waits(void **) {
+    ProgramBuilder b("gather");
+    auto t = b.argument("t", DType::fp32, {300, 8}, Direction::in);
+    Tile idx = b.sbuf("idx", DType::int32, 1), rows = b.sbuf("rows", DType::fp32, 8);
+    Kernel k(b);
+    k.iota(idx.tap(), 0, 2, 0); // idx[p] = 2p
+    k.dma_gather(rows.tap(), t.at(0, 32), idx.tap(), 300);
+    bool threw = false;
+    try {
+        k.dma_gather(rows.tap(), t.at(0, 32), idx.partitions(0, 64).tap(), 300);
+    } catch (const Error &e) {
+        threw = e.code() == errc::invalid_argument;
+    }
+    assert_true(threw);
+    k.finish();
+    Program p = b.finish();
+    expect(stream(p, Engine::vector), {NEURON_OP_IOTA, SIG, END}, "vector");
+    expect(stream(p, Engine::sync), {WAIT, NEURON_OP_DMA_GATHER, END}, "sync");
+}
+
 } // namespace
 
 int main() {
@@ -170,6 +193,7 @@ int main() {
         cmocka_unit_test(raw_and_disjoint), cmocka_unit_test(partitions_disjoint),
         cmocka_unit_test(war_and_waw),      cmocka_unit_test(implied_waits),
         cmocka_unit_test(counts),           cmocka_unit_test(misuse),
+        cmocka_unit_test(gather_waits),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The validator rejects every class of corruption with the offending byte
 // offset and the reason.
+#include <cmath>
+
 #include "neuron_isa.h"
 #include "testutil.hpp"
 
@@ -293,7 +295,7 @@ static void operands(void **) {
     t = b;
     t[i + 2] = std::byte{NEURON_ACT_COUNT};
     refix(t);
-    expect(t, i + 2, "unknown activation function 9");
+    expect(t, i + 2, "unknown activation function 11");
 }
 
 static void bindings(void **) {
@@ -409,6 +411,121 @@ static void symbol_table(void **) {
     expect(t, y + 6, "partitions 0+0");
 }
 
+// ISA revisions: a program declares the oldest ISA that has all its
+// instructions; an instruction of a later revision than the one declared is
+// rejected, naming it and both versions.
+static void isa_revisions(void **) {
+    // The sample uses ISA 1.0 instructions only.
+    Program sample = Program::parse(test::sample_bytes());
+    assert_int_equal(sample.isa_version(), 1u << 16);
+    auto img = sample.device_image();
+    assert_int_equal(static_cast<int>(img[6]) | static_cast<int>(img[7]) << 8, 0);
+    assert_int_equal(isa_version(), NEURON_ISA_VERSION_MAJOR << 16 | NEURON_ISA_VERSION_MINOR);
+
+    ProgramBuilder b("isa11");
+    auto t = b.sbuf("t", DType::fp32, 16);
+    auto m = b.sbuf("m", DType::fp32, 16);
+    b.scalar().activate(Activation::rsqrt, t.tap(), t.tap(), 1.0f / 16, 1e-5f);
+    b.vector()
+        .tensor_scalar(m.tap(), t.tap(), AluOp::is_ge, 0.5f)
+        .select(t.tap(), m.tap(), t.tap(), -INFINITY)
+        .select_keep(t.tap(), m.tap(), m.tap())
+        .tensor_tensor(AluOp::is_ne, m.tap(), m.tap(), t.tap());
+    auto bytes = b.build();
+    assert_int_equal(test::rd32(bytes, 32), 1u << 16 | 1u); // isa_major, isa_minor
+    Program p = Program::parse(bytes);
+    assert_int_equal(p.isa_version(), 1u << 16 | 1u);
+    img = p.device_image();
+    assert_int_equal(static_cast<int>(img[6]), 1);
+    std::string text = disassemble(p);
+    for (const char *want :
+         {"ISA 1.1",
+          "activate.rsqrt sbuf.fp32[p0+128 @0x0 16] (t) <- sbuf.fp32[p0+128 @0x0 16] "
+          "(t) * 0.0625 + 1e-05",
+          "tensor_scalar sbuf.fp32[p0+128 @0x40 16] (m) <- sbuf.fp32[p0+128 @0x0 16] (t) is_ge 0.5",
+          "select sbuf.fp32[p0+128 @0x0 16] (t) <- sbuf.fp32[p0+128 @0x40 16] (m) ? "
+          "sbuf.fp32[p0+128 @0x0 16] (t) : -inf",
+          "(m) : keep", "tensor_tensor.is_ne"})
+        if (!std::strstr(text.c_str(), want))
+            fail_msg("'%s' not in:\n%s", want, text.c_str());
+    assert_string_equal(mnemonic(Activation::reciprocal).c_str(), "activate.reciprocal");
+    assert_int_equal(isa_minor_of(Activation::reciprocal), 1);
+    assert_int_equal(isa_minor_of(Activation::exp), 0);
+    assert_string_equal(mnemonic(NEURON_OP_TENSOR_SCALAR, NEURON_ALU_MUL, NEURON_ALU_IS_LT).c_str(),
+                        "tensor_scalar.mul.is_lt");
+
+    // The same streams declared as ISA 1.0: each new instruction is refused.
+    auto t10 = bytes;
+    test::wr16(t10, 34, 0);
+    refix(t10);
+    expect(t10, insn(t10, NEURON_ENGINE_VECTOR, 0),
+           "tensor_scalar.is_ge is an ISA 1.1 instruction, but the program declares ISA 1.0");
+    test::wr8(t10, insn(t10, NEURON_ENGINE_VECTOR, 0) + 2, NEURON_ALU_MIN);
+    refix(t10);
+    expect(t10, insn(t10, NEURON_ENGINE_VECTOR, 1),
+           "select is an ISA 1.1 instruction, but the program declares ISA 1.0");
+    // Streams are checked in engine order (tensor, vector, scalar, sync):
+    // with the vector stream's new instructions made NOPs, the scalar
+    // stream's rsqrt is the first.
+    for (unsigned i = 1; i <= 3; i++)
+        test::wr8(t10, insn(t10, NEURON_ENGINE_VECTOR, i), NEURON_OP_NOP);
+    for (unsigned i = 1; i <= 3; i++)
+        for (unsigned k = 1; k < 64; k++)
+            test::wr8(t10, insn(t10, NEURON_ENGINE_VECTOR, i) + k, 0);
+    refix(t10);
+    expect(t10, insn(t10, NEURON_ENGINE_SCALAR, 0),
+           "activate.rsqrt is an ISA 1.1 instruction, but the program declares ISA 1.0");
+    // A declared revision this library does not know.
+    auto t12 = bytes;
+    test::wr16(t12, 34, NEURON_ISA_VERSION_MINOR + 1);
+    refix(t12);
+    expect(t12, 32, "ISA version 1.2 is not supported (this library knows 1.1)");
+
+    // SELECT with KEEP takes no fill value.
+    auto k = bytes;
+    test::wr32(k, insn(k, NEURON_ENGINE_VECTOR, 2) + 56, 0x3f800000);
+    refix(k);
+    expect(k, insn(k, NEURON_ENGINE_VECTOR, 2) + 56,
+           "imm[0] (the false value) must be zero with KEEP");
+    // DMA_GATHER: rows of a readable table by the int32 indices in SBUF.
+    ProgramBuilder gb("gather");
+    auto table = gb.argument("table", DType::fp32, {300, 48}, Direction::in);
+    auto out = gb.argument("out", DType::fp32, {100, 48}, Direction::out);
+    auto idx = gb.sbuf("idx", DType::int32, 1, 100);
+    auto rows = gb.sbuf("rows", DType::fp32, 48, 100);
+    gb.sync()
+        .dma_load(idx.tap(), table.at(0, 4)) // (any int32 bits)
+        .dma_gather(rows.tap(), table.at(0, 48 * 4), idx.offset, 300)
+        .dma_store(out.at(0, 48 * 4), rows.tap());
+    auto gbytes = gb.build();
+    Program gp = Program::parse(gbytes);
+    assert_int_equal(gp.isa_version(), 1u << 16 | 1u);
+    text = disassemble(gp);
+    if (!std::strstr(text.c_str(), "dma_gather sbuf.fp32[p0+100 @0x40 48] (rows) <- slot0 "
+                                   "(table)[+0x0 pstride 192 strides 4,0] rows "
+                                   "sbuf.int32[@0x0] < 300"))
+        fail_msg("no gather in:\n%s", text.c_str());
+    const uint64_t g1 = insn(gbytes, NEURON_ENGINE_SYNC, 1);
+    auto gt = gbytes;
+    test::wr32(gt, g1 + 56, 2);
+    refix(gt);
+    expect(gt, g1 + 56, "the indices' SBUF offset 0x2 is not a multiple of 4");
+    gt = gbytes;
+    test::wr8(gt, g1 + 24, 1); // the output: write-only
+    refix(gt);
+    expect(gt, g1 + 24, "loads from slot 1 ('out', out argument), which the program may not read");
+    gt = gbytes;
+    test::wr16(gt, 34, 0);
+    refix(gt);
+    expect(gt, g1, "dma_gather is an ISA 1.1 instruction, but the program declares ISA 1.0");
+
+    // Comparison ops beyond the table are unknown, not ISA 1.1.
+    auto u = bytes;
+    test::wr8(u, insn(u, NEURON_ENGINE_VECTOR, 3) + 2, NEURON_ALU_COUNT);
+    refix(u);
+    expect(u, insn(u, NEURON_ENGINE_VECTOR, 3) + 2, "unknown ALU operation 13");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(accepts_sample),  cmocka_unit_test(truncation),
@@ -418,6 +535,7 @@ int main(void) {
         cmocka_unit_test(reserved_fields), cmocka_unit_test(operands),
         cmocka_unit_test(bindings),        cmocka_unit_test(missing_end),
         cmocka_unit_test(argument_table),  cmocka_unit_test(symbol_table),
+        cmocka_unit_test(isa_revisions),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

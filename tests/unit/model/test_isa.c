@@ -323,7 +323,8 @@ static void test_activation(void **state) {
     fill(x, P * F, 21, 4.0f);
     fill(bias, P, 23, 1.0f);
     const uint8_t outs[] = {NEURON_DT_FP32, NEURON_DT_BF16, NEURON_DT_FP16};
-    for (uint8_t f = NEURON_ACT_IDENTITY; f < NEURON_ACT_COUNT; f++)
+    /* ISA 1.0's functions; rsqrt and reciprocal (1.1): test_isa11.c. */
+    for (uint8_t f = NEURON_ACT_IDENTITY; f < NEURON_ACT_COUNT_1_0; f++)
         for (size_t k = 0; k < 3; k++) {
             uint8_t odt = outs[k];
             tenv *t = te_new();
@@ -375,6 +376,18 @@ static float ref_alu(uint8_t op, float a, float b) {
         return a < b ? a : b;
     case NEURON_ALU_DIV:
         return a / b;
+    case NEURON_ALU_IS_EQ:
+        return a == b;
+    case NEURON_ALU_IS_NE:
+        return a != b;
+    case NEURON_ALU_IS_LT:
+        return a < b;
+    case NEURON_ALU_IS_LE:
+        return a <= b;
+    case NEURON_ALU_IS_GT:
+        return a > b;
+    case NEURON_ALU_IS_GE:
+        return a >= b;
     }
     return NAN;
 }

@@ -25,6 +25,7 @@
 #include <xf86drm.h>
 
 #include "drm/neuron_accel.h"
+#include "neuron_isa.h"
 #include "neuron_regs.h"
 #include "testdev.h"
 
@@ -114,6 +115,9 @@ static void test_get_param_values(void **state) {
     assert_true(get_param(fd, DRM_NEURON_PARAM_NUM_CORES) <= 16);
     assert_true(get_param(fd, DRM_NEURON_PARAM_NUM_DMA_ENGINES) <= 8);
     assert_int_equal(get_param(fd, DRM_NEURON_PARAM_HW_VERSION) >> 16, 1);
+    /* The emulated device implements this tree's ISA. */
+    assert_int_equal(get_param(fd, DRM_NEURON_PARAM_ISA_VERSION),
+                     NEURON_ISA_VERSION_MAJOR << 16 | NEURON_ISA_VERSION_MINOR);
     assert_int_equal(device_mem(fd) % sysconf(_SC_PAGESIZE), 0);
 
     v = get_param(fd, DRM_NEURON_PARAM_PCI_BUS_INFO);

@@ -17,6 +17,10 @@ namespace neuron::compiler {
 struct CompileOptions {
     bool fuse = true;       ///< fuse matmul epilogues and elementwise chains
     BuilderLimits limits{}; ///< SBUF/PSUM sizes of the target core
+    /// The target device's instruction set, (major << 16) | minor
+    /// (DeviceInfo::isa_version). The compiler refuses a graph that needs
+    /// an instruction of a later revision, naming it and both versions.
+    uint32_t isa_version = neuron::isa_version();
 };
 
 struct PassTime {

@@ -83,6 +83,9 @@ struct Node {
     float eps = 0;
     std::vector<int64_t> dims; ///< reshape: the shape; transpose: the permutation
     int64_t axis = 0, start = 0, end = 0;
+    /// softmax: over the last two axes [.., Q, K], element (q, k) takes
+    /// part only when k <= q (a causal mask); the others are 0
+    bool causal = false;
     ConstantInit init; ///< constants
 
     bool operator==(const Node &) const = default;
@@ -103,6 +106,7 @@ struct Attrs {
     std::vector<int64_t> dims;
     std::optional<int64_t> axis; ///< softmax: -1 (the only one); slice, concat: 0
     int64_t start = 0, end = 0;
+    bool causal = false; ///< softmax only
 };
 
 class Graph {
