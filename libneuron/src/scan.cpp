@@ -104,6 +104,10 @@ std::optional<DeviceEntry> read_entry(detail::Os &os, const SysPaths &paths, con
 
 } // namespace
 
+std::string device_attributes_dir(const SysPaths &paths, const std::string &pci_address) {
+    return paths.sysfs_root + "/bus/pci/devices/" + pci_address + "/neuron";
+}
+
 std::vector<DeviceEntry> enumerate_sysfs(const SysPaths &paths) {
     auto os = detail::real_os();
     std::string cls = paths.sysfs_root + "/class/accel";
