@@ -437,6 +437,22 @@ void neuron_queue_destroy(neuron_queue *q) {
     delete q;
 }
 
+namespace {
+
+// A job's arguments from the C array (inside guard(), which names the call).
+neuron::Arguments arguments_of(const neuron_job_arg *args, size_t num_args) {
+    if (num_args)
+        NEED(args);
+    neuron::Arguments a;
+    for (size_t i = 0; i < num_args; i++) {
+        NEED(args[i].name);
+        a.bind(args[i].name, range_of(args[i]));
+    }
+    return a;
+}
+
+} // namespace
+
 neuron_status neuron_submit(neuron_queue *q, const neuron_loaded_program *lp,
                             const neuron_job_arg *args, size_t num_args,
                             const neuron_fence *const *deps, size_t num_deps, neuron_fence **out) {
@@ -445,13 +461,7 @@ neuron_status neuron_submit(neuron_queue *q, const neuron_loaded_program *lp,
         NEED(lp);
         NEED(out);
         *out = nullptr;
-        if (num_args)
-            NEED(args);
-        neuron::Arguments a;
-        for (size_t i = 0; i < num_args; i++) {
-            NEED(args[i].name);
-            a.bind(args[i].name, range_of(args[i]));
-        }
+        neuron::Arguments a = arguments_of(args, num_args);
         *out = new neuron_fence{q->q.submit(lp->lp, a, fences(deps, num_deps))};
     });
 }
@@ -481,13 +491,7 @@ neuron_status neuron_submit_profiled(neuron_queue *q, const neuron_loaded_progra
         NEED(profile);
         NEED(out);
         *out = nullptr;
-        if (num_args)
-            NEED(args);
-        neuron::Arguments a;
-        for (size_t i = 0; i < num_args; i++) {
-            NEED(args[i].name);
-            a.bind(args[i].name, range_of(args[i]));
-        }
+        neuron::Arguments a = arguments_of(args, num_args);
         *out = new neuron_fence{q->q.submit(lp->lp, a, profile->p, fences(deps, num_deps))};
     });
 }
