@@ -340,6 +340,15 @@ int Device::syncobj_destroy(File &f, drm_syncobj_destroy &d) {
     return f.syncobjs.erase(d.handle) ? 0 : EINVAL;
 }
 
+int Device::syncobj_fence(File &f, uint32_t handle, std::shared_ptr<Fence> &fence) {
+    std::lock_guard<std::mutex> g(f.lock);
+    auto it = f.syncobjs.find(handle);
+    if (it == f.syncobjs.end())
+        return ENOENT;
+    fence = it->second;
+    return 0;
+}
+
 int Device::syncobj_wait(File &f, drm_syncobj_wait &w) {
     constexpr uint32_t known =
         DRM_SYNCOBJ_WAIT_FLAGS_WAIT_ALL | DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT;
@@ -351,13 +360,8 @@ int Device::syncobj_wait(File &f, drm_syncobj_wait &w) {
     for (uint32_t i = 0; i < w.count_handles; i++) {
         std::shared_ptr<Fence> fence;
         for (;;) {
-            {
-                std::lock_guard<std::mutex> g(f.lock);
-                auto it = f.syncobjs.find(handles[i]);
-                if (it == f.syncobjs.end())
-                    return ENOENT;
-                fence = it->second;
-            }
+            if (int e = syncobj_fence(f, handles[i], fence))
+                return e;
             if (fence)
                 break;
             if (!(w.flags & DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT))
@@ -382,13 +386,8 @@ int Device::neuron_wait(File &f, drm_neuron_wait &w) {
     if (w.flags & ~DRM_NEURON_WAIT_FLAGS_ALL || w.reserved || w.sync.pad || !w.sync.handle)
         return EINVAL;
     std::shared_ptr<Fence> fence;
-    {
-        std::lock_guard<std::mutex> g(f.lock);
-        auto it = f.syncobjs.find(w.sync.handle);
-        if (it == f.syncobjs.end())
-            return ENOENT;
-        fence = it->second;
-    }
+    if (int e = syncobj_fence(f, w.sync.handle, fence))
+        return e;
     // No fence yet, or a timeline point: the simulator's syncobjs are binary.
     if (!fence || w.sync.point)
         return EINVAL;
@@ -402,13 +401,8 @@ int Device::syncobj_export(File &f, drm_syncobj_handle &h) {
     if (h.flags != DRM_SYNCOBJ_HANDLE_TO_FD_FLAGS_EXPORT_SYNC_FILE)
         return h.flags & ~DRM_SYNCOBJ_HANDLE_TO_FD_FLAGS_EXPORT_SYNC_FILE ? EINVAL : EOPNOTSUPP;
     std::shared_ptr<Fence> fence;
-    {
-        std::lock_guard<std::mutex> g(f.lock);
-        auto it = f.syncobjs.find(h.handle);
-        if (it == f.syncobjs.end())
-            return ENOENT;
-        fence = it->second;
-    }
+    if (int e = syncobj_fence(f, h.handle, fence))
+        return e;
     if (!fence)
         return EINVAL;
     std::lock_guard<std::mutex> g(lock_);

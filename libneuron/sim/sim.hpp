@@ -198,6 +198,8 @@ class Device final : public detail::Os {
     int gem_close(File &f, drm_gem_close &c);
     int syncobj_create(File &f, drm_syncobj_create &c);
     int syncobj_destroy(File &f, drm_syncobj_destroy &d);
+    /// The fence of syncobj @p handle (null: none yet); ENOENT if there is none.
+    int syncobj_fence(File &f, uint32_t handle, std::shared_ptr<Fence> &fence);
     int syncobj_wait(File &f, drm_syncobj_wait &w);
     int syncobj_export(File &f, drm_syncobj_handle &h);
     int neuron_wait(File &f, drm_neuron_wait &w);
