@@ -362,36 +362,6 @@ static void test_activation(void **state) {
 
 /* ---- elementwise ---- */
 
-static float ref_alu(uint8_t op, float a, float b) {
-    switch (op) {
-    case NEURON_ALU_ADD:
-        return a + b;
-    case NEURON_ALU_SUB:
-        return a - b;
-    case NEURON_ALU_MUL:
-        return a * b;
-    case NEURON_ALU_MAX:
-        return a > b ? a : b;
-    case NEURON_ALU_MIN:
-        return a < b ? a : b;
-    case NEURON_ALU_DIV:
-        return a / b;
-    case NEURON_ALU_IS_EQ:
-        return a == b;
-    case NEURON_ALU_IS_NE:
-        return a != b;
-    case NEURON_ALU_IS_LT:
-        return a < b;
-    case NEURON_ALU_IS_LE:
-        return a <= b;
-    case NEURON_ALU_IS_GT:
-        return a > b;
-    case NEURON_ALU_IS_GE:
-        return a >= b;
-    }
-    return NAN;
-}
-
 static void test_tensor_tensor(void **state) {
     (void)state;
     enum { P = 128, F = 40 };
@@ -425,7 +395,7 @@ static void test_tensor_tensor(void **state) {
             float got[P * F];
             tu_unpack(odt, got, out, P * F);
             for (int i = 0; i < P * F; i++) {
-                float want = tu_round(odt, ref_alu(op, tu_round(NEURON_DT_BF16, a[i]), b[i]));
+                float want = tu_round(odt, tu_ref_alu(op, tu_round(NEURON_DT_BF16, a[i]), b[i]));
                 if (memcmp(&got[i], &want, 4))
                     fail_msg("op %u dt %u [%d]: got %g want %g", op, odt, i, (double)got[i],
                              (double)want);
@@ -477,11 +447,11 @@ static void test_tensor_scalar(void **state) {
         for (int q = 0; q < P; q++)
             for (int i = 0; i < F; i++) {
                 float a = cases[c].per_part ? sc[q] : s1, v = x[q * F + i];
-                v = cases[c].flags & NEURON_TS_F_REVERSE0 ? ref_alu(cases[c].op0, a, v)
-                                                          : ref_alu(cases[c].op0, v, a);
+                v = cases[c].flags & NEURON_TS_F_REVERSE0 ? tu_ref_alu(cases[c].op0, a, v)
+                                                          : tu_ref_alu(cases[c].op0, v, a);
                 if (cases[c].op1)
-                    v = cases[c].flags & NEURON_TS_F_REVERSE1 ? ref_alu(cases[c].op1, s2, v)
-                                                              : ref_alu(cases[c].op1, v, s2);
+                    v = cases[c].flags & NEURON_TS_F_REVERSE1 ? tu_ref_alu(cases[c].op1, s2, v)
+                                                              : tu_ref_alu(cases[c].op1, v, s2);
                 float got;
                 memcpy(&got, out + 4 * (q * F + i), 4);
                 if (memcmp(&got, &v, 4))

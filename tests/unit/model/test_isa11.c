@@ -232,24 +232,6 @@ static void test_rsqrt_affine(void **state) {
 
 /* ---- comparisons ---- */
 
-static float ref_cmp(uint8_t op, float a, float b) {
-    switch (op) {
-    case NEURON_ALU_IS_EQ:
-        return a == b;
-    case NEURON_ALU_IS_NE:
-        return a != b;
-    case NEURON_ALU_IS_LT:
-        return a < b;
-    case NEURON_ALU_IS_LE:
-        return a <= b;
-    case NEURON_ALU_IS_GT:
-        return a > b;
-    case NEURON_ALU_IS_GE:
-        return a >= b;
-    }
-    return NAN;
-}
-
 enum { CP = 32, CF = 32, CN = CP * CF };
 
 struct tt_ctx {
@@ -295,7 +277,7 @@ static void test_compare_tensor_tensor(void **state) {
                              NEURON_JOB_STATUS_OK);
             int ones = 0;
             for (size_t i = 0; i < CN; i++) {
-                const float want = ref_cmp(op, a[i], b[i]);
+                const float want = tu_ref_alu(op, a[i], b[i]);
                 if (tu_bits(got[i]) != tu_bits(want))
                     fail_msg("op %u dt %u: %g vs %g: got %g want %g", op, outs[k], (double)a[i],
                              (double)b[i], (double)got[i], (double)want);
@@ -306,8 +288,8 @@ static void test_compare_tensor_tensor(void **state) {
             assert_true(ones > 0 && ones < CN); /* the inputs exercise both results */
         }
     /* NaN: only NE is true; +0 == -0. */
-    assert_true(ref_cmp(NEURON_ALU_IS_NE, NAN, NAN) == 1.0f);
-    assert_true(ref_cmp(NEURON_ALU_IS_EQ, 0.0f, -0.0f) == 1.0f);
+    assert_true(tu_ref_alu(NEURON_ALU_IS_NE, NAN, NAN) == 1.0f);
+    assert_true(tu_ref_alu(NEURON_ALU_IS_EQ, 0.0f, -0.0f) == 1.0f);
 }
 
 struct ts_ctx {
@@ -326,17 +308,6 @@ static void emit_ts(pb_prog *p, const void *c) {
           pb_sbuf(F32, 0, CP, IN_OFF(0), CF),
           t->per_part ? pb_sbuf(F32, 0, CP, IN_OFF(1), 1) : none, t->per_part ? 0.0f : t->s1,
           t->s2);
-}
-
-static float ref_alu2(uint8_t op, float a, float b) {
-    switch (op) {
-    case NEURON_ALU_MUL:
-        return a * b;
-    case NEURON_ALU_ADD:
-        return a + b;
-    default:
-        return ref_cmp(op, a, b);
-    }
 }
 
 static void test_compare_tensor_scalar(void **state) {
@@ -361,11 +332,11 @@ static void test_compare_tensor_scalar(void **state) {
             for (size_t j = 0; j < CF; j++) {
                 const size_t i = q * CF + j;
                 const float s1 = c->per_part ? b[q * CF] : c->s1;
-                float v = c->flags & NEURON_TS_F_REVERSE0 ? ref_alu2(c->op0, s1, a[i])
-                                                          : ref_alu2(c->op0, a[i], s1);
+                float v = c->flags & NEURON_TS_F_REVERSE0 ? tu_ref_alu(c->op0, s1, a[i])
+                                                          : tu_ref_alu(c->op0, a[i], s1);
                 if (c->op1)
-                    v = c->flags & NEURON_TS_F_REVERSE1 ? ref_alu2(c->op1, c->s2, v)
-                                                        : ref_alu2(c->op1, v, c->s2);
+                    v = c->flags & NEURON_TS_F_REVERSE1 ? tu_ref_alu(c->op1, c->s2, v)
+                                                        : tu_ref_alu(c->op1, v, c->s2);
                 if (tu_bits(got[i]) != tu_bits(v))
                     fail_msg("case %zu [%zu]: x %g: got %g want %g", k, i, (double)a[i],
                              (double)got[i], (double)v);

@@ -127,4 +127,35 @@ static inline double tu_rtol(uint8_t dtype) {
     return dtype == NEURON_DT_BF16 ? 1e-2 : dtype == NEURON_DT_FP16 ? 2e-3 : 1e-5;
 }
 
+/* An ALU op of TENSOR_TENSOR/TENSOR_SCALAR in fp32, as hw/isa.md defines it. */
+static inline float tu_ref_alu(uint8_t op, float a, float b) {
+    switch (op) {
+    case NEURON_ALU_ADD:
+        return a + b;
+    case NEURON_ALU_SUB:
+        return a - b;
+    case NEURON_ALU_MUL:
+        return a * b;
+    case NEURON_ALU_MAX:
+        return a > b ? a : b;
+    case NEURON_ALU_MIN:
+        return a < b ? a : b;
+    case NEURON_ALU_DIV:
+        return a / b;
+    case NEURON_ALU_IS_EQ:
+        return a == b;
+    case NEURON_ALU_IS_NE:
+        return a != b;
+    case NEURON_ALU_IS_LT:
+        return a < b;
+    case NEURON_ALU_IS_LE:
+        return a <= b;
+    case NEURON_ALU_IS_GT:
+        return a > b;
+    case NEURON_ALU_IS_GE:
+        return a >= b;
+    }
+    return NAN;
+}
+
 #endif /* NEURON_TEST_MODEL_UTIL_H */
