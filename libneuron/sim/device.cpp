@@ -322,14 +322,15 @@ int Device::gem_close(File &f, drm_gem_close &c) {
 int Device::syncobj_create(File &f, drm_syncobj_create &c) {
     if (c.flags & ~DRM_SYNCOBJ_CREATE_SIGNALED)
         return EINVAL;
-    std::shared_ptr<Fence> fence;
+    Syncobj obj;
     if (c.flags & DRM_SYNCOBJ_CREATE_SIGNALED) {
-        fence = std::make_shared<Fence>();
+        auto fence = std::make_shared<Fence>();
         fence->signal(0);
+        obj.replace(std::move(fence));
     }
     std::lock_guard<std::mutex> g(f.lock);
     c.handle = f.next_handle++;
-    f.syncobjs[c.handle] = std::move(fence);
+    f.syncobjs[c.handle] = std::move(obj);
     return 0;
 }
 
@@ -340,13 +341,12 @@ int Device::syncobj_destroy(File &f, drm_syncobj_destroy &d) {
     return f.syncobjs.erase(d.handle) ? 0 : EINVAL;
 }
 
-int Device::syncobj_fence(File &f, uint32_t handle, std::shared_ptr<Fence> &fence) {
+int Device::syncobj_find(File &f, uint32_t handle, uint64_t point, SyncWait &out) {
     std::lock_guard<std::mutex> g(f.lock);
     auto it = f.syncobjs.find(handle);
     if (it == f.syncobjs.end())
         return ENOENT;
-    fence = it->second;
-    return 0;
+    return it->second.find(point, out);
 }
 
 int Device::syncobj_wait(File &f, drm_syncobj_wait &w) {
@@ -358,19 +358,18 @@ int Device::syncobj_wait(File &f, drm_syncobj_wait &w) {
     if (int e = user_array(w.handles, w.count_handles, handles))
         return e;
     for (uint32_t i = 0; i < w.count_handles; i++) {
-        std::shared_ptr<Fence> fence;
+        SyncWait sw;
         for (;;) {
-            if (int e = syncobj_fence(f, handles[i], fence))
-                return e;
-            if (fence)
+            int e = syncobj_find(f, handles[i], 0, sw);
+            if (!e)
                 break;
-            if (!(w.flags & DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT))
-                return EINVAL;
+            if (e != EINVAL || !(w.flags & DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT))
+                return e;
             if (now_ns() >= w.timeout_nsec)
                 return ETIME;
             std::this_thread::sleep_for(std::chrono::milliseconds(1));
         }
-        if (!fence->wait_until(w.timeout_nsec))
+        if (!sw.wait_until(w.timeout_nsec))
             return ETIME;
         // Without WAIT_ALL one signalled fence is enough.
         if (!(w.flags & DRM_SYNCOBJ_WAIT_FLAGS_WAIT_ALL)) {
@@ -385,46 +384,44 @@ int Device::neuron_wait(File &f, drm_neuron_wait &w) {
     w.status = 0;
     if (w.flags & ~DRM_NEURON_WAIT_FLAGS_ALL || w.reserved || w.sync.pad || !w.sync.handle)
         return EINVAL;
-    std::shared_ptr<Fence> fence;
-    if (int e = syncobj_fence(f, w.sync.handle, fence))
+    SyncWait sw;
+    if (int e = syncobj_find(f, w.sync.handle, w.sync.point, sw))
         return e;
-    // No fence yet, or a timeline point: the simulator's syncobjs are binary.
-    if (!fence || w.sync.point)
-        return EINVAL;
-    if (!fence->wait_until(w.timeout_nsec))
+    if (!sw.wait_until(w.timeout_nsec))
         return ETIME;
-    w.status = -fence->error();
+    // A timeline point's status is its own job's.
+    w.status = -sw.point->error();
     return 0;
 }
 
 int Device::syncobj_export(File &f, drm_syncobj_handle &h) {
+    if (h.pad)
+        return EINVAL;
     if (h.flags != DRM_SYNCOBJ_HANDLE_TO_FD_FLAGS_EXPORT_SYNC_FILE)
         return h.flags & ~DRM_SYNCOBJ_HANDLE_TO_FD_FLAGS_EXPORT_SYNC_FILE ? EINVAL : EOPNOTSUPP;
-    std::shared_ptr<Fence> fence;
-    if (int e = syncobj_fence(f, h.handle, fence))
+    SyncWait sw;
+    if (int e = syncobj_find(f, h.handle, 0, sw))
         return e;
-    if (!fence)
-        return EINVAL;
     std::lock_guard<std::mutex> g(lock_);
     h.fd = next_fd_++;
-    sync_files_[h.fd] = std::move(fence);
+    sync_files_[h.fd] = std::move(sw);
     return 0;
 }
 
 int Device::sync_file_info(int fd, void *arg) {
-    std::shared_ptr<Fence> fence;
+    SyncWait sw;
     {
         std::lock_guard<std::mutex> g(lock_);
         auto it = sync_files_.find(fd);
         if (it == sync_files_.end())
             return ENOTTY;
-        fence = it->second;
+        sw = it->second;
     }
     auto *info = static_cast<struct sync_file_info *>(arg);
     if (info->flags || info->pad)
         return EINVAL;
     std::snprintf(info->name, sizeof(info->name), "neuron-sim");
-    info->status = !fence->signaled() ? 0 : fence->error() ? -fence->error() : 1;
+    info->status = !sw.signaled() ? 0 : sw.fence_error() ? -sw.fence_error() : 1;
     info->num_fences = 1;
     return 0;
 }
@@ -438,15 +435,11 @@ int Device::in_syncs(File &f, uint64_t ptr, uint32_t count, Work &w) {
     for (uint32_t i = 0; i < count; i++)
         if (syncs[i].pad)
             return EINVAL;
-    std::lock_guard<std::mutex> g(f.lock);
     for (uint32_t i = 0; i < count; i++) {
-        auto it = f.syncobjs.find(syncs[i].handle);
-        if (it == f.syncobjs.end())
-            return ENOENT;
-        // No fence yet, or a timeline point: the simulator's syncobjs are binary.
-        if (!it->second || syncs[i].point)
-            return EINVAL;
-        w.deps.push_back(it->second);
+        SyncWait sw;
+        if (int e = syncobj_find(f, syncs[i].handle, syncs[i].point, sw))
+            return e;
+        w.deps.insert(w.deps.end(), sw.fences.begin(), sw.fences.end());
     }
     return 0;
 }
@@ -456,10 +449,11 @@ int Device::out_sync(File &f, const drm_neuron_sync &s, std::shared_ptr<Fence> &
     auto it = f.syncobjs.find(s.handle);
     if (it == f.syncobjs.end())
         return ENOENT;
-    if (s.point)
-        return EOPNOTSUPP; // timeline syncobjs are not simulated
     fence = std::make_shared<Fence>();
-    it->second = fence;
+    if (s.point)
+        it->second.add_point(s.point, fence);
+    else
+        it->second.replace(fence);
     return 0;
 }
 

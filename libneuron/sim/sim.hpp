@@ -52,6 +52,44 @@ class Fence {
     int error_ = 0;
 };
 
+/// What waiting for a syncobj (or one of its timeline points) takes.
+struct SyncWait {
+    std::vector<std::shared_ptr<Fence>> fences; ///< all must signal
+    std::shared_ptr<Fence> point;               ///< the point's own fence: its status
+    bool chain = false;                         ///< a timeline link (dma_fence_chain)
+    bool wait_until(int64_t deadline_ns) const;
+    bool signaled() const;
+    /// The error of the fence itself, as a sync file reports it.
+    int fence_error() const;
+};
+
+/// A syncobj, as drm_syncobj holds it: no fence, a binary fence, or a
+/// timeline of points (dma_fence_chain links, maybe on a binary fence).
+/// Signalled links other than the newest are collected as the kernel's
+/// chain walks collect them, so a passed point waits for nothing.
+class Syncobj {
+  public:
+    /// A binary signal (point 0): @p fence replaces everything.
+    void replace(std::shared_ptr<Fence> fence);
+    /// drm_syncobj_add_point(): timeline point @p point is @p fence.
+    void add_point(uint64_t point, std::shared_ptr<Fence> fence);
+    /// drm_syncobj_find_fence() without WAIT_FOR_SUBMIT: what @p point
+    /// (0: the newest fence) waits for; EINVAL if it has no fence yet.
+    int find(uint64_t point, SyncWait &out);
+
+  private:
+    struct Link {
+        uint64_t seqno;      ///< the last point it covers
+        uint64_t prev_seqno; ///< the points it covers start after this one
+        uint32_t context;    ///< one per ordered chain
+        std::shared_ptr<Fence> fence;
+    };
+    void collect();
+    std::shared_ptr<Fence> base_; ///< a binary fence (under the links, if any)
+    std::vector<Link> links_;     ///< oldest first
+    uint32_t next_context_ = 0;
+};
+
 /// Device memory: one zeroed mapping with a first-fit range allocator.
 class Memory {
   public:
@@ -91,8 +129,8 @@ struct File {
     std::mutex lock;
     uint32_t next_handle = 1;
     std::map<uint32_t, std::shared_ptr<Bo>> bos;
-    std::map<uint32_t, std::shared_ptr<Fence>> syncobjs; ///< a null fence: none yet
-    std::map<uintptr_t, std::shared_ptr<Bo>> mappings;   ///< keep mapped buffers alive
+    std::map<uint32_t, Syncobj> syncobjs;
+    std::map<uintptr_t, std::shared_ptr<Bo>> mappings; ///< keep mapped buffers alive
 };
 
 /// What a core or DMA worker runs once every dependency has signalled.
@@ -198,8 +236,9 @@ class Device final : public detail::Os {
     int gem_close(File &f, drm_gem_close &c);
     int syncobj_create(File &f, drm_syncobj_create &c);
     int syncobj_destroy(File &f, drm_syncobj_destroy &d);
-    /// The fence of syncobj @p handle (null: none yet); ENOENT if there is none.
-    int syncobj_fence(File &f, uint32_t handle, std::shared_ptr<Fence> &fence);
+    /// What syncobj @p handle's @p point waits for: ENOENT for no such
+    /// syncobj, EINVAL for no fence (or point) yet.
+    int syncobj_find(File &f, uint32_t handle, uint64_t point, SyncWait &out);
     int syncobj_wait(File &f, drm_syncobj_wait &w);
     int syncobj_export(File &f, drm_syncobj_handle &h);
     int neuron_wait(File &f, drm_neuron_wait &w);
@@ -218,7 +257,7 @@ class Device final : public detail::Os {
     int next_fd_ = 1000;
     uint64_t next_mmap_offset_ = 1ull << 32;
     std::map<int, std::shared_ptr<File>> files_;
-    std::map<int, std::shared_ptr<Fence>> sync_files_;
+    std::map<int, SyncWait> sync_files_;
     std::atomic<uint32_t> next_engine_{0};
     std::thread watchdog_;
     std::mutex watchdog_lock_;

@@ -8,6 +8,7 @@
 #include <neuron/neuron.hpp>
 
 #include "internal.hpp"
+#include "os.hpp"
 
 struct neuron_device {
     neuron::Device dev;
@@ -103,6 +104,10 @@ std::vector<neuron::Fence> fences(const neuron_fence *const *deps, size_t n) {
 }
 
 } // namespace
+
+neuron_device *neuron::detail::c_device(Device dev) {
+    return new neuron_device{std::move(dev)};
+}
 
 extern "C" {
 

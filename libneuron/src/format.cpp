@@ -269,33 +269,8 @@ class CodeChecker {
             return {};
         case NEURON_OP_DMA_LOAD:
         case NEURON_OP_DMA_STORE:
-        case NEURON_OP_DMA_GATHER: {
-            if (!zero(b_, I + 25, 3) || !zero(b_, I + 48, 8))
-                return bad(I + (zero(b_, I + 25, 3) ? 48 : 25), "reserved DMA fields must be zero");
-            uint8_t slot = rd8(b_, I + 24);
-            if (slot >= slots_.size())
-                return bad(I + 24, "binding slot {} does not exist (the program has {})", slot,
-                           slots_.size());
-            if (op == NEURON_OP_DMA_GATHER && rd32(b_, I + 56) % 4)
-                return bad(I + 56, "the indices' SBUF offset {:#x} is not a multiple of 4",
-                           rd32(b_, I + 56));
-            bool load = op != NEURON_OP_DMA_STORE;
-            const SlotInfo &si = slots_[slot];
-            if (load && !(si.rights & 1))
-                return bad(I + 24, "loads from slot {} ({}), which the program may not read", slot,
-                           si.what);
-            if (!load && !(si.rights & 2))
-                return bad(I + 24, "stores to slot {} ({}), which the program may not write", slot,
-                           si.what);
-            unsigned es = NEURON_DT_SIZE(rd8(b_, I + 9));
-            if (rd64(b_, I + 32) % es || rd32(b_, I + 28) % es || rd32(b_, I + 40) % es ||
-                rd32(b_, I + 44) % es)
-                return bad(I + 28,
-                           "memory offset and strides must be multiples of the element "
-                           "size {}",
-                           es);
-            return {};
-        }
+        case NEURON_OP_DMA_GATHER:
+            return dma_fields(I, op);
         case NEURON_OP_ACTIVATE:
             if (func == 0 || func >= NEURON_ACT_COUNT)
                 return bad(I + 2, "unknown activation function {}", func);
@@ -327,6 +302,35 @@ class CodeChecker {
         default: /* the encoding is all there is to check */
             return {};
         }
+    }
+
+    /// A DMA instruction's slot (and its rights), alignment and reserved fields.
+    VErr dma_fields(uint64_t I, uint8_t op) {
+        if (!zero(b_, I + 25, 3) || !zero(b_, I + 48, 8))
+            return bad(I + (zero(b_, I + 25, 3) ? 48 : 25), "reserved DMA fields must be zero");
+        uint8_t slot = rd8(b_, I + 24);
+        if (slot >= slots_.size())
+            return bad(I + 24, "binding slot {} does not exist (the program has {})", slot,
+                       slots_.size());
+        if (op == NEURON_OP_DMA_GATHER && rd32(b_, I + 56) % 4)
+            return bad(I + 56, "the indices' SBUF offset {:#x} is not a multiple of 4",
+                       rd32(b_, I + 56));
+        bool load = op != NEURON_OP_DMA_STORE;
+        const SlotInfo &si = slots_[slot];
+        if (load && !(si.rights & 1))
+            return bad(I + 24, "loads from slot {} ({}), which the program may not read", slot,
+                       si.what);
+        if (!load && !(si.rights & 2))
+            return bad(I + 24, "stores to slot {} ({}), which the program may not write", slot,
+                       si.what);
+        unsigned es = NEURON_DT_SIZE(rd8(b_, I + 9));
+        if (rd64(b_, I + 32) % es || rd32(b_, I + 28) % es || rd32(b_, I + 40) % es ||
+            rd32(b_, I + 44) % es)
+            return bad(I + 28,
+                       "memory offset and strides must be multiples of the element "
+                       "size {}",
+                       es);
+        return {};
     }
 
     /// What the opcode table says of every opcode: defined flags, zero in

@@ -20,6 +20,8 @@
 #include <neuron/device.hpp>
 #include <neuron/export.h>
 
+struct neuron_device;
+
 namespace neuron::detail {
 
 /// Owner and mode of a device node, for permission hints.
@@ -68,6 +70,10 @@ std::shared_ptr<Os> real_os();
 /// the UAPI version and reads every GET_PARAM. Exported for the unit tests,
 /// which drive the library through a fake Os.
 NEURON_EXPORT Device open_device(std::shared_ptr<Os> os, const std::string &node);
+
+/// The C API's handle of @p dev (neuron_device_close() frees it), so the
+/// unit tests reach the C API through a fake Os too.
+NEURON_EXPORT neuron_device *c_device(Device dev);
 
 /// The simulator's entry point in libneuron-sim.so.0 (extern "C"): a new
 /// simulated device configured by @p options ("cores=2,mem=256M", may be

@@ -175,6 +175,16 @@ static void memory_used(void **) {
     assert_true(d.memory_used() == 12288u);
     env.os->files[file] = "12288 bytes";
     assert_false(d.memory_used().has_value());
+    // The C API says why it has no figure.
+    neuron_device *c = detail::c_device(d);
+    uint64_t used = 99;
+    assert_int_equal(neuron_device_memory_used(c, &used), NEURON_ERR_NOT_SUPPORTED);
+    assert_int_equal(used, 99);
+    expect_contains(neuron_last_error(), "fake0: device memory in use cannot be read");
+    env.os->files[file] = "8192";
+    assert_int_equal(neuron_device_memory_used(c, &used), NEURON_OK);
+    assert_int_equal(used, 8192);
+    neuron_device_close(c);
 }
 
 // --- submit ------------------------------------------------------------------------

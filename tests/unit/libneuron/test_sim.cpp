@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include <linux/sync_file.h>
+
 #include "device_state.hpp"
 #include "relu_program.hpp"
 #include "testutil.hpp"
@@ -205,6 +207,106 @@ static void cores_and_timeouts(void **) {
     run_relu(d, 0, Region::device);
 }
 
+// Timeline points behave as neuron.ko's drm_syncobj and dma_fence_chain:
+// a point is reached when its job and every earlier point's have ended,
+// WAIT reports the point's own job, a passed point is collected, and a
+// binary signal replaces the timeline. exec_test's `timeline` makes the
+// same calls against the driver; the spinning job's checks are this test's.
+static void timeline_points(void **) {
+    Device d = Device::open("sim:timeout_ms=1000");
+    ProgramBuilder sb("spin");
+    auto top = sb.vector().here();
+    sb.vector().nop().loop(top, 0);
+    LoadedProgram spin = d.load(sb.finish()), faulting = d.load(relu(16));
+    Buffer src = d.allocate(4096), dst = d.allocate(4096);
+    drm_syncobj_create sc{};
+    assert_int_equal(raw(d, DRM_IOCTL_SYNCOBJ_CREATE, &sc), 0);
+    const uint32_t tl = sc.handle;
+    int status = 0;
+    auto wait = [&](uint64_t point, int64_t timeout_ms) {
+        drm_neuron_wait w{};
+        w.sync = {tl, 0, point};
+        auto deadline = std::chrono::steady_clock::now() + timeout_ms * 1ms;
+        w.timeout_nsec =
+            std::chrono::duration_cast<std::chrono::nanoseconds>(deadline.time_since_epoch())
+                .count();
+        w.status = 12345;
+        int e = raw(d, DRM_IOCTL_NEURON_WAIT, &w);
+        status = w.status;
+        return e;
+    };
+    auto copy = [&](uint64_t point, const drm_neuron_sync *in = nullptr) {
+        drm_neuron_copy c{};
+        c.src_handle = src.handle();
+        c.dst_handle = dst.handle();
+        c.size = 4096;
+        c.engine = DRM_NEURON_ENGINE_ANY;
+        c.in_syncs = reinterpret_cast<uintptr_t>(in);
+        c.num_in_syncs = in ? 1 : 0;
+        c.out_sync = {tl, 0, point};
+        return raw(d, DRM_IOCTL_NEURON_COPY, &c);
+    };
+    // x and y bound to 4 KiB where relu(16) reads and writes 8 KiB: a fault.
+    drm_neuron_binding bind[2] = {{src.handle(), DRM_NEURON_BIND_READ, 0, 4096, 0},
+                                  {dst.handle(), DRM_NEURON_BIND_WRITE, 0, 4096, 0}};
+    auto submit = [&](const LoadedProgram &lp, uint64_t point) {
+        drm_neuron_submit s{};
+        s.program_handle = lp.buffer().handle();
+        s.program_size = lp.image_size();
+        s.num_bindings = 2;
+        s.bindings = reinterpret_cast<uintptr_t>(bind);
+        s.out_sync = {tl, 0, point};
+        return raw(d, DRM_IOCTL_NEURON_SUBMIT, &s);
+    };
+    auto sync_file_status = [&] {
+        drm_syncobj_handle h{};
+        h.handle = tl;
+        h.flags = DRM_SYNCOBJ_HANDLE_TO_FD_FLAGS_EXPORT_SYNC_FILE;
+        assert_int_equal(raw(d, DRM_IOCTL_SYNCOBJ_HANDLE_TO_FD, &h), 0);
+        sync_file_info info{};
+        assert_int_equal(d.state()->os->ioctl(h.fd, SYNC_IOC_FILE_INFO, &info), 0);
+        d.state()->os->close(h.fd);
+        return info.status;
+    };
+
+    assert_int_equal(wait(1, 0), EINVAL); // no fence at all
+    assert_int_equal(submit(faulting, 1), 0);
+    assert_int_equal(wait(1, 5000), 0);
+    assert_int_equal(status, -EFAULT);
+    // Point 2 spins until its timeout; the copy of point 3 waits behind it.
+    assert_int_equal(submit(spin, 2), 0);
+    assert_int_equal(copy(3), 0);
+    assert_int_equal(wait(4, 0), EINVAL); // not submitted yet
+    assert_int_equal(wait(3, 100), ETIME);
+    assert_int_equal(wait(2, 5000), 0);
+    assert_int_equal(status, -ETIMEDOUT);
+    assert_int_equal(wait(3, 5000), 0);
+    assert_int_equal(status, 0);
+    // Points 1 and 2 have passed and were collected: status 0.
+    assert_int_equal(wait(1, 0), 0);
+    assert_int_equal(status, 0);
+    assert_int_equal(wait(2, 0), 0);
+    assert_int_equal(status, 0);
+    drm_neuron_sync after{tl, 0, 3};
+    assert_int_equal(copy(4, &after), 0);
+    assert_int_equal(wait(4, 5000), 0);
+    assert_int_equal(status, 0);
+    // A faulting newest point: WAIT says so, the chain's sync file does not.
+    assert_int_equal(submit(faulting, 5), 0);
+    assert_int_equal(wait(5, 5000), 0);
+    assert_int_equal(status, -EFAULT);
+    assert_int_equal(sync_file_status(), 1);
+    // An unordered point lands on the newest one.
+    assert_int_equal(copy(2), 0);
+    assert_int_equal(wait(5, 5000), 0);
+    assert_int_equal(status, 0);
+    assert_int_equal(wait(6, 0), EINVAL);
+    // A binary signal replaces the timeline: no points any more.
+    assert_int_equal(copy(0), 0);
+    assert_int_equal(wait(0, 5000), 0);
+    assert_int_equal(wait(1, 0), EINVAL);
+}
+
 // x.at(offset, part_stride, 0): one element of each row, repeated.
 static void zero_stride_broadcast(void **) {
     Device d = Device::open("sim");
@@ -238,6 +340,7 @@ int main() {
         cmocka_unit_test(host_bindings),
         cmocka_unit_test(cores_and_timeouts),
         cmocka_unit_test(zero_stride_broadcast),
+        cmocka_unit_test(timeline_points),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -782,6 +782,108 @@ static void test_wait(void **state) {
     job_bufs_fini(fd, &good);
 }
 
+/*
+ * DRM_IOCTL_NEURON_WAIT on timeline point @point of @h, with a deadline
+ * @timeout_s from now: the ioctl's result, the point's status in *@status.
+ */
+static int wait_point(int fd, uint32_t h, uint64_t point, double timeout_s, int *status) {
+    struct drm_neuron_wait w = {
+        .sync = {.handle = h, .point = point},
+        .timeout_nsec = (int64_t)((now_s() + timeout_s) * 1e9),
+        .status = 12345,
+    };
+    int ret = neuron_ioctl(fd, DRM_IOCTL_NEURON_WAIT, &w);
+
+    *status = w.status;
+    return ret;
+}
+
+/* A job (@jb) or a copy (@jb NULL: @h to @dv) signalling point @point of @tl. */
+static int signal_point(int fd, const struct job_bufs *jb, uint32_t h, uint32_t dv, uint32_t tl,
+                        uint64_t point, const struct drm_neuron_sync *in) {
+    struct drm_neuron_binding b[2] = {0};
+    struct drm_neuron_submit s = {0};
+    struct drm_neuron_copy c = {
+        .src_handle = h,
+        .dst_handle = dv,
+        .size = 4096,
+        .engine = DRM_NEURON_ENGINE_ANY,
+        .in_syncs = (uintptr_t)in,
+        .num_in_syncs = in ? 1 : 0,
+        .out_sync = {.handle = tl, .point = point},
+    };
+
+    if (!jb)
+        return neuron_ioctl(fd, DRM_IOCTL_NEURON_COPY, &c);
+    b[0] = (struct drm_neuron_binding){
+        .handle = jb->in, .flags = DRM_NEURON_BIND_READ, .size = PROG_BYTES};
+    b[1] = (struct drm_neuron_binding){
+        .handle = jb->out, .flags = DRM_NEURON_BIND_WRITE, .size = PROG_BYTES};
+    s.program_handle = jb->prog;
+    s.program_size = jb->prog_size;
+    s.num_bindings = 2;
+    s.bindings = (uintptr_t)b;
+    s.out_sync = c.out_sync;
+    return neuron_ioctl(fd, DRM_IOCTL_NEURON_SUBMIT, &s);
+}
+
+/*
+ * Timeline points (drm_syncobj with dma_fence_chain): WAIT reports a
+ * point's own job, a passed point is collected (status 0), an unordered
+ * point lands on the newest, and a binary signal replaces the timeline.
+ * libneuron's simulator test `timeline_points` makes the same calls.
+ */
+static void test_timeline(void **state) {
+    int fd = FD(state);
+    struct job_bufs bad, good;
+    uint32_t h = bo_new(fd, 4096, DRM_NEURON_BO_HOST), dv = bo_new(fd, 4096, DRM_NEURON_BO_DEVICE);
+    struct drm_neuron_sync after;
+    uint32_t tl;
+    int status;
+
+    job_bufs_init(fd, &bad, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, 4, 0);
+    job_bufs_init(fd, &good, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_HOST, DRM_NEURON_BO_DEVICE, 0, 0);
+    assert_int_equal(drmSyncobjCreate(fd, 0, &tl), 0);
+    assert_int_equal(wait_point(fd, tl, 1, 0, &status), -EINVAL);
+    assert_int_equal(signal_point(fd, &bad, 0, 0, tl, 1, NULL), 0);
+    assert_int_equal(wait_point(fd, tl, 1, 30, &status), 0);
+    assert_int_equal(status, -EFAULT);
+    assert_int_equal(signal_point(fd, &good, 0, 0, tl, 2, NULL), 0);
+    assert_int_equal(signal_point(fd, NULL, h, dv, tl, 3, NULL), 0);
+    assert_int_equal(wait_point(fd, tl, 4, 0, &status), -EINVAL);
+    assert_int_equal(wait_point(fd, tl, 3, 30, &status), 0);
+    assert_int_equal(status, 0);
+    check_axpb(&good);
+    assert_int_equal(wait_point(fd, tl, 1, 0, &status), 0);
+    assert_int_equal(status, 0);
+    assert_int_equal(wait_point(fd, tl, 2, 0, &status), 0);
+    assert_int_equal(status, 0);
+    after = (struct drm_neuron_sync){.handle = tl, .point = 3};
+    assert_int_equal(signal_point(fd, NULL, h, dv, tl, 4, &after), 0);
+    assert_int_equal(wait_point(fd, tl, 4, 30, &status), 0);
+    assert_int_equal(status, 0);
+    /* A faulting newest point: WAIT says so, the chain's sync file does not. */
+    assert_int_equal(signal_point(fd, &bad, 0, 0, tl, 5, NULL), 0);
+    assert_int_equal(wait_point(fd, tl, 5, 30, &status), 0);
+    assert_int_equal(status, -EFAULT);
+    assert_int_equal(syncobj_status(fd, tl, 30), 1);
+    /* An unordered point lands on the newest one. */
+    assert_int_equal(signal_point(fd, NULL, h, dv, tl, 2, NULL), 0);
+    assert_int_equal(wait_point(fd, tl, 5, 30, &status), 0);
+    assert_int_equal(status, 0);
+    assert_int_equal(wait_point(fd, tl, 6, 0, &status), -EINVAL);
+    /* A binary signal replaces the timeline: no points any more. */
+    assert_int_equal(signal_point(fd, NULL, h, dv, tl, 0, NULL), 0);
+    assert_int_equal(wait_point(fd, tl, 0, 30, &status), 0);
+    assert_int_equal(wait_point(fd, tl, 1, 0, &status), -EINVAL);
+
+    drmSyncobjDestroy(fd, tl);
+    bo_close(fd, h);
+    bo_close(fd, dv);
+    job_bufs_fini(fd, &bad);
+    job_bufs_fini(fd, &good);
+}
+
 /* ------------------------------------------------------------------------
  * Timeout and core reset (own boot: rebinds the device)
  */
@@ -1978,6 +2080,7 @@ static const struct named_test all_tests[] = {
     T(test_submit_latency),
     T(test_submit_fault),
     T(test_wait),
+    T(test_timeline),
     T(test_concurrent),
     T(test_kill_inflight),
     T(test_queue_halt),
