@@ -69,20 +69,24 @@ Fence Queue::submit(const LoadedProgram &lp, const Arguments &args, const Profil
     return submit_job(lp, args, deps, &profile);
 }
 
-Fence Queue::submit_job(const LoadedProgram &lp, const Arguments &args,
-                        const std::vector<Fence> &deps, const Profile *profile) const {
-    const auto &dev = *device_.state();
-    const Program &p = lp.program();
-    std::string what =
-        fmt::format("{}: submitting program '{}' to core {}", dev.path, p.name(), core_);
-    if (lp.buffer().device().state() != device_.state())
-        throw Error(errc::invalid_argument,
-                    what + ": the program was loaded on another open device");
+namespace {
 
-    uint32_t nslots = p.num_slots();
-    std::vector<drm_neuron_binding> bind(std::max<uint32_t>(nslots, 1));
+/// A job's binding table, as SUBMIT takes it.
+struct BindingTable {
+    std::vector<drm_neuron_binding> slots;
+    bool host = false; ///< some slot is host memory
+};
+
+/// The table of @p args for @p lp: each argument in its slot with the
+/// rights of its direction, the constants, and the program's own image
+/// when it has no slot at all (the UAPI wants one).
+BindingTable bind_arguments(const Device &device, const LoadedProgram &lp, const Arguments &args,
+                            const std::string &what) {
+    const Program &p = lp.program();
+    const uint32_t nslots = p.num_slots();
+    BindingTable t;
+    t.slots.resize(std::max<uint32_t>(nslots, 1));
     std::vector<bool> bound(nslots, false);
-    bool host = false;
     for (const auto &e : args.entries()) {
         const ArgumentInfo *a = p.find_argument(e.name);
         if (!a || a->direction == Direction::constant) {
@@ -98,7 +102,7 @@ Fence Queue::submit_job(const LoadedProgram &lp, const Arguments &args,
         if (!r.buffer || !*r.buffer)
             throw Error(errc::invalid_argument,
                         fmt::format("{}: argument '{}' is bound to no buffer", what, e.name));
-        if (r.buffer->device().state() != device_.state())
+        if (r.buffer->device().state() != device.state())
             throw Error(
                 errc::invalid_argument,
                 fmt::format("{}: argument '{}' is a buffer of another open device", what, e.name));
@@ -108,7 +112,7 @@ Fence Queue::submit_job(const LoadedProgram &lp, const Arguments &args,
                                     "bytes at offset {} of a {}-byte buffer",
                                     what, e.name, to_string(a->dtype), a->size, r.size, r.offset,
                                     r.buffer->size()));
-        auto &b = bind[a->slot];
+        auto &b = t.slots[a->slot];
         b.handle = r.buffer->handle();
         b.offset = r.offset;
         b.size = r.size;
@@ -116,10 +120,10 @@ Fence Queue::submit_job(const LoadedProgram &lp, const Arguments &args,
                   : a->direction == Direction::out ? DRM_NEURON_BIND_WRITE
                                                    : DRM_NEURON_BIND_READ | DRM_NEURON_BIND_WRITE;
         bound[a->slot] = true;
-        host |= r.buffer->region() == Region::host;
+        t.host |= r.buffer->region() == Region::host;
     }
     if (auto cs = p.const_slot()) {
-        auto &b = bind[*cs];
+        auto &b = t.slots[*cs];
         b.handle = lp.buffer().handle();
         b.offset = lp.const_offset();
         b.size = lp.const_size();
@@ -132,13 +136,28 @@ Fence Queue::submit_job(const LoadedProgram &lp, const Arguments &args,
                         fmt::format("{}: argument '{}' ({} {}, {} bytes) is not bound", what,
                                     a.name, to_string(a.direction), to_string(a.dtype), a.size));
     if (nslots == 0) {
-        // The UAPI wants at least one binding: give the program its own
-        // image, read-only, which it never names.
-        bind[0].handle = lp.buffer().handle();
-        bind[0].size = lp.image_size();
-        bind[0].flags = DRM_NEURON_BIND_READ;
-        nslots = 1;
+        // The program never names this slot: its own image, read-only.
+        t.slots[0].handle = lp.buffer().handle();
+        t.slots[0].size = lp.image_size();
+        t.slots[0].flags = DRM_NEURON_BIND_READ;
     }
+    t.host |= lp.buffer().region() == Region::host;
+    return t;
+}
+
+} // namespace
+
+Fence Queue::submit_job(const LoadedProgram &lp, const Arguments &args,
+                        const std::vector<Fence> &deps, const Profile *profile) const {
+    const auto &dev = *device_.state();
+    const Program &p = lp.program();
+    std::string what =
+        fmt::format("{}: submitting program '{}' to core {}", dev.path, p.name(), core_);
+    if (lp.buffer().device().state() != device_.state())
+        throw Error(errc::invalid_argument,
+                    what + ": the program was loaded on another open device");
+    BindingTable table = bind_arguments(device_, lp, args, what);
+    auto &bind = table.slots;
     if (profile) {
         // The trace buffer: one more slot, the last, which the driver
         // hands to the device as the job's trace binding.
@@ -151,18 +170,16 @@ Fence Queue::submit_job(const LoadedProgram &lp, const Arguments &args,
         // Exactly the records asked for: the buffer is rounded up to pages.
         t.size = trace_format::header_size + profile->max_records() * trace_format::record_size;
         t.flags = DRM_NEURON_BIND_WRITE;
-        bind.resize(nslots);
         bind.push_back(t);
-        nslots++;
-        host |= tb.region() == Region::host;
+        table.host |= tb.region() == Region::host;
     }
+    const auto nslots = static_cast<uint32_t>(bind.size());
     if (nslots > dev.info.max_bindings)
         throw Error(errc::not_supported,
                     fmt::format("{}: it uses {} binding slots{}, the device allows {}", what,
                                 nslots, profile ? " (the trace's included)" : "",
                                 dev.info.max_bindings));
-    host |= lp.buffer().region() == Region::host;
-    if (host && !dev.info.has(cap_host_bindings))
+    if (table.host && !dev.info.has(cap_host_bindings))
         throw Error(
             errc::not_supported,
             fmt::format("{}: a host-memory buffer is bound, but the device cannot bind host "
