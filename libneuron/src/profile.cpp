@@ -185,8 +185,17 @@ std::vector<std::byte> Profile::bytes() const {
 namespace ntrace {
 
 uint64_t program_id(std::span<const std::byte> container) noexcept {
+    // FNV-1a 64 of the header and the section table, which hold every
+    // section's CRC-32: the same for the same program, read in O(1).
+    size_t n = container.size();
+    if (n >= format::header_size) {
+        const uint64_t table = get<uint32_t>(container, 24), count = get<uint32_t>(container, 28);
+        const uint64_t end = table + count * format::section_entry_size;
+        if (table >= format::header_size && end <= n)
+            n = static_cast<size_t>(end);
+    }
     uint64_t h = 0xcbf29ce484222325ull;
-    for (std::byte c : container)
+    for (std::byte c : container.first(n))
         h = (h ^ std::to_integer<uint8_t>(c)) * 0x100000001b3ull;
     return h;
 }
@@ -214,7 +223,16 @@ std::vector<std::byte> encode_program(std::span<const std::byte> container) {
     return out;
 }
 
+namespace {
+std::vector<std::byte> encode_job_of(const Job &j, uint64_t id);
+} // namespace
+
 std::vector<std::byte> encode_job(const Job &j) {
+    return encode_job_of(j, program_id(j.program));
+}
+
+namespace {
+std::vector<std::byte> encode_job_of(const Job &j, uint64_t id) {
     std::vector<std::byte> out;
     out.reserve(job_header_size + j.trace.size());
     put<uint32_t>(out, job_magic);
@@ -229,10 +247,11 @@ std::vector<std::byte> encode_job(const Job &j) {
     put<uint64_t>(out, j.psum_size);
     put<uint32_t>(out, 0); // program_size: by id
     put<uint32_t>(out, static_cast<uint32_t>(j.trace.size()));
-    put<uint64_t>(out, program_id(j.program));
+    put<uint64_t>(out, id);
     out.insert(out.end(), j.trace.begin(), j.trace.end());
     return out;
 }
+} // namespace
 
 namespace {
 
@@ -261,6 +280,16 @@ std::map<std::pair<dev_t, ino_t>, Written> written;
 } // namespace
 
 void append(const std::filesystem::path &path, const Job &job) {
+    detail::append_job(path, job, job.program);
+}
+
+} // namespace ntrace
+
+namespace detail {
+
+void append_job(const std::filesystem::path &path, const ntrace::Job &job,
+                std::span<const std::byte> container) {
+    using namespace ntrace;
     int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0)
         throw Error(errc::io_error, fmt::format("{}: opening it to append a job's trace: {}",
@@ -282,19 +311,23 @@ void append(const std::filesystem::path &path, const Job &job) {
     std::vector<std::byte> out;
     if (st.st_size == 0)
         out = encode_header();
-    const uint64_t id = program_id(job.program);
+    const uint64_t id = program_id(container);
     const bool fresh = !w.programs.count(id);
     if (fresh) {
-        auto prog = encode_program(job.program);
+        auto prog = encode_program(container);
         out.insert(out.end(), prog.begin(), prog.end());
     }
-    auto chunk = encode_job(job);
+    auto chunk = encode_job_of(job, id);
     out.insert(out.end(), chunk.begin(), chunk.end());
     write_all(fd, out, path);
     if (fresh)
         w.programs.insert(id);
     w.size = static_cast<uint64_t>(st.st_size) + out.size();
 }
+
+} // namespace detail
+
+namespace ntrace {
 
 std::vector<Job> parse(std::span<const std::byte> b, const std::string &name) {
     if (b.size() < file_header_size)
@@ -468,10 +501,11 @@ Fence submit_captured(const Queue &q, const LoadedProgram &lp, const Arguments &
     job.partitions = dev.info().partitions;
     job.sbuf_size = dev.info().sbuf_size;
     job.psum_size = dev.info().psum_size;
-    auto container = lp.program().bytes();
-    job.program.assign(container.begin(), container.end());
+    // The program by reference (its container is copied into the file once).
+    Program program = lp.program();
     // Once the last handle of the fence is gone: wait for the job, append its trace.
-    f.state()->on_release = [profile, job = std::move(job), file](const FenceState &fs) mutable {
+    f.state()->on_release = [profile, program, job = std::move(job),
+                             file](const FenceState &fs) mutable {
         uint32_t h = fs.syncobj;
         drm_syncobj_wait w{};
         w.handles = reinterpret_cast<uintptr_t>(&h);
@@ -492,7 +526,7 @@ Fence submit_captured(const Queue &q, const LoadedProgram &lp, const Arguments &
                 fs.device->idle_profiles.push_back(profile);
             }
         }
-        ntrace::append(file, job);
+        append_job(file, job, program.bytes());
     };
     return f;
 }
