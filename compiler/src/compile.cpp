@@ -1102,6 +1102,15 @@ void Lowering::emit() {
     }
     for (uint32_t i = 0; i < nodes.size(); i++) {
         const Plan &p = plans_[i];
+        // Every instruction of the group, the loads of its operands and the
+        // store of its result included, is named after its nodes: the
+        // program's ORIGINS, which profiles name instructions by.
+        if (!planning_) {
+            std::string origin = nodes[i].name;
+            for (uint32_t f : p.fused)
+                origin += "+" + nodes[f].name;
+            k_->set_origin(origin);
+        }
         switch (p.kind) {
         case Kind::none:
             if (nodes[i].op == Op::input || nodes[i].op == Op::constant) {
@@ -1232,6 +1241,7 @@ Compiled Lowering::run() {
             k_->memset(Engine::vector, rows(bufs_.back(), 0, 1, 0, P), 1.0f);
         }
         emit();
+        k_->set_origin("");
         k_->finish();
         stats = k_->stats();
     });

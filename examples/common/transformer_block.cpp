@@ -118,6 +118,9 @@ Program build_transformer_block(const TransformerShape &s, const TransformerPara
     };
 
     // --- loads, in the order the computation needs them ---
+    // Each part is named (its instructions' origin) like the PyTorch
+    // module's, so that a profile names the part an instruction is for.
+    k.set_origin("load");
     Tile xs = b.sbuf("x", fp32, D, S);
     k.dma_load(xs.tap(), x.at(0, D * 4));
     // A [D] vector repeated on every token's partition (part_stride 0).
@@ -187,9 +190,12 @@ Program build_transformer_block(const TransformerShape &s, const TransformerPara
 
     // --- attention ---
     Tile a1 = b.sbuf("ln1_out", fp32, D, S);
+    k.set_origin("ln1");
     layer_norm("ln1", xs, ln1_g, ln1_b, a1);
     Tile xb = b.sbuf("x_plus_bo", fp32, D, S); // residual + output bias, off the critical path
+    k.set_origin("residual1");
     k.tensor_tensor(AluOp::add, xb.tap(), xs.tap(), bo.tap());
+    k.set_origin("ln1");
     Tile a1t = transpose_in("ln1_out_t", a1, D);
 
     // Q^T, K^T: [128 features, S] per block of 128 features, bias per partition.
@@ -203,8 +209,11 @@ Program build_transformer_block(const TransformerShape &s, const TransformerPara
         }
         return t;
     };
+    k.set_origin("attn.q");
     Tile qt = project_t("q_t", wq, bq);
+    k.set_origin("attn.k");
     Tile kt = project_t("k_t", wk, bk);
+    k.set_origin("attn.v");
     // V: token-major [S, D], bias as a broadcast row.
     Tile v = b.sbuf("v", fp32, D, S);
     {
@@ -216,6 +225,7 @@ Program build_transformer_block(const TransformerShape &s, const TransformerPara
     // Scores of every head first, so the Tensor engine has work while the
     // softmax of the first head runs.
     std::vector<Tap> scores;
+    k.set_origin("attn.scores");
     for (uint32_t h = 0; h < H; h++) {
         uint32_t g = h * DH / P, p0 = h * DH % P;
         Tap bank = psum(S, S);
@@ -229,6 +239,7 @@ Program build_transformer_block(const TransformerShape &s, const TransformerPara
     for (uint32_t h = 0; h < H; h++) {
         uint32_t g = h * DH / P, p0 = h * DH % P;
         std::string n = fmt::format("head{}", h);
+        k.set_origin("attn.softmax");
         Tile m = b.sbuf(n + ".max", fp32, 1, S), nm = b.sbuf(n + ".bias", fp32, 1, S);
         Tile l = b.sbuf(n + ".sum", fp32, 1, S), r = b.sbuf(n + ".recip", fp32, 1, S);
         Tile e = b.sbuf(n + ".exp", fp32, S, S), pr = b.sbuf(n + ".probs", fp32, S, S);
@@ -242,12 +253,14 @@ Program build_transformer_block(const TransformerShape &s, const TransformerPara
         k.tensor_scalar(Engine::scalar, pr.tap(), e.tap(), AluOp::mul, r.tap());
         k.transpose(pt.tap(), pr.tap()); // [keys, queries]
         // O_h^T [d_head, S] = V_h^T P^T, contraction over the keys.
+        k.set_origin("attn.pv");
         Tap ot = ot_tile.partitions(p0, DH).view(g * S, S);
         k.matmul(ot, v.view(h * DH, DH), pt.tap(), false);
         k.copy(Engine::scalar, attn_t.partitions(p0, DH).view(g * S, S), ot);
     }
     // Output projection, token-major, + bias + residual.
     Tile hs = b.sbuf("h", fp32, D, S);
+    k.set_origin("attn.out");
     {
         Tap bank = psum(S, D);
         for (uint32_t g = 0; g < KD; g++)
@@ -257,11 +270,15 @@ Program build_transformer_block(const TransformerShape &s, const TransformerPara
 
     // --- MLP ---
     Tile a2 = b.sbuf("ln2_out", fp32, D, S);
+    k.set_origin("ln2");
     layer_norm("ln2", hs, ln2_g, ln2_b, a2);
     Tile hb = b.sbuf("h_plus_b2", fp32, D, S);
+    k.set_origin("residual2");
     k.tensor_tensor(AluOp::add, hb.tap(), hs.tap(), b2.tap());
+    k.set_origin("ln2");
     Tile a2t = transpose_in("ln2_out_t", a2, D);
     Tile gt = b.sbuf("mlp_hidden_t", fp32, KF * S); // GELU(a2 W1 + b1)^T
+    k.set_origin("mlp.fc1+gelu");
     for (uint32_t m = 0; m < KF; m++) {
         Tap bank = psum(P, S);
         for (uint32_t kb = 0; kb < KD; kb++)
@@ -269,13 +286,16 @@ Program build_transformer_block(const TransformerShape &s, const TransformerPara
         k.activate(Activation::gelu, gt.view(m * S, S), bank, 1.0f, b1.view(m, 1));
     }
     Tile ys = b.sbuf("y", fp32, D, S);
+    k.set_origin("mlp.fc2");
     {
         Tap bank = psum(S, D);
         for (uint32_t m = 0; m < KF; m++)
             k.matmul(bank, gt.view(m * S, S), w2.view(m * D, D), m > 0);
         k.tensor_tensor(AluOp::add, ys.tap(), bank, hb.tap());
     }
+    k.set_origin("store");
     k.dma_store(y.at(0, D * 4), ys.tap());
+    k.set_origin("");
     k.finish();
     if (stats)
         *stats = k.stats();

@@ -6,6 +6,8 @@ namespace neuron {
 namespace detail {
 
 BufferState::~BufferState() {
+    if (!device.state())
+        return; // an idle trace buffer: ~DeviceState released it
     const auto &dev = *device.state();
     if (auto *p = map.load())
         dev.os->munmap(p, size);

@@ -122,9 +122,18 @@ std::byte *StreamBuilder::emit(uint8_t opcode) {
     if ((code_.size() + 64) + 64 > NEURON_PROG_MAX_SIZE)
         invalid(fmt::format("the {} stream exceeds the device's program size limit",
                             to_string(engine_)));
+    const uint32_t index = size();
     code_.resize(code_.size() + 64);
     std::byte *p = code_.data() + code_.size() - 64;
     p[0] = std::byte{opcode};
+    // The instruction's origin: extend the last range, or start one.
+    if (const std::string &o = owner_->origin(); !o.empty()) {
+        if (!origins_.empty() && origins_.back().name == o &&
+            origins_.back().first + origins_.back().count == index)
+            origins_.back().count++;
+        else
+            origins_.push_back(OriginInfo{o, engine_, index, 1});
+    }
     return p;
 }
 
@@ -393,6 +402,7 @@ struct ProgramBuilder::Impl {
     uint32_t const_slot = format::no_slot;
     uint32_t sbuf_next = 0, psum_next = 0, sem_next = 0;
     uint64_t insn_limit = 0;
+    std::string origin; ///< of the instructions appended now (set_origin)
     std::vector<std::unique_ptr<StreamBuilder>> streams;
 };
 
@@ -530,6 +540,17 @@ void ProgramBuilder::set_insn_limit(uint64_t limit) {
     impl_->insn_limit = limit;
 }
 
+void ProgramBuilder::set_origin(std::string name) {
+    for (char c : name)
+        if (c < 0x20 || c > 0x7e)
+            invalid(fmt::format("origin '{}': names are printable ASCII", name));
+    impl_->origin = std::move(name);
+}
+
+const std::string &ProgramBuilder::origin() const {
+    return impl_->origin;
+}
+
 StreamBuilder &ProgramBuilder::stream(Engine e) {
     unsigned i = static_cast<unsigned>(e) - 1;
     if (i >= num_engines)
@@ -561,6 +582,8 @@ std::vector<std::byte> ProgramBuilder::build() const {
             code[code.size() - 64] = std::byte{NEURON_OP_END};
         }
         c.streams[e] = std::move(code);
+        const auto &o = impl_->streams[e]->origins_;
+        c.origins.insert(c.origins.end(), o.begin(), o.end());
     }
     auto out = write_container(c);
     if (auto err = parse_container(out, nullptr))

@@ -15,6 +15,19 @@ namespace neuron {
 namespace detail {
 
 DeviceState::~DeviceState() {
+    // Idle trace buffers hold no Device: unmap and close them here.
+    for (auto &p : idle_profiles) {
+        BufferState &b = BufferAccess::state(p.buffer());
+        if (auto *m = b.map.exchange(nullptr))
+            os->munmap(m, b.size);
+        if (b.handle) {
+            drm_gem_close c{};
+            c.handle = b.handle;
+            (void)ioctl(DRM_IOCTL_GEM_CLOSE, &c);
+            b.handle = 0;
+        }
+    }
+    idle_profiles.clear();
     if (fd >= 0)
         os->close(fd);
 }
@@ -258,6 +271,7 @@ Device detail::open_device(std::shared_ptr<Os> os, const std::string &node) {
         throw Error(errc::not_supported,
                     fmt::format("{}: not a neuron device (its driver is '{}')", node, drv));
     read_info(*s, s->info);
+    read_profile_env(*s);
     if (!is_sim_spec(node))
         s->telemetry_dir = device_attributes_dir(SysPaths::from_env(), s->info.pci_address) + "/";
     return Device(std::move(s));

@@ -10,6 +10,7 @@
 
 #include <neuron/buffer.hpp>
 #include <neuron/device.hpp>
+#include <neuron/profile.hpp>
 #include <neuron/queue.hpp>
 
 #include "drm/neuron_accel.h"
@@ -34,11 +35,32 @@ struct DeviceState {
     static constexpr size_t max_idle_syncobjs = 64;
     mutable std::mutex syncobj_lock;
     mutable std::vector<uint32_t> idle_syncobjs;
+    /// $NEURON_PROFILE and $NEURON_PROFILE_RECORDS, read once when the
+    /// device is opened: the file every job submitted through it is
+    /// profiled into (empty: none), and the records each trace has room for.
+    std::string profile_file;
+    uint64_t profile_records = Profile::default_records;
+    /// Trace buffers of released profiled jobs ($NEURON_PROFILE), taken
+    /// again by the next one instead of allocating 3 MiB per job. While
+    /// idle their Buffer does not hold the device (that would be a cycle):
+    /// ~DeviceState frees them.
+    static constexpr size_t max_idle_profiles = 8;
+    mutable std::mutex profile_lock;
+    mutable std::vector<Profile> idle_profiles;
+
     ~DeviceState();
     /// An ioctl on the device file; returns 0 or the errno.
     int ioctl(unsigned long request, void *arg) const noexcept {
         return os->ioctl(fd, request, arg);
     }
+};
+
+/// The state behind a Buffer, for the pool of trace buffers.
+struct BufferAccess {
+    static BufferState &state(const Buffer &b) { return *b.state_; }
+    /// An idle trace buffer lets go of its device, a taken one holds it again.
+    static void detach(const Buffer &b);
+    static void attach(const Buffer &b, const Device &d);
 };
 
 struct BufferState {
@@ -67,6 +89,13 @@ struct FenceState {
     ~FenceState();
 };
 
+inline void BufferAccess::detach(const Buffer &b) {
+    b.state_->device.state_.reset();
+}
+inline void BufferAccess::attach(const Buffer &b, const Device &d) {
+    b.state_->device = d;
+}
+
 /// A syncobj for a new fence, idle or created; throws on failure.
 uint32_t create_syncobj(const DeviceState &dev);
 
@@ -80,6 +109,12 @@ std::vector<drm_neuron_sync> make_in_syncs(const DeviceState &dev, const std::ve
 /// (nothing submitted) when the device cannot profile.
 Fence submit_captured(const Queue &q, const LoadedProgram &lp, const Arguments &args,
                       const std::vector<Fence> &deps, const std::string &file);
+/// Reads $NEURON_PROFILE and $NEURON_PROFILE_RECORDS into @p s (at open);
+/// throws Error(invalid_argument) for a bad record count.
+void read_profile_env(DeviceState &s);
+/// ntrace::append() of @p job (its program left empty) running @p container.
+void append_job(const std::filesystem::path &path, const ntrace::Job &job,
+                std::span<const std::byte> container);
 
 /// "8.0 GiB", "4.0 KiB", "12 bytes".
 std::string human_size(uint64_t n);

@@ -120,6 +120,8 @@ const char *section_name(uint32_t type) {
         return "CONST";
     case f::section_symbols:
         return "SYMBOLS";
+    case f::section_origins:
+        return "ORIGINS";
     default:
         return "unknown";
     }
@@ -393,7 +395,8 @@ struct Parser {
     uint32_t table = 0, count = 0, num_slots = 0;
     uint64_t table_end = 0;
     std::vector<Section> secs;
-    const Section *strtab = nullptr, *args = nullptr, *cnst = nullptr, *syms = nullptr;
+    const Section *strtab = nullptr, *args = nullptr, *cnst = nullptr, *syms = nullptr,
+                  *orig = nullptr;
     std::array<const Section *, num_engines> code{};
     ProgramData d;
     std::vector<SlotInfo> slots;
@@ -475,7 +478,7 @@ struct Parser {
             Section s{i, rd32(b, E),     rd32(b, E + 4), rd32(b, E + 24), rd32(b, E + 28),
                       E, rd64(b, E + 8), rd64(b, E + 16)};
             std::string what = fmt::format("section {} ({})", i, section_name(s.type));
-            bool known = s.type >= f::section_strtab && s.type <= f::section_symbols;
+            bool known = s.type >= f::section_strtab && s.type <= f::section_origins;
             if (!known && !(s.flags & f::section_optional))
                 return fail(E, "section {}: unknown type {} (not marked optional)", i, s.type);
             if (s.flags & ~f::section_optional)
@@ -544,6 +547,9 @@ struct Parser {
                 break;
             case f::section_symbols:
                 slot = &syms;
+                break;
+            case f::section_origins:
+                slot = &orig;
                 break;
             case f::section_code:
                 slot = &code[NEURON_ENGINE_INDEX(s.info)];
@@ -646,6 +652,48 @@ struct Parser {
             return fail(28, "no CODE section: the program has no instructions");
         if (cnst)
             d.constants = {cnst->offset, cnst->size};
+        return {};
+    }
+
+    // ORIGINS: named instruction ranges of the streams, sorted, disjoint.
+    VErr origins() {
+        if (!orig)
+            return {};
+        if (orig->size % f::origin_entry_size)
+            return fail(orig->entry + 16, "ORIGINS size {} is not a multiple of {}", orig->size,
+                        f::origin_entry_size);
+        for (uint64_t k = 0; k < orig->size / f::origin_entry_size; k++) {
+            uint64_t Y = orig->offset + k * f::origin_entry_size;
+            OriginInfo o;
+            if (auto e = str(Y, o.name))
+                return e;
+            if (o.name.empty())
+                return fail(Y, "origin {}: empty name", k);
+            std::string what = fmt::format("origin {} '{}'", k, o.name);
+            uint8_t engine = rd8(b, Y + 4);
+            if (engine < NEURON_ENGINE_TENSOR || engine > NEURON_ENGINE_SYNC)
+                return fail(Y + 4, "{}: engine {} does not exist (1..4)", what, engine);
+            if (!zero(b, Y + 5, 3))
+                return fail(Y + 5, "{}: reserved fields must be zero", what);
+            o.engine = static_cast<Engine>(engine);
+            o.first = rd32(b, Y + 8);
+            o.count = rd32(b, Y + 12);
+            uint64_t insns = d.streams[engine - 1].second / f::insn_size;
+            if (o.count == 0 || uint64_t{o.first} + o.count > insns)
+                return fail(Y + 8,
+                            "{}: instructions [{}, +{}) are empty or outside the {} stream's {}",
+                            what, o.first, o.count, to_string(o.engine), insns);
+            if (!d.origins.empty()) {
+                const OriginInfo &p = d.origins.back();
+                if (p.engine > o.engine ||
+                    (p.engine == o.engine && uint64_t{p.first} + p.count > o.first))
+                    return fail(Y + 4,
+                                "{}: not after origin {} '{}' ({} [{}, +{})): origins are "
+                                "sorted by engine and instruction and do not overlap",
+                                what, k - 1, p.name, to_string(p.engine), p.first, p.count);
+            }
+            d.origins.push_back(std::move(o));
+        }
         return {};
     }
 
@@ -800,9 +848,9 @@ struct Parser {
 
 VErr parse_impl(std::span<const std::byte> b, ProgramData *out) {
     Parser p(b);
-    for (auto step :
-         {&Parser::header, &Parser::section_table, &Parser::overlaps, &Parser::assign_sections,
-          &Parser::string_table, &Parser::arguments, &Parser::symbols, &Parser::code_sections})
+    for (auto step : {&Parser::header, &Parser::section_table, &Parser::overlaps,
+                      &Parser::assign_sections, &Parser::string_table, &Parser::arguments,
+                      &Parser::symbols, &Parser::code_sections, &Parser::origins})
         if (auto e = (p.*step)())
             return e;
     ProgramData &d = p.d;
@@ -902,6 +950,25 @@ const ArgumentInfo *Program::find_argument(std::string_view name) const {
 }
 std::span<const SymbolInfo> Program::symbols() const {
     return d_->symbols;
+}
+
+std::span<const OriginInfo> Program::origins() const {
+    return d_->origins;
+}
+
+const std::string *Program::origin(Engine e, uint32_t index) const {
+    const auto &o = d_->origins;
+    // The last range starting at or before (e, index).
+    auto it = std::upper_bound(o.begin(), o.end(), std::make_pair(e, index),
+                               [](const std::pair<Engine, uint32_t> &k, const OriginInfo &x) {
+                                   return k < std::make_pair(x.engine, x.first);
+                               });
+    if (it == o.begin())
+        return nullptr;
+    --it;
+    if (it->engine != e || index - it->first >= it->count)
+        return nullptr;
+    return &it->name;
 }
 std::span<const std::byte> Program::stream(Engine e) const {
     unsigned i = static_cast<unsigned>(e) - 1;
@@ -1005,7 +1072,22 @@ std::vector<std::byte> symbols_section(std::span<const SymbolInfo> symbols, Stri
 struct SectionData {
     uint32_t type, info;
     const std::vector<std::byte> *data;
+    uint32_t flags = 0;
 };
+
+std::vector<std::byte> origins_section(std::span<const OriginInfo> origins, StringTable &strings) {
+    std::vector<std::byte> out(origins.size() * f::origin_entry_size);
+    for (size_t k = 0; k < origins.size(); k++) {
+        const auto &o = origins[k];
+        std::span<std::byte> w =
+            std::span(out).subspan(k * f::origin_entry_size, f::origin_entry_size);
+        wr32(w, 0, strings.intern(o.name));
+        wr8(w, 4, static_cast<uint8_t>(o.engine));
+        wr32(w, 8, o.first);
+        wr32(w, 12, o.count);
+    }
+    return out;
+}
 
 /// The header, the section table after it and each section at a 64-byte
 /// boundary; the header's CRC covers its first 60 bytes and the table.
@@ -1035,7 +1117,8 @@ std::vector<std::byte> assemble(const ContainerContents &c, uint32_t name,
     std::span<std::byte> w(out);
     wr32(w, 0, f::magic);
     wr16(w, 4, f::version_major);
-    wr16(w, 6, f::version_minor);
+    // 1.0 unless the file has what 1.1 added.
+    wr16(w, 6, c.origins.empty() ? 0 : 1);
     wr32(w, 8, f::header_size);
     wr64(w, 16, out.size());
     wr32(w, 24, static_cast<uint32_t>(table));
@@ -1049,6 +1132,7 @@ std::vector<std::byte> assemble(const ContainerContents &c, uint32_t name,
         uint64_t E = table + i * f::section_entry_size;
         const auto &s = secs[i];
         wr32(w, E, s.type);
+        wr32(w, E + 4, s.flags);
         wr64(w, E + 8, offs[i]);
         wr64(w, E + 16, s.data->size());
         wr32(w, E + 24, crc32(*s.data));
@@ -1072,6 +1156,7 @@ std::vector<std::byte> write_container(const ContainerContents &c) {
     uint32_t name = strings.intern(c.name);
     std::vector<std::byte> args = args_section(c.args, strings);
     std::vector<std::byte> syms = symbols_section(c.symbols, strings);
+    std::vector<std::byte> origins = origins_section(c.origins, strings);
 
     std::vector<SectionData> secs{{f::section_strtab, 0, &strings.bytes()}};
     if (!args.empty())
@@ -1083,6 +1168,9 @@ std::vector<std::byte> write_container(const ContainerContents &c) {
             secs.push_back({f::section_code, e + 1, &c.streams[e]});
     if (!c.constants.empty())
         secs.push_back({f::section_const, 0, &c.constants});
+    // Optional: a 1.0 reader skips it.
+    if (!origins.empty())
+        secs.push_back({f::section_origins, 0, &origins, f::section_optional});
     return assemble(c, name, secs);
 }
 

@@ -53,6 +53,7 @@ struct ProgramData {
     uint32_t const_slot = format::no_slot;
     std::vector<ArgumentInfo> args;
     std::vector<SymbolInfo> symbols;
+    std::vector<OriginInfo> origins; ///< sorted by engine, then first
     std::array<std::pair<uint64_t, uint64_t>, num_engines> streams{}; // offset, size in bytes
     std::pair<uint64_t, uint64_t> constants{0, 0};
 };
@@ -67,6 +68,7 @@ struct ContainerContents {
     uint32_t num_slots = 0;
     std::vector<ArgumentInfo> args;
     std::vector<SymbolInfo> symbols;
+    std::vector<OriginInfo> origins; ///< sorted by engine, then first
     std::array<std::vector<std::byte>, num_engines> streams;
     std::vector<std::byte> constants;
 };

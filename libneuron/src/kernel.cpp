@@ -50,6 +50,7 @@ struct Kernel::Impl {
         Engine engine;
         uint32_t index; // position among the ops of its engine
         std::function<void(StreamBuilder &)> emit;
+        uint32_t origin = 0;                              // index into origins
         std::vector<std::pair<unsigned, uint32_t>> waits; // (engine slot, op index)
         std::array<int64_t, 4> clock{};                   // ops known complete after this one
         bool signal = false;
@@ -67,6 +68,7 @@ struct Kernel::Impl {
         {{-1, -1, -1, -1}, {-1, -1, -1, -1}, {-1, -1, -1, -1}, {-1, -1, -1, -1}}};
     Stats stats;
     bool finished = false;
+    std::vector<std::string> origins{std::string()}; // 0: none
 };
 
 void Kernel::Impl::record(Engine e, std::vector<Access> acc,
@@ -90,6 +92,7 @@ void Kernel::Impl::record(Engine e, std::vector<Access> acc,
     op.engine = e;
     op.index = static_cast<uint32_t>(engine_ops[me].size());
     op.emit = std::move(emit);
+    op.origin = static_cast<uint32_t>(origins.size() - 1);
     for (unsigned f = 0; f < 4; f++) {
         if (need[f] < 0 || need[f] <= known[me][f])
             continue; // no conflict, or already ordered (directly or transitively)
@@ -109,6 +112,11 @@ void Kernel::Impl::record(Engine e, std::vector<Access> acc,
 Kernel::Kernel(ProgramBuilder &b) : impl_(std::make_unique<Impl>(b)) {}
 Kernel::~Kernel() = default;
 
+void Kernel::set_origin(std::string name) {
+    if (impl_->origins.back() != name)
+        impl_->origins.push_back(std::move(name));
+}
+
 const Kernel::Stats &Kernel::stats() const {
     return impl_->stats;
 }
@@ -118,6 +126,7 @@ void Kernel::finish() {
     if (k.finished)
         throw std::logic_error("Kernel::finish() called twice");
     k.finished = true;
+    const std::string outer = k.b.origin();
     // Signal counts: the value a waiter needs for op i of engine f is the
     // number of signalling ops of f up to and including i.
     std::array<std::vector<uint32_t>, 4> value;
@@ -137,6 +146,7 @@ void Kernel::finish() {
         StreamBuilder &s = k.b.stream(static_cast<Engine>(e + 1));
         for (size_t i : k.engine_ops[e]) {
             const Impl::Op &op = k.ops[i];
+            k.b.set_origin(k.origins[op.origin]);
             for (auto [f, idx] : op.waits) {
                 s.wait(sem[f], value[f][idx], /*decrement=*/false);
                 k.stats.waits[e]++;
@@ -148,8 +158,10 @@ void Kernel::finish() {
                 k.stats.signals[e]++;
             }
         }
+        k.b.set_origin(outer);
         s.end();
     }
+    k.b.set_origin(outer);
 }
 
 // --- instructions ------------------------------------------------------------------

@@ -1,12 +1,17 @@
 // SPDX-License-Identifier: MIT
 // Profiled jobs: the device's trace, the Profile buffer, the .ntrace file
 // and $NEURON_PROFILE's capture of every job of a process.
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -179,6 +184,22 @@ std::vector<std::byte> Profile::bytes() const {
 
 namespace ntrace {
 
+uint64_t program_id(std::span<const std::byte> container) noexcept {
+    // FNV-1a 64 of the header and the section table, which hold every
+    // section's CRC-32: the same for the same program, read in O(1).
+    size_t n = container.size();
+    if (n >= format::header_size) {
+        const uint64_t table = get<uint32_t>(container, 24), count = get<uint32_t>(container, 28);
+        const uint64_t end = table + count * format::section_entry_size;
+        if (table >= format::header_size && end <= n)
+            n = static_cast<size_t>(end);
+    }
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (std::byte c : container.first(n))
+        h = (h ^ std::to_integer<uint8_t>(c)) * 0x100000001b3ull;
+    return h;
+}
+
 std::vector<std::byte> encode_header() {
     std::vector<std::byte> out;
     put<uint32_t>(out, file_magic);
@@ -189,12 +210,34 @@ std::vector<std::byte> encode_header() {
     return out;
 }
 
-std::vector<std::byte> encode_job(const Job &j) {
+std::vector<std::byte> encode_program(std::span<const std::byte> container) {
     std::vector<std::byte> out;
-    out.reserve(job_header_size + j.program.size() + j.trace.size());
+    out.reserve(program_header_size + container.size());
+    put<uint32_t>(out, program_magic);
+    put<uint32_t>(out, program_header_size);
+    put<uint64_t>(out, program_header_size + container.size());
+    put<uint64_t>(out, program_id(container));
+    put<uint32_t>(out, static_cast<uint32_t>(container.size()));
+    put<uint32_t>(out, 0);
+    out.insert(out.end(), container.begin(), container.end());
+    return out;
+}
+
+namespace {
+std::vector<std::byte> encode_job_of(const Job &j, uint64_t id);
+} // namespace
+
+std::vector<std::byte> encode_job(const Job &j) {
+    return encode_job_of(j, program_id(j.program));
+}
+
+namespace {
+std::vector<std::byte> encode_job_of(const Job &j, uint64_t id) {
+    std::vector<std::byte> out;
+    out.reserve(job_header_size + j.trace.size());
     put<uint32_t>(out, job_magic);
     put<uint32_t>(out, job_header_size);
-    put<uint64_t>(out, job_header_size + j.program.size() + j.trace.size());
+    put<uint64_t>(out, job_header_size + j.trace.size());
     put<uint32_t>(out, j.core);
     put<uint32_t>(out, j.pid);
     put<uint64_t>(out, j.seqno);
@@ -202,12 +245,13 @@ std::vector<std::byte> encode_job(const Job &j) {
     put<uint32_t>(out, j.partitions);
     put<uint64_t>(out, j.sbuf_size);
     put<uint64_t>(out, j.psum_size);
-    put<uint32_t>(out, static_cast<uint32_t>(j.program.size()));
+    put<uint32_t>(out, 0); // program_size: by id
     put<uint32_t>(out, static_cast<uint32_t>(j.trace.size()));
-    out.insert(out.end(), j.program.begin(), j.program.end());
+    put<uint64_t>(out, id);
     out.insert(out.end(), j.trace.begin(), j.trace.end());
     return out;
 }
+} // namespace
 
 namespace {
 
@@ -223,9 +267,29 @@ void write_all(int fd, std::span<const std::byte> b, const std::filesystem::path
     }
 }
 
+/// The programs this process wrote to each file (by device and inode), and
+/// the file's size after its last append: a file found shorter was
+/// rewritten, and holds none of them any more.
+struct Written {
+    uint64_t size = 0;
+    std::set<uint64_t> programs;
+};
+std::mutex written_lock;
+std::map<std::pair<dev_t, ino_t>, Written> written;
+
 } // namespace
 
 void append(const std::filesystem::path &path, const Job &job) {
+    detail::append_job(path, job, job.program);
+}
+
+} // namespace ntrace
+
+namespace detail {
+
+void append_job(const std::filesystem::path &path, const ntrace::Job &job,
+                std::span<const std::byte> container) {
+    using namespace ntrace;
     int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0)
         throw Error(errc::io_error, fmt::format("{}: opening it to append a job's trace: {}",
@@ -240,10 +304,30 @@ void append(const std::filesystem::path &path, const Job &job) {
     struct stat st {};
     if (::fstat(fd, &st) != 0)
         throw Error(errc::io_error, fmt::format("{}: {}", path.string(), std::strerror(errno)));
+    std::lock_guard lock(written_lock);
+    Written &w = written[{st.st_dev, st.st_ino}];
+    if (static_cast<uint64_t>(st.st_size) < w.size || st.st_size == 0)
+        w = Written{};
+    std::vector<std::byte> out;
     if (st.st_size == 0)
-        write_all(fd, encode_header(), path);
-    write_all(fd, encode_job(job), path);
+        out = encode_header();
+    const uint64_t id = program_id(container);
+    const bool fresh = !w.programs.count(id);
+    if (fresh) {
+        auto prog = encode_program(container);
+        out.insert(out.end(), prog.begin(), prog.end());
+    }
+    auto chunk = encode_job_of(job, id);
+    out.insert(out.end(), chunk.begin(), chunk.end());
+    write_all(fd, out, path);
+    if (fresh)
+        w.programs.insert(id);
+    w.size = static_cast<uint64_t>(st.st_size) + out.size();
 }
+
+} // namespace detail
+
+namespace ntrace {
 
 std::vector<Job> parse(std::span<const std::byte> b, const std::string &name) {
     if (b.size() < file_header_size)
@@ -255,35 +339,67 @@ std::vector<Job> parse(std::span<const std::byte> b, const std::string &name) {
             fmt::format("not a .ntrace file: magic {:#010x}, expected {:#010x} (\"NTRC\")", m,
                         file_magic));
     uint16_t major = get<uint16_t>(b, 4), minor = get<uint16_t>(b, 6);
-    if (major != version_major)
+    if (major != version_major && major != 1)
         bad(name, 4,
-            fmt::format(".ntrace version {}.{}: this reader knows major version {}", major, minor,
-                        version_major));
+            fmt::format(".ntrace version {}.{}: this reader knows major versions 1 and {}", major,
+                        minor, version_major));
     uint32_t hsize = get<uint32_t>(b, 8);
     if (hsize < file_header_size || hsize > b.size())
         bad(name, 8,
             fmt::format("header_size {} is below {} or beyond the file", hsize, file_header_size));
+    const uint32_t min_job = major == 1 ? 64 : job_header_size;
+    std::map<uint64_t, std::span<const std::byte>> programs;
     std::vector<Job> jobs;
     for (uint64_t off = hsize; off < b.size();) {
         const std::string what = fmt::format("{}: job {}", name, jobs.size());
-        if (b.size() - off < job_header_size)
+        if (b.size() - off < 16)
             bad(what, off,
-                fmt::format("a job starts with a {}-byte header, the file ends {} bytes later "
-                            "(cut short?)",
-                            job_header_size, b.size() - off));
+                fmt::format("a chunk starts with a header of at least 16 bytes, the file ends {} "
+                            "bytes later (cut short?)",
+                            b.size() - off));
         auto h = b.subspan(off);
-        if (uint32_t m = get<uint32_t>(h, 0); m != job_magic)
-            bad(what, off,
-                fmt::format("magic {:#010x}, expected {:#010x} (\"NJOB\")", m, job_magic));
+        uint32_t magic = get<uint32_t>(h, 0);
         uint32_t jh = get<uint32_t>(h, 4);
         uint64_t size = get<uint64_t>(h, 8);
-        uint32_t psize = get<uint32_t>(h, 56), tsize = get<uint32_t>(h, 60);
-        if (jh < job_header_size)
-            bad(what, off + 4, fmt::format("header_size {} is below {}", jh, job_header_size));
         if (size > b.size() - off)
             bad(what, off + 8,
                 fmt::format("{} bytes long, but the file ends {} bytes later (cut short?)", size,
                             b.size() - off));
+        if (major >= 2 && magic == program_magic) {
+            const std::string pw = fmt::format("{}: program chunk", name);
+            if (jh < program_header_size || jh > size)
+                bad(pw, off + 4,
+                    fmt::format("header_size {} is below {} or beyond its {} bytes", jh,
+                                program_header_size, size));
+            uint64_t id = get<uint64_t>(h, 16);
+            uint32_t psize = get<uint32_t>(h, 24);
+            if (uint64_t(jh) + psize != size)
+                bad(pw, off + 8,
+                    fmt::format("its header ({}) and program ({}) bytes do not add up to its "
+                                "size ({})",
+                                jh, psize, size));
+            auto prog = h.subspan(jh, psize);
+            if (auto err = validate(prog))
+                bad(pw, off + jh + err->offset, "its program: " + err->reason);
+            if (program_id(prog) != id)
+                bad(pw, off + 16,
+                    fmt::format("id {:#018x} is not its program's ({:#018x})", id,
+                                program_id(prog)));
+            programs[id] = prog;
+            off += size;
+            continue;
+        }
+        if (magic != job_magic)
+            bad(what, off,
+                fmt::format("magic {:#010x}, expected {:#010x} (\"NJOB\"){}", magic, job_magic,
+                            major >= 2 ? " or a program chunk (\"NPRG\")" : ""));
+        if (size < min_job)
+            bad(what, off,
+                fmt::format("a job starts with a {}-byte header, the chunk has {} bytes", min_job,
+                            size));
+        uint32_t psize = get<uint32_t>(h, 56), tsize = get<uint32_t>(h, 60);
+        if (jh < min_job)
+            bad(what, off + 4, fmt::format("header_size {} is below {}", jh, min_job));
         if (uint64_t(jh) + psize + tsize != size)
             bad(what, off + 8,
                 fmt::format("its header ({}), program ({}) and trace ({}) bytes do not add up to "
@@ -297,11 +413,25 @@ std::vector<Job> parse(std::span<const std::byte> b, const std::string &name) {
         j.partitions = get<uint32_t>(h, 36);
         j.sbuf_size = get<uint64_t>(h, 40);
         j.psum_size = get<uint64_t>(h, 48);
-        auto prog = h.subspan(jh, psize), tr = h.subspan(jh + psize, tsize);
+        std::span<const std::byte> prog;
+        if (major == 1) {
+            prog = h.subspan(jh, psize);
+            if (auto err = validate(prog))
+                bad(what, off + jh + err->offset, "its program: " + err->reason);
+        } else {
+            if (psize)
+                bad(what, off + 56,
+                    fmt::format("program_size {}: a version 2 job names its program by id", psize));
+            uint64_t id = get<uint64_t>(h, 64);
+            auto it = programs.find(id);
+            if (it == programs.end())
+                bad(what, off + 64,
+                    fmt::format("program {:#018x}: no program chunk before it has this id", id));
+            prog = it->second; // validated with its chunk
+        }
+        auto tr = h.subspan(jh + psize, tsize);
         j.program.assign(prog.begin(), prog.end());
         j.trace.assign(tr.begin(), tr.end());
-        if (auto err = validate(j.program))
-            bad(what, off + jh + err->offset, "its program: " + err->reason);
         (void)parse_trace_at(j.trace, what + ": its trace", off + jh + psize);
         jobs.push_back(std::move(j));
         off += size;
@@ -324,6 +454,13 @@ std::vector<Job> read(const std::filesystem::path &path) {
 
 namespace detail {
 
+void read_profile_env(DeviceState &s) {
+    if (const char *f = std::getenv(ntrace::env_file); f && *f) {
+        s.profile_file = f;
+        s.profile_records = env_records();
+    }
+}
+
 Fence submit_captured(const Queue &q, const LoadedProgram &lp, const Arguments &args,
                       const std::vector<Fence> &deps, const std::string &file) {
     const Device &dev = q.device();
@@ -336,7 +473,25 @@ Fence submit_captured(const Queue &q, const LoadedProgram &lp, const Arguments &
                          ntrace::env_file, dev.path().c_str());
         return Fence();
     }
-    Profile profile(dev, env_records());
+    const DeviceState &ds = *dev.state();
+    // A trace buffer of an earlier job, else a new one.
+    std::optional<Profile> taken;
+    {
+        std::lock_guard lock(ds.profile_lock);
+        if (!ds.idle_profiles.empty()) {
+            taken.emplace(std::move(ds.idle_profiles.back()));
+            ds.idle_profiles.pop_back();
+        }
+    }
+    if (taken) {
+        detail::BufferAccess::attach(taken->buffer(), dev);
+        // No stale header: a job that writes none leaves an empty trace.
+        const std::array<std::byte, trace_format::header_size> zero{};
+        taken->buffer().write(0, zero);
+    } else {
+        taken.emplace(dev, ds.profile_records);
+    }
+    Profile profile = std::move(*taken);
     Fence f = q.submit(lp, args, profile, deps);
     ntrace::Job job;
     job.core = q.core();
@@ -346,10 +501,11 @@ Fence submit_captured(const Queue &q, const LoadedProgram &lp, const Arguments &
     job.partitions = dev.info().partitions;
     job.sbuf_size = dev.info().sbuf_size;
     job.psum_size = dev.info().psum_size;
-    auto container = lp.program().bytes();
-    job.program.assign(container.begin(), container.end());
+    // The program by reference (its container is copied into the file once).
+    Program program = lp.program();
     // Once the last handle of the fence is gone: wait for the job, append its trace.
-    f.state()->on_release = [profile, job = std::move(job), file](const FenceState &fs) mutable {
+    f.state()->on_release = [profile, program, job = std::move(job),
+                             file](const FenceState &fs) mutable {
         uint32_t h = fs.syncobj;
         drm_syncobj_wait w{};
         w.handles = reinterpret_cast<uintptr_t>(&h);
@@ -361,7 +517,16 @@ Fence submit_captured(const Queue &q, const LoadedProgram &lp, const Arguments &
                                                     "trace: {}",
                                                     ntrace::env_file, std::strerror(e)));
         job.trace = profile.bytes();
-        ntrace::append(file, job);
+        // The buffer goes back to the device's idle ones, not holding the
+        // device while there; then the trace goes to the file.
+        {
+            std::lock_guard lock(fs.device->profile_lock);
+            if (fs.device->idle_profiles.size() < DeviceState::max_idle_profiles) {
+                detail::BufferAccess::detach(profile.buffer());
+                fs.device->idle_profiles.push_back(profile);
+            }
+        }
+        append_job(file, job, program.bytes());
     };
     return f;
 }

@@ -1,7 +1,5 @@
 // SPDX-License-Identifier: MIT
 // Loading programs and submitting jobs.
-#include <cstdlib>
-
 #include <fmt/format.h>
 
 #include <neuron/profile.hpp>
@@ -58,7 +56,8 @@ Arguments &Arguments::bind(std::string name, const BufferRange &range) {
 
 Fence Queue::submit(const LoadedProgram &lp, const Arguments &args,
                     const std::vector<Fence> &deps) const {
-    if (const char *file = std::getenv(ntrace::env_file); file && *file)
+    // $NEURON_PROFILE as it was when the device was opened.
+    if (const std::string &file = device_.state()->profile_file; !file.empty())
         if (Fence f = detail::submit_captured(*this, lp, args, deps, file))
             return f;
     return submit_job(lp, args, deps, nullptr);

@@ -2,7 +2,13 @@
 // End to end: the example models (examples/) run as a user would run
 // them: per-run latency one at a time, and throughput with many runs in
 // flight spread over every core.
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <stdexcept>
+
+#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -55,6 +61,20 @@ class LoadedExample {
         return queues_[core % queues_.size()].submit(program_, args);
     }
 
+    /// One run on core 0 into output slot 0, profiled into @p prof.
+    neuron::Fence submit(const neuron::Profile &prof) const {
+        neuron::Arguments args = base_;
+        args.bind(case_.output, outputs_[0].range(0, out_size_));
+        return queues_[0].submit(program_, args, prof);
+    }
+
+    /// Output slot 0's bytes.
+    std::vector<std::byte> output() const {
+        std::vector<std::byte> out(out_size_);
+        outputs_[0].read(0, out);
+        return out;
+    }
+
     unsigned cores() const { return static_cast<unsigned>(queues_.size()); }
 
   private:
@@ -70,6 +90,76 @@ class LoadedExample {
 /// Runs per second with @p depth in flight, round robin over the cores.
 double throughput(const LoadedExample &ex, unsigned depth, unsigned runs) {
     return rate_in_flight(depth, runs, [&](unsigned i) { return ex.submit(i % depth, i); });
+}
+
+/// A device opened with $NEURON_PROFILE set to @p file: every job
+/// submitted through it is profiled into the file.
+std::optional<neuron::Device> open_capturing(const Options &o, const std::string &file) {
+    const char *old = std::getenv(neuron::ntrace::env_file);
+    const std::string saved = old ? old : "";
+    ::setenv(neuron::ntrace::env_file, file.c_str(), 1);
+    auto dev = open_device(o);
+    if (old)
+        ::setenv(neuron::ntrace::env_file, saved.c_str(), 1);
+    else
+        ::unsetenv(neuron::ntrace::env_file);
+    return dev;
+}
+
+/// Profiling's cost on one example: one run at a time, with profiling off,
+/// off again (the run's noise floor), into a Profile, and captured by
+/// $NEURON_PROFILE into a file; the four interleaved run by run, in an
+/// order that rotates, so that load drift falls on all alike.
+void profile_cost(const Options &o, const neuron::Device &dev, const nex::Case &c, Table &t,
+                  const std::string &row) {
+    const std::string file = fmt::format("/tmp/neuron-bench-e2e-{}-{}.ntrace", ::getpid(),
+                                         std::hash<std::string>{}(row));
+    std::remove(file.c_str());
+    auto cap_dev = open_capturing(o, file);
+    LoadedExample off(dev, c, 1), cap(*cap_dev, c, 1);
+    const neuron::Profile prof(dev);
+    off.check();
+    const auto want = off.output();
+    // The same results: bit for bit.
+    off.submit(prof).wait();
+    if (off.output() != want)
+        throw std::runtime_error(c.title + ": a profiled run's output differs from an unprofiled "
+                                           "one's");
+    cap.check();
+    if (cap.output() != want)
+        throw std::runtime_error(c.title + ": a captured run's output differs from an unprofiled "
+                                           "one's");
+    const unsigned runs = o.quick ? 2 : 12;
+    std::array<std::vector<double>, 4> ms;
+    auto once = [&](unsigned variant) {
+        const double t0 = now_s();
+        for (unsigned i = 0; i < runs; i++) {
+            if (variant == 2)
+                off.submit(prof).wait();
+            else if (variant == 3)
+                cap.submit(0, 0).wait(); // the fence goes here: its trace is written
+            else
+                off.submit(0, 0).wait();
+        }
+        return (now_s() - t0) / runs * 1e3;
+    };
+    for (unsigned v = 0; v < 4; v++)
+        once(v); // warm up
+    const unsigned repeat = std::max(o.repeat, 1u);
+    for (unsigned r = 0; r < repeat; r++)
+        for (unsigned k = 0; k < 4; k++) {
+            const unsigned v = (r + k) % 4;
+            ms[v].push_back(once(v));
+        }
+    t.set(row, "off", Stats::of(ms[0]));
+    t.set(row, "off again", Stats::of(ms[1]));
+    t.set(row, "Profile", Stats::of(ms[2]));
+    t.set(row, "captured", Stats::of(ms[3]));
+    const auto jobs = neuron::ntrace::read(file);
+    const uint64_t bytes = std::filesystem::file_size(file);
+    t.note(fmt::format("{}: {} captured jobs in a {}-byte .ntrace file ({} bytes per job)", row,
+                       jobs.size(), bytes, jobs.empty() ? 0 : bytes / jobs.size()));
+    std::remove(file.c_str());
 }
 
 } // namespace
@@ -121,6 +211,31 @@ void run_e2e(const Options &o, Report &r) {
         t.set(m.name, "one at a time",
               Stats{1e3 / latency.median, 1e3 / latency.max, 1e3 / latency.min, latency.runs});
         t.set(m.name, deep, rate);
+    }
+
+    Table &p =
+        r.table("e2e-profile", "Profiling's cost, example models one run at a time", "model");
+    p.column("off", "ms")
+        .column("off again", "ms")
+        .column("Profile", "ms")
+        .column("captured", "ms");
+    p.ratio("again/off", "off again", "off")
+        .ratio("Profile/off", "Profile", "off")
+        .ratio("captured/off", "captured", "off");
+    p.note("Submit to fence on core 0, per run. off: unprofiled; off again: the same, a second "
+           "time (the noise floor of the run); Profile: into a neuron::Profile allocated once; "
+           "captured: through a device opened with $NEURON_PROFILE, the trace appended to a file "
+           "when the fence is released. The four are interleaved run by run in a rotating "
+           "order; profiled outputs are checked bit for bit against the unprofiled one.");
+    for (const auto &m : models) {
+        if (m.name.find("bf16") != std::string::npos)
+            continue; // the fp32 rows cover the same paths
+        if (!dev || !dev->info().has(neuron::cap_profile)) {
+            for (const char *col : {"off", "off again", "Profile", "captured"})
+                p.skip(m.name, col, dev ? "the device cannot profile" : "no neuron device");
+            continue;
+        }
+        profile_cost(o, *dev, m.make(), p, m.name);
     }
 }
 

@@ -96,11 +96,17 @@ int main(int argc, char **argv) {
     view->add_option("--stalls", stalls, "semaphore waits to list per job (5)");
 
     std::string format = "chrome";
-    auto *exp =
-        app.add_subcommand("export", "write a .ntrace file as a Trace Event JSON on stdout");
+    size_t job = 1;
+    auto *exp = app.add_subcommand(
+        "export", "write a .ntrace file as a Trace Event JSON, or a job's timeline as SVG, on "
+                  "stdout");
     exp->add_option("file", file, "the .ntrace file")->required();
-    exp->add_option("--format", format, "the output format: chrome (Trace Event format)")
-        ->check(CLI::IsMember({"chrome"}));
+    exp->add_option("--format", format,
+                    "the output format: chrome (Trace Event format, every job) or svg (a "
+                    "picture of one job's timeline)")
+        ->check(CLI::IsMember({"chrome", "svg"}));
+    exp->add_option("--job", job, "svg: the job to draw, 1 = the first (1)")
+        ->check(CLI::PositiveNumber);
 
     CLI11_PARSE(app, argc, argv);
     try {
@@ -112,6 +118,10 @@ int main(int argc, char **argv) {
             for (size_t i = 0; i < jobs.size(); i++)
                 s.push_back(nprof::summarize(jobs[i], i, top, stalls));
             std::cout << nprof::render_view(s);
+            return 0;
+        }
+        if (format == "svg") {
+            std::cout << nprof::export_svg(jobs, job - 1);
             return 0;
         }
         std::cout << nprof::export_chrome(jobs).dump() << "\n";

@@ -2,7 +2,9 @@
 #include "profile.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -76,6 +78,14 @@ std::optional<neuron::Program> program_of(const neuron::ntrace::Job &j) {
     }
 }
 
+const std::string no_node = "(no node)";
+
+/// The origin the program names for an instruction, or "".
+std::string node_of(const neuron::Program *p, Engine e, uint32_t index) {
+    const std::string *o = p ? p->origin(e, index) : nullptr;
+    return o ? *o : std::string();
+}
+
 double pct(uint64_t part, uint64_t whole) {
     return whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
 }
@@ -100,10 +110,20 @@ JobSummary summarize(const neuron::ntrace::Job &job, size_t index, size_t top, s
     const auto &rs = s.trace.records;
     std::array<uint64_t, neuron::num_engines> last_end{};
     std::map<std::pair<int, uint32_t>, InsnCost> costs;
+    const bool named = p && !p->origins().empty();
+    std::map<std::string, NodeTime> nodes;
     for (size_t i = 0; i < rs.size(); i++) {
         const TraceRecord &r = rs[i];
         EngineTime &et = s.engines[engine_slot(r.engine)];
         uint64_t busy = r.end - r.start - r.wait;
+        if (named) {
+            const std::string *o = p->origin(r.engine, r.index);
+            NodeTime &nt = nodes[o ? *o : no_node];
+            nt.instructions++;
+            nt.cycles[engine_slot(r.engine)] += r.end - r.start;
+            nt.busy += busy;
+            nt.waiting += r.wait;
+        }
         et.instructions++;
         et.busy += busy;
         et.waiting += r.wait;
@@ -145,8 +165,15 @@ JobSummary summarize(const neuron::ntrace::Job &job, size_t index, size_t top, s
     }
     for (auto &[key, c] : costs) {
         c.text = insn_text(p, c.engine, c.index, 0);
+        c.node = node_of(p, c.engine, c.index);
         s.top.push_back(c);
     }
+    for (auto &[name, nt] : nodes) {
+        nt.name = name;
+        s.nodes.push_back(nt);
+    }
+    std::stable_sort(s.nodes.begin(), s.nodes.end(),
+                     [](const NodeTime &a, const NodeTime &b) { return a.busy > b.busy; });
     std::stable_sort(s.top.begin(), s.top.end(),
                      [](const InsnCost &a, const InsnCost &b) { return a.cycles > b.cycles; });
     if (s.top.size() > top)
@@ -185,13 +212,30 @@ std::string render_view(const std::vector<JobSummary> &jobs) {
                              pct(et.busy, t.cycles), et.waiting, pct(et.waiting, t.cycles), et.idle,
                              pct(et.idle, t.cycles));
         }
+        if (!s.nodes.empty()) {
+            o += "  by graph node (cycles of its instructions on each engine, waits included; "
+                 "with idle, each engine's column adds up to the job's cycles):\n";
+            size_t w = 9;
+            for (const auto &n : s.nodes)
+                w = std::max(w, n.name.size());
+            o += fmt::format("    {:<{}} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n", "node", w,
+                             "insns", "tensor", "vector", "scalar", "sync", "busy", "waiting");
+            for (const auto &n : s.nodes)
+                o += fmt::format("    {:<{}} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n", n.name,
+                                 w, n.instructions, n.cycles[0], n.cycles[1], n.cycles[2],
+                                 n.cycles[3], n.busy, n.waiting);
+            o += fmt::format("    {:<{}} {:>6} {:>9} {:>9} {:>9} {:>9}\n", "(idle)", w, "",
+                             s.engines[0].idle, s.engines[1].idle, s.engines[2].idle,
+                             s.engines[3].idle);
+        }
         o += "  top instructions by cycles (busy cycles over all executions):\n";
-        o += fmt::format("    {:>10} {:>6} {:>6}  {:<6} {:>6}  {}\n", "cycles", "share", "runs",
-                         "engine", "index", "instruction");
+        o += fmt::format("    {:>10} {:>6} {:>6}  {:<6} {:>6}  {}{}\n", "cycles", "share", "runs",
+                         "engine", "index", s.nodes.empty() ? "" : "[node] ", "instruction");
         for (const auto &c : s.top)
-            o += fmt::format("    {:>10} {:>5.1f}% {:>6}  {:<6} {:>6}  {}\n", c.cycles,
+            o += fmt::format("    {:>10} {:>5.1f}% {:>6}  {:<6} {:>6}  {}{}\n", c.cycles,
                              pct(c.cycles, t.cycles), c.runs, engine_name(c.engine),
-                             fmt::format("#{}", c.index), c.text);
+                             fmt::format("#{}", c.index),
+                             c.node.empty() ? "" : fmt::format("[{}] ", c.node), c.text);
         if (s.stalls.empty()) {
             o += "  semaphore waits: none waited\n";
         } else {
@@ -289,14 +333,20 @@ nlohmann::json export_chrome(const std::vector<neuron::ntrace::Job> &jobs) {
                 args["wait_cycles"] = r.wait;
             if (r.bytes)
                 args["bytes"] = r.bytes;
-            events.push_back({{"name", mnemonic(r.opcode)},
-                              {"cat", "instruction"},
-                              {"ph", "X"},
-                              {"pid", pid},
-                              {"tid", tid},
-                              {"ts", us(r.start)},
-                              {"dur", us(r.end - r.start)},
-                              {"args", args}});
+            // Slices are named by the graph node when the program names one.
+            const std::string node = node_of(p, r.engine, r.index);
+            if (!node.empty())
+                args["node"] = node;
+            events.push_back(
+                {{"name", node.empty() ? std::string(mnemonic(r.opcode))
+                                       : fmt::format("{}: {}", node, mnemonic(r.opcode))},
+                 {"cat", "instruction"},
+                 {"ph", "X"},
+                 {"pid", pid},
+                 {"tid", tid},
+                 {"ts", us(r.start)},
+                 {"dur", us(r.end - r.start)},
+                 {"args", args}});
             if (r.opcode == NEURON_OP_SEM_WAIT && r.has_signal && r.signal < i) {
                 const TraceRecord &g = t.records[r.signal];
                 const std::string name = "release " + sem_label(p, r.sem);
@@ -329,6 +379,204 @@ nlohmann::json export_chrome(const std::vector<neuron::ntrace::Job> &jobs) {
                  {{"producer", "neuron-profile"},
                   {"format", "neuron .ntrace, exported as Trace Event format"},
                   {"jobs", jobs.size()}}}};
+}
+
+namespace {
+
+std::string xml_escape(const std::string &in) {
+    std::string o;
+    for (char c : in) {
+        switch (c) {
+        case '&':
+            o += "&amp;";
+            break;
+        case '<':
+            o += "&lt;";
+            break;
+        case '>':
+            o += "&gt;";
+            break;
+        case '"':
+            o += "&quot;";
+            break;
+        default:
+            o += c;
+        }
+    }
+    return o;
+}
+
+// A step of 1, 2 or 5 times a power of ten giving at most @p n ticks over @p span.
+double tick_step(double span, int n) {
+    double raw = span / n, p = 1;
+    while (p * 10 <= raw)
+        p *= 10;
+    while (p > raw)
+        p /= 10;
+    for (double m : {1.0, 2.0, 5.0, 10.0})
+        if (p * m >= raw)
+            return p * m;
+    return p * 10;
+}
+
+} // namespace
+
+std::string export_svg(const std::vector<neuron::ntrace::Job> &jobs, size_t index) {
+    if (index >= jobs.size())
+        throw std::out_of_range(
+            fmt::format("job {} does not exist: the file has {} job(s)", index + 1, jobs.size()));
+    const auto &j = jobs[index];
+    const JobSummary s = summarize(j, index, 0, 0);
+    const neuron::Trace &t = s.trace;
+    auto prog = program_of(j);
+    const neuron::Program *p = prog ? &*prog : nullptr;
+    const double left = 80, width = 1200, top = 40, track = 26, box = 18;
+    const double counter_top = top + neuron::num_engines * track + 20, counter_h = 60;
+    const double axis_y = counter_top + counter_h + 14;
+    const double legend_y = axis_y + 30;
+    const double cycles = t.cycles ? static_cast<double>(t.cycles) : 1.0;
+    const double mhz = j.clock_mhz ? j.clock_mhz : 1.0;
+    auto x = [&](uint64_t c) { return left + static_cast<double>(c) / cycles * width; };
+    auto track_y = [&](Engine e) { return top + (static_cast<double>(e) - 1) * track; };
+
+    // Colours: the nodes by busy cycles, the first ten their own, the rest one.
+    static const char *palette[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2",
+                                    "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#86bcb6"};
+    static const char *engine_colour[] = {"#4e79a7", "#59a14f", "#f28e2b", "#b07aa1"};
+    std::map<std::string, std::string> colour;
+    size_t k = 0;
+    for (const auto &n : s.nodes)
+        if (n.name != no_node)
+            colour[n.name] = k < std::size(palette) ? palette[k++] : "#bab0ac";
+    const size_t legend_rows = (std::min<size_t>(colour.size(), std::size(palette) + 1) + 3) / 4;
+    const double height = legend_y + 18 * static_cast<double>(legend_rows) + 10;
+
+    std::string o;
+    o += fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0f}\" "
+                     "height=\"{:.0f}\" viewBox=\"0 0 {:.0f} {:.0f}\" "
+                     "font-family=\"sans-serif\" font-size=\"11\">\n",
+                     left + width + 20, height, left + width + 20, height);
+    o += "<defs><marker id=\"arrow\" viewBox=\"0 0 8 8\" refX=\"8\" refY=\"4\" "
+         "markerWidth=\"6\" markerHeight=\"6\" orient=\"auto\"><path d=\"M0,0 L8,4 L0,8 z\" "
+         "fill=\"#333\"/></marker></defs>\n";
+    o += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+    o +=
+        fmt::format("<text class=\"title\" x=\"{}\" y=\"20\" font-size=\"13\">{}</text>\n", left,
+                    xml_escape(fmt::format("job {}: {} on core {}: {} cycles = {:.1f} us, {} "
+                                           "instructions",
+                                           index + 1, s.program, j.core, t.cycles,
+                                           static_cast<double>(t.cycles) / mhz, t.records.size())));
+    for (unsigned e = 1; e <= neuron::num_engines; e++) {
+        const double y = track_y(static_cast<Engine>(e));
+        o += fmt::format("<text class=\"track\" x=\"6\" y=\"{:.1f}\">{}</text>\n", y + 13,
+                         engine_name(static_cast<Engine>(e)));
+        o += fmt::format("<rect x=\"{}\" y=\"{:.1f}\" width=\"{}\" height=\"{}\" "
+                         "fill=\"#f4f4f4\"/>\n",
+                         left, y, width, box);
+    }
+    for (size_t i = 0; i < t.records.size(); i++) {
+        const TraceRecord &r = t.records[i];
+        const double y = track_y(r.engine);
+        const std::string node = node_of(p, r.engine, r.index);
+        const std::string fill = !node.empty() && colour.count(node)
+                                     ? colour[node]
+                                     : engine_colour[engine_slot(r.engine)];
+        if (r.wait)
+            o += fmt::format("<rect class=\"wait\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" "
+                             "height=\"{}\" fill=\"#d0d0d0\"/>\n",
+                             x(r.start), y + box / 3, x(r.start + r.wait) - x(r.start), box / 3);
+        const double x0 = x(r.start + r.wait), x1 = x(r.end);
+        o += fmt::format(
+            "<rect class=\"slice\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{}\" "
+            "fill=\"{}\"><title>{}</title></rect>\n",
+            x0, y, std::max(x1 - x0, 0.3), box, fill,
+            xml_escape(fmt::format("{}{} #{}: {} (cycles {}..{})", node.empty() ? "" : node + ": ",
+                                   engine_name(r.engine), r.index,
+                                   insn_text(p, r.engine, r.index, r.opcode), r.start, r.end)));
+    }
+    // The arrows: from the signal's end to where the wait was released.
+    for (const TraceRecord &r : t.records)
+        if (r.opcode == NEURON_OP_SEM_WAIT && r.has_signal && r.signal < t.records.size()) {
+            const TraceRecord &g = t.records[r.signal];
+            o += fmt::format("<line class=\"flow\" x1=\"{:.2f}\" y1=\"{:.1f}\" x2=\"{:.2f}\" "
+                             "y2=\"{:.1f}\" stroke=\"#333\" stroke-width=\"0.7\" "
+                             "marker-end=\"url(#arrow)\"/>\n",
+                             x(g.end), track_y(g.engine) + box / 2, x(r.start + r.wait),
+                             track_y(r.engine) + box / 2);
+        }
+    // The high-water marks, in percent of a partition.
+    o += fmt::format("<text class=\"track\" x=\"6\" y=\"{:.1f}\">SBUF/PSUM</text>\n",
+                     counter_top + 13);
+    o += fmt::format("<rect x=\"{}\" y=\"{:.1f}\" width=\"{}\" height=\"{}\" fill=\"none\" "
+                     "stroke=\"#ccc\"/>\n",
+                     left, counter_top, width, counter_h);
+    auto counter = [&](const char *name, const char *stroke, uint64_t size, bool sbuf) {
+        std::string pts = fmt::format("{:.2f},{:.1f}", x(0), counter_top + counter_h);
+        uint32_t v = 0;
+        auto yv = [&](uint32_t val) {
+            return counter_top + counter_h -
+                   (size ? static_cast<double>(val) / static_cast<double>(size) : 0) * counter_h;
+        };
+        for (const TraceRecord &r : t.records) {
+            uint32_t nv = sbuf ? r.sbuf_high : r.psum_high;
+            if (nv != v) {
+                pts +=
+                    fmt::format(" {:.2f},{:.1f} {:.2f},{:.1f}", x(r.end), yv(v), x(r.end), yv(nv));
+                v = nv;
+            }
+        }
+        pts += fmt::format(" {:.2f},{:.1f}", x(t.cycles), yv(v));
+        o += fmt::format(
+            "<polyline class=\"counter\" points=\"{}\" fill=\"none\" "
+            "stroke=\"{}\" stroke-width=\"1.5\"><title>{}</title></polyline>\n",
+            pts, stroke,
+            xml_escape(fmt::format("{} high-water: {} of {} bytes per partition", name, v, size)));
+        return v;
+    };
+    uint32_t sb = counter("SBUF", "#1f77b4", s.sbuf_partition, true);
+    uint32_t ps = counter("PSUM", "#d62728", s.psum_partition, false);
+    o += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"#1f77b4\">SBUF {:.1f}%</text>\n",
+                     left + width - 150, counter_top + 12, pct(sb, s.sbuf_partition));
+    o += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"#d62728\">PSUM {:.1f}%</text>\n",
+                     left + width - 70, counter_top + 12, pct(ps, s.psum_partition));
+    // The time axis, in microseconds.
+    const double us = static_cast<double>(t.cycles) / mhz, step = tick_step(us, 10);
+    o += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#333\"/>\n",
+                     left, axis_y, left + width, axis_y);
+    for (double v = 0; v <= us + 1e-9 && step > 0; v += step) {
+        const double xv = left + (us > 0 ? v / us : 0) * width;
+        o += fmt::format("<line class=\"tick\" x1=\"{:.2f}\" y1=\"{:.1f}\" x2=\"{:.2f}\" "
+                         "y2=\"{:.1f}\" stroke=\"#333\"/><text x=\"{:.2f}\" y=\"{:.1f}\" "
+                         "text-anchor=\"middle\">{:g} us</text>\n",
+                         xv, axis_y, xv, axis_y + 4, xv, axis_y + 16, v);
+    }
+    // The legend: the nodes' colours.
+    size_t n = 0;
+    bool other = false;
+    for (const auto &nt : s.nodes) {
+        if (nt.name == no_node)
+            continue;
+        if (n >= std::size(palette)) {
+            other = true;
+            continue;
+        }
+        const double lx = left + static_cast<double>(n % 4) * 300,
+                     ly = legend_y + static_cast<double>(n / 4) * 18;
+        o += fmt::format("<rect class=\"legend\" x=\"{:.0f}\" y=\"{:.0f}\" width=\"10\" "
+                         "height=\"10\" fill=\"{}\"/><text x=\"{:.0f}\" y=\"{:.0f}\">{}</text>\n",
+                         lx, ly, colour[nt.name], lx + 14, ly + 9, xml_escape(nt.name));
+        n++;
+    }
+    if (other) {
+        const double lx = left + static_cast<double>(n % 4) * 300,
+                     ly = legend_y + static_cast<double>(n / 4) * 18;
+        o += fmt::format("<rect class=\"legend\" x=\"{:.0f}\" y=\"{:.0f}\" width=\"10\" "
+                         "height=\"10\" fill=\"#bab0ac\"/><text x=\"{:.0f}\" y=\"{:.0f}\">"
+                         "other nodes</text>\n",
+                         lx, ly, lx + 14, ly + 9);
+    }
+    o += "</svg>\n";
+    return o;
 }
 
 } // namespace nprof

@@ -33,6 +33,19 @@ struct InsnCost {
     uint64_t runs = 0;
     uint64_t cycles = 0; ///< busy cycles, waits excluded
     std::string text;    ///< the disassembly, with the program's names
+    std::string node;    ///< the graph node it was produced for (ORIGINS), or empty
+};
+
+/// The instructions a program names one origin for (a compiler's graph
+/// node, its fused nodes joined with '+'), all engines together.
+struct NodeTime {
+    std::string name; ///< "(no node)" for the instructions the program names none for
+    uint64_t instructions = 0;
+    /// per engine: its instructions' cycles, waits included; over all
+    /// nodes, plus the engine's idle cycles, the job's cycles
+    std::array<uint64_t, neuron::num_engines> cycles{};
+    uint64_t busy = 0; ///< all engines, waits excluded
+    uint64_t waiting = 0;
 };
 
 /// A SEM_WAIT that waited, and the SEM_SIGNAL whose time released it.
@@ -55,6 +68,8 @@ struct JobSummary {
     std::array<EngineTime, neuron::num_engines> engines{};
     std::vector<InsnCost> top; ///< by cycles, descending
     std::vector<Stall> stalls; ///< by cycles, descending
+    /// by busy cycles, descending; empty if the program names no origins
+    std::vector<NodeTime> nodes;
     uint64_t dma_instructions = 0;
     uint64_t dma_bytes = 0;      ///< the records' bytes
     uint64_t dma_cycles = 0;     ///< cycles of DMA instructions (they run on Sync)
@@ -73,6 +88,13 @@ std::string render_view(const std::vector<JobSummary> &jobs);
 /// job, a thread per engine, an "X" slice per instruction, flow events from
 /// each SEM_SIGNAL to the SEM_WAIT it released, SBUF/PSUM counter tracks.
 nlohmann::json export_chrome(const std::vector<neuron::ntrace::Job> &jobs);
+
+/// An SVG picture of job @p index's timeline: a track per engine with a
+/// box per instruction (coloured by its graph node, else by engine), the
+/// waiting part of each SEM_WAIT in grey, an arrow from each SEM_SIGNAL to
+/// the SEM_WAIT it released, and the SBUF/PSUM high-water marks as lines
+/// against their partition's size. Throws std::out_of_range for a bad index.
+std::string export_svg(const std::vector<neuron::ntrace::Job> &jobs, size_t index);
 
 /// "tensor", "vector", "scalar", "sync".
 std::string engine_name(neuron::Engine e);

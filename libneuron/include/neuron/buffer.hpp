@@ -18,6 +18,7 @@ namespace neuron {
 namespace detail {
 struct BufferState;
 struct FenceState;
+struct BufferAccess;
 } // namespace detail
 
 /// A GEM buffer object: device or host memory, released when the Buffer is
@@ -51,6 +52,7 @@ class NEURON_EXPORT Buffer {
 
   private:
     friend class Device;
+    friend struct detail::BufferAccess;
     explicit Buffer(std::unique_ptr<detail::BufferState> s) noexcept;
     std::unique_ptr<detail::BufferState> state_;
 };

@@ -199,6 +199,7 @@ class NEURON_EXPORT StreamBuilder {
     Engine engine_;
     const class ProgramBuilder *owner_;
     std::vector<std::byte> code_;
+    std::vector<OriginInfo> origins_; ///< its instructions' named origins
 };
 
 /// On-core sizes the builder allocates within (per partition).
@@ -230,6 +231,12 @@ class NEURON_EXPORT ProgramBuilder {
     Tile psum(const std::string &name, DType dtype, uint32_t elems, uint32_t partitions = 128);
     Semaphore semaphore(const std::string &name);
     void set_insn_limit(uint64_t limit);
+    /// Names what the instructions appended from now on, to any stream,
+    /// were produced for (a compiler's graph node: "linear_1"); an empty
+    /// name: nothing. Written to the container's ORIGINS section, which
+    /// profiles name instructions by (docs/program-format.md).
+    void set_origin(std::string name);
+    const std::string &origin() const;
 
     StreamBuilder &stream(Engine e);
     StreamBuilder &tensor() { return stream(Engine::tensor); }

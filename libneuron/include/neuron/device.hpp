@@ -16,6 +16,7 @@ namespace neuron {
 
 namespace detail {
 struct DeviceState;
+struct BufferAccess;
 class Os;
 } // namespace detail
 
@@ -162,6 +163,7 @@ class NEURON_EXPORT Device {
   private:
     explicit Device(std::shared_ptr<detail::DeviceState> s) : state_(std::move(s)) {}
     friend Device detail::open_device(std::shared_ptr<detail::Os> os, const std::string &node);
+    friend struct detail::BufferAccess;
     static Device open_node(const std::string &node);
     std::shared_ptr<detail::DeviceState> state_;
 };

@@ -63,6 +63,11 @@ class NEURON_EXPORT Kernel {
     /// dst = mask != 0 ? on_true : dst (ISA 1.1).
     void select_keep(const Tap &dst, const Tap &mask, const Tap &on_true);
 
+    /// Names the origin of the instructions recorded from now on (see
+    /// ProgramBuilder::set_origin); the waits before an instruction and the
+    /// signal after it share its origin.
+    void set_origin(std::string name);
+
     /// Writes every stream into the builder (semaphores, waits, signals,
     /// instructions, END). Call once, after the last instruction; throws
     /// std::logic_error when called twice or when an instruction is

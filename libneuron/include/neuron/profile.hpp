@@ -94,12 +94,17 @@ class NEURON_EXPORT Profile {
 /// the program it ran and the device's shape (docs/profiling.md).
 namespace ntrace {
 
-inline constexpr uint32_t file_magic = 0x4352544e; // "NTRC"
-inline constexpr uint32_t job_magic = 0x424f4a4e;  // "NJOB"
-inline constexpr uint16_t version_major = 1;
+inline constexpr uint32_t file_magic = 0x4352544e;    // "NTRC"
+inline constexpr uint32_t job_magic = 0x424f4a4e;     // "NJOB"
+inline constexpr uint32_t program_magic = 0x4752504e; // "NPRG", version 2
+/// Version 2.0 stores each program once per file (a program chunk that the
+/// jobs name by id); the reader also reads 1.0 files (each job with its
+/// program).
+inline constexpr uint16_t version_major = 2;
 inline constexpr uint16_t version_minor = 0;
 inline constexpr uint32_t file_header_size = 16;
-inline constexpr uint32_t job_header_size = 64;
+inline constexpr uint32_t job_header_size = 72; ///< 64 in version 1
+inline constexpr uint32_t program_header_size = 32;
 
 /// $NEURON_PROFILE: the file every job of the process is profiled into.
 inline constexpr const char *env_file = "NEURON_PROFILE";
@@ -119,11 +124,16 @@ struct Job {
     std::vector<std::byte> trace;   ///< the device's trace
 };
 
+/// The id a file names a program by: FNV-1a 64 of its container.
+NEURON_EXPORT uint64_t program_id(std::span<const std::byte> container) noexcept;
 /// The file header.
 NEURON_EXPORT std::vector<std::byte> encode_header();
-/// One job's chunk.
+/// A program chunk: @p container, named by program_id().
+NEURON_EXPORT std::vector<std::byte> encode_program(std::span<const std::byte> container);
+/// One job's chunk, naming its program by id (a program chunk must precede it).
 NEURON_EXPORT std::vector<std::byte> encode_job(const Job &job);
-/// Appends @p job to @p path, with the file header if the file is empty,
+/// Appends @p job to @p path, with the file header if the file is empty and
+/// its program's chunk unless this process already wrote it to the file,
 /// under an exclusive lock (several processes may append). Throws Error(io_error).
 NEURON_EXPORT void append(const std::filesystem::path &path, const Job &job);
 /// Every job of a .ntrace file's bytes; @p name prefixes errors, which

@@ -40,11 +40,14 @@ NEURON_EXPORT const char *to_string(Engine e) noexcept;
 namespace format {
 inline constexpr uint32_t magic = 0x464e524e; // "NRNF" in file order
 inline constexpr uint16_t version_major = 1;
-inline constexpr uint16_t version_minor = 0;
+/// The newest minor version this library reads and writes; the writer
+/// writes the oldest minor that has every section of the file (1.1: ORIGINS).
+inline constexpr uint16_t version_minor = 1;
 inline constexpr uint32_t header_size = 64;
 inline constexpr uint32_t section_entry_size = 32;
 inline constexpr uint32_t arg_entry_size = 64;
 inline constexpr uint32_t symbol_entry_size = 24;
+inline constexpr uint32_t origin_entry_size = 16;
 inline constexpr uint32_t insn_size = 64;
 inline constexpr uint32_t max_sections = 64;
 inline constexpr uint32_t max_rank = 6;
@@ -56,6 +59,7 @@ enum SectionType : uint32_t {
     section_code = 3,
     section_const = 4,
     section_symbols = 5,
+    section_origins = 6, ///< version 1.1, optional
 };
 /// Section flag: readers that do not know the section's type skip it.
 inline constexpr uint32_t section_optional = 1u << 0;
@@ -83,6 +87,16 @@ struct SymbolInfo {
     uint32_t part_count = 0;
     uint32_t offset = 0; ///< byte offset in each partition, or the semaphore id
     uint32_t size = 0;   ///< bytes per partition
+};
+
+/// Instructions [first, first + count) of one engine's stream, produced for
+/// the graph node (or any named part of a program) @c name: what a profile
+/// names an instruction's operator by. Container version 1.1 (ORIGINS).
+struct OriginInfo {
+    std::string name;
+    Engine engine = Engine::tensor;
+    uint32_t first = 0;
+    uint32_t count = 0;
 };
 
 /// Why a container is malformed: the byte offset of the offending field and
@@ -128,6 +142,12 @@ class NEURON_EXPORT Program {
     std::span<const ArgumentInfo> arguments() const; ///< constants included
     const ArgumentInfo *find_argument(std::string_view name) const;
     std::span<const SymbolInfo> symbols() const;
+    /// The instruction ranges the program names the origin of, by engine and
+    /// first instruction (empty if it names none).
+    std::span<const OriginInfo> origins() const;
+    /// The name of the origin of instruction @p index of @p e's stream, or
+    /// nullptr if the program names none for it.
+    const std::string *origin(Engine e, uint32_t index) const;
     /// Raw 64-byte instructions of one engine's stream (empty if none).
     std::span<const std::byte> stream(Engine e) const;
     std::span<const std::byte> constants() const;

@@ -9,13 +9,17 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <neuron/compiler/compile.hpp>
+#include <neuron/compiler/text.hpp>
 #include <neuron/neuron.hpp>
 
 #include "device_state.hpp"
@@ -113,7 +117,149 @@ Profiled profile_relu(uint32_t n, uint64_t records = Profile::default_records) {
     return p;
 }
 
+/// The job of a compiled graph, profiled on the simulator (inputs zero).
+ntrace::Job profile_compiled(const Program &prog) {
+    Device d = Device::open("sim");
+    LoadedProgram lp = d.load(prog);
+    Arguments args;
+    std::deque<Buffer> bufs; // stable: the arguments point at them
+    for (const auto &a : prog.arguments())
+        if (a.direction != Direction::constant) {
+            bufs.push_back(d.allocate(a.size));
+            std::vector<std::byte> zero(a.size);
+            bufs.back().write(0, zero);
+            args.bind(a.name, bufs.back());
+        }
+    Profile prof(d);
+    Fence f = d.queue(0).submit(lp, args, prof);
+    f.wait();
+    ntrace::Job j;
+    j.seqno = f.seqno();
+    j.clock_mhz = d.info().core_clock_mhz;
+    j.partitions = d.info().partitions;
+    j.sbuf_size = d.info().sbuf_size;
+    j.psum_size = d.info().psum_size;
+    auto c = prog.bytes();
+    j.program.assign(c.begin(), c.end());
+    j.trace = prof.bytes();
+    return j;
+}
+
 } // namespace
+
+// A compiled graph's profile names its nodes: every instruction but the
+// streams' ENDs belongs to one, the nodes' cycles on each engine and the
+// engine's idle time add up to the job's cycles, and the export names each
+// slice by its node.
+static void compiled_graph_names_its_nodes(void **) {
+    using namespace neuron::compiler;
+    Graph g = compiler::parse("graph attn\n"
+                              "input q: fp32[77, 64]\n"
+                              "input k: fp32[129, 64]\n"
+                              "input v: fp32[129, 127]\n"
+                              "scores = matmul(q, k, transpose_b=true)\n"
+                              "scaled = mul(scores, 0.125)\n"
+                              "probs = softmax(scaled)\n"
+                              "out = matmul(probs, v)\n"
+                              "output out\n");
+    Compiled c = compile(g);
+    assert_false(c.program.origins().empty());
+    assert_int_equal(c.program.version_minor(), 1);
+    ntrace::Job job = profile_compiled(c.program);
+    nprof::JobSummary s = nprof::summarize(job, 0);
+    const Trace &t = s.trace;
+    assert_int_equal(t.status, 0); // NEURON_JOB_STATUS_OK
+    assert_false(s.nodes.empty());
+    std::map<std::string, const nprof::NodeTime *> by;
+    for (const auto &n : s.nodes)
+        by[n.name] = &n;
+    // The matmul with its fused scale, the softmax, the second matmul.
+    for (const char *name : {"scores+scaled", "probs", "out"}) {
+        if (!by.count(name))
+            fail_msg("no node '%s' in the summary", name);
+        assert_true(by[name]->busy > 0);
+    }
+    uint64_t insns = 0, busy = 0, waiting = 0;
+    std::array<uint64_t, 4> per_engine{};
+    for (const auto &n : s.nodes) {
+        insns += n.instructions;
+        busy += n.busy;
+        waiting += n.waiting;
+        for (size_t e = 0; e < 4; e++)
+            per_engine[e] += n.cycles[e];
+    }
+    assert_int_equal(insns, t.records.size());
+    for (size_t e = 0; e < 4; e++) {
+        assert_int_equal(per_engine[e] + s.engines[e].idle, t.cycles);
+        busy -= s.engines[e].busy;
+        waiting -= s.engines[e].waiting;
+    }
+    assert_int_equal(busy, 0);
+    assert_int_equal(waiting, 0);
+    // Only the ENDs the builder adds are nobody's.
+    auto prog = Program::parse(job.program);
+    size_t ends = 0;
+    for (const auto &r : t.records)
+        if (!prog.origin(r.engine, r.index)) {
+            assert_int_equal(r.opcode, NEURON_OP_END);
+            ends++;
+        }
+    // ... and they are: each stream's END, after its last node's range.
+    size_t end_records = 0;
+    for (const auto &r : t.records)
+        end_records += r.opcode == NEURON_OP_END;
+    assert_int_equal(ends, end_records);
+    assert_true(by.count("(no node)") == 1);
+    assert_int_equal(by["(no node)"]->instructions, ends);
+
+    std::string v = nprof::render_view({s});
+    assert_true(contains(v, "by graph node"));
+    assert_true(contains(v, "] matmul psum"));
+    for (const auto &n : s.nodes)
+        assert_true(contains(v, fmt::format("    {:<13} {:>6}", n.name, n.instructions)));
+    auto doc = nprof::export_chrome({job});
+    std::string problems = trace_check::check(doc);
+    if (!problems.empty())
+        fail_msg("the export is not a valid trace:\n%s", problems.c_str());
+    size_t named = 0;
+    for (const auto &ev : doc["traceEvents"])
+        if (ev["ph"] == "X" && ev["args"].contains("node")) {
+            assert_true(ev["name"].get<std::string>().starts_with(
+                ev["args"]["node"].get<std::string>() + ": "));
+            named++;
+        }
+    assert_int_equal(named, t.records.size() - ends);
+
+    // The SVG timeline, parsed by Python's XML parser: a box per record, an
+    // arrow per released wait, the two counters, the nodes in the legend.
+    fs::path file = scratch("graph.ntrace"), svg = scratch("graph.svg");
+    fs::remove(file);
+    ntrace::append(file, job);
+    Run e = run(fmt::format("'{}' export --format svg '{}'", NEURON_PROFILE_BIN, file.string()));
+    assert_int_equal(e.status, 0);
+    std::ofstream(svg) << e.out;
+    Run py = run(fmt::format(
+        "/usr/bin/python3 -c 'import sys, xml.etree.ElementTree as E\n"
+        "r = E.parse(sys.argv[1]).getroot()\n"
+        "n = lambda tag, c: sum(1 for x in r.iter(\"{{http://www.w3.org/2000/svg}}\" + tag)"
+        " if x.get(\"class\") == c)\n"
+        "t = [x.text for x in r.iter(\"{{http://www.w3.org/2000/svg}}text\")]\n"
+        "print(n(\"rect\", \"slice\"), n(\"line\", \"flow\"), n(\"polyline\", \"counter\"),"
+        " int(\"probs\" in t), int(\"scores+scaled\" in t))' '{}'",
+        svg.string()));
+    assert_int_equal(py.status, 0);
+    size_t waits = 0;
+    for (const auto &r : t.records)
+        waits += r.opcode == NEURON_OP_SEM_WAIT && r.has_signal;
+    assert_string_equal(py.out.c_str(),
+                        fmt::format("{} {} 2 1 1\n", t.records.size(), waits).c_str());
+    Run bad = run(
+        fmt::format("'{}' export --format svg --job 2 '{}'", NEURON_PROFILE_BIN, file.string()));
+    assert_int_equal(bad.status, 1);
+    assert_true(contains(bad.err, "job 2 does not exist: the file has 1 job(s)"));
+    fs::remove(file);
+    fs::remove(svg);
+}
 
 // The summary's figures are the job's: cycles, instructions, DMA bytes, and
 // every engine's busy + waiting + idle adds up to the job's cycles.
@@ -201,6 +347,10 @@ static void capture_view_export(void **) {
         contains(v.out, fmt::format("{} instructions, {} DMA bytes", t.instructions, t.dma_bytes)));
     assert_true(contains(v.out, "longest semaphore waits:"));
     assert_true(contains(v.out, "PSUM high-water"));
+    // The example names its parts: the summary's table and top list say them.
+    assert_true(contains(v.out, "by graph node"));
+    assert_true(contains(v.out, "mlp.fc1+gelu"));
+    assert_true(contains(v.out, "[load] dma_load"));
 
     Run e = run(fmt::format("'{}' export --format chrome '{}'", NEURON_PROFILE_BIN, file.string()));
     assert_int_equal(e.status, 0);
@@ -252,11 +402,101 @@ static void checker_finds_broken_traces(void **) {
     assert_true(contains(trace_check::check(json::array()), "\"traceEvents\" array"));
 }
 
+// $NEURON_PROFILE is read when the device is opened; its jobs take one
+// trace buffer, allocated for the first and reused by the next.
+static void env_capture_reuses_its_buffer(void **) {
+    fs::path f = scratch("env.ntrace");
+    fs::remove(f);
+    setenv(ntrace::env_file, f.c_str(), 1);
+    Device d = Device::open("sim");
+    unsetenv(ntrace::env_file);
+    Device plain = Device::open("sim");
+    ProgramBuilder b("relu2x1");
+    test::add_relu2x1(b, 16);
+    Program prog = b.finish();
+    LoadedProgram lp = d.load(prog), lp0 = plain.load(prog);
+    Buffer x = d.allocate(128 * 16 * 4), y = d.allocate(128 * 16 * 4);
+    Buffer x0 = plain.allocate(128 * 16 * 4), y0 = plain.allocate(128 * 16 * 4);
+    const auto &pool = d.state()->idle_profiles;
+    uint32_t handle = 0;
+    for (int i = 0; i < 3; i++) {
+        d.queue(0).submit(lp, Arguments().bind("x", x).bind("y", y)).wait();
+        plain.queue(0).submit(lp0, Arguments().bind("x", x0).bind("y", y0)).wait();
+        assert_int_equal(pool.size(), 1);
+        if (i == 0)
+            handle = pool[0].buffer().handle();
+        assert_int_equal(pool[0].buffer().handle(), handle);
+    }
+    auto jobs = ntrace::read(f);
+    assert_int_equal(jobs.size(), 3);
+    for (const auto &j : jobs) {
+        Trace t = parse_trace(j.trace);
+        assert_int_equal(t.records.size(), t.instructions);
+        assert_int_equal(t.status, 0); // NEURON_JOB_STATUS_OK
+    }
+    fs::remove(f);
+}
+
+// append() writes a program once per file, however many of its jobs follow;
+// a version 1.0 file (each job with its program) still reads.
+static void programs_once_per_file(void **) {
+    Profiled p = profile_relu(16);
+    fs::path f = scratch("once.ntrace");
+    fs::remove(f);
+    for (int i = 0; i < 3; i++) {
+        p.job.seqno = static_cast<uint64_t>(i) + 1;
+        ntrace::append(f, p.job);
+    }
+    const uint64_t one = ntrace::encode_program(p.job.program).size(),
+                   job = ntrace::encode_job(p.job).size();
+    assert_int_equal(fs::file_size(f), ntrace::file_header_size + one + 3 * job);
+    auto jobs = ntrace::read(f);
+    assert_int_equal(jobs.size(), 3);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(jobs[i].seqno, i + 1);
+        assert_true(jobs[i].program == p.job.program);
+        assert_true(jobs[i].trace == p.job.trace);
+    }
+    // Rewritten from scratch: the program is written again.
+    fs::remove(f);
+    ntrace::append(f, p.job);
+    assert_int_equal(fs::file_size(f), ntrace::file_header_size + one + job);
+    assert_int_equal(ntrace::read(f).size(), 1);
+
+    // Version 1.0: a 64-byte job header, then its program and trace.
+    std::vector<std::byte> v1 = ntrace::encode_header();
+    v1[4] = std::byte{1};
+    std::vector<std::byte> h1(64);
+    auto put = [&](size_t at, uint64_t v, size_t n) {
+        for (size_t i = 0; i < n; i++)
+            h1[at + i] = static_cast<std::byte>(v >> (8 * i));
+    };
+    put(0, ntrace::job_magic, 4);
+    put(4, 64, 4);
+    put(8, 64 + p.job.program.size() + p.job.trace.size(), 8);
+    put(24, 7, 8);
+    put(32, p.job.clock_mhz, 4);
+    put(56, p.job.program.size(), 4);
+    put(60, p.job.trace.size(), 4);
+    v1.insert(v1.end(), h1.begin(), h1.end());
+    v1.insert(v1.end(), p.job.program.begin(), p.job.program.end());
+    v1.insert(v1.end(), p.job.trace.begin(), p.job.trace.end());
+    auto old = ntrace::parse(v1, "v1");
+    assert_int_equal(old.size(), 1);
+    assert_int_equal(old[0].seqno, 7);
+    assert_true(old[0].program == p.job.program);
+    assert_true(old[0].trace == p.job.trace);
+    fs::remove(f);
+}
+
 // A broken file is refused with where and why, and exit status 1.
 static void broken_files(void **) {
     Profiled p = profile_relu(16);
-    auto head = ntrace::encode_header(), body = ntrace::encode_job(p.job);
+    auto head = ntrace::encode_header(), prog = ntrace::encode_program(p.job.program),
+         body = ntrace::encode_job(p.job);
     std::vector<std::byte> whole(head);
+    whole.insert(whole.end(), prog.begin(), prog.end());
+    const size_t job_at = whole.size();
     whole.insert(whole.end(), body.begin(), body.end());
     fs::path f = scratch("broken.ntrace");
     auto view = [&](std::span<const std::byte> b) {
@@ -268,7 +508,7 @@ static void broken_files(void **) {
 
     Run cut = view(std::span(whole).first(whole.size() - 100));
     assert_int_equal(cut.status, 1);
-    assert_true(contains(cut.err, "job 0: offset 0x18:"));
+    assert_true(contains(cut.err, fmt::format("job 0: offset {:#x}:", job_at + 8)));
     assert_true(contains(cut.err, "cut short?"));
 
     std::vector<std::byte> magic(whole);
@@ -279,11 +519,20 @@ static void broken_files(void **) {
 
     // Record 0's engine, in the trace after the job header and the program.
     std::vector<std::byte> eng(whole);
-    size_t rec0 = head.size() + ntrace::job_header_size + p.job.program.size() + 64;
+    size_t rec0 = job_at + ntrace::job_header_size + 64;
     eng[rec0] = std::byte{9};
     Run e = view(eng);
     assert_int_equal(e.status, 1);
     assert_true(contains(e.err, fmt::format("its trace: offset {:#x}: record 0: engine 9", rec0)));
+
+    // A job without its program chunk.
+    std::vector<std::byte> orphan(head);
+    orphan.insert(orphan.end(), body.begin(), body.end());
+    Run o = view(orphan);
+    assert_int_equal(o.status, 1);
+    assert_true(contains(o.err, fmt::format("job 0: offset {:#x}: program {:#018x}: no program "
+                                            "chunk before it",
+                                            head.size() + 64, ntrace::program_id(p.job.program))));
 
     Run missing = run(fmt::format("'{}' view '{}'", NEURON_PROFILE_BIN, scratch("none").string()));
     assert_int_equal(missing.status, 1);
@@ -294,9 +543,12 @@ static void broken_files(void **) {
 int main() {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(summary_agrees_with_the_job),
+        cmocka_unit_test(compiled_graph_names_its_nodes),
         cmocka_unit_test(truncated_summary_says_so),
         cmocka_unit_test(capture_view_export),
         cmocka_unit_test(checker_finds_broken_traces),
+        cmocka_unit_test(programs_once_per_file),
+        cmocka_unit_test(env_capture_reuses_its_buffer),
         cmocka_unit_test(broken_files),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);

@@ -5,6 +5,7 @@ another process, and the errors of a wrong input, an unsupported operator
 and a missing device."""
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -139,7 +140,24 @@ def test_compiler_workdir(tmp_path: Path) -> None:
     ir = (wd / "model.nir").read_text()
     assert ir.startswith("graph SimpleLLMBlock")
     assert "gelu(" in ir and "matmul(" in ir
-    assert (wd / "model.nprog").read_bytes()[:4] == b"NRNF"
+    prog = (wd / "model.nprog").read_bytes()
+    assert prog[:4] == b"NRNF"
+    # Its ORIGINS section (docs/program-format.md) names the IR's nodes.
+    assert int.from_bytes(prog[6:8], "little") == 1
+    table, count = (int.from_bytes(prog[o:o + 4], "little") for o in (24, 28))
+    sections = {}
+    for i in range(count):
+        e = prog[table + 32 * i:table + 32 * i + 32]
+        sections[int.from_bytes(e[0:4], "little")] = (int.from_bytes(e[8:16], "little"),
+                                                     int.from_bytes(e[16:24], "little"))
+    assert 6 in sections
+    (so, ss), (oo, os_) = sections[1], sections[6]
+    names = set()
+    for k in range(os_ // 16):
+        at = so + int.from_bytes(prog[oo + 16 * k:oo + 16 * k + 4], "little")
+        names.add(prog[at:prog.index(b"\0", at)].decode())
+    words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_.]*", ir))
+    assert names and all(part in words for n in names for part in n.split("+")), names
     assert "pass emit" in (wd / "compile.log").read_text()
     assert "aten::gelu" in (wd / "lowering.log").read_text()
 

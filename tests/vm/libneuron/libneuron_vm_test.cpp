@@ -498,7 +498,11 @@ static void profile_env(void **) {
     auto path = std::filesystem::temp_directory_path() /
                 ("neuron-profile-env-" + std::to_string(::getpid()) + ".ntrace");
     std::filesystem::remove(path);
+    // libneuron reads $NEURON_PROFILE when it opens a device.
+    Device before = open_dev();
+    setenv(ntrace::env_file, path.c_str(), 1);
     Device d = open_dev();
+    unsetenv(ntrace::env_file);
     const uint32_t n = 16;
     LoadedProgram lp = d.load(relu_program(n));
     auto x = pattern(128 * n, 0.25f);
@@ -506,13 +510,18 @@ static void profile_env(void **) {
     Buffer yb = d.allocate(x.size() * 4, data_region(d));
     xb.write(0, bytes_of(x));
     uint64_t seqno[2];
-    setenv(ntrace::env_file, path.c_str(), 1);
     for (int i = 0; i < 2; i++) {
         Fence f = d.queue(0).submit(lp, Arguments().bind("x", xb).bind("y", yb));
         f.wait();
         seqno[i] = f.seqno();
     } // each trace is written when the last handle of its fence goes
-    unsetenv(ntrace::env_file);
+    {
+        // Opened before $NEURON_PROFILE was set: not profiled.
+        LoadedProgram lp0 = before.load(relu_program(n));
+        Buffer x0 = before.allocate(x.size() * 4, data_region(before));
+        Buffer y0 = before.allocate(x.size() * 4, data_region(before));
+        before.queue(0).submit(lp0, Arguments().bind("x", x0).bind("y", y0)).wait();
+    }
     check_relu(yb, x);
     auto jobs = ntrace::read(path);
     std::filesystem::remove(path);
