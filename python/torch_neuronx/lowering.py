@@ -602,7 +602,8 @@ def causal_keep(shape: Sequence[int], keep: torch.Tensor) -> bool:
     return bool(torch.equal(b, pattern.expand(tuple(shape))))
 
 
-def _fill_value(L: _Lowering, v: Any) -> Optional[float]:
+def _fill_value(v: Any) -> Optional[float]:
+    """A masked_fill's or where's fill: a number or a 0-dimensional constant."""
     if isinstance(v, Weight) and v.value.dim() == 0:
         return float(v.value)
     if isinstance(v, (int, float)) and not isinstance(v, bool):
@@ -633,10 +634,10 @@ _MASK_HINT = ("only a causal mask known when the model is traced is lowered (bui
 
 def _masked_fill(L: _Lowering) -> None:
     x = L.tensor(L.arg(0), "self")
-    mask, fill = L.arg(1), _fill_value(L, L.arg(2))
+    mask, fill = L.arg(1), _fill_value(L.arg(2))
     if not isinstance(mask, Weight):
         raise L.unsupported(f"a mask computed from the inputs ({_MASK_HINT})")
-    if not causal_keep(x.shape, ~mask.value.bool()) or mask.value.dtype != torch.bool:
+    if mask.value.dtype != torch.bool or not causal_keep(x.shape, ~mask.value):
         raise L.unsupported(f"a mask other than the causal one ({_MASK_HINT})")
     if not _masks_causally(fill):
         raise L.unsupported(f"a fill of {L.arg(2)!r} (a causal mask fills with -inf or a "
@@ -645,7 +646,7 @@ def _masked_fill(L: _Lowering) -> None:
 
 
 def _where(L: _Lowering) -> None:
-    cond, x, fill = L.arg(0), L.arg(1), _fill_value(L, L.arg(2))
+    cond, x, fill = L.arg(0), L.arg(1), _fill_value(L.arg(2))
     if not isinstance(x, (Tensor, External)):
         raise L.unsupported("a select whose kept value is not a tensor of the device")
     x = L.tensor(x, "self")
