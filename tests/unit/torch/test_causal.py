@@ -132,8 +132,8 @@ class MaskedEncoder(torch.nn.Module):
         return self.layer(x, src_mask=mask)
 
 
-@pytest.mark.parametrize("T", [77, 128])
-def test_encoder_layer_with_square_subsequent_mask(T: int, tmp_path: Path) -> None:
+def test_encoder_layer_with_square_subsequent_mask(tmp_path: Path) -> None:
+    T = 77
     torch.manual_seed(3)
     model = MaskedEncoder().eval()
     x = torch.randn(1, T, 768)
