@@ -94,6 +94,7 @@ nc::Attrs attrs_of(const nc::Node &n) {
         a.axis = n.axis;
     a.start = n.start;
     a.end = n.end;
+    a.causal = n.causal;
     return a;
 }
 

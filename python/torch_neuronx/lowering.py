@@ -55,6 +55,16 @@ class Tensor:
 Operand = Union[Tensor, float]
 
 
+@dataclass(frozen=True)
+class Masked:
+    """Attention scores under a causal mask (known when the model was
+    traced): -inf, or a fill that torch's softmax turns into 0, where key
+    k > query q on the last two axes. Only softmax takes them, lowered to
+    the compiler's softmax(causal=true), which builds the mask on the
+    device."""
+    scores: Tensor
+
+
 @dataclass
 class External:
     """A tensor computed outside the part of the graph being lowered (a graph
@@ -224,6 +234,9 @@ class _Lowering:
             if v.lowered is None:
                 v.lowered = self.weight(v.value, v.hint)
             return v.lowered
+        if isinstance(v, Masked):
+            raise self.unsupported(f"{what} is causally masked and not the operand of a softmax "
+                                   "(the device applies causal masks in softmax only)")
         if not isinstance(v, Tensor):
             raise self.unsupported(f"{what} must be a tensor, not {v!r}")
         return v
@@ -438,6 +451,8 @@ class _Lowering:
                 raise self.unsupported("a size computed at run time")
             self.env[n.output().debugName()] = r.item() if isinstance(r, torch.Tensor) else r
             return
+        if self._fold(n):
+            return
         handler = _HANDLERS.get(kind)
         if handler is None:
             raise self.unsupported()
@@ -446,6 +461,27 @@ class _Lowering:
             raise self.unsupported("an int32 operand (the device computes int32 in add, sub, "
                                    "mul and data movement only)")
         handler(self)
+
+    def _fold(self, n: torch._C.Node) -> bool:
+        """Computes @p n when the model is traced if its value does not
+        depend on the inputs: an operator of _FOLDED_KINDS whose operands
+        are constants (weights, numbers, sizes) and whose result is a
+        tensor of rank >= 1 (attention masks built from torch.ones,
+        torch.triu, slices of a registered buffer, comparisons). Its value
+        is the example run's, a constant like a weight."""
+        if n.kind() not in _FOLDED_KINDS:
+            return False
+        if any(v.debugName() not in self.env for v in n.inputs()):
+            return False
+        for v in (self.env[v.debugName()] for v in n.inputs()):
+            items = v if isinstance(v, (list, tuple)) else [v]
+            if any(isinstance(i, (Tensor, External, ExternalList, Masked)) for i in items):
+                return False
+        r = self.probed.get(n.output().debugName()) if n.outputsSize() == 1 else None
+        if not isinstance(r, torch.Tensor) or r.dim() == 0:
+            return False
+        self.env[n.output().debugName()] = Weight(r, n.output().debugName())
+        return True
 
     @staticmethod
     def _dtype_of(v: Any) -> Optional[torch.dtype]:
@@ -503,6 +539,13 @@ def _binary(op: str) -> Callable[[_Lowering], None]:
     return lower
 
 
+def _floor_divide(L: _Lowering) -> None:
+    # C // heads on sizes: fixed by the trace, the example run's value
+    if any(isinstance(L.operand(L.arg(i)), Tensor) for i in (0, 1)):
+        raise L.unsupported("floor division of a tensor")
+    L.env[L.out().debugName()] = L.probed[L.out().debugName()].item()
+
+
 def _rsub(L: _Lowering) -> None:
     a, b = L.operand(L.arg(0)), L.operand(L.arg(1))
     alpha = L.arg(2)
@@ -526,12 +569,170 @@ def _gelu(L: _Lowering) -> None:
 
 
 def _softmax(L: _Lowering) -> None:
-    x = L.tensor(L.arg(0), "self")
+    masked = L.arg(0)
+    x = masked.scores if isinstance(masked, Masked) else L.tensor(masked, "self")
     if L.dim(x, L.arg(1)) != len(x.shape) - 1:
         raise L.unsupported("softmax over an axis other than the last")
     if L.arg(2) is not None and L.arg(2) != x.dtype:
         raise L.unsupported(f"softmax with dtype={L.arg(2)}")
-    L.emit("softmax", [x], L.out(), axis=-1)
+    if isinstance(masked, Masked):
+        L.emit("softmax", [x], L.out(), axis=-1, causal=True)
+    else:
+        L.emit("softmax", [x], L.out(), axis=-1)
+
+
+# A masked score's fill: -inf, or a finite value at most this (HF's GPT-2
+# fills with -1e4, others with torch.finfo(dtype).min). torch's softmax
+# gives such a score exactly 0, as the device's causal softmax does, as
+# long as the row's largest score exceeds fill + 104 (exp underflows to 0
+# in fp32 below -103.97).
+MASK_FILL_MAX = -1e4
+
+
+def causal_keep(shape: Sequence[int], keep: torch.Tensor) -> bool:
+    """Whether @p keep, broadcast to @p shape, is True exactly where key
+    k <= query q on the last two axes ([.., Q, K]): a causal mask."""
+    if len(shape) < 2 or keep.dtype != torch.bool:
+        return False
+    try:
+        b = torch.broadcast_to(keep, tuple(shape))
+    except RuntimeError:
+        return False
+    pattern = torch.ones(shape[-2], shape[-1], dtype=torch.bool).tril()
+    return bool(torch.equal(b, pattern.expand(tuple(shape))))
+
+
+def _fill_value(v: Any) -> Optional[float]:
+    """A masked_fill's or where's fill: a number or a 0-dimensional constant."""
+    if isinstance(v, Weight) and v.value.dim() == 0:
+        return float(v.value)
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return float(v)
+    return None
+
+
+def _masks_causally(fill: Optional[float]) -> bool:
+    return fill is not None and fill <= MASK_FILL_MAX
+
+
+def _additive_causal(shape: Sequence[int], mask: Any) -> bool:
+    """Whether @p mask is a constant additive causal mask for scores of
+    @p shape: 0 where k <= q, -inf (or at most MASK_FILL_MAX) elsewhere."""
+    if not isinstance(mask, Weight) or not mask.value.is_floating_point():
+        return False
+    m = mask.value
+    if not causal_keep(shape, m == 0):
+        return False
+    masked = m[m != 0]
+    return bool((masked <= MASK_FILL_MAX).all())
+
+
+_MASK_HINT = ("only a causal mask known when the model is traced is lowered (built from "
+              "constants and sizes, e.g. torch.triu(torch.ones(T, T), 1) or a registered "
+              "buffer), as softmax(causal=true)")
+
+
+def _masked_fill(L: _Lowering) -> None:
+    x = L.tensor(L.arg(0), "self")
+    mask, fill = L.arg(1), _fill_value(L.arg(2))
+    if not isinstance(mask, Weight):
+        raise L.unsupported(f"a mask computed from the inputs ({_MASK_HINT})")
+    if mask.value.dtype != torch.bool or not causal_keep(x.shape, ~mask.value):
+        raise L.unsupported(f"a mask other than the causal one ({_MASK_HINT})")
+    if not _masks_causally(fill):
+        raise L.unsupported(f"a fill of {L.arg(2)!r} (a causal mask fills with -inf or a "
+                            f"value <= {MASK_FILL_MAX:g})")
+    L.env[L.out().debugName()] = Masked(x)
+
+
+def _where(L: _Lowering) -> None:
+    cond, x, fill = L.arg(0), L.arg(1), _fill_value(L.arg(2))
+    if not isinstance(x, (Tensor, External)):
+        raise L.unsupported("a select whose kept value is not a tensor of the device")
+    x = L.tensor(x, "self")
+    if not isinstance(cond, Weight) or not causal_keep(x.shape, cond.value):
+        raise L.unsupported(f"a condition other than the causal mask ({_MASK_HINT})")
+    if not _masks_causally(fill):
+        raise L.unsupported(f"a fill of {L.arg(2)!r} (a causal mask fills with -inf or a "
+                            f"value <= {MASK_FILL_MAX:g})")
+    L.env[L.out().debugName()] = Masked(x)
+
+
+def _add(L: _Lowering) -> None:
+    # scores + a constant additive causal mask (nn.Transformer's
+    # generate_square_subsequent_mask): the softmax after it is causal.
+    a, b = L.arg(0), L.arg(1)
+    alpha = L.arg(2) if len(list(L.node.inputs())) > 2 else 1  # type: ignore[union-attr]
+    for x, m in ((a, b), (b, a)):
+        if isinstance(x, (Tensor, External)) and alpha == 1:
+            t = L.tensor(x, "self")
+            if _additive_causal(L.probed[L.out().debugName()].shape, m) and \
+                    tuple(L.probed[L.out().debugName()].shape) == t.shape:
+                L.env[L.out().debugName()] = Masked(t)
+                return
+    _binary("add")(L)
+
+
+def _baddbmm(L: _Lowering) -> None:
+    # beta * self + alpha * (batch1 @ batch2): nn.MultiheadAttention's
+    # scores with an attention mask.
+    mask, a, b = L.arg(0), L.tensor(L.arg(1), "batch1"), L.tensor(L.arg(2), "batch2")
+    beta, alpha = L.arg(3), L.arg(4)
+    if len(a.shape) != 3 or len(b.shape) != 3:
+        raise L.unsupported("baddbmm of operands of rank other than 3")
+    out = L.probed[L.out().debugName()]
+    h = L.emit("matmul", [a, b])
+    h = Tensor(h.name, tuple(out.shape), a.dtype)
+    if alpha != 1:
+        h = L.emit("mul", [h, float(alpha)])
+    if beta == 1 and _additive_causal(out.shape, mask):
+        L.env[L.out().debugName()] = Masked(h)
+        return
+    if beta == 0:
+        L.bind(L.out(), h)
+        return
+    m = L.tensor(mask, "self")
+    if beta != 1:
+        m = L.emit("mul", [m, float(beta)])
+    L.emit("add", [h, m], L.out())
+
+
+def _scaled_dot_product_attention(L: _Lowering) -> None:
+    # torch 1.13's torch._C._nn._scaled_dot_product_attention(q, k, v,
+    # attn_mask, dropout_p, need_attn_weights, is_causal): softmax(q k^T /
+    # sqrt(E) [+ mask]) v; a bool mask is True where a key takes part.
+    q, k, v = (L.tensor(L.arg(i), n) for i, n in enumerate(("query", "key", "value")))
+    mask, dropout_p, is_causal = L.arg(3), L.arg(4), L.arg(6)
+    if dropout_p:
+        raise L.unsupported(f"dropout_p={dropout_p} (trace the model in eval mode)")
+    if len(q.shape) < 2 or len(k.shape) != len(q.shape) or q.shape[:-2] != k.shape[:-2]:
+        raise L.unsupported("query and key of different batch dimensions")
+    outs = list(L.node.outputs())  # type: ignore[union-attr]
+    w = L.probed[outs[1].debugName()] if outs[1].debugName() in L.probed else None
+    shape = tuple(q.shape[:-1]) + (k.shape[-2],)
+    qs = L.emit("div", [q, float(q.shape[-1]) ** 0.5])
+    s = L.emit("matmul", [qs, k], transpose_b=True)
+    s = Tensor(s.name, shape, q.dtype)
+    causal = bool(is_causal)
+    if mask is not None and not causal:
+        if isinstance(mask, Weight) and mask.value.dtype == torch.bool:
+            if not causal_keep(shape, mask.value):
+                raise L.unsupported(f"a mask other than the causal one ({_MASK_HINT})")
+            causal = True
+        elif _additive_causal(shape, mask):
+            causal = True
+        else:
+            s = L.emit("add", [s, L.tensor(mask, "attn_mask")])
+    elif mask is not None:
+        raise L.unsupported("is_causal together with an attn_mask")
+    if causal:
+        p = L.emit("softmax", [s], axis=-1, causal=True)
+    else:
+        p = L.emit("softmax", [s], axis=-1)
+    p = Tensor(p.name, shape, q.dtype)
+    if w is not None and isinstance(w, torch.Tensor) and tuple(w.shape) == shape:
+        L.bind(outs[1], p)
+    L.emit("matmul", [p, v], outs[0])
 
 
 def _layer_norm(L: _Lowering) -> None:
@@ -619,6 +820,22 @@ def _chunk(L: _Lowering) -> None:
     L.env[L.out().debugName()] = parts
 
 
+def _split(L: _Lowering) -> None:
+    # tensor.split(size, dim): pieces of size elements, the last one shorter
+    x = L.tensor(L.arg(0), "self")
+    size, axis = L.arg(1), L.dim(x, L.arg(2))
+    if not isinstance(size, int):
+        raise L.unsupported("split into pieces of several sizes")
+    parts = []
+    for start in range(0, x.shape[axis], size):
+        end = min(start + size, x.shape[axis])
+        t = L.emit("slice", [x], axis=axis, start=start, end=end)
+        shape = list(x.shape)
+        shape[axis] = end - start
+        parts.append(Tensor(t.name, tuple(shape), x.dtype))
+    L.env[L.out().debugName()] = parts
+
+
 def _cat(L: _Lowering) -> None:
     parts = [L.tensor(t, "tensors") for t in L.arg(0)]
     L.emit("concat", parts, L.out(), axis=L.dim(parts[0], L.arg(1)))
@@ -629,11 +846,17 @@ _HANDLERS: Dict[str, Callable[[_Lowering], None]] = {
     "aten::matmul": _matmul,
     "aten::mm": _matmul,
     "aten::bmm": _matmul,
-    "aten::add": _binary("add"),
+    "aten::add": _add,
+    "aten::baddbmm": _baddbmm,
+    "aten::masked_fill": _masked_fill,
+    "aten::where": _where,
+    "aten::_scaled_dot_product_attention": _scaled_dot_product_attention,
+    "aten::split": _split,
     "aten::sub": _binary("sub"),
     "aten::mul": _binary("mul"),
     "aten::div": _binary("div"),
     "aten::rsub": _rsub,
+    "aten::floor_divide": _floor_divide,
     "aten::relu": _unary("relu"),
     "aten::silu": _unary("silu"),
     "aten::sigmoid": _unary("sigmoid"),
@@ -656,6 +879,19 @@ _HANDLERS: Dict[str, Callable[[_Lowering], None]] = {
     "aten::cat": _cat,
     "aten::chunk": _chunk,
 }
+
+# Operators computed when the model is traced when their operands are all
+# constants (see _Lowering._fold): what attention masks are built from.
+_FOLDED_KINDS = frozenset({
+    "aten::ones", "aten::zeros", "aten::full", "aten::arange", "aten::ones_like",
+    "aten::zeros_like", "aten::full_like", "aten::triu", "aten::tril", "aten::eq", "aten::ne",
+    "aten::lt", "aten::le", "aten::gt", "aten::ge", "aten::logical_not", "aten::bitwise_not",
+    "aten::logical_and", "aten::logical_or", "aten::__and__", "aten::__or__", "aten::to",
+    "aten::type_as", "aten::masked_fill", "aten::where", "aten::slice", "aten::select",
+    "aten::view", "aten::reshape", "aten::unsqueeze", "aten::squeeze", "aten::expand",
+    "aten::transpose", "aten::contiguous", "aten::add", "aten::sub", "aten::mul", "aten::neg",
+    "aten::zero_", "aten::fill_",
+})
 
 # The operators that take int32 tensors (hw/isa.md: integers are exact in
 # the vector engine's add, sub and mul below 2^24, and data movement copies

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """torch_neuronx.DataParallel on the simulator device (NEURON_DEVICE=sim,
-two cores unless a test asks for more): each replica on its own core, the
+two cores unless a test asks for more; in the VM on neuron.ko's first
+device, which has two): each replica on its own core, the
 batch split and joined again, against torch on the CPU within hw/isa.md's
 bounds and against the traced model run slice by slice."""
 
@@ -16,6 +17,10 @@ import torch
 
 import torch_neuronx
 import tolerance as tol
+
+# The device the models run on: the simulator the host's tests name, or
+# the first device of neuron.ko in the VM.
+DEVICE = os.environ.get("NEURON_DEVICE") or "/dev/accel/accel0"
 
 
 class LinearGelu(torch.nn.Module):
@@ -49,7 +54,7 @@ def test_batch_over_both_cores() -> None:
         tol.check(y, expected(model, x))
         # The same program on each core: the bits of the slices run alone.
         assert torch.equal(y, torch.cat([traced(x[:2]), traced(x[2:])]))
-    assert [r.model.placement() for r in dp.replicas] == ["sim core 0", "sim core 1"]
+    assert [r.model.placement() for r in dp.replicas] == [f"{DEVICE} core 0", f"{DEVICE} core 1"]
 
 
 def test_device_ids_and_dim() -> None:
@@ -58,7 +63,7 @@ def test_device_ids_and_dim() -> None:
     one = torch_neuronx.DataParallel(traced, device_ids=["nc:1"])
     x = torch.randn(1, 8, 64)
     tol.check(one(x), expected(model, x))
-    assert [r.model.placement() for r in one.replicas] == ["sim core 1"]
+    assert [r.model.placement() for r in one.replicas] == [f"{DEVICE} core 1"]
     along_seq = torch_neuronx.DataParallel(traced, device_ids=[0, 1], dim=1)
     x = torch.randn(1, 16, 64)
     tol.check(along_seq(x), expected(model, x))
@@ -85,7 +90,8 @@ def test_partitioned_model_and_tuple_outputs() -> None:
     ref = tol.linear(tol.exact(x), model.linear)
     tol.check(h, ref)
     tol.check(c, tol.cumsum(ref, -1))
-    assert [r.neuron_subgraph0.placement() for r in dp.replicas] == ["sim core 0", "sim core 1"]
+    assert [r.neuron_subgraph0.placement() for r in dp.replicas] == [
+        f"{DEVICE} core 0", f"{DEVICE} core 1"]
 
 
 def test_errors() -> None:
