@@ -60,14 +60,16 @@ wait_for() { # SECONDS DESCRIPTION COMMAND...
 	done
 }
 
-# apt-get install of local packages, offline (the guest has no network):
-# every dependency must be in the image already.
+# apt-get install of local packages, offline (the guest has no network, so
+# every dependency must be in the image already, or apt fails to fetch it).
+# Absolute paths: with ./relative ones and --no-download apt 2.6 fails
+# ("Pathname to install is not absolute").
 apt_install() {
 	local dir
 	dir=$(mktemp -d /var/tmp/debs.XXXXXX)
 	cp "$@" "$dir/"
-	(cd "$dir" && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-download \
-		--no-install-recommends ./*.deb) || fail "apt-get install $* failed"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$dir"/*.deb ||
+		fail "apt-get install $* failed"
 	rm -rf "$dir"
 }
 
