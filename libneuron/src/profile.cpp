@@ -329,7 +329,11 @@ void append_job(const std::filesystem::path &path, const ntrace::Job &job,
 
 namespace ntrace {
 
-std::vector<Job> parse(std::span<const std::byte> b, const std::string &name) {
+namespace {
+
+/// A .ntrace file's header: its major version and the header's size.
+std::pair<uint16_t, uint32_t> parse_file_header(std::span<const std::byte> b,
+                                                const std::string &name) {
     if (b.size() < file_header_size)
         bad(name, 0,
             fmt::format("too short for a .ntrace file ({} bytes, the header alone has {})",
@@ -347,7 +351,90 @@ std::vector<Job> parse(std::span<const std::byte> b, const std::string &name) {
     if (hsize < file_header_size || hsize > b.size())
         bad(name, 8,
             fmt::format("header_size {} is below {} or beyond the file", hsize, file_header_size));
+    return {major, hsize};
+}
+
+/// A version 2 program chunk @p h (@p size bytes at file offset @p off):
+/// its program, validated, under its id in @p programs.
+void parse_program_chunk(std::span<const std::byte> h, uint64_t size, uint64_t off,
+                         const std::string &name,
+                         std::map<uint64_t, std::span<const std::byte>> &programs) {
+    const std::string pw = fmt::format("{}: program chunk", name);
+    uint32_t jh = get<uint32_t>(h, 4);
+    if (jh < program_header_size || jh > size)
+        bad(pw, off + 4,
+            fmt::format("header_size {} is below {} or beyond its {} bytes", jh,
+                        program_header_size, size));
+    uint64_t id = get<uint64_t>(h, 16);
+    uint32_t psize = get<uint32_t>(h, 24);
+    if (uint64_t(jh) + psize != size)
+        bad(pw, off + 8,
+            fmt::format("its header ({}) and program ({}) bytes do not add up to its "
+                        "size ({})",
+                        jh, psize, size));
+    auto prog = h.subspan(jh, psize);
+    if (auto err = validate(prog))
+        bad(pw, off + jh + err->offset, "its program: " + err->reason);
+    if (program_id(prog) != id)
+        bad(pw, off + 16,
+            fmt::format("id {:#018x} is not its program's ({:#018x})", id, program_id(prog)));
+    programs[id] = prog;
+}
+
+/// A job chunk @p h (@p size bytes at file offset @p off) of a file of
+/// version @p major; a version 2 job's program comes from @p programs.
+Job parse_job_chunk(std::span<const std::byte> h, uint64_t size, uint64_t off, uint16_t major,
+                    const std::string &what,
+                    const std::map<uint64_t, std::span<const std::byte>> &programs) {
     const uint32_t min_job = major == 1 ? 64 : job_header_size;
+    uint32_t jh = get<uint32_t>(h, 4);
+    if (size < min_job)
+        bad(what, off,
+            fmt::format("a job starts with a {}-byte header, the chunk has {} bytes", min_job,
+                        size));
+    uint32_t psize = get<uint32_t>(h, 56), tsize = get<uint32_t>(h, 60);
+    if (jh < min_job)
+        bad(what, off + 4, fmt::format("header_size {} is below {}", jh, min_job));
+    if (uint64_t(jh) + psize + tsize != size)
+        bad(what, off + 8,
+            fmt::format("its header ({}), program ({}) and trace ({}) bytes do not add up to "
+                        "its size ({})",
+                        jh, psize, tsize, size));
+    Job j;
+    j.core = get<uint32_t>(h, 16);
+    j.pid = get<uint32_t>(h, 20);
+    j.seqno = get<uint64_t>(h, 24);
+    j.clock_mhz = get<uint32_t>(h, 32);
+    j.partitions = get<uint32_t>(h, 36);
+    j.sbuf_size = get<uint64_t>(h, 40);
+    j.psum_size = get<uint64_t>(h, 48);
+    std::span<const std::byte> prog;
+    if (major == 1) {
+        prog = h.subspan(jh, psize);
+        if (auto err = validate(prog))
+            bad(what, off + jh + err->offset, "its program: " + err->reason);
+    } else {
+        if (psize)
+            bad(what, off + 56,
+                fmt::format("program_size {}: a version 2 job names its program by id", psize));
+        uint64_t id = get<uint64_t>(h, 64);
+        auto it = programs.find(id);
+        if (it == programs.end())
+            bad(what, off + 64,
+                fmt::format("program {:#018x}: no program chunk before it has this id", id));
+        prog = it->second; // validated with its chunk
+    }
+    auto tr = h.subspan(jh + psize, tsize);
+    j.program.assign(prog.begin(), prog.end());
+    j.trace.assign(tr.begin(), tr.end());
+    (void)parse_trace_at(j.trace, what + ": its trace", off + jh + psize);
+    return j;
+}
+
+} // namespace
+
+std::vector<Job> parse(std::span<const std::byte> b, const std::string &name) {
+    const auto [major, hsize] = parse_file_header(b, name);
     std::map<uint64_t, std::span<const std::byte>> programs;
     std::vector<Job> jobs;
     for (uint64_t off = hsize; off < b.size();) {
@@ -359,81 +446,19 @@ std::vector<Job> parse(std::span<const std::byte> b, const std::string &name) {
                             b.size() - off));
         auto h = b.subspan(off);
         uint32_t magic = get<uint32_t>(h, 0);
-        uint32_t jh = get<uint32_t>(h, 4);
         uint64_t size = get<uint64_t>(h, 8);
         if (size > b.size() - off)
             bad(what, off + 8,
                 fmt::format("{} bytes long, but the file ends {} bytes later (cut short?)", size,
                             b.size() - off));
-        if (major >= 2 && magic == program_magic) {
-            const std::string pw = fmt::format("{}: program chunk", name);
-            if (jh < program_header_size || jh > size)
-                bad(pw, off + 4,
-                    fmt::format("header_size {} is below {} or beyond its {} bytes", jh,
-                                program_header_size, size));
-            uint64_t id = get<uint64_t>(h, 16);
-            uint32_t psize = get<uint32_t>(h, 24);
-            if (uint64_t(jh) + psize != size)
-                bad(pw, off + 8,
-                    fmt::format("its header ({}) and program ({}) bytes do not add up to its "
-                                "size ({})",
-                                jh, psize, size));
-            auto prog = h.subspan(jh, psize);
-            if (auto err = validate(prog))
-                bad(pw, off + jh + err->offset, "its program: " + err->reason);
-            if (program_id(prog) != id)
-                bad(pw, off + 16,
-                    fmt::format("id {:#018x} is not its program's ({:#018x})", id,
-                                program_id(prog)));
-            programs[id] = prog;
-            off += size;
-            continue;
-        }
-        if (magic != job_magic)
+        if (major >= 2 && magic == program_magic)
+            parse_program_chunk(h, size, off, name, programs);
+        else if (magic != job_magic)
             bad(what, off,
                 fmt::format("magic {:#010x}, expected {:#010x} (\"NJOB\"){}", magic, job_magic,
                             major >= 2 ? " or a program chunk (\"NPRG\")" : ""));
-        if (size < min_job)
-            bad(what, off,
-                fmt::format("a job starts with a {}-byte header, the chunk has {} bytes", min_job,
-                            size));
-        uint32_t psize = get<uint32_t>(h, 56), tsize = get<uint32_t>(h, 60);
-        if (jh < min_job)
-            bad(what, off + 4, fmt::format("header_size {} is below {}", jh, min_job));
-        if (uint64_t(jh) + psize + tsize != size)
-            bad(what, off + 8,
-                fmt::format("its header ({}), program ({}) and trace ({}) bytes do not add up to "
-                            "its size ({})",
-                            jh, psize, tsize, size));
-        Job j;
-        j.core = get<uint32_t>(h, 16);
-        j.pid = get<uint32_t>(h, 20);
-        j.seqno = get<uint64_t>(h, 24);
-        j.clock_mhz = get<uint32_t>(h, 32);
-        j.partitions = get<uint32_t>(h, 36);
-        j.sbuf_size = get<uint64_t>(h, 40);
-        j.psum_size = get<uint64_t>(h, 48);
-        std::span<const std::byte> prog;
-        if (major == 1) {
-            prog = h.subspan(jh, psize);
-            if (auto err = validate(prog))
-                bad(what, off + jh + err->offset, "its program: " + err->reason);
-        } else {
-            if (psize)
-                bad(what, off + 56,
-                    fmt::format("program_size {}: a version 2 job names its program by id", psize));
-            uint64_t id = get<uint64_t>(h, 64);
-            auto it = programs.find(id);
-            if (it == programs.end())
-                bad(what, off + 64,
-                    fmt::format("program {:#018x}: no program chunk before it has this id", id));
-            prog = it->second; // validated with its chunk
-        }
-        auto tr = h.subspan(jh + psize, tsize);
-        j.program.assign(prog.begin(), prog.end());
-        j.trace.assign(tr.begin(), tr.end());
-        (void)parse_trace_at(j.trace, what + ": its trace", off + jh + psize);
-        jobs.push_back(std::move(j));
+        else
+            jobs.push_back(parse_job_chunk(h, size, off, major, what, programs));
         off += size;
     }
     return jobs;
