@@ -632,6 +632,13 @@ _MASK_HINT = ("only a causal mask known when the model is traced is lowered (bui
               "buffer), as softmax(causal=true)")
 
 
+def _require_causal_fill(L: _Lowering, fill: Optional[float]) -> None:
+    """Refuses a masking op whose fill (argument 2) would not hide a key."""
+    if not _masks_causally(fill):
+        raise L.unsupported(f"a fill of {L.arg(2)!r} (a causal mask fills with -inf or a "
+                            f"value <= {MASK_FILL_MAX:g})")
+
+
 def _masked_fill(L: _Lowering) -> None:
     x = L.tensor(L.arg(0), "self")
     mask, fill = L.arg(1), _fill_value(L.arg(2))
@@ -639,9 +646,7 @@ def _masked_fill(L: _Lowering) -> None:
         raise L.unsupported(f"a mask computed from the inputs ({_MASK_HINT})")
     if mask.value.dtype != torch.bool or not causal_keep(x.shape, ~mask.value):
         raise L.unsupported(f"a mask other than the causal one ({_MASK_HINT})")
-    if not _masks_causally(fill):
-        raise L.unsupported(f"a fill of {L.arg(2)!r} (a causal mask fills with -inf or a "
-                            f"value <= {MASK_FILL_MAX:g})")
+    _require_causal_fill(L, fill)
     L.env[L.out().debugName()] = Masked(x)
 
 
@@ -652,9 +657,7 @@ def _where(L: _Lowering) -> None:
     x = L.tensor(x, "self")
     if not isinstance(cond, Weight) or not causal_keep(x.shape, cond.value):
         raise L.unsupported(f"a condition other than the causal mask ({_MASK_HINT})")
-    if not _masks_causally(fill):
-        raise L.unsupported(f"a fill of {L.arg(2)!r} (a causal mask fills with -inf or a "
-                            f"value <= {MASK_FILL_MAX:g})")
+    _require_causal_fill(L, fill)
     L.env[L.out().debugName()] = Masked(x)
 
 

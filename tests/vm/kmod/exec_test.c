@@ -119,13 +119,13 @@ static int syncobj_status(int fd, uint32_t h, double timeout_s) {
 }
 
 /*
- * DRM_IOCTL_NEURON_WAIT on a binary syncobj with a deadline @timeout_s from
- * now (negative: in the past): the ioctl's result (0 or -errno), the
- * fence's status in *@status.
+ * DRM_IOCTL_NEURON_WAIT on timeline point @point of @h, with a deadline
+ * @timeout_s from now (negative: in the past): the ioctl's result, the
+ * point's status in *@status.
  */
-static int neuron_wait(int fd, uint32_t h, double timeout_s, int *status) {
+static int wait_point(int fd, uint32_t h, uint64_t point, double timeout_s, int *status) {
     struct drm_neuron_wait w = {
-        .sync = {.handle = h},
+        .sync = {.handle = h, .point = point},
         .timeout_nsec = (int64_t)((now_s() + timeout_s) * 1e9),
         .status = 12345,
     };
@@ -133,6 +133,11 @@ static int neuron_wait(int fd, uint32_t h, double timeout_s, int *status) {
 
     *status = w.status;
     return ret;
+}
+
+/* The same on a binary syncobj (point 0). */
+static int neuron_wait(int fd, uint32_t h, double timeout_s, int *status) {
+    return wait_point(fd, h, 0, timeout_s, status);
 }
 
 static int copy(int fd, uint32_t src, uint64_t src_off, uint32_t dst, uint64_t dst_off,
@@ -780,22 +785,6 @@ static void test_wait(void **state) {
     bo_close(fd, d);
     job_bufs_fini(fd, &bad);
     job_bufs_fini(fd, &good);
-}
-
-/*
- * DRM_IOCTL_NEURON_WAIT on timeline point @point of @h, with a deadline
- * @timeout_s from now: the ioctl's result, the point's status in *@status.
- */
-static int wait_point(int fd, uint32_t h, uint64_t point, double timeout_s, int *status) {
-    struct drm_neuron_wait w = {
-        .sync = {.handle = h, .point = point},
-        .timeout_nsec = (int64_t)((now_s() + timeout_s) * 1e9),
-        .status = 12345,
-    };
-    int ret = neuron_ioctl(fd, DRM_IOCTL_NEURON_WAIT, &w);
-
-    *status = w.status;
-    return ret;
 }
 
 /* A job (@jb) or a copy (@jb NULL: @h to @dv) signalling point @point of @tl. */
