@@ -674,11 +674,6 @@ static void neuron_device_bo_free(struct drm_gem_object *obj)
 static int neuron_device_bo_mmap(struct drm_gem_object *obj,
 				 struct vm_area_struct *vma)
 {
-	struct neuron_device *ndev = to_neuron_device(obj->dev);
-	struct neuron_bo *bo = to_neuron_bo(obj);
-	unsigned long pfn;
-	int idx, ret;
-
 	/* I/O memory cannot be copied on write. */
 	if (is_cow_mapping(vma->vm_flags))
 		return -EINVAL;
@@ -686,16 +681,43 @@ static int neuron_device_bo_mmap(struct drm_gem_object *obj,
 	vma->vm_pgoff -= drm_vma_node_start(&obj->vma_node);
 	if (vma->vm_pgoff + vma_pages(vma) > obj->size >> PAGE_SHIFT)
 		return -EINVAL;
-	/* The BAR must not be mapped once the device is gone. */
-	if (!drm_dev_enter(obj->dev, &idx))
+	/* A device already gone gets no new mapping of its BAR. */
+	if (drm_dev_is_unplugged(obj->dev))
 		return -ENODEV;
 
 	vm_flags_set(vma, VM_PFNMAP | VM_IO | VM_DONTEXPAND | VM_DONTDUMP);
 	vma->vm_page_prot = pgprot_writecombine(vm_get_page_prot(vma->vm_flags));
+	return 0;
+}
+
+/*
+ * The BAR pages are inserted at the first fault, the whole mapping at once,
+ * rather than by remap_pfn_range() in mmap: a range remapped whole is
+ * tracked by the VMA (x86's VM_PAT), and on 6.12 the untracking when
+ * drm_dev_unplug() zaps the mapping races with the process's own munmap or
+ * exit (a get_pat_info() warning). Inserted pages take their cache mode
+ * from the write-combined ioremap of the BAR.
+ */
+static vm_fault_t neuron_device_bo_fault(struct vm_fault *vmf)
+{
+	struct vm_area_struct *vma = vmf->vma;
+	struct drm_gem_object *obj = vma->vm_private_data;
+	struct neuron_device *ndev = to_neuron_device(obj->dev);
+	struct neuron_bo *bo = to_neuron_bo(obj);
+	vm_fault_t ret = VM_FAULT_NOPAGE;
+	unsigned long addr, pfn;
+	int idx;
+
+	/* Once the device is gone its BAR must not be mapped again. */
+	if (!drm_dev_enter(obj->dev, &idx))
+		return VM_FAULT_SIGBUS;
+
 	pfn = PHYS_PFN(ndev->mem_bus_start + bo->node.start) + vma->vm_pgoff;
-	ret = io_remap_pfn_range(vma, vma->vm_start, pfn,
-				 vma->vm_end - vma->vm_start,
-				 vma->vm_page_prot);
+	for (addr = vma->vm_start; addr < vma->vm_end; addr += PAGE_SIZE) {
+		ret = vmf_insert_pfn_prot(vma, addr, pfn++, vma->vm_page_prot);
+		if (ret & VM_FAULT_ERROR)
+			break;
+	}
 	drm_dev_exit(idx);
 	return ret;
 }
@@ -706,6 +728,7 @@ static int neuron_device_bo_mmap(struct drm_gem_object *obj,
  * process reaches the BAR of an unbound device.
  */
 static const struct vm_operations_struct neuron_device_bo_vm_ops = {
+	.fault = neuron_device_bo_fault,
 	.open = drm_gem_vm_open,
 	.close = drm_gem_vm_close,
 };

@@ -34,6 +34,20 @@ struct Stats {
 /// @p warm_up) and summarizes what it returns.
 Stats repeat_runs(unsigned repeat, const std::function<double()> &once, bool warm_up = true);
 
+/// A figure by the column it fills, and how to measure it once.
+struct Figure {
+    std::string column;
+    std::function<double()> once;
+};
+/// Each figure's values, round by round, by column.
+using Rounds = std::map<std::string, std::vector<double>>;
+
+/// Runs every figure of @p figures once per round, in turn, for one
+/// unmeasured warm-up round and then @p repeat measured rounds, so that a
+/// figure and its peer see the same drift of the machine (the guest CPU's
+/// speed moves between and within processes).
+Rounds interleaved_rounds(unsigned repeat, const std::vector<Figure> &figures);
+
 /// Seconds since an arbitrary epoch, monotonic.
 inline double now_s() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
@@ -64,6 +78,15 @@ class Table {
     Table &note(std::string text);
 
     void set(const std::string &row, const std::string &column, const Stats &s);
+    /// The column's cell from its values in @p rounds, or skipped for
+    /// @p why_not when the figure was not measured.
+    void set(const std::string &row, const std::string &column, const Rounds &rounds,
+             const std::string &why_not);
+    /// A measured column of numerator / denominator taken round by round
+    /// (the spread of the ratio itself), or skipped for @p why_not.
+    void set_ratio_by_round(const std::string &row, const std::string &column, const Rounds &rounds,
+                            const std::string &numerator, const std::string &denominator,
+                            const std::string &why_not);
     /// A cell that could not be measured, with the reason (printed as "-").
     void skip(const std::string &row, const std::string &column, std::string reason);
     std::optional<Stats> get(const std::string &row, const std::string &column) const;

@@ -28,6 +28,16 @@ Stats repeat_runs(unsigned repeat, const std::function<double()> &once, bool war
     return Stats::of(std::move(values));
 }
 
+Rounds interleaved_rounds(unsigned repeat, const std::vector<Figure> &figures) {
+    for (const auto &f : figures)
+        f.once();
+    Rounds values;
+    for (unsigned round = 0; round < std::max(repeat, 1u); round++)
+        for (const auto &f : figures)
+            values[f.column].push_back(f.once());
+    return values;
+}
+
 bool Options::wants(const std::string &section) const {
     return sections.empty() ||
            std::find(sections.begin(), sections.end(), section) != sections.end();

@@ -45,6 +45,29 @@ void Table::set(const std::string &row, const std::string &column, const Stats &
     cells_[{row, column}] = s;
 }
 
+void Table::set(const std::string &row, const std::string &column, const Rounds &rounds,
+                const std::string &why_not) {
+    if (auto it = rounds.find(column); it != rounds.end())
+        set(row, column, Stats::of(it->second));
+    else
+        skip(row, column, why_not);
+}
+
+void Table::set_ratio_by_round(const std::string &row, const std::string &column,
+                               const Rounds &rounds, const std::string &numerator,
+                               const std::string &denominator, const std::string &why_not) {
+    auto num = rounds.find(numerator), den = rounds.find(denominator);
+    if (num == rounds.end() || den == rounds.end()) {
+        skip(row, column, why_not);
+        return;
+    }
+    std::vector<double> ratios;
+    for (size_t i = 0; i < std::min(num->second.size(), den->second.size()); i++)
+        if (den->second[i] != 0)
+            ratios.push_back(num->second[i] / den->second[i]);
+    set(row, column, Stats::of(std::move(ratios)));
+}
+
 void Table::skip(const std::string &row, const std::string &column, std::string reason) {
     find_column(column);
     if (std::find(rows_.begin(), rows_.end(), row) == rows_.end())

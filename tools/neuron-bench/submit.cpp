@@ -2,6 +2,7 @@
 // Submission: a no-op job's submit -> fence-signalled latency and the job
 // rate at queue depths 1..max, next to a null ioctl (the floor of any
 // driver round trip) and the NVMe peer's 4 KiB O_DIRECT reads.
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <sys/ioctl.h>
@@ -62,59 +63,87 @@ double null_ioctl_us(int fd, unsigned calls) {
     return (now_s() - t0) / calls * 1e6;
 }
 
+/// "1.49 1.50 1.53": a figure round by round.
+std::string rounds_list(const std::vector<double> &values) {
+    std::string out;
+    for (double v : values)
+        out += fmt::format("{}{:.2f}", out.empty() ? "" : " ", v);
+    return out;
+}
+
 } // namespace
 
 void run_submit(const Options &o, Report &r) {
     Table &lat = r.table("latency", "Round trip at queue depth 1", "operation");
     lat.column("no-op job", "us").column("null ioctl", "us").column("nvme 4 KiB read", "us");
     lat.ratio("job/ioctl", "no-op job", "null ioctl")
-        .ratio("job/nvme", "no-op job", "nvme 4 KiB read");
+        .ratio("job/nvme", "no-op job", "nvme 4 KiB read")
+        .column("job/nvme by round", "x");
     lat.note("A no-op job: SUBMIT of a one-instruction program, then a wait on its out-syncobj. "
-             "The null ioctl is GET_PARAM; the peer's read is pread(O_DIRECT).");
+             "The null ioctl is GET_PARAM; the peer's read is pread(O_DIRECT). The three are "
+             "measured in turn, round by round; 'by round' is the spread of each round's ratio.");
     Table &rate = r.table("rate", "Operations per second with a queue of the given depth", "depth");
     rate.column("no-op jobs", "1/s").column("nvme 4 KiB reads", "1/s");
-    rate.ratio("jobs/reads", "no-op jobs", "nvme 4 KiB reads");
+    rate.ratio("jobs/reads", "no-op jobs", "nvme 4 KiB reads").column("jobs/reads by round", "x");
     rate.note("Jobs go to one core's queue, the oldest waited for when the queue is full; the "
-              "peer keeps the same number of reads in flight through io_uring.");
+              "peer keeps the same number of reads in flight through io_uring. Jobs and reads "
+              "alternate round by round at each depth.");
 
+    auto dev = open_device(o);
+    std::string no_peer;
+    auto peer = open_peer(o, no_peer);
+    const std::string no_device = "no neuron device";
+    const bool driver = dev && !neuron::is_sim_spec(dev->path());
+    const std::string no_driver = dev ? "the device has no driver (simulator)" : no_device;
+    std::optional<neuron::Queue> q;
+    std::optional<neuron::LoadedProgram> p;
+    if (dev) {
+        q.emplace(dev->queue(0));
+        p.emplace(dev->load(noop_program()));
+    }
+
+    // Each figure next to its peer in the same rounds: the guest CPU's speed
+    // drifts between processes and over a run, and a ratio of figures taken
+    // minutes apart measures that drift, not the driver.
     const std::string row = "depth 1";
-    if (auto dev = open_device(o); !dev) {
-        for (const char *c : {"no-op job", "null ioctl"})
-            lat.skip(row, c, "no neuron device");
-        for (unsigned d : depths(o))
-            rate.skip(fmt::format("{}", d), "no-op jobs", "no neuron device");
-    } else {
-        const auto q = dev->queue(0);
-        const auto p = dev->load(noop_program());
-        const unsigned jobs = jobs_per_run(o, 1);
-        lat.set(row, "no-op job",
-                repeat_runs(o.repeat, [&] { return job_latency_us(q, p, jobs); }));
-        lat.set(row, "null ioctl",
-                repeat_runs(o.repeat, [&] { return null_ioctl_us(dev->fd(), 100 * jobs); }));
-        for (unsigned d : depths(o))
-            rate.set(fmt::format("{}", d), "no-op jobs",
-                     repeat_runs(o.repeat, [&] { return job_rate(q, p, d, jobs_per_run(o, d)); }));
-    }
+    const unsigned jobs = jobs_per_run(o, 1);
+    std::vector<Figure> figures;
+    if (dev)
+        figures.push_back({"no-op job", [&] { return job_latency_us(*q, *p, jobs); }});
+    if (driver)
+        figures.push_back({"null ioctl", [&] { return null_ioctl_us(dev->fd(), 100 * jobs); }});
+    if (peer)
+        figures.push_back({"nvme 4 KiB read", [&] {
+                               double total = 0;
+                               for (unsigned i = 0; i < jobs; i++)
+                                   total += peer->read_latency_us();
+                               return total / jobs;
+                           }});
+    const Rounds lat_rounds = interleaved_rounds(o.repeat, figures);
+    lat.set(row, "no-op job", lat_rounds, no_device);
+    lat.set(row, "null ioctl", lat_rounds, no_driver);
+    lat.set(row, "nvme 4 KiB read", lat_rounds, no_peer);
+    lat.set_ratio_by_round(row, "job/nvme by round", lat_rounds, "no-op job", "nvme 4 KiB read",
+                           dev ? no_peer : no_device);
+    if (auto it = lat_rounds.find("null ioctl"); it != lat_rounds.end())
+        lat.note(fmt::format("Drift gauge, the null ioctl of each round (us): {}",
+                             rounds_list(it->second)));
 
-    std::string why;
-    auto peer = open_peer(o, why);
-    if (!peer) {
-        lat.skip(row, "nvme 4 KiB read", why);
-        for (unsigned d : depths(o))
-            rate.skip(fmt::format("{}", d), "nvme 4 KiB reads", why);
-        return;
-    }
-    const unsigned reads = jobs_per_run(o, 1);
-    lat.set(row, "nvme 4 KiB read", repeat_runs(o.repeat, [&] {
-                double total = 0;
-                for (unsigned i = 0; i < reads; i++)
-                    total += peer->read_latency_us();
-                return total / reads;
-            }));
     const double seconds = o.quick ? 0.1 : 0.5;
-    for (unsigned d : depths(o))
-        rate.set(fmt::format("{}", d), "nvme 4 KiB reads",
-                 repeat_runs(o.repeat, [&] { return peer->iops(d, seconds); }));
+    for (unsigned d : depths(o)) {
+        const std::string depth = fmt::format("{}", d);
+        figures.clear();
+        if (dev)
+            figures.push_back(
+                {"no-op jobs", [&] { return job_rate(*q, *p, d, jobs_per_run(o, d)); }});
+        if (peer)
+            figures.push_back({"nvme 4 KiB reads", [&] { return peer->iops(d, seconds); }});
+        const Rounds rounds = interleaved_rounds(o.repeat, figures);
+        rate.set(depth, "no-op jobs", rounds, no_device);
+        rate.set(depth, "nvme 4 KiB reads", rounds, no_peer);
+        rate.set_ratio_by_round(depth, "jobs/reads by round", rounds, "no-op jobs",
+                                "nvme 4 KiB reads", dev ? no_peer : no_device);
+    }
 }
 
 } // namespace nbench

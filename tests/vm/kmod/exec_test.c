@@ -140,8 +140,10 @@ static int neuron_wait(int fd, uint32_t h, double timeout_s, int *status) {
     return wait_point(fd, h, 0, timeout_s, status);
 }
 
-static int copy(int fd, uint32_t src, uint64_t src_off, uint32_t dst, uint64_t dst_off,
-                uint64_t size, uint32_t out, uint32_t engine, uint64_t *seqno) {
+/* A copy signalling @out, after the one sync @in (or none). */
+static int copy_sync(int fd, uint32_t src, uint64_t src_off, uint32_t dst, uint64_t dst_off,
+                     uint64_t size, struct drm_neuron_sync out, const struct drm_neuron_sync *in,
+                     uint32_t engine, uint64_t *seqno) {
     struct drm_neuron_copy c = {
         .src_handle = src,
         .dst_handle = dst,
@@ -149,13 +151,21 @@ static int copy(int fd, uint32_t src, uint64_t src_off, uint32_t dst, uint64_t d
         .dst_offset = dst_off,
         .size = size,
         .engine = engine,
-        .out_sync = {.handle = out},
+        .in_syncs = (uintptr_t)in,
+        .num_in_syncs = in ? 1 : 0,
+        .out_sync = out,
     };
     int ret = neuron_ioctl(fd, DRM_IOCTL_NEURON_COPY, &c);
 
     if (!ret && seqno)
         *seqno = c.seqno;
     return ret;
+}
+
+static int copy(int fd, uint32_t src, uint64_t src_off, uint32_t dst, uint64_t dst_off,
+                uint64_t size, uint32_t out, uint32_t engine, uint64_t *seqno) {
+    return copy_sync(fd, src, src_off, dst, dst_off, size, (struct drm_neuron_sync){.handle = out},
+                     NULL, engine, seqno);
 }
 
 static void fill(uint8_t *p, uint64_t n, uint32_t seed) {
@@ -534,7 +544,9 @@ static void job_bufs_fini(int fd, struct job_bufs *jb) {
     bo_close(fd, jb->out);
 }
 
-static int submit(int fd, const struct job_bufs *jb, uint32_t core, uint32_t out, uint64_t *seqno) {
+/* The job of @jb on @core, signalling @out. */
+static int submit_sync(int fd, const struct job_bufs *jb, uint32_t core, struct drm_neuron_sync out,
+                       uint64_t *seqno) {
     struct drm_neuron_binding b[2] = {
         {.handle = jb->in, .flags = DRM_NEURON_BIND_READ, .size = PROG_BYTES},
         {.handle = jb->out, .flags = DRM_NEURON_BIND_WRITE, .size = PROG_BYTES},
@@ -545,13 +557,17 @@ static int submit(int fd, const struct job_bufs *jb, uint32_t core, uint32_t out
         .program_size = jb->prog_size,
         .num_bindings = 2,
         .bindings = (uintptr_t)b,
-        .out_sync = {.handle = out},
+        .out_sync = out,
     };
     int ret = neuron_ioctl(fd, DRM_IOCTL_NEURON_SUBMIT, &s);
 
     if (!ret && seqno)
         *seqno = s.seqno;
     return ret;
+}
+
+static int submit(int fd, const struct job_bufs *jb, uint32_t core, uint32_t out, uint64_t *seqno) {
+    return submit_sync(fd, jb, core, (struct drm_neuron_sync){.handle = out}, seqno);
 }
 
 static void check_axpb(const struct job_bufs *jb) {
@@ -790,30 +806,11 @@ static void test_wait(void **state) {
 /* A job (@jb) or a copy (@jb NULL: @h to @dv) signalling point @point of @tl. */
 static int signal_point(int fd, const struct job_bufs *jb, uint32_t h, uint32_t dv, uint32_t tl,
                         uint64_t point, const struct drm_neuron_sync *in) {
-    struct drm_neuron_binding b[2] = {0};
-    struct drm_neuron_submit s = {0};
-    struct drm_neuron_copy c = {
-        .src_handle = h,
-        .dst_handle = dv,
-        .size = 4096,
-        .engine = DRM_NEURON_ENGINE_ANY,
-        .in_syncs = (uintptr_t)in,
-        .num_in_syncs = in ? 1 : 0,
-        .out_sync = {.handle = tl, .point = point},
-    };
+    const struct drm_neuron_sync out = {.handle = tl, .point = point};
 
-    if (!jb)
-        return neuron_ioctl(fd, DRM_IOCTL_NEURON_COPY, &c);
-    b[0] = (struct drm_neuron_binding){
-        .handle = jb->in, .flags = DRM_NEURON_BIND_READ, .size = PROG_BYTES};
-    b[1] = (struct drm_neuron_binding){
-        .handle = jb->out, .flags = DRM_NEURON_BIND_WRITE, .size = PROG_BYTES};
-    s.program_handle = jb->prog;
-    s.program_size = jb->prog_size;
-    s.num_bindings = 2;
-    s.bindings = (uintptr_t)b;
-    s.out_sync = c.out_sync;
-    return neuron_ioctl(fd, DRM_IOCTL_NEURON_SUBMIT, &s);
+    if (jb)
+        return submit_sync(fd, jb, 0, out, NULL);
+    return copy_sync(fd, h, 0, dv, 0, 4096, out, in, DRM_NEURON_ENGINE_ANY, NULL);
 }
 
 /*
