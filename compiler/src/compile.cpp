@@ -249,9 +249,17 @@ void Lowering::fuse() {
             return Step{Step::act, 1, 0, activation(n.op)};
         return literal_step(n);
     };
+    // Whether operand @v of a group that starts at node @i exists when the
+    // group runs: computed before it, or an input or constant, whatever its
+    // place in the graph (the torch bridge declares a bias after the matmul
+    // that reads it).
+    auto ready_before = [&](uint32_t v, uint32_t i) {
+        return v < i || nodes[v].op == Op::input || nodes[v].op == Op::constant;
+    };
     for (uint32_t i = 0; i < nodes.size(); i++) {
         if (taken[i])
             continue;
+        auto ready = [&](uint32_t v) { return ready_before(v, i); };
         const Node &n = nodes[i];
         Plan &p = plans_[i];
         p.result = i;
@@ -270,7 +278,7 @@ void Lowering::fuse() {
                 uint32_t other = a.operands[0] == cur ? a.operands[1] : a.operands[0];
                 const Type &bt = nodes[other].type;
                 if (bt.dtype != DType::int32 && rows_of(bt) == 1 &&
-                    bt.shape.back() == n.type.shape.back() && other != cur && other < i) {
+                    bt.shape.back() == n.type.shape.back() && other != cur && ready(other)) {
                     p.bias = other;
                     p.fused.push_back(*next);
                     taken[*next] = true;
@@ -323,7 +331,7 @@ void Lowering::fuse() {
                        nodes[*next].type == n.type) {
                 const Node &a = nodes[*next];
                 uint32_t other = a.operands[0] == cur ? a.operands[1] : a.operands[0];
-                if (nodes[other].type == n.type && other != cur && other < i) {
+                if (nodes[other].type == n.type && other != cur && ready(other)) {
                     p.residual = other;
                     p.fused.push_back(*next);
                     taken[*next] = true;

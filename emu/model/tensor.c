@@ -58,6 +58,27 @@ void nm_exec_matmul(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
     r->cycles = NM_COST_ISSUE + (uint64_t)N * (fp32 ? NM_MM_FP32_FACTOR : 1);
 }
 
+/*
+ * tmp[f][p] = row p of contiguous @s, element f, for P partitions of F
+ * elements: blocks of TR_BLOCK partitions, so that each pass reads
+ * TR_BLOCK rows in order and writes runs of TR_BLOCK elements of @tmp.
+ */
+#define TR_BLOCK 8u
+#define TRANSPOSE_ROWS(name, type)                                                                 \
+    static void name(type *restrict tmp, const nm_tap *s, uint32_t P, uint32_t F) {                \
+        for (uint32_t p0 = 0; p0 < P; p0 += TR_BLOCK) {                                            \
+            const uint32_t pn = P - p0 < TR_BLOCK ? P - p0 : TR_BLOCK;                             \
+            const type *rows[TR_BLOCK];                                                            \
+            for (uint32_t i = 0; i < pn; i++)                                                      \
+                rows[i] = (const type *)(const void *)(s->base + (size_t)(p0 + i) * s->pitch);     \
+            for (uint32_t f = 0; f < F; f++)                                                       \
+                for (uint32_t i = 0; i < pn; i++)                                                  \
+                    tmp[(size_t)f * P + p0 + i] = rows[i][f];                                      \
+        }                                                                                          \
+    }
+TRANSPOSE_ROWS(transpose_rows32, uint32_t)
+TRANSPOSE_ROWS(transpose_rows16, uint16_t)
+
 void nm_exec_transpose(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
     nm_tap d, s;
     nm_core *core = ex->core;
@@ -70,7 +91,17 @@ void nm_exec_transpose(nm_exec *ex, const struct neuron_insn *in, nm_result *r) 
         r->status = NEURON_JOB_STATUS_SHAPE;
         return;
     }
-    if (s.dtype == d.dtype) {
+    if (s.dtype == d.dtype && nm_tap_contiguous(&s) && nm_tap_contiguous(&d) &&
+        (s.esize == 4 || s.esize == 2)) {
+        /* Raw elements through a buffer (operands may overlap), blocked. */
+        if (s.esize == 4)
+            transpose_rows32((uint32_t *)(void *)core->mm_c, &s, P, F);
+        else
+            transpose_rows16((uint16_t *)(void *)core->mm_c, &s, P, F);
+        for (uint32_t f = 0; f < F; f++)
+            memcpy(d.base + (size_t)f * d.pitch, (uint8_t *)core->mm_c + (size_t)f * P * s.esize,
+                   (size_t)P * s.esize);
+    } else if (s.dtype == d.dtype) {
         /* Bit-exact: gather raw elements first, so operands may overlap. */
         uint8_t *tmp = (uint8_t *)core->mm_c;
         for (uint32_t p = 0; p < P; p++)

@@ -31,6 +31,14 @@ def timed(fn: Callable[[], object], n: int) -> List[float]:
     return out
 
 
+def process_ms(fn: Callable[[], object], n: int) -> float:
+    """The process's CPU time (every thread's) per call of @fn, in ms."""
+    t0 = time.process_time()
+    for _ in range(n):
+        fn()
+    return (time.process_time() - t0) / n * 1e3
+
+
 def blas() -> str:
     """The libblas.so.3 Debian's torch calls (the alternative)."""
     link = "/etc/alternatives/libblas.so.3-x86_64-linux-gnu"
@@ -42,6 +50,8 @@ def main() -> int:
     ap.add_argument("--iterations", type=int, default=200)
     ap.add_argument("--quick", action="store_true", help="30 iterations")
     ap.add_argument("--json", help="also write the figures to this file")
+    ap.add_argument("--cpu-time", action="store_true",
+                    help="also the process's CPU time per call (all threads), for loaded hosts")
     args = ap.parse_args()
     n = 30 if args.quick else args.iterations
 
@@ -82,6 +92,13 @@ def main() -> int:
           f"({med['bridge_overhead_pct']:.1f}% of the call; copies {med['bridge_copies_ms']:.3f} ms)")
     print(f"{'torch CPU':<28} {med['torch_cpu_ms']:8.3f} ms "
           f"(call / torch CPU = {med['call_ms'] / med['torch_cpu_ms']:.2f}x)")
+    if args.cpu_time:
+        with torch.no_grad():
+            cpu_cpu = process_ms(lambda: model(x), n)
+        dev_cpu = process_ms(lambda: neuron(x), n)
+        med["call_cpu_ms"], med["torch_cpu_cpu_ms"] = dev_cpu, cpu_cpu
+        print(f"{'process CPU per call':<28} {dev_cpu:8.3f} ms, torch CPU {cpu_cpu:.3f} ms "
+              f"(ratio {dev_cpu / cpu_cpu:.2f}x)")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(med, f, indent=1)

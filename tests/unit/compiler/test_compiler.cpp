@@ -325,6 +325,39 @@ void fused_linear(void **) {
         }
 }
 
+// The torch bridge's Linear: the weight read transposed and the bias
+// declared after the matmul that adds it. Still one ACTIVATE per block, and
+// the same bits as the graph that declares the bias first.
+void fused_linear_late_bias(void **) {
+    const int64_t T_ = 128, DI = 256, DO = 512;
+    auto graph = [&](bool late) {
+        Graph g(late ? "linear_late_bias" : "linear_early_bias");
+        uint32_t x = g.input("x", T(DType::fp32, {1, T_, DI}));
+        uint32_t w = g.constant("w", T(DType::fp32, {DO, DI}), ConstantInit{{}, 500, 0.06f});
+        auto bias = [&] {
+            return g.constant("b", T(DType::fp32, {DO}), ConstantInit{{}, 501, 0.06f});
+        };
+        uint32_t b = late ? 0 : bias();
+        Attrs tb;
+        tb.transpose_b = true;
+        uint32_t h = g.add(Op::matmul, "h", {x, w}, tb);
+        if (late)
+            b = bias();
+        uint32_t z = g.add(Op::add, "z", {h, b});
+        g.mark_output(g.add(Op::gelu, "y", {z}));
+        return g;
+    };
+    Graph early = graph(false), late = graph(true);
+    auto in = harness::make_inputs(early, 502);
+    auto oe = harness::run(early, in), ol = harness::run(late, in);
+    assert_true(ol.compiled.plan.find("fused: z, y") != std::string::npos);
+    assert_int_equal(ol.compiled.stats.insns[2], 1); // Scalar: one ACTIVATE
+    assert_int_equal(ol.compiled.stats.insns[1], oe.compiled.stats.insns[1]);
+    const auto &ye = oe.outputs.at("y"), &yl = ol.outputs.at("y");
+    assert_int_equal(ye.size(), yl.size());
+    assert_memory_equal(ye.data(), yl.data(), ye.size() * sizeof(float));
+}
+
 // Elementwise chains: x * s + b then f in one ACTIVATE; two literal ops in
 // one TENSOR_SCALAR; the matmul's residual add in its evacuation.
 void fused_chains(void **) {
@@ -774,10 +807,11 @@ int main(int argc, char **argv) {
         cmocka_unit_test(elementwise_fp32), cmocka_unit_test(elementwise_bf16),
         cmocka_unit_test(matmul_fp32),      cmocka_unit_test(matmul_bf16),
         cmocka_unit_test(fp16_ops),         cmocka_unit_test(data_movement),
-        cmocka_unit_test(fused_linear),     cmocka_unit_test(fused_chains),
-        cmocka_unit_test(random_graphs),    cmocka_unit_test(corpus),
-        cmocka_unit_test(container_file),   cmocka_unit_test(compile_errors),
-        cmocka_unit_test(isa_targets),      cmocka_unit_test(causal_softmax),
+        cmocka_unit_test(fused_linear),     cmocka_unit_test(fused_linear_late_bias),
+        cmocka_unit_test(fused_chains),     cmocka_unit_test(random_graphs),
+        cmocka_unit_test(corpus),           cmocka_unit_test(container_file),
+        cmocka_unit_test(compile_errors),   cmocka_unit_test(isa_targets),
+        cmocka_unit_test(causal_softmax),
     };
     const CMUnitTest encoder[] = {cmocka_unit_test(encoder_768)};
     if (argc > 1 && std::string(argv[1]) == "encoder")

@@ -265,19 +265,27 @@ static void test_transpose(void **state) {
     uint32_t in32 = in_buf(t, NEURON_DT_FP32, v, P * F);
     uint32_t in16 = in_buf(t, NEURON_DT_BF16, v, P * F);
     uint8_t *o1, *o2;
+    uint8_t *o3, *o4;
     uint32_t s1 = out_buf(t, 4 * P * F, &o1), s2 = out_buf(t, 4 * P * F, &o2);
+    uint32_t s3 = out_buf(t, 2 * P * F, &o3), s4 = out_buf(t, 4 * P * F, &o4);
     ld(&p, in32, NEURON_DT_FP32, P, F, 0);
     ld(&p, in16, NEURON_DT_BF16, P, F, 1024);
     handoff(&p, NEURON_ENGINE_SYNC, NEURON_ENGINE_TENSOR, 0);
     /* Same type, SBUF -> SBUF; bf16 SBUF -> fp32 PSUM. */
     pb_transpose(&p, pb_sbuf(NEURON_DT_FP32, 0, F, 2048, P), pb_sbuf(NEURON_DT_FP32, 0, P, 0, F));
     pb_transpose(&p, pb_psum(NEURON_DT_FP32, 0, F, 0, P), pb_sbuf(NEURON_DT_BF16, 0, P, 1024, F));
+    /* Same type bf16; then fp32 onto itself, shifted by 16 elements. */
+    pb_transpose(&p, pb_sbuf(NEURON_DT_BF16, 0, F, 6144, P),
+                 pb_sbuf(NEURON_DT_BF16, 0, P, 1024, F));
+    pb_transpose(&p, pb_sbuf(NEURON_DT_FP32, 0, F, 64, P), pb_sbuf(NEURON_DT_FP32, 0, P, 0, F));
     handoff(&p, NEURON_ENGINE_TENSOR, NEURON_ENGINE_VECTOR, 1);
     pb_copy(&p, NEURON_ENGINE_VECTOR, pb_sbuf(NEURON_DT_FP32, 0, F, 4096, P),
             pb_psum(NEURON_DT_FP32, 0, F, 0, P));
     handoff(&p, NEURON_ENGINE_VECTOR, NEURON_ENGINE_SYNC, 2);
     st(&p, s1, NEURON_DT_FP32, F, P, 2048);
     st(&p, s2, NEURON_DT_FP32, F, P, 4096);
+    st(&p, s3, NEURON_DT_BF16, F, P, 6144);
+    st(&p, s4, NEURON_DT_FP32, F, P, 64);
     pb_end_all(&p);
     assert_int_equal(te_run(t, &p), NEURON_JOB_STATUS_OK);
     for (int f = 0; f < F; f++)
@@ -287,6 +295,15 @@ static void test_transpose(void **state) {
             memcpy(&g2, o2 + 4 * (f * P + q), 4);
             assert_true(g1 == v[q * F + f]);
             assert_true(g2 == w2);
+            uint16_t h3;
+            float g4;
+            memcpy(&h3, o3 + 2 * (f * P + q), 2);
+            memcpy(&g4, o4 + 4 * (f * P + q), 4);
+            uint32_t u3 = (uint32_t)h3 << 16;
+            float g3;
+            memcpy(&g3, &u3, 4);
+            assert_true(g3 == w2);
+            assert_true(g4 == v[q * F + f]);
         }
     pb_free(&p);
     te_free(t);
