@@ -312,7 +312,6 @@ struct Model::Runtime {
     unsigned core;
     LoadedProgram loaded;
     Queue queue;
-    Region region;
     std::vector<Buffer> inputs; ///< in call order; reused by every call
     /// Per output, in call order: the pool of the buffers calls return
     /// tensors over (host memory), or else the one buffer every call reuses
@@ -416,7 +415,7 @@ Model::Runtime &Model::runtime() {
     LoadedProgram loaded = dev->load(program_);
     Queue queue = dev->queue(core);
     auto rt = std::unique_ptr<Runtime>(
-        new Runtime{*dev, core, std::move(loaded), std::move(queue), region, {}, {}, {}, {}});
+        new Runtime{*dev, core, std::move(loaded), std::move(queue), {}, {}, {}, {}});
     for (const auto &n : inputs_)
         rt->inputs.push_back(rt->device.allocate(argument(n).size, region));
     for (const auto &n : outputs_) {
@@ -457,7 +456,7 @@ std::vector<at::Tensor> Model::forward(const std::vector<at::Tensor> &inputs) {
         const auto t0 = clock::now();
         for (size_t i = 0; i < inputs.size(); i++) {
             const uint64_t size = argument(inputs_[i]).size;
-            // An output of an earlier call on this device (held by the
+            // An output of an earlier call of this model (held by the
             // caller, so no call writes it) is bound as it is.
             if (const Lease *lease = lease_of(inputs[i], rt.device)) {
                 rt.args.bind(inputs_[i], lease->buffer().range(0, size));
@@ -490,13 +489,12 @@ std::vector<at::Tensor> Model::forward(const std::vector<at::Tensor> &inputs) {
             const auto options = at::TensorOptions().dtype(torch_dtype(a.dtype));
             if (i < leases.size() && leases[i]->pool().leased() <= max_leased) {
                 // The tensor is the buffer's mapping; its deleter gives the
-                // buffer back to the pool.
+                // buffer back to the pool (it owns the lease from here on).
                 void *data = leases[i]->buffer().map().data();
                 out.push_back(at::for_blob(data, torch_shape(a))
-                                  .context(leases[i].get(), &give_back)
+                                  .context(leases[i].release(), &give_back)
                                   .options(options)
                                   .make_tensor());
-                leases[i].release();
                 continue;
             }
             const Buffer &b = i < leases.size() ? leases[i]->buffer() : rt.outputs[i];
