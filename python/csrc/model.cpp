@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 #include "model.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -193,6 +195,116 @@ Device open_device(const std::string &what) {
     }
 }
 
+// Copies @p src to @p dst (the same size) in pieces of at most 1 KiB.
+// glibc's memcpy moves a larger block with `rep movsb`, which TCG (the
+// emulated CPU of the VM) runs four times slower than the vector loop
+// glibc uses below its threshold: the 393 KB input of SimpleLLMBlock took
+// 0.82 ms in one memcpy and 0.19 ms with the threshold raised past it
+// (glibc.cpu.x86_rep_movsb_threshold; torch's copy_ took 0.73-0.81 ms).
+// On the host the pieces cost about one memcpy (9.1 us against 7.8 us).
+void copy_in_pieces(std::span<std::byte> dst, std::span<const std::byte> src) {
+    TORCH_CHECK(dst.size() == src.size(), "neuron: copying ", src.size(), " bytes into ",
+                dst.size());
+    constexpr size_t piece = 1024;
+    for (size_t o = 0; o < src.size(); o += piece)
+        std::memcpy(dst.data() + o, src.data() + o, std::min(piece, src.size() - o));
+}
+
+// The host buffers of one output that calls return tensors over: a call
+// takes a free one (else allocates one), and the tensor's deleter gives it
+// back when torch frees the tensor, so a buffer is never bound by a job
+// while a returned tensor still uses it.
+class BufferPool {
+  public:
+    BufferPool(Device device, uint64_t size) : device_(std::move(device)), size_(size) {}
+
+    Buffer take() {
+        {
+            std::lock_guard lock(mutex_);
+            leased_++;
+            if (!free_.empty()) {
+                Buffer b = std::move(free_.back());
+                free_.pop_back();
+                return b;
+            }
+        }
+        try {
+            return device_.allocate(size_, Region::host);
+        } catch (...) {
+            std::lock_guard lock(mutex_);
+            leased_--;
+            throw;
+        }
+    }
+
+    void give(Buffer b) noexcept {
+        std::lock_guard lock(mutex_);
+        leased_--;
+        if (free_.size() < max_free) {
+            try {
+                free_.push_back(std::move(b));
+            } catch (const std::bad_alloc &) { // b is released instead
+            }
+        }
+    }
+
+    /// Buffers taken and not given back.
+    size_t leased() const {
+        std::lock_guard lock(mutex_);
+        return leased_;
+    }
+
+    /// Free buffers kept for later calls; the others are released.
+    static constexpr size_t max_free = 4;
+
+  private:
+    mutable std::mutex mutex_;
+    Device device_;
+    uint64_t size_;
+    std::vector<Buffer> free_;
+    size_t leased_ = 0;
+};
+
+// A buffer taken from a pool, given back when the Lease goes: what a
+// returned tensor's storage holds on to (its data is the buffer's mapping).
+class Lease {
+  public:
+    explicit Lease(std::shared_ptr<BufferPool> pool)
+        : pool_(std::move(pool)), buffer_(pool_->take()) {}
+    ~Lease() { pool_->give(std::move(buffer_)); }
+    Lease(const Lease &) = delete;
+    Lease &operator=(const Lease &) = delete;
+
+    const Buffer &buffer() const { return buffer_; }
+    const BufferPool &pool() const { return *pool_; }
+
+  private:
+    std::shared_ptr<BufferPool> pool_;
+    Buffer buffer_;
+};
+
+void give_back(void *context) noexcept {
+    delete static_cast<Lease *>(context);
+}
+
+// The lease of a tensor that a call returned over a buffer of @p device,
+// when @p t is all of that buffer's data in order (so that a job can bind
+// the buffer in its place); else nullptr.
+const Lease *lease_of(const at::Tensor &t, const Device &device) {
+    if (!t.has_storage())
+        return nullptr;
+    const auto *lease = t.storage().data_ptr().cast_context<Lease>(&give_back);
+    if (!lease || lease->buffer().device().fd() != device.fd() || !t.is_contiguous() ||
+        t.data_ptr() != lease->buffer().map().data())
+        return nullptr;
+    return lease;
+}
+
+// Returned tensors a model's output may have over its buffers at once;
+// past that, calls return copies, which bounds the pinned memory a caller
+// keeping every result holds.
+constexpr size_t max_leased = 16;
+
 } // namespace
 
 struct Model::Runtime {
@@ -200,7 +312,12 @@ struct Model::Runtime {
     unsigned core;
     LoadedProgram loaded;
     Queue queue;
-    std::vector<Buffer> inputs, outputs; ///< in call order
+    std::vector<Buffer> inputs; ///< in call order; reused by every call
+    /// Per output, in call order: the pool of the buffers calls return
+    /// tensors over (host memory), or else the one buffer every call reuses
+    /// and copies out of (device memory).
+    std::vector<std::shared_ptr<BufferPool>> output_pools;
+    std::vector<Buffer> outputs;
     Arguments args;
 };
 
@@ -298,15 +415,19 @@ Model::Runtime &Model::runtime() {
     LoadedProgram loaded = dev->load(program_);
     Queue queue = dev->queue(core);
     auto rt = std::unique_ptr<Runtime>(
-        new Runtime{*dev, core, std::move(loaded), std::move(queue), {}, {}, {}});
+        new Runtime{*dev, core, std::move(loaded), std::move(queue), {}, {}, {}, {}});
     for (const auto &n : inputs_)
         rt->inputs.push_back(rt->device.allocate(argument(n).size, region));
-    for (const auto &n : outputs_)
-        rt->outputs.push_back(rt->device.allocate(argument(n).size, region));
+    for (const auto &n : outputs_) {
+        if (region == Region::host)
+            rt->output_pools.push_back(std::make_shared<BufferPool>(rt->device, argument(n).size));
+        else
+            rt->outputs.push_back(rt->device.allocate(argument(n).size, region));
+    }
     // Ranges point at the Buffers: bind once the vectors no longer grow.
-    for (size_t i = 0; i < inputs_.size(); i++)
-        rt->args.bind(inputs_[i], rt->inputs[i].range(0, argument(inputs_[i]).size));
-    for (size_t i = 0; i < outputs_.size(); i++)
+    // Each call binds the inputs again (a returned tensor is bound in
+    // place of a copy) and the outputs' pool buffers.
+    for (size_t i = 0; i < rt->outputs.size(); i++)
         rt->args.bind(outputs_[i], rt->outputs[i].range(0, argument(outputs_[i]).size));
     runtime_ = std::move(rt);
     return *runtime_;
@@ -334,9 +455,28 @@ std::vector<at::Tensor> Model::forward(const std::vector<at::Tensor> &inputs) {
         Runtime &rt = runtime();
         const auto t0 = clock::now();
         for (size_t i = 0; i < inputs.size(); i++) {
-            at::Tensor c = inputs[i].contiguous();
-            rt.inputs[i].write(0,
-                               std::span(static_cast<const std::byte *>(c.data_ptr()), c.nbytes()));
+            const uint64_t size = argument(inputs_[i]).size;
+            // An output of an earlier call of this model (held by the
+            // caller, so no call writes it) is bound as it is.
+            if (const Lease *lease = lease_of(inputs[i], rt.device)) {
+                rt.args.bind(inputs_[i], lease->buffer().range(0, size));
+                continue;
+            }
+            // Else copied straight into the bound buffer: a strided input
+            // by torch's copy (no contiguous() copy first).
+            std::span<std::byte> dst = rt.inputs[i].map().first(size);
+            const at::Tensor &t = inputs[i];
+            if (t.is_contiguous())
+                copy_in_pieces(dst,
+                               std::span(static_cast<const std::byte *>(t.data_ptr()), t.nbytes()));
+            else
+                at::from_blob(dst.data(), t.sizes(), t.options()).copy_(t.detach());
+            rt.args.bind(inputs_[i], rt.inputs[i].range(0, size));
+        }
+        std::vector<std::unique_ptr<Lease>> leases;
+        for (size_t i = 0; i < rt.output_pools.size(); i++) {
+            leases.push_back(std::make_unique<Lease>(rt.output_pools[i]));
+            rt.args.bind(outputs_[i], leases[i]->buffer().range(0, argument(outputs_[i]).size));
         }
         const auto t1 = clock::now();
         Fence f = rt.queue.submit(rt.loaded, rt.args);
@@ -346,9 +486,21 @@ std::vector<at::Tensor> Model::forward(const std::vector<at::Tensor> &inputs) {
         std::vector<at::Tensor> out;
         for (size_t i = 0; i < outputs_.size(); i++) {
             const ArgumentInfo &a = argument(outputs_[i]);
-            at::Tensor t =
-                at::empty(torch_shape(a), at::TensorOptions().dtype(torch_dtype(a.dtype)));
-            rt.outputs[i].read(0, std::span(static_cast<std::byte *>(t.data_ptr()), t.nbytes()));
+            const auto options = at::TensorOptions().dtype(torch_dtype(a.dtype));
+            if (i < leases.size() && leases[i]->pool().leased() <= max_leased) {
+                // The tensor is the buffer's mapping; its deleter gives the
+                // buffer back to the pool (it owns the lease from here on).
+                void *data = leases[i]->buffer().map().data();
+                out.push_back(at::for_blob(data, torch_shape(a))
+                                  .context(leases[i].release(), &give_back)
+                                  .options(options)
+                                  .make_tensor());
+                continue;
+            }
+            const Buffer &b = i < leases.size() ? leases[i]->buffer() : rt.outputs[i];
+            at::Tensor t = at::empty(torch_shape(a), options);
+            copy_in_pieces(std::span(static_cast<std::byte *>(t.data_ptr()), t.nbytes()),
+                           b.map().first(t.nbytes()));
             out.push_back(std::move(t));
         }
         inputs_ms_ = ms(t0, t1);

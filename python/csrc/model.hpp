@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // torch.classes.neuron.Model: a compiled graph (the program container, its
 // weights as program constants, the traced argument types) and, once it
-// first runs, the device it runs on with the buffers every call reuses.
+// first runs, the device it runs on with the buffers its calls bind.
 #pragma once
 
 #include <cstdint>
@@ -44,8 +44,11 @@ class Model : public torch::CustomClassHolder {
             const std::vector<std::string> &outputs, const std::string &workdir,
             const std::vector<std::string> &compiler_args);
 
-    /// Runs the program on CPU tensors of the traced shapes and dtypes;
-    /// returns the outputs as new CPU tensors.
+    /// Runs the program on CPU tensors of the traced shapes and dtypes.
+    /// Returns the outputs as CPU tensors over the host buffers the job
+    /// wrote (no later call binds a buffer until torch frees its tensor),
+    /// or as copies (device-memory buffers, or past 16 held outputs). An
+    /// input that is such a tensor of the same device is bound as it is.
     std::vector<at::Tensor> forward(const std::vector<at::Tensor> &inputs);
 
     ModelState state() const;
@@ -58,8 +61,9 @@ class Model : public torch::CustomClassHolder {
     /// Runs the model on core @p core of the device (else on the first core
     /// of $NEURON_RT_VISIBLE_CORES, else core 0); before its first call.
     void bind_core(int64_t core);
-    /// Milliseconds of the last call's steps: inputs copied into the device
-    /// buffers, the job from submit to its fence, outputs copied out.
+    /// Milliseconds of the last call's steps: inputs into the buffers the
+    /// job binds (copied, or bound as they are) and the output buffers
+    /// taken, the job from submit to its fence, the outputs made tensors.
     std::vector<double> last_call_ms() const;
 
   private:

@@ -66,7 +66,7 @@ def main() -> int:
         timed(lambda: model(x), 5)
         cpu = timed(lambda: model(x), n)
     timed(lambda: neuron(x), 5)
-    total, job, copies = [], [], []
+    total, job, copies, copies_in, copies_out = [], [], [], [], []
     for _ in range(n):
         t0 = time.perf_counter()
         neuron(x)
@@ -74,6 +74,8 @@ def main() -> int:
         inputs_ms, job_ms, outputs_ms = neuron.model.last_call_ms()
         job.append(job_ms)
         copies.append(inputs_ms + outputs_ms)
+        copies_in.append(inputs_ms)
+        copies_out.append(outputs_ms)
     overhead = [t - j for t, j in zip(total, job)]
 
     med: Dict[str, float] = {
@@ -81,6 +83,8 @@ def main() -> int:
         "device_job_ms": statistics.median(job),
         "bridge_overhead_ms": statistics.median(overhead),
         "bridge_copies_ms": statistics.median(copies),
+        "bridge_inputs_ms": statistics.median(copies_in),
+        "bridge_outputs_ms": statistics.median(copies_out),
         "torch_cpu_ms": statistics.median(cpu),
     }
     med["bridge_overhead_pct"] = 100 * med["bridge_overhead_ms"] / med["call_ms"]
@@ -89,7 +93,8 @@ def main() -> int:
     print(f"{'python call -> tensor':<28} {med['call_ms']:8.3f} ms")
     print(f"{'  device job (submit->fence)':<28} {med['device_job_ms']:8.3f} ms")
     print(f"{'  bridge overhead':<28} {med['bridge_overhead_ms']:8.3f} ms "
-          f"({med['bridge_overhead_pct']:.1f}% of the call; copies {med['bridge_copies_ms']:.3f} ms)")
+          f"({med['bridge_overhead_pct']:.1f}% of the call; copies {med['bridge_copies_ms']:.3f} ms: "
+          f"inputs {med['bridge_inputs_ms']:.3f}, outputs {med['bridge_outputs_ms']:.3f})")
     print(f"{'torch CPU':<28} {med['torch_cpu_ms']:8.3f} ms "
           f"(call / torch CPU = {med['call_ms'] / med['torch_cpu_ms']:.2f}x)")
     if args.cpu_time:

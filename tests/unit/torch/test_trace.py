@@ -270,3 +270,75 @@ def test_int32_operand_of_a_float_operator() -> None:
                        match=r"aten::mul is not supported on the neuron device: "
                              r"a torch.int32 operand of a torch.float32 result"):
         torch_neuronx.trace(lambda ids: ids * 0.5, torch.zeros(4, 8, dtype=torch.int32))
+
+
+def _relu2(x: torch.Tensor) -> torch.Tensor:
+    return torch.relu(x) * 2.0  # exact in fp32: the results are torch's bits
+
+
+def test_held_outputs_stay_as_returned() -> None:
+    # Calls return their outputs over the job's buffers: a later call must
+    # never write a buffer whose tensor the caller still holds.
+    x1, x2, x3 = torch.randn(128, 768), torch.randn(128, 768), torch.randn(128, 768)
+    traced = torch_neuronx.trace(_relu2, x1)
+    y1 = traced(x1)
+    y2 = traced(x2)
+    assert torch.equal(y1, _relu2(x1)) and torch.equal(y2, _relu2(x2))
+    y1_data = y1.data_ptr()
+    del y1  # its buffer goes back to the model and is the next call's
+    y3 = traced(x3)
+    assert y3.data_ptr() == y1_data, "a freed output's buffer was not reused"
+    assert torch.equal(y2, _relu2(x2)) and torch.equal(y3, _relu2(x3))
+    y2.add_(1.0)  # the caller's to change
+    assert torch.equal(traced(x3), y3) and torch.equal(y2, _relu2(x2) + 1.0)
+
+
+def test_many_held_outputs() -> None:
+    # Past the buffers a model lends at once, calls return copies.
+    xs = [torch.randn(64, 96) for _ in range(24)]
+    traced = torch_neuronx.trace(_relu2, xs[0])
+    ys = [traced(x) for x in xs]
+    assert len({y.data_ptr() for y in ys}) == len(ys)
+    for x, y in zip(xs, ys):
+        assert torch.equal(y, _relu2(x))
+
+
+def test_output_as_the_next_input() -> None:
+    # An output given back as an input is bound as it is, and left as it is.
+    model = seeded(SimpleLLMBlock())
+    x = torch.randn(1, 128, 768)
+    traced = torch_neuronx.trace(model, x)
+    y = traced(x)
+    y_before = y.clone()
+    z = traced(y)
+    assert torch.equal(y, y_before)
+    tol.check(z, tol.activation(tol.linear(tol.exact(y), model.linear), "gelu"))
+    relu2 = torch_neuronx.trace(_relu2, x)
+    a = relu2(x)
+    b = relu2(a)  # its own output, and one of another model's device
+    c = relu2(traced(x))
+    assert torch.equal(b, _relu2(_relu2(x))) and torch.equal(a, _relu2(x))
+    assert torch.equal(c, _relu2(y))
+    assert torch.equal(relu2(a.view(128, 768).view(1, 128, 768)), b)
+    assert torch.equal(relu2(a.transpose(1, 2).contiguous().transpose(1, 2)), b)
+
+
+DEVICE_MEMORY_RUN = """
+import sys, torch, torch_neuronx
+model = torch.jit.load(sys.argv[1])
+x1, x2 = torch.randn(128, 768), torch.randn(128, 768)
+y1, y2 = model(x1), model(x2)
+assert torch.equal(y1, torch.relu(x1) * 2.0) and torch.equal(y2, torch.relu(x2) * 2.0)
+assert torch.equal(model(y1), torch.relu(y1) * 2.0)
+print("ok")
+"""
+
+
+def test_outputs_through_device_memory(tmp_path: Path) -> None:
+    # A device whose jobs cannot bind host memory: outputs are copied out
+    # of device buffers, and held ones stay as returned too.
+    torch.jit.save(torch_neuronx.trace(_relu2, torch.randn(128, 768)), tmp_path / "m.pt")
+    env = dict(os.environ, NEURON_DEVICE="sim:host_bindings=0")
+    out = subprocess.run([sys.executable, "-c", DEVICE_MEMORY_RUN, str(tmp_path / "m.pt")],
+                         env=env, check=True, capture_output=True, text=True).stdout
+    assert out.strip() == "ok"
