@@ -70,14 +70,6 @@ std::string insn_text(const neuron::Program *p, Engine e, uint32_t index, uint8_
     return neuron::disassemble_instruction(s.subspan(static_cast<size_t>(index) * 64, 64), p);
 }
 
-std::optional<neuron::Program> program_of(const neuron::ntrace::Job &j) {
-    try {
-        return neuron::Program::parse(j.program);
-    } catch (const neuron::Error &) {
-        return std::nullopt; // ntrace::parse() validated it; never here
-    }
-}
-
 const std::string no_node = "(no node)";
 
 /// The origin the program names for an instruction, or "".
@@ -101,9 +93,8 @@ JobSummary summarize(const neuron::ntrace::Job &job, size_t index, size_t top, s
     s.job = index;
     s.raw = &job;
     s.trace = neuron::parse_trace(job.trace);
-    auto prog = program_of(job);
-    const neuron::Program *p = prog ? &*prog : nullptr;
-    s.program = p ? p->name() : "?";
+    const neuron::Program *p = &job.program;
+    s.program = p->name();
     s.sbuf_partition = job.partitions ? job.sbuf_size / job.partitions : 0;
     s.psum_partition = job.partitions ? job.psum_size / job.partitions : 0;
 
@@ -275,8 +266,7 @@ nlohmann::json export_chrome(const std::vector<neuron::ntrace::Job> &jobs) {
     for (size_t k = 0; k < jobs.size(); k++) {
         const auto &j = jobs[k];
         neuron::Trace t = neuron::parse_trace(j.trace);
-        auto prog = program_of(j);
-        const neuron::Program *p = prog ? &*prog : nullptr;
+        const neuron::Program *p = &j.program;
         const int pid = static_cast<int>(k + 1);
         const double mhz = j.clock_mhz ? j.clock_mhz : 1.0;
         // Trace Event timestamps are microseconds.
@@ -428,8 +418,7 @@ std::string export_svg(const std::vector<neuron::ntrace::Job> &jobs, size_t inde
     const auto &j = jobs[index];
     const JobSummary s = summarize(j, index, 0, 0);
     const neuron::Trace &t = s.trace;
-    auto prog = program_of(j);
-    const neuron::Program *p = prog ? &*prog : nullptr;
+    const neuron::Program *p = &j.program;
     const double left = 80, width = 1200, top = 40, track = 26, box = 18;
     const double counter_top = top + neuron::num_engines * track + 20, counter_h = 60;
     const double axis_y = counter_top + counter_h + 14;

@@ -103,7 +103,7 @@ Profiled profile_relu(uint32_t n, uint64_t records = Profile::default_records) {
     uint64_t i0 = core_counter(d, "instructions"), b0 = core_counter(d, "dma_bytes");
     Fence f = d.queue(0).submit(lp, Arguments().bind("x", x).bind("y", y), prof);
     f.wait();
-    Profiled p;
+    Profiled p{ntrace::Job(lp.program())};
     p.instructions = core_counter(d, "instructions") - i0;
     p.dma_bytes = core_counter(d, "dma_bytes") - b0;
     p.job.core = 0;
@@ -112,8 +112,6 @@ Profiled profile_relu(uint32_t n, uint64_t records = Profile::default_records) {
     p.job.partitions = d.info().partitions;
     p.job.sbuf_size = d.info().sbuf_size;
     p.job.psum_size = d.info().psum_size;
-    auto c = lp.program().bytes();
-    p.job.program.assign(c.begin(), c.end());
     p.job.trace = prof.bytes();
     return p;
 }
@@ -134,14 +132,12 @@ ntrace::Job profile_compiled(const Program &prog) {
     Profile prof(d);
     Fence f = d.queue(0).submit(lp, args, prof);
     f.wait();
-    ntrace::Job j;
+    ntrace::Job j(prog);
     j.seqno = f.seqno();
     j.clock_mhz = d.info().core_clock_mhz;
     j.partitions = d.info().partitions;
     j.sbuf_size = d.info().sbuf_size;
     j.psum_size = d.info().psum_size;
-    auto c = prog.bytes();
-    j.program.assign(c.begin(), c.end());
     j.trace = prof.bytes();
     return j;
 }
@@ -198,7 +194,7 @@ static void compiled_graph_names_its_nodes(void **) {
     assert_int_equal(busy, 0);
     assert_int_equal(waiting, 0);
     // Only the ENDs the builder adds are nobody's.
-    auto prog = Program::parse(job.program);
+    const Program &prog = job.program;
     size_t ends = 0;
     for (const auto &r : t.records)
         if (!prog.origin(r.engine, r.index)) {
@@ -452,16 +448,20 @@ static void programs_once_per_file(void **) {
         p.job.seqno = static_cast<uint64_t>(i) + 1;
         ntrace::append(f, p.job);
     }
-    const uint64_t one = ntrace::encode_program(p.job.program).size(),
+    const auto bytes = p.job.program.bytes();
+    const uint64_t one = ntrace::encode_program(bytes).size(),
                    job = ntrace::encode_job(p.job).size();
     assert_int_equal(fs::file_size(f), ntrace::file_header_size + one + 3 * job);
     auto jobs = ntrace::read(f);
     assert_int_equal(jobs.size(), 3);
     for (int i = 0; i < 3; i++) {
         assert_int_equal(jobs[i].seqno, i + 1);
-        assert_true(jobs[i].program == p.job.program);
+        assert_true(std::ranges::equal(jobs[i].program.bytes(), bytes));
         assert_true(jobs[i].trace == p.job.trace);
     }
+    // The jobs of one program share one copy of it in memory.
+    for (int i = 1; i < 3; i++)
+        assert_ptr_equal(jobs[i].program.bytes().data(), jobs[0].program.bytes().data());
     // Rewritten from scratch: the program is written again.
     fs::remove(f);
     ntrace::append(f, p.job);
@@ -478,26 +478,34 @@ static void programs_once_per_file(void **) {
     };
     put(0, ntrace::job_magic, 4);
     put(4, 64, 4);
-    put(8, 64 + p.job.program.size() + p.job.trace.size(), 8);
+    put(8, 64 + bytes.size() + p.job.trace.size(), 8);
     put(24, 7, 8);
     put(32, p.job.clock_mhz, 4);
-    put(56, p.job.program.size(), 4);
+    put(56, bytes.size(), 4);
     put(60, p.job.trace.size(), 4);
-    v1.insert(v1.end(), h1.begin(), h1.end());
-    v1.insert(v1.end(), p.job.program.begin(), p.job.program.end());
-    v1.insert(v1.end(), p.job.trace.begin(), p.job.trace.end());
+    // Two jobs, each with its own copy of the program.
+    for (int i = 0; i < 2; i++) {
+        v1.insert(v1.end(), h1.begin(), h1.end());
+        v1.insert(v1.end(), bytes.begin(), bytes.end());
+        v1.insert(v1.end(), p.job.trace.begin(), p.job.trace.end());
+    }
     auto old = ntrace::parse(v1, "v1");
-    assert_int_equal(old.size(), 1);
+    assert_int_equal(old.size(), 2);
     assert_int_equal(old[0].seqno, 7);
-    assert_true(old[0].program == p.job.program);
+    assert_true(std::ranges::equal(old[0].program.bytes(), bytes));
     assert_true(old[0].trace == p.job.trace);
+    // Read into one copy, as a 2.0 file's.
+    assert_ptr_equal(old[1].program.bytes().data(), old[0].program.bytes().data());
+    // The copy is the reader's own, not the file's bytes it was given.
+    assert_true(old[0].program.bytes().data() < v1.data() ||
+                old[0].program.bytes().data() >= v1.data() + v1.size());
     fs::remove(f);
 }
 
 // A broken file is refused with where and why, and exit status 1.
 static void broken_files(void **) {
     Profiled p = profile_relu(16);
-    auto head = ntrace::encode_header(), prog = ntrace::encode_program(p.job.program),
+    auto head = ntrace::encode_header(), prog = ntrace::encode_program(p.job.program.bytes()),
          body = ntrace::encode_job(p.job);
     std::vector<std::byte> whole(head);
     whole.insert(whole.end(), prog.begin(), prog.end());
@@ -535,9 +543,10 @@ static void broken_files(void **) {
     orphan.insert(orphan.end(), body.begin(), body.end());
     Run o = view(orphan);
     assert_int_equal(o.status, 1);
-    assert_true(contains(o.err, fmt::format("job 0: offset {:#x}: program {:#018x}: no program "
-                                            "chunk before it",
-                                            head.size() + 64, ntrace::program_id(p.job.program))));
+    assert_true(
+        contains(o.err, fmt::format("job 0: offset {:#x}: program {:#018x}: no program "
+                                    "chunk before it",
+                                    head.size() + 64, ntrace::program_id(p.job.program.bytes()))));
 
     Run missing = run(fmt::format("'{}' view '{}'", NEURON_PROFILE_BIN, scratch("none").string()));
     assert_int_equal(missing.status, 1);
