@@ -9,10 +9,12 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <string_view>
 
@@ -328,6 +330,80 @@ static void truncated_summary_says_so(void **) {
 // with --kernel (in the VM) the first device of neuron.ko.
 static const char *device_env = "NEURON_DEVICE=sim ";
 
+namespace {
+
+/// The counter tracks of @p doc rise in time: each name's events in
+/// order of their timestamps, and their values with them.
+void assert_counters_rise(const nlohmann::json &doc) {
+    std::map<std::string, std::pair<double, double>> last; // name: ts, value
+    for (const auto &ev : doc["traceEvents"]) {
+        if (ev["ph"] != "C")
+            continue;
+        const std::string name = ev["name"];
+        const double ts = ev["ts"], v = ev["args"]["bytes per partition"];
+        if (auto it = last.find(name); it != last.end()) {
+            if (ts < it->second.first || v < it->second.second)
+                fail_msg("counter '%s' goes back: %g bytes at %g us after %g bytes at %g us",
+                         name.c_str(), v, ts, it->second.second, it->second.first);
+        }
+        last[name] = {ts, v};
+    }
+    assert_int_equal(last.size(), 2);
+}
+
+/// The SVG's counter lines run left to right and never down.
+void assert_counter_lines_rise(const std::string &svg) {
+    size_t lines = 0;
+    for (size_t at = svg.find("class=\"counter\" points=\""); at != std::string::npos;
+         at = svg.find("class=\"counter\" points=\"", at + 1)) {
+        const size_t from = at + std::strlen("class=\"counter\" points=\"");
+        std::istringstream pts(svg.substr(from, svg.find('"', from) - from));
+        double x0 = -1, y0 = 1e9, x = 0, y = 0;
+        char comma = 0;
+        while (pts >> x >> comma >> y) {
+            if (x < x0 || y > y0) // y grows downwards
+                fail_msg("counter line %zu goes back: %.2f,%.1f after %.2f,%.1f", lines, x, y, x0,
+                         y0);
+            x0 = x;
+            y0 = y;
+        }
+        lines++;
+    }
+    assert_int_equal(lines, 2);
+}
+
+} // namespace
+
+// The high-water marks in time order, though the device keeps them in
+// the order it ran the records: a record of one engine that ran later but
+// ended earlier raises the mark earlier.
+static void high_water_in_time_order(void **) {
+    Trace t;
+    auto rec = [&](Engine e, uint64_t end, uint32_t sbuf, uint32_t psum) {
+        TraceRecord r;
+        r.engine = e;
+        r.end = end;
+        r.sbuf_high = sbuf;
+        r.psum_high = psum;
+        t.records.push_back(r);
+    };
+    rec(Engine::sync, 100, 10, 0);   // raises SBUF to 10 at 100
+    rec(Engine::sync, 300, 30, 0);   // to 30 at 300
+    rec(Engine::tensor, 50, 30, 8);  // no SBUF write beyond 30; PSUM 8 at 50
+    rec(Engine::vector, 200, 40, 8); // SBUF 40 at 200: hides the 30 at 300
+    rec(Engine::vector, 200, 50, 8); // and 50 at the same cycle
+    rec(Engine::scalar, 20, 50, 4);  // no raise (4 < 8): nothing
+    auto sb = nprof::high_water(t, true), ps = nprof::high_water(t, false);
+    assert_int_equal(sb.size(), 2);
+    assert_int_equal(sb[0].cycle, 100);
+    assert_int_equal(sb[0].bytes, 10);
+    assert_int_equal(sb[1].cycle, 200);
+    assert_int_equal(sb[1].bytes, 50);
+    assert_int_equal(ps.size(), 1);
+    assert_int_equal(ps[0].cycle, 50);
+    assert_int_equal(ps[0].bytes, 8);
+}
+
 // capture -> view -> export, on the transformer block example.
 static void capture_view_export(void **) {
     fs::path file = scratch("tb.ntrace"), json_file = scratch("tb.json");
@@ -370,6 +446,11 @@ static void capture_view_export(void **) {
     assert_int_equal(slices, t.records.size());
     assert_int_equal(flows, waits);
     assert_true(counters >= 2);
+    // The block's engines raise the marks out of record order.
+    assert_counters_rise(doc);
+    Run svg = run(fmt::format("'{}' export --format svg '{}'", NEURON_PROFILE_BIN, file.string()));
+    assert_int_equal(svg.status, 0);
+    assert_counter_lines_rise(svg.out);
     fs::remove(file);
 }
 
@@ -565,6 +646,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(compiled_graph_names_its_nodes),
         cmocka_unit_test(truncated_summary_says_so),
         cmocka_unit_test(capture_view_export),
+        cmocka_unit_test(high_water_in_time_order),
         cmocka_unit_test(checker_finds_broken_traces),
         cmocka_unit_test(programs_once_per_file),
         cmocka_unit_test(env_capture_reuses_its_buffer),
