@@ -112,9 +112,6 @@ Fence submit_captured(const Queue &q, const LoadedProgram &lp, const Arguments &
 /// Reads $NEURON_PROFILE and $NEURON_PROFILE_RECORDS into @p s (at open);
 /// throws Error(invalid_argument) for a bad record count.
 void read_profile_env(DeviceState &s);
-/// ntrace::append() of @p job (its program left empty) running @p container.
-void append_job(const std::filesystem::path &path, const ntrace::Job &job,
-                std::span<const std::byte> container);
 
 /// "8.0 GiB", "4.0 KiB", "12 bytes".
 std::string human_size(uint64_t n);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Profiled jobs: the device's trace, the Profile buffer, the .ntrace file
 // and $NEURON_PROFILE's capture of every job of a process.
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cerrno>
@@ -228,7 +229,7 @@ std::vector<std::byte> encode_job_of(const Job &j, uint64_t id);
 } // namespace
 
 std::vector<std::byte> encode_job(const Job &j) {
-    return encode_job_of(j, program_id(j.program));
+    return encode_job_of(j, program_id(j.program.bytes()));
 }
 
 namespace {
@@ -280,16 +281,7 @@ std::map<std::pair<dev_t, ino_t>, Written> written;
 } // namespace
 
 void append(const std::filesystem::path &path, const Job &job) {
-    detail::append_job(path, job, job.program);
-}
-
-} // namespace ntrace
-
-namespace detail {
-
-void append_job(const std::filesystem::path &path, const ntrace::Job &job,
-                std::span<const std::byte> container) {
-    using namespace ntrace;
+    const std::span<const std::byte> container = job.program.bytes();
     int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0)
         throw Error(errc::io_error, fmt::format("{}: opening it to append a job's trace: {}",
@@ -325,10 +317,6 @@ void append_job(const std::filesystem::path &path, const ntrace::Job &job,
     w.size = static_cast<uint64_t>(st.st_size) + out.size();
 }
 
-} // namespace detail
-
-namespace ntrace {
-
 namespace {
 
 /// A .ntrace file's header: its major version and the header's size.
@@ -357,8 +345,7 @@ std::pair<uint16_t, uint32_t> parse_file_header(std::span<const std::byte> b,
 /// A version 2 program chunk @p h (@p size bytes at file offset @p off):
 /// its program, validated, under its id in @p programs.
 void parse_program_chunk(std::span<const std::byte> h, uint64_t size, uint64_t off,
-                         const std::string &name,
-                         std::map<uint64_t, std::span<const std::byte>> &programs) {
+                         const std::string &name, std::map<uint64_t, Program> &programs) {
     const std::string pw = fmt::format("{}: program chunk", name);
     uint32_t jh = get<uint32_t>(h, 4);
     if (jh < program_header_size || jh > size)
@@ -378,14 +365,17 @@ void parse_program_chunk(std::span<const std::byte> h, uint64_t size, uint64_t o
     if (program_id(prog) != id)
         bad(pw, off + 16,
             fmt::format("id {:#018x} is not its program's ({:#018x})", id, program_id(prog)));
-    programs[id] = prog;
+    // A file with one program twice (two processes wrote it) keeps one copy.
+    if (!programs.count(id))
+        programs.emplace(id, Program::parse(prog));
 }
 
 /// A job chunk @p h (@p size bytes at file offset @p off) of a file of
-/// version @p major; a version 2 job's program comes from @p programs.
+/// version @p major; a version 2 job's program comes from @p programs, a
+/// version 1 job's (its own copy in the file) goes there, so that the
+/// jobs of one program share it in memory.
 Job parse_job_chunk(std::span<const std::byte> h, uint64_t size, uint64_t off, uint16_t major,
-                    const std::string &what,
-                    const std::map<uint64_t, std::span<const std::byte>> &programs) {
+                    const std::string &what, std::map<uint64_t, Program> &programs) {
     const uint32_t min_job = major == 1 ? 64 : job_header_size;
     uint32_t jh = get<uint32_t>(h, 4);
     if (size < min_job)
@@ -400,19 +390,16 @@ Job parse_job_chunk(std::span<const std::byte> h, uint64_t size, uint64_t off, u
             fmt::format("its header ({}), program ({}) and trace ({}) bytes do not add up to "
                         "its size ({})",
                         jh, psize, tsize, size));
-    Job j;
-    j.core = get<uint32_t>(h, 16);
-    j.pid = get<uint32_t>(h, 20);
-    j.seqno = get<uint64_t>(h, 24);
-    j.clock_mhz = get<uint32_t>(h, 32);
-    j.partitions = get<uint32_t>(h, 36);
-    j.sbuf_size = get<uint64_t>(h, 40);
-    j.psum_size = get<uint64_t>(h, 48);
-    std::span<const std::byte> prog;
+    const Program *prog = nullptr;
     if (major == 1) {
-        prog = h.subspan(jh, psize);
-        if (auto err = validate(prog))
+        auto bytes = h.subspan(jh, psize);
+        if (auto err = validate(bytes))
             bad(what, off + jh + err->offset, "its program: " + err->reason);
+        // The copy of an earlier job's program, if it is the same one.
+        auto it = programs.find(program_id(bytes));
+        if (it == programs.end() || !std::ranges::equal(it->second.bytes(), bytes))
+            it = programs.insert_or_assign(program_id(bytes), Program::parse(bytes)).first;
+        prog = &it->second;
     } else {
         if (psize)
             bad(what, off + 56,
@@ -422,10 +409,17 @@ Job parse_job_chunk(std::span<const std::byte> h, uint64_t size, uint64_t off, u
         if (it == programs.end())
             bad(what, off + 64,
                 fmt::format("program {:#018x}: no program chunk before it has this id", id));
-        prog = it->second; // validated with its chunk
+        prog = &it->second; // validated with its chunk
     }
+    Job j(*prog);
+    j.core = get<uint32_t>(h, 16);
+    j.pid = get<uint32_t>(h, 20);
+    j.seqno = get<uint64_t>(h, 24);
+    j.clock_mhz = get<uint32_t>(h, 32);
+    j.partitions = get<uint32_t>(h, 36);
+    j.sbuf_size = get<uint64_t>(h, 40);
+    j.psum_size = get<uint64_t>(h, 48);
     auto tr = h.subspan(jh + psize, tsize);
-    j.program.assign(prog.begin(), prog.end());
     j.trace.assign(tr.begin(), tr.end());
     (void)parse_trace_at(j.trace, what + ": its trace", off + jh + psize);
     return j;
@@ -435,7 +429,7 @@ Job parse_job_chunk(std::span<const std::byte> h, uint64_t size, uint64_t off, u
 
 std::vector<Job> parse(std::span<const std::byte> b, const std::string &name) {
     const auto [major, hsize] = parse_file_header(b, name);
-    std::map<uint64_t, std::span<const std::byte>> programs;
+    std::map<uint64_t, Program> programs;
     std::vector<Job> jobs;
     for (uint64_t off = hsize; off < b.size();) {
         const std::string what = fmt::format("{}: job {}", name, jobs.size());
@@ -518,7 +512,8 @@ Fence submit_captured(const Queue &q, const LoadedProgram &lp, const Arguments &
     }
     Profile profile = std::move(*taken);
     Fence f = q.submit(lp, args, profile, deps);
-    ntrace::Job job;
+    // The program by reference (its container is copied into the file once).
+    ntrace::Job job(lp.program());
     job.core = q.core();
     job.pid = static_cast<uint32_t>(::getpid());
     job.seqno = f.seqno();
@@ -526,11 +521,8 @@ Fence submit_captured(const Queue &q, const LoadedProgram &lp, const Arguments &
     job.partitions = dev.info().partitions;
     job.sbuf_size = dev.info().sbuf_size;
     job.psum_size = dev.info().psum_size;
-    // The program by reference (its container is copied into the file once).
-    Program program = lp.program();
     // Once the last handle of the fence is gone: wait for the job, append its trace.
-    f.state()->on_release = [profile, program, job = std::move(job),
-                             file](const FenceState &fs) mutable {
+    f.state()->on_release = [profile, job = std::move(job), file](const FenceState &fs) mutable {
         uint32_t h = fs.syncobj;
         drm_syncobj_wait w{};
         w.handles = reinterpret_cast<uintptr_t>(&h);
@@ -551,7 +543,7 @@ Fence submit_captured(const Queue &q, const LoadedProgram &lp, const Arguments &
                 fs.device->idle_profiles.push_back(profile);
             }
         }
-        append_job(file, job, program.bytes());
+        ntrace::append(file, job);
     };
     return f;
 }

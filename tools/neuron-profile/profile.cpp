@@ -70,14 +70,6 @@ std::string insn_text(const neuron::Program *p, Engine e, uint32_t index, uint8_
     return neuron::disassemble_instruction(s.subspan(static_cast<size_t>(index) * 64, 64), p);
 }
 
-std::optional<neuron::Program> program_of(const neuron::ntrace::Job &j) {
-    try {
-        return neuron::Program::parse(j.program);
-    } catch (const neuron::Error &) {
-        return std::nullopt; // ntrace::parse() validated it; never here
-    }
-}
-
 const std::string no_node = "(no node)";
 
 /// The origin the program names for an instruction, or "".
@@ -96,14 +88,34 @@ size_t engine_slot(Engine e) {
 
 } // namespace
 
+std::vector<HighWater> high_water(const neuron::Trace &t, bool sbuf) {
+    std::vector<HighWater> raised;
+    uint32_t v = 0;
+    for (const TraceRecord &r : t.records)
+        if (uint32_t nv = sbuf ? r.sbuf_high : r.psum_high; nv > v) {
+            raised.push_back({r.end, nv});
+            v = nv;
+        }
+    std::ranges::stable_sort(raised, {}, &HighWater::cycle);
+    std::vector<HighWater> steps;
+    for (const HighWater &h : raised) {
+        if (!steps.empty() && h.bytes <= steps.back().bytes)
+            continue;
+        if (!steps.empty() && steps.back().cycle == h.cycle)
+            steps.back().bytes = h.bytes;
+        else
+            steps.push_back(h);
+    }
+    return steps;
+}
+
 JobSummary summarize(const neuron::ntrace::Job &job, size_t index, size_t top, size_t stalls) {
     JobSummary s;
     s.job = index;
     s.raw = &job;
     s.trace = neuron::parse_trace(job.trace);
-    auto prog = program_of(job);
-    const neuron::Program *p = prog ? &*prog : nullptr;
-    s.program = p ? p->name() : "?";
+    const neuron::Program *p = &job.program;
+    s.program = p->name();
     s.sbuf_partition = job.partitions ? job.sbuf_size / job.partitions : 0;
     s.psum_partition = job.partitions ? job.psum_size / job.partitions : 0;
 
@@ -275,8 +287,7 @@ nlohmann::json export_chrome(const std::vector<neuron::ntrace::Job> &jobs) {
     for (size_t k = 0; k < jobs.size(); k++) {
         const auto &j = jobs[k];
         neuron::Trace t = neuron::parse_trace(j.trace);
-        auto prog = program_of(j);
-        const neuron::Program *p = prog ? &*prog : nullptr;
+        const neuron::Program *p = &j.program;
         const int pid = static_cast<int>(k + 1);
         const double mhz = j.clock_mhz ? j.clock_mhz : 1.0;
         // Trace Event timestamps are microseconds.
@@ -307,7 +318,6 @@ nlohmann::json export_chrome(const std::vector<neuron::ntrace::Job> &jobs) {
                               {"tid", e},
                               {"args", {{"sort_index", e}}}});
         }
-        uint32_t sbuf = 0, psum = 0;
         auto counter = [&](const char *name, uint64_t at, uint32_t v) {
             events.push_back({{"name", name},
                               {"ph", "C"},
@@ -316,8 +326,13 @@ nlohmann::json export_chrome(const std::vector<neuron::ntrace::Job> &jobs) {
                               {"ts", us(at)},
                               {"args", {{"bytes per partition", v}}}});
         };
+        // The counters in time order.
         counter("SBUF high-water", 0, 0);
+        for (const HighWater &h : high_water(t, true))
+            counter("SBUF high-water", h.cycle, h.bytes);
         counter("PSUM high-water", 0, 0);
+        for (const HighWater &h : high_water(t, false))
+            counter("PSUM high-water", h.cycle, h.bytes);
         for (size_t i = 0; i < t.records.size(); i++) {
             const TraceRecord &r = t.records[i];
             const unsigned tid = static_cast<unsigned>(r.engine);
@@ -367,10 +382,6 @@ nlohmann::json export_chrome(const std::vector<neuron::ntrace::Job> &jobs) {
                                   {"tid", tid},
                                   {"ts", mid(r.start + r.wait, r.end)}});
             }
-            if (r.sbuf_high != sbuf)
-                counter("SBUF high-water", r.end, sbuf = r.sbuf_high);
-            if (r.psum_high != psum)
-                counter("PSUM high-water", r.end, psum = r.psum_high);
         }
     }
     return json{{"traceEvents", events},
@@ -428,8 +439,7 @@ std::string export_svg(const std::vector<neuron::ntrace::Job> &jobs, size_t inde
     const auto &j = jobs[index];
     const JobSummary s = summarize(j, index, 0, 0);
     const neuron::Trace &t = s.trace;
-    auto prog = program_of(j);
-    const neuron::Program *p = prog ? &*prog : nullptr;
+    const neuron::Program *p = &j.program;
     const double left = 80, width = 1200, top = 40, track = 26, box = 18;
     const double counter_top = top + neuron::num_engines * track + 20, counter_h = 60;
     const double axis_y = counter_top + counter_h + 14;
@@ -517,13 +527,10 @@ std::string export_svg(const std::vector<neuron::ntrace::Job> &jobs, size_t inde
             return counter_top + counter_h -
                    (size ? static_cast<double>(val) / static_cast<double>(size) : 0) * counter_h;
         };
-        for (const TraceRecord &r : t.records) {
-            uint32_t nv = sbuf ? r.sbuf_high : r.psum_high;
-            if (nv != v) {
-                pts +=
-                    fmt::format(" {:.2f},{:.1f} {:.2f},{:.1f}", x(r.end), yv(v), x(r.end), yv(nv));
-                v = nv;
-            }
+        for (const HighWater &h : high_water(t, sbuf)) {
+            pts += fmt::format(" {:.2f},{:.1f} {:.2f},{:.1f}", x(h.cycle), yv(v), x(h.cycle),
+                               yv(h.bytes));
+            v = h.bytes;
         }
         pts += fmt::format(" {:.2f},{:.1f}", x(t.cycles), yv(v));
         o += fmt::format(

@@ -81,6 +81,20 @@ struct JobSummary {
 JobSummary summarize(const neuron::ntrace::Job &job, size_t index, size_t top = 10,
                      size_t stalls = 5);
 
+/// A step of a high-water mark over a job's time.
+struct HighWater {
+    uint64_t cycle = 0; ///< the end of the instruction that raised it
+    uint32_t bytes = 0; ///< bytes per partition from then on
+};
+
+/// The SBUF (@p sbuf) or else PSUM high-water mark of @p t over time, both
+/// fields rising step by step. The device keeps the mark in the order it
+/// executed the records (each record's is the mark after it), which is not
+/// time order across engines: a record that raised the mark wrote up to
+/// that byte, and raises it at its end cycle; the steps are those, sorted
+/// by cycle, less the ones a higher earlier step hides.
+std::vector<HighWater> high_water(const neuron::Trace &t, bool sbuf);
+
 /// The terminal summary of every job.
 std::string render_view(const std::vector<JobSummary> &jobs);
 

@@ -111,8 +111,13 @@ inline constexpr const char *env_file = "NEURON_PROFILE";
 /// $NEURON_PROFILE_RECORDS: the records each job's trace has room for.
 inline constexpr const char *env_records = "NEURON_PROFILE_RECORDS";
 
-/// One profiled job.
+/// One profiled job. Jobs read from one file that ran the same program
+/// share one copy of it (a Program's copies share its container).
 struct Job {
+    explicit Job(Program p) : program(std::move(p)) {}
+
+    Program program; ///< the program it ran
+
     uint32_t core = 0;
     uint32_t pid = 0;
     uint64_t seqno = 0;
@@ -120,8 +125,7 @@ struct Job {
     uint32_t partitions = 0;
     uint64_t sbuf_size = 0; ///< bytes per core
     uint64_t psum_size = 0;
-    std::vector<std::byte> program; ///< the program container it ran
-    std::vector<std::byte> trace;   ///< the device's trace
+    std::vector<std::byte> trace; ///< the device's trace
 };
 
 /// The id a file names a program by: FNV-1a 64 of its container.

@@ -9,10 +9,12 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <string_view>
 
@@ -103,7 +105,7 @@ Profiled profile_relu(uint32_t n, uint64_t records = Profile::default_records) {
     uint64_t i0 = core_counter(d, "instructions"), b0 = core_counter(d, "dma_bytes");
     Fence f = d.queue(0).submit(lp, Arguments().bind("x", x).bind("y", y), prof);
     f.wait();
-    Profiled p;
+    Profiled p{ntrace::Job(lp.program())};
     p.instructions = core_counter(d, "instructions") - i0;
     p.dma_bytes = core_counter(d, "dma_bytes") - b0;
     p.job.core = 0;
@@ -112,8 +114,6 @@ Profiled profile_relu(uint32_t n, uint64_t records = Profile::default_records) {
     p.job.partitions = d.info().partitions;
     p.job.sbuf_size = d.info().sbuf_size;
     p.job.psum_size = d.info().psum_size;
-    auto c = lp.program().bytes();
-    p.job.program.assign(c.begin(), c.end());
     p.job.trace = prof.bytes();
     return p;
 }
@@ -134,14 +134,12 @@ ntrace::Job profile_compiled(const Program &prog) {
     Profile prof(d);
     Fence f = d.queue(0).submit(lp, args, prof);
     f.wait();
-    ntrace::Job j;
+    ntrace::Job j(prog);
     j.seqno = f.seqno();
     j.clock_mhz = d.info().core_clock_mhz;
     j.partitions = d.info().partitions;
     j.sbuf_size = d.info().sbuf_size;
     j.psum_size = d.info().psum_size;
-    auto c = prog.bytes();
-    j.program.assign(c.begin(), c.end());
     j.trace = prof.bytes();
     return j;
 }
@@ -198,7 +196,7 @@ static void compiled_graph_names_its_nodes(void **) {
     assert_int_equal(busy, 0);
     assert_int_equal(waiting, 0);
     // Only the ENDs the builder adds are nobody's.
-    auto prog = Program::parse(job.program);
+    const Program &prog = job.program;
     size_t ends = 0;
     for (const auto &r : t.records)
         if (!prog.origin(r.engine, r.index)) {
@@ -332,6 +330,80 @@ static void truncated_summary_says_so(void **) {
 // with --kernel (in the VM) the first device of neuron.ko.
 static const char *device_env = "NEURON_DEVICE=sim ";
 
+namespace {
+
+/// The counter tracks of @p doc rise in time: each name's events in
+/// order of their timestamps, and their values with them.
+void assert_counters_rise(const nlohmann::json &doc) {
+    std::map<std::string, std::pair<double, double>> last; // name: ts, value
+    for (const auto &ev : doc["traceEvents"]) {
+        if (ev["ph"] != "C")
+            continue;
+        const std::string name = ev["name"];
+        const double ts = ev["ts"], v = ev["args"]["bytes per partition"];
+        if (auto it = last.find(name); it != last.end()) {
+            if (ts < it->second.first || v < it->second.second)
+                fail_msg("counter '%s' goes back: %g bytes at %g us after %g bytes at %g us",
+                         name.c_str(), v, ts, it->second.second, it->second.first);
+        }
+        last[name] = {ts, v};
+    }
+    assert_int_equal(last.size(), 2);
+}
+
+/// The SVG's counter lines run left to right and never down.
+void assert_counter_lines_rise(const std::string &svg) {
+    size_t lines = 0;
+    for (size_t at = svg.find("class=\"counter\" points=\""); at != std::string::npos;
+         at = svg.find("class=\"counter\" points=\"", at + 1)) {
+        const size_t from = at + std::strlen("class=\"counter\" points=\"");
+        std::istringstream pts(svg.substr(from, svg.find('"', from) - from));
+        double x0 = -1, y0 = 1e9, x = 0, y = 0;
+        char comma = 0;
+        while (pts >> x >> comma >> y) {
+            if (x < x0 || y > y0) // y grows downwards
+                fail_msg("counter line %zu goes back: %.2f,%.1f after %.2f,%.1f", lines, x, y, x0,
+                         y0);
+            x0 = x;
+            y0 = y;
+        }
+        lines++;
+    }
+    assert_int_equal(lines, 2);
+}
+
+} // namespace
+
+// The high-water marks in time order, though the device keeps them in
+// the order it ran the records: a record of one engine that ran later but
+// ended earlier raises the mark earlier.
+static void high_water_in_time_order(void **) {
+    Trace t;
+    auto rec = [&](Engine e, uint64_t end, uint32_t sbuf, uint32_t psum) {
+        TraceRecord r;
+        r.engine = e;
+        r.end = end;
+        r.sbuf_high = sbuf;
+        r.psum_high = psum;
+        t.records.push_back(r);
+    };
+    rec(Engine::sync, 100, 10, 0);   // raises SBUF to 10 at 100
+    rec(Engine::sync, 300, 30, 0);   // to 30 at 300
+    rec(Engine::tensor, 50, 30, 8);  // no SBUF write beyond 30; PSUM 8 at 50
+    rec(Engine::vector, 200, 40, 8); // SBUF 40 at 200: hides the 30 at 300
+    rec(Engine::vector, 200, 50, 8); // and 50 at the same cycle
+    rec(Engine::scalar, 20, 50, 4);  // no raise (4 < 8): nothing
+    auto sb = nprof::high_water(t, true), ps = nprof::high_water(t, false);
+    assert_int_equal(sb.size(), 2);
+    assert_int_equal(sb[0].cycle, 100);
+    assert_int_equal(sb[0].bytes, 10);
+    assert_int_equal(sb[1].cycle, 200);
+    assert_int_equal(sb[1].bytes, 50);
+    assert_int_equal(ps.size(), 1);
+    assert_int_equal(ps[0].cycle, 50);
+    assert_int_equal(ps[0].bytes, 8);
+}
+
 // capture -> view -> export, on the transformer block example.
 static void capture_view_export(void **) {
     fs::path file = scratch("tb.ntrace"), json_file = scratch("tb.json");
@@ -374,6 +446,11 @@ static void capture_view_export(void **) {
     assert_int_equal(slices, t.records.size());
     assert_int_equal(flows, waits);
     assert_true(counters >= 2);
+    // The block's engines raise the marks out of record order.
+    assert_counters_rise(doc);
+    Run svg = run(fmt::format("'{}' export --format svg '{}'", NEURON_PROFILE_BIN, file.string()));
+    assert_int_equal(svg.status, 0);
+    assert_counter_lines_rise(svg.out);
     fs::remove(file);
 }
 
@@ -452,16 +529,20 @@ static void programs_once_per_file(void **) {
         p.job.seqno = static_cast<uint64_t>(i) + 1;
         ntrace::append(f, p.job);
     }
-    const uint64_t one = ntrace::encode_program(p.job.program).size(),
+    const auto bytes = p.job.program.bytes();
+    const uint64_t one = ntrace::encode_program(bytes).size(),
                    job = ntrace::encode_job(p.job).size();
     assert_int_equal(fs::file_size(f), ntrace::file_header_size + one + 3 * job);
     auto jobs = ntrace::read(f);
     assert_int_equal(jobs.size(), 3);
     for (int i = 0; i < 3; i++) {
         assert_int_equal(jobs[i].seqno, i + 1);
-        assert_true(jobs[i].program == p.job.program);
+        assert_true(std::ranges::equal(jobs[i].program.bytes(), bytes));
         assert_true(jobs[i].trace == p.job.trace);
     }
+    // The jobs of one program share one copy of it in memory.
+    for (int i = 1; i < 3; i++)
+        assert_ptr_equal(jobs[i].program.bytes().data(), jobs[0].program.bytes().data());
     // Rewritten from scratch: the program is written again.
     fs::remove(f);
     ntrace::append(f, p.job);
@@ -478,26 +559,34 @@ static void programs_once_per_file(void **) {
     };
     put(0, ntrace::job_magic, 4);
     put(4, 64, 4);
-    put(8, 64 + p.job.program.size() + p.job.trace.size(), 8);
+    put(8, 64 + bytes.size() + p.job.trace.size(), 8);
     put(24, 7, 8);
     put(32, p.job.clock_mhz, 4);
-    put(56, p.job.program.size(), 4);
+    put(56, bytes.size(), 4);
     put(60, p.job.trace.size(), 4);
-    v1.insert(v1.end(), h1.begin(), h1.end());
-    v1.insert(v1.end(), p.job.program.begin(), p.job.program.end());
-    v1.insert(v1.end(), p.job.trace.begin(), p.job.trace.end());
+    // Two jobs, each with its own copy of the program.
+    for (int i = 0; i < 2; i++) {
+        v1.insert(v1.end(), h1.begin(), h1.end());
+        v1.insert(v1.end(), bytes.begin(), bytes.end());
+        v1.insert(v1.end(), p.job.trace.begin(), p.job.trace.end());
+    }
     auto old = ntrace::parse(v1, "v1");
-    assert_int_equal(old.size(), 1);
+    assert_int_equal(old.size(), 2);
     assert_int_equal(old[0].seqno, 7);
-    assert_true(old[0].program == p.job.program);
+    assert_true(std::ranges::equal(old[0].program.bytes(), bytes));
     assert_true(old[0].trace == p.job.trace);
+    // Read into one copy, as a 2.0 file's.
+    assert_ptr_equal(old[1].program.bytes().data(), old[0].program.bytes().data());
+    // The copy is the reader's own, not the file's bytes it was given.
+    assert_true(old[0].program.bytes().data() < v1.data() ||
+                old[0].program.bytes().data() >= v1.data() + v1.size());
     fs::remove(f);
 }
 
 // A broken file is refused with where and why, and exit status 1.
 static void broken_files(void **) {
     Profiled p = profile_relu(16);
-    auto head = ntrace::encode_header(), prog = ntrace::encode_program(p.job.program),
+    auto head = ntrace::encode_header(), prog = ntrace::encode_program(p.job.program.bytes()),
          body = ntrace::encode_job(p.job);
     std::vector<std::byte> whole(head);
     whole.insert(whole.end(), prog.begin(), prog.end());
@@ -535,9 +624,10 @@ static void broken_files(void **) {
     orphan.insert(orphan.end(), body.begin(), body.end());
     Run o = view(orphan);
     assert_int_equal(o.status, 1);
-    assert_true(contains(o.err, fmt::format("job 0: offset {:#x}: program {:#018x}: no program "
-                                            "chunk before it",
-                                            head.size() + 64, ntrace::program_id(p.job.program))));
+    assert_true(
+        contains(o.err, fmt::format("job 0: offset {:#x}: program {:#018x}: no program "
+                                    "chunk before it",
+                                    head.size() + 64, ntrace::program_id(p.job.program.bytes()))));
 
     Run missing = run(fmt::format("'{}' view '{}'", NEURON_PROFILE_BIN, scratch("none").string()));
     assert_int_equal(missing.status, 1);
@@ -556,6 +646,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(compiled_graph_names_its_nodes),
         cmocka_unit_test(truncated_summary_says_so),
         cmocka_unit_test(capture_view_export),
+        cmocka_unit_test(high_water_in_time_order),
         cmocka_unit_test(checker_finds_broken_traces),
         cmocka_unit_test(programs_once_per_file),
         cmocka_unit_test(env_capture_reuses_its_buffer),

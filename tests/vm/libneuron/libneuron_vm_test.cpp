@@ -531,7 +531,7 @@ static void profile_env(void **) {
         assert_int_equal(jobs[i].core, 0);
         assert_int_equal(jobs[i].pid, ::getpid());
         assert_int_equal(jobs[i].clock_mhz, d.info().core_clock_mhz);
-        assert_string_equal(Program::parse(jobs[i].program).name().c_str(), "relu2x1");
+        assert_string_equal(jobs[i].program.name().c_str(), "relu2x1");
         Trace t = parse_trace(jobs[i].trace);
         assert_int_equal(t.records.size(), t.instructions);
         assert_int_equal(t.dma_bytes, 2 * 128 * n * 4);
