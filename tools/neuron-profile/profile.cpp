@@ -51,30 +51,27 @@ const char *mnemonic(uint8_t op) {
 }
 
 /// The program's name for semaphore @p id, as "name (sem N)" or "sem N".
-std::string sem_label(const neuron::Program *p, uint32_t id) {
-    if (p)
-        for (const auto &s : p->symbols())
-            if (s.kind == neuron::format::symbol_semaphore && s.offset == id)
-                return fmt::format("{} (sem {})", s.name, id);
+std::string sem_label(const neuron::Program &p, uint32_t id) {
+    for (const auto &s : p.symbols())
+        if (s.kind == neuron::format::symbol_semaphore && s.offset == id)
+            return fmt::format("{} (sem {})", s.name, id);
     return fmt::format("sem {}", id);
 }
 
 /// The disassembly of instruction @p index of @p e's stream, with names.
-std::string insn_text(const neuron::Program *p, Engine e, uint32_t index, uint8_t opcode) {
-    if (!p)
-        return mnemonic(opcode);
-    auto s = p->stream(e);
+std::string insn_text(const neuron::Program &p, Engine e, uint32_t index, uint8_t opcode) {
+    auto s = p.stream(e);
     if (static_cast<uint64_t>(index) * 64 + 64 > s.size())
         return fmt::format("{} (outside the program's {} stream)", mnemonic(opcode),
                            engine_name(e));
-    return neuron::disassemble_instruction(s.subspan(static_cast<size_t>(index) * 64, 64), p);
+    return neuron::disassemble_instruction(s.subspan(static_cast<size_t>(index) * 64, 64), &p);
 }
 
 const std::string no_node = "(no node)";
 
 /// The origin the program names for an instruction, or "".
-std::string node_of(const neuron::Program *p, Engine e, uint32_t index) {
-    const std::string *o = p ? p->origin(e, index) : nullptr;
+std::string node_of(const neuron::Program &p, Engine e, uint32_t index) {
+    const std::string *o = p.origin(e, index);
     return o ? *o : std::string();
 }
 
@@ -114,22 +111,22 @@ JobSummary summarize(const neuron::ntrace::Job &job, size_t index, size_t top, s
     s.job = index;
     s.raw = &job;
     s.trace = neuron::parse_trace(job.trace);
-    const neuron::Program *p = &job.program;
-    s.program = p->name();
+    const neuron::Program &p = job.program;
+    s.program = p.name();
     s.sbuf_partition = job.partitions ? job.sbuf_size / job.partitions : 0;
     s.psum_partition = job.partitions ? job.psum_size / job.partitions : 0;
 
     const auto &rs = s.trace.records;
     std::array<uint64_t, neuron::num_engines> last_end{};
     std::map<std::pair<int, uint32_t>, InsnCost> costs;
-    const bool named = p && !p->origins().empty();
+    const bool named = !p.origins().empty();
     std::map<std::string, NodeTime> nodes;
     for (size_t i = 0; i < rs.size(); i++) {
         const TraceRecord &r = rs[i];
         EngineTime &et = s.engines[engine_slot(r.engine)];
         uint64_t busy = r.end - r.start - r.wait;
         if (named) {
-            const std::string *o = p->origin(r.engine, r.index);
+            const std::string *o = p.origin(r.engine, r.index);
             NodeTime &nt = nodes[o ? *o : no_node];
             nt.instructions++;
             nt.cycles[engine_slot(r.engine)] += r.end - r.start;
@@ -287,7 +284,7 @@ nlohmann::json export_chrome(const std::vector<neuron::ntrace::Job> &jobs) {
     for (size_t k = 0; k < jobs.size(); k++) {
         const auto &j = jobs[k];
         neuron::Trace t = neuron::parse_trace(j.trace);
-        const neuron::Program *p = &j.program;
+        const neuron::Program &p = j.program;
         const int pid = static_cast<int>(k + 1);
         const double mhz = j.clock_mhz ? j.clock_mhz : 1.0;
         // Trace Event timestamps are microseconds.
@@ -300,7 +297,7 @@ nlohmann::json export_chrome(const std::vector<neuron::ntrace::Job> &jobs) {
                           {"tid", 0},
                           {"args",
                            {{"name", fmt::format("job {}: {} on core {} (seqno {}, pid {})", k + 1,
-                                                 p ? p->name() : "?", j.core, j.seqno, j.pid)}}}});
+                                                 p.name(), j.core, j.seqno, j.pid)}}}});
         events.push_back({{"name", "process_sort_index"},
                           {"ph", "M"},
                           {"pid", pid},
@@ -439,7 +436,7 @@ std::string export_svg(const std::vector<neuron::ntrace::Job> &jobs, size_t inde
     const auto &j = jobs[index];
     const JobSummary s = summarize(j, index, 0, 0);
     const neuron::Trace &t = s.trace;
-    const neuron::Program *p = &j.program;
+    const neuron::Program &p = j.program;
     const double left = 80, width = 1200, top = 40, track = 26, box = 18;
     const double counter_top = top + neuron::num_engines * track + 20, counter_h = 60;
     const double axis_y = counter_top + counter_h + 14;
