@@ -249,17 +249,16 @@ void Lowering::fuse() {
             return Step{Step::act, 1, 0, activation(n.op)};
         return literal_step(n);
     };
-    // Whether operand @v of a group that starts at node @i exists when the
-    // group runs: computed before it, or an input or constant, whatever its
-    // place in the graph (the torch bridge declares a bias after the matmul
-    // that reads it).
-    auto ready_before = [&](uint32_t v, uint32_t i) {
-        return v < i || nodes[v].op == Op::input || nodes[v].op == Op::constant;
-    };
     for (uint32_t i = 0; i < nodes.size(); i++) {
         if (taken[i])
             continue;
-        auto ready = [&](uint32_t v) { return ready_before(v, i); };
+        // Whether operand @v exists when the group that starts at node @i
+        // runs: computed before it, or an input or constant, whatever its
+        // place in the graph (the torch bridge declares a bias after the
+        // matmul that reads it).
+        auto ready = [&](uint32_t v) {
+            return v < i || nodes[v].op == Op::input || nodes[v].op == Op::constant;
+        };
         const Node &n = nodes[i];
         Plan &p = plans_[i];
         p.result = i;
