@@ -6,7 +6,7 @@
  * (neuron_submit.c) and may need more descriptors than the ring holds, so
  * the copies on an engine stay on its ring's list and their descriptors
  * are written ("pumped") as the ring drains: when a copy is run and from
- * the completion interrupt, which reads DMA_HEAD, checks each passed
+ * the completion interrupt's hard handler, which reads DMA_HEAD, checks each passed
  * descriptor's status and signals copies whose descriptors are all done.
  * Any descriptor error fails the whole copy.
  */
@@ -34,7 +34,7 @@ static_assert(NEURON_RING_SIZE_OK(NEURON_DMA_ENTRIES));
 
 /**
  * struct neuron_dma_engine - one DMA engine
- * @ring: the ring unit; &neuron_ring.lock protects everything below and
+ * @ring: the ring unit; &neuron_ring.irq_lock protects everything below and
  *	the progress of the copies on &neuron_ring.inflight
  * @desc: descriptor ring (coherent DMA memory)
  * @desc_dma: bus address of @desc
@@ -94,7 +94,7 @@ static void neuron_dma_pump_locked(struct neuron_dma_engine *eng)
 	struct neuron_job *job;
 	u32 start = eng->tail;
 
-	lockdep_assert_held(&eng->ring.lock);
+	lockdep_assert_held(&eng->ring.irq_lock);
 	list_for_each_entry(job, &eng->ring.inflight, node) {
 		while (job->next_seg < job->num_segs) {
 			const struct neuron_dma_seg *seg = &job->segs[job->next_seg];
@@ -145,7 +145,7 @@ static void neuron_dma_complete_locked(struct neuron_dma_engine *eng,
 	struct neuron_ring *ring = &eng->ring;
 	int err = 0;
 
-	lockdep_assert_held(&ring->lock);
+	lockdep_assert_held(&ring->irq_lock);
 	list_del_init(&job->node);
 	if (job->dma_status) {
 		err = job->dma_status == NEURON_DMA_ERR_ABORTED ? -ECANCELED : -EIO;
@@ -167,7 +167,7 @@ static void neuron_dma_process(struct neuron_ring *ring)
 	struct neuron_dma_engine *eng = to_neuron_dma(ring);
 	u32 hw_head;
 
-	lockdep_assert_held(&ring->lock);
+	lockdep_assert_held(&ring->irq_lock);
 	hw_head = neuron_rd32(&ring->ndev->hw, neuron_dma_reg(eng, NEURON_DMA_HEAD));
 	if (hw_head - eng->head > eng->tail - eng->head) {
 		drm_err_ratelimited(&ring->ndev->drm,

@@ -156,7 +156,9 @@ void neuron_exec_unplug(struct neuron_device *ndev)
 		struct neuron_ring *ring = exec->rings[i];
 
 		mutex_lock(&ring->lock);
+		spin_lock_irq(&ring->irq_lock);
 		neuron_ring_clear_locked(ring, -ENODEV, true);
+		spin_unlock_irq(&ring->irq_lock);
 		mutex_unlock(&ring->lock);
 	}
 }

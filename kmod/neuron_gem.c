@@ -156,28 +156,54 @@ static void neuron_host_unpin_pages(struct page **pages, pgoff_t count,
 }
 
 /*
+ * Undoes a pin of pages [@first, @first + @count) of a host buffer: drops
+ * the references in @pages and truncates the pages set in @fresh (those
+ * the pin allocated), so that a failed pin does not leave memory behind
+ * that no process is charged with. Except pages userspace has mapped
+ * meanwhile (a fault between that check and the truncation loses what it
+ * wrote: only the buffer's owner can race its own failing ioctl so), and
+ * none if the shmem helpers hold the pages (vmap), which they take under
+ * the reservation lock, taken here too. The buffer's pin_lock is held, so
+ * no other pin holds these pages. Clobbers @fresh.
+ */
+static void neuron_host_pages_give_back(struct neuron_bo *bo, pgoff_t first,
+					pgoff_t count, struct page **pages,
+					unsigned long *fresh)
+{
+	unsigned long start, end;
+
+	lockdep_assert_held(&bo->pin_lock);
+	/* Userspace may have faulted a new page in meanwhile: keep those. */
+	for_each_set_bit(end, fresh, count)
+		if (folio_mapped(page_folio(pages[end])))
+			__clear_bit(end, fresh);
+	neuron_host_unpin_pages(pages, count, false);
+	dma_resv_lock(bo->base.resv, NULL);
+	if (!bo->shmem.pages) {
+		for_each_set_bitrange(start, end, fresh, count)
+			shmem_truncate_range(file_inode(bo->base.filp),
+					     (loff_t)(first + start) << PAGE_SHIFT,
+					     ((loff_t)(first + end) << PAGE_SHIFT) - 1);
+	}
+	dma_resv_unlock(bo->base.resv);
+}
+
+/*
  * Pins pages [@first, @first + @count) of a host buffer, allocating those
- * that do not exist yet. The allocations neither retry hard nor call the
- * OOM killer: failing the ioctl beats killing another process. On failure
- * the pages this call allocated are given back, so that a failed pin does
- * not leave memory behind that no process is charged with; except pages
- * userspace has mapped meanwhile (a fault between that check and the
- * truncation loses what it wrote: only the buffer's owner can race its own
- * failing ioctl so), and none if the shmem helpers hold the pages (vmap),
- * which they take under the reservation lock, held here too.
+ * that do not exist yet, and sets their bits in @fresh (@count bits, all
+ * clear). The allocations neither retry hard nor call the OOM killer:
+ * failing the ioctl beats killing another process. On failure the pages
+ * this call allocated are given back (neuron_host_pages_give_back()).
  */
 static int neuron_host_pin_pages(struct neuron_bo *bo, pgoff_t first,
-				 pgoff_t count, struct page **pages)
+				 pgoff_t count, struct page **pages,
+				 unsigned long *fresh)
 {
 	struct address_space *mapping = bo->base.filp->f_mapping;
 	gfp_t gfp = mapping_gfp_mask(mapping) | __GFP_NORETRY | __GFP_NOWARN;
-	unsigned long *fresh, start, end;
 	pgoff_t i;
 	int ret = 0;
 
-	fresh = kvcalloc(BITS_TO_LONGS(count), sizeof(*fresh), GFP_KERNEL);
-	if (!fresh)
-		return -ENOMEM;
 	for (i = 0; i < count; i++) {
 		struct folio *folio;
 
@@ -196,45 +222,46 @@ static int neuron_host_pin_pages(struct neuron_bo *bo, pgoff_t first,
 		}
 		cond_resched();
 	}
-	if (!ret)
-		goto out;
-
-	/* Userspace may have faulted a new page in meanwhile: keep those. */
-	for (end = 0; end < i; end++)
-		if (test_bit(end, fresh) && folio_mapped(page_folio(pages[end])))
-			__clear_bit(end, fresh);
-	bitmap_clear(fresh, i, count - i);
-	neuron_host_unpin_pages(pages, i, false);
-	dma_resv_lock(bo->base.resv, NULL);
-	if (!bo->shmem.pages) {
-		for_each_set_bitrange(start, end, fresh, count)
-			shmem_truncate_range(file_inode(bo->base.filp),
-					     (loff_t)(first + start) << PAGE_SHIFT,
-					     ((loff_t)(first + end) << PAGE_SHIFT) - 1);
+	if (ret) {
+		/* Pages i on are not pinned. */
+		bitmap_clear(fresh, i, count - i);
+		neuron_host_pages_give_back(bo, first, i, pages, fresh);
 	}
-	dma_resv_unlock(bo->base.resv);
-out:
-	kvfree(fresh);
 	return ret;
 }
 
-/* Unmaps, unpins and frees a host mapping; dma_lock held. */
-static void neuron_host_map_free_locked(struct neuron_host_map *map)
+/*
+ * Unmaps and unpins a host mapping that is not listed, and frees it. A
+ * mapping still being made (@map->fresh set: the range that needs it
+ * failed) gives back the pages its pin allocated.
+ */
+static void neuron_host_map_destroy(struct neuron_host_map *map)
 {
 	struct neuron_bo *bo = map->bo;
 	struct neuron_device *ndev = to_neuron_device(bo->base.dev);
 	u64 bytes = (u64)map->count << PAGE_SHIFT;
 
-	lockdep_assert_held(&bo->dma_lock);
-	list_del(&map->node);
 	dma_unmap_sgtable(ndev->drm.dev, map->sgt, DMA_BIDIRECTIONAL, 0);
 	sg_free_table(map->sgt);
 	kfree(map->sgt);
-	neuron_host_unpin_pages(map->pages, map->count, true);
+	if (map->fresh)
+		neuron_host_pages_give_back(bo, map->first, map->count,
+					    map->pages, map->fresh);
+	else
+		neuron_host_unpin_pages(map->pages, map->count, true);
 	atomic64_sub(bytes, &ndev->telemetry->host_mapped);
 	neuron_host_uncharge(map->client, bytes);
 	neuron_client_put(map->client);
+	kvfree(map->fresh);
 	kvfree(map);
+}
+
+/* Unlists, unmaps, unpins and frees a host mapping; dma_lock held. */
+static void neuron_host_map_free_locked(struct neuron_host_map *map)
+{
+	lockdep_assert_held(&map->bo->dma_lock);
+	list_del(&map->node);
+	neuron_host_map_destroy(map);
 }
 
 /* Frees the idle mappings of a host buffer. */
@@ -247,7 +274,11 @@ static void neuron_host_maps_trim_locked(struct neuron_bo *bo)
 			neuron_host_map_free_locked(map);
 }
 
-/* Pins and maps pages [first, first + count) of a host buffer, unlisted. */
+/*
+ * Pins and maps pages [first, first + count) of a host buffer, unlisted;
+ * &neuron_host_map.fresh records the pages the pin allocated, until the
+ * caller keeps the mapping (neuron_host_map_keep()) or destroys it.
+ */
 static struct neuron_host_map *neuron_host_map_new(struct neuron_bo *bo,
 						   struct neuron_client *client,
 						   pgoff_t first, pgoff_t count)
@@ -259,7 +290,13 @@ static struct neuron_host_map *neuron_host_map_new(struct neuron_bo *bo,
 	map = kvzalloc(struct_size(map, pages, count), GFP_KERNEL);
 	if (!map)
 		return ERR_PTR(-ENOMEM);
-	ret = neuron_host_pin_pages(bo, first, count, map->pages);
+	map->fresh = kvcalloc(BITS_TO_LONGS(count), sizeof(*map->fresh),
+			      GFP_KERNEL);
+	if (!map->fresh) {
+		ret = -ENOMEM;
+		goto err_free;
+	}
+	ret = neuron_host_pin_pages(bo, first, count, map->pages, map->fresh);
 	if (ret)
 		goto err_free;
 	map->sgt = drm_prime_pages_to_sg(&ndev->drm, map->pages, count);
@@ -282,10 +319,18 @@ err_sg:
 	sg_free_table(map->sgt);
 	kfree(map->sgt);
 err_unpin:
-	neuron_host_unpin_pages(map->pages, count, false);
+	neuron_host_pages_give_back(bo, first, count, map->pages, map->fresh);
 err_free:
+	kvfree(map->fresh);
 	kvfree(map);
 	return ERR_PTR(ret);
+}
+
+/* The range that needed @map is complete: its pages stay when it is undone. */
+static void neuron_host_map_keep(struct neuron_host_map *map)
+{
+	kvfree(map->fresh);
+	map->fresh = NULL;
 }
 
 /* Ends one use of each mapping of @range; dma_lock held. */
@@ -603,6 +648,7 @@ struct neuron_host_range *neuron_bo_dma_get(struct neuron_bo *bo,
 
 	mutex_lock(&bo->dma_lock);
 	for (i = 0; i < num_fresh; i++) {
+		neuron_host_map_keep(fresh[i]);
 		fresh[i]->users = 1;
 		neuron_host_map_insert_locked(bo, fresh[i]);
 		range->maps[range->num_maps++] = fresh[i];
@@ -621,14 +667,14 @@ struct neuron_host_range *neuron_bo_dma_get(struct neuron_bo *bo,
 	return range;
 
 err_fresh:
-	mutex_lock(&bo->dma_lock);
+	/*
+	 * The runs pinned before the one that failed give their new pages
+	 * back as well: a range split by an existing mapping fails whole.
+	 */
 	for (i = 0; i < num_fresh; i++) {
-		/* Listed so that freeing it can unlist it. */
-		list_add(&fresh[i]->node, &bo->dma_maps);
 		bytes -= (u64)fresh[i]->count << PAGE_SHIFT;
-		neuron_host_map_free_locked(fresh[i]);
+		neuron_host_map_destroy(fresh[i]);
 	}
-	mutex_unlock(&bo->dma_lock);
 	kfree(fresh);
 	neuron_host_uncharge(client, bytes);
 err_put:

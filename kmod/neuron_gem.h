@@ -29,6 +29,9 @@ struct neuron_client;
  * @users: ranges (&struct neuron_host_range) that use the mapping now
  * @idle_since: jiffies when @users last dropped to zero
  * @sgt: the pages' DMA-mapped SG table
+ * @fresh: while the range that makes the mapping is not complete: a
+ *	bitmap of the pages its pin allocated, given back if that range
+ *	fails; NULL once the mapping is listed
  * @pages: the pinned pages, one reference each
  *
  * The mappings of a buffer never overlap: the DMA API does not allow a
@@ -43,6 +46,7 @@ struct neuron_host_map {
 	unsigned int users;
 	unsigned long idle_since;
 	struct sg_table *sgt;
+	unsigned long *fresh;
 	struct page *pages[];
 };
 

@@ -3,10 +3,16 @@
  * neuron: MSI-X vectors and interrupt handlers.
  *
  * One vector per core queue, one per DMA engine and one for errors, as
- * laid out by NEURON_MSIX_*(). Each vector has its own bit in the shared
- * IRQ_STATUS register (write 1 to clear). The hard handler acknowledges
- * its bit, so that a new event raises the vector again, and wakes its
- * thread, which does the work in process context.
+ * laid out by NEURON_MSIX_*(). The device sends a message for every event
+ * (datasheet section 7), so no vector needs its IRQ_STATUS bit to be
+ * acknowledged, and no vector is shared:
+ *  - a core queue's or DMA engine's vector has a hard handler only, which
+ *    consumes the ring's completions and signals the fences of the jobs
+ *    that are done (neuron_ring_irq(), under the ring's spinlock); a
+ *    waiter is woken straight from it;
+ *  - the error vector's hard handler clears its IRQ_STATUS bit (it is
+ *    also the record of which cause fired) and wakes its thread, which
+ *    logs the cause and queues the recovery work.
  */
 #include <drm/drm_managed.h>
 #include <linux/interrupt.h>
@@ -18,7 +24,18 @@
 #include "neuron_reset.h"
 #include "neuron_ring.h"
 
-static irqreturn_t neuron_irq_handler(int irq, void *arg)
+/* Hard handler of a core queue's or DMA engine's vector. */
+static irqreturn_t neuron_irq_ring_handler(int irq, void *arg)
+{
+	struct neuron_irq_vector *vec = arg;
+
+	if (READ_ONCE(vec->ndev->exec->ready))
+		neuron_ring_irq(vec->ring);
+	return IRQ_HANDLED;
+}
+
+/* Hard handler of the error vector. */
+static irqreturn_t neuron_irq_error_handler(int irq, void *arg)
 {
 	struct neuron_irq_vector *vec = arg;
 	struct neuron_hw *hw = &vec->ndev->hw;
@@ -58,22 +75,14 @@ static void neuron_irq_error(struct neuron_device *ndev)
 	}
 }
 
-static irqreturn_t neuron_irq_thread(int irq, void *arg)
+/* Thread of the error vector. */
+static irqreturn_t neuron_irq_error_thread(int irq, void *arg)
 {
 	struct neuron_irq_vector *vec = arg;
 	struct neuron_device *ndev = vec->ndev;
 
-	switch (vec->source) {
-	case NEURON_IRQ_SRC_QUEUE:
-	case NEURON_IRQ_SRC_DMA:
-		if (READ_ONCE(ndev->exec->ready))
-			neuron_ring_irq(vec->ring);
-		break;
-	case NEURON_IRQ_SRC_ERROR:
-		neuron_irq_error(ndev);
-		neuron_reset_error_irq(ndev);
-		break;
-	}
+	neuron_irq_error(ndev);
+	neuron_reset_error_irq(ndev);
 	return IRQ_HANDLED;
 }
 
@@ -160,10 +169,15 @@ int neuron_irq_init(struct neuron_device *ndev)
 		vec->irq = pci_irq_vector(pdev, i);
 		if (vec->irq < 0)
 			return vec->irq;
-		ret = devm_request_threaded_irq(&pdev->dev, vec->irq,
-						neuron_irq_handler,
-						neuron_irq_thread, 0,
-						vec->name, vec);
+		if (vec->source == NEURON_IRQ_SRC_ERROR)
+			ret = devm_request_threaded_irq(&pdev->dev, vec->irq,
+							neuron_irq_error_handler,
+							neuron_irq_error_thread,
+							0, vec->name, vec);
+		else
+			ret = devm_request_irq(&pdev->dev, vec->irq,
+					       neuron_irq_ring_handler, 0,
+					       vec->name, vec);
 		if (ret) {
 			ndev_err(ndev, "cannot request IRQ %d (%s): %d\n",
 				 vec->irq, vec->name, ret);

@@ -5,9 +5,10 @@
  * A core's job queue is a 256-entry job ring and a 1024-entry completion
  * ring in coherent memory (datasheet 4.2). Writing a job is one
  * descriptor (job id = the job's per-core sequence number) and a Q_TAIL
- * doorbell; the completion interrupt's thread walks the completion ring
- * by its phase bit, matches FINAL entries to the jobs on the ring by job
- * id and writes Q_CPL_HEAD. NOTIFY entries are consumed and ignored.
+ * doorbell; the completion interrupt's hard handler walks the completion
+ * ring by its phase bit, matches FINAL entries to the jobs on the ring by
+ * job id, signals their fences and writes Q_CPL_HEAD. NOTIFY entries are
+ * consumed and ignored.
  */
 #include <drm/drm_managed.h>
 #include <linux/dma-mapping.h>
@@ -32,7 +33,7 @@ static_assert(NEURON_RING_SIZE_OK(NEURON_CPL_ENTRIES));
 
 /**
  * struct neuron_queue - one core's job queue
- * @ring: the ring unit; &neuron_ring.lock protects everything below
+ * @ring: the ring unit; &neuron_ring.irq_lock protects everything below
  * @desc: job ring (coherent DMA memory)
  * @desc_dma: bus address of @desc
  * @cpl: completion ring (coherent DMA memory)
@@ -87,7 +88,7 @@ static void neuron_queue_write(struct neuron_ring *ring, struct neuron_job *job)
 	struct neuron_queue *q = to_neuron_queue(ring);
 	struct neuron_job_desc *desc;
 
-	lockdep_assert_held(&ring->lock);
+	lockdep_assert_held(&ring->irq_lock);
 	desc = &q->desc[q->tail & (NEURON_QUEUE_ENTRIES - 1)];
 	desc->bindings_addr = cpu_to_le64(job->table_dma);
 	desc->num_bindings = cpu_to_le32(job->num_bindings);
@@ -123,7 +124,7 @@ static void neuron_queue_complete_locked(struct neuron_queue *q,
 	u32 mhz;
 	int err;
 
-	lockdep_assert_held(&ring->lock);
+	lockdep_assert_held(&ring->irq_lock);
 	/* A reset aborted the job: it runs again or fails as guilty. */
 	if (resetting && status == NEURON_JOB_STATUS_ABORTED)
 		return;
@@ -169,7 +170,7 @@ static void neuron_queue_process_locked(struct neuron_queue *q, bool resetting)
 {
 	u32 start = q->cpl_head;
 
-	lockdep_assert_held(&q->ring.lock);
+	lockdep_assert_held(&q->ring.irq_lock);
 	for (;;) {
 		struct neuron_cpl_entry *e;
 		u16 phase, flags;
@@ -206,9 +207,12 @@ static int neuron_queue_reset(struct neuron_ring *ring)
 	neuron_wr32(hw, neuron_q_reg(q, NEURON_Q_CTRL), NEURON_Q_CTRL_RESET);
 	ret = neuron_hw_poll_clear(hw, neuron_q_reg(q, NEURON_Q_CTRL),
 				   NEURON_Q_CTRL_RESET);
-	if (!ret)
+	if (!ret) {
 		/* Collect entries completed up to the abort. */
+		spin_lock_irq(&ring->irq_lock);
 		neuron_queue_process_locked(q, true);
+		spin_unlock_irq(&ring->irq_lock);
+	}
 	return ret;
 }
 

@@ -14,6 +14,8 @@
  *    ring reprogrammed, and every job that was on the hardware fails with
  *    -ECANCELED (the device lost it and its buffers may be half written,
  *    so it is not run again); jobs not yet on the hardware run afterwards.
+ *    The rings are paused from before the reset until they are programmed
+ *    again, so the completion interrupt does not read a ring being reset.
  *
  * Each reset is announced from neuron_reset_notify() only: the telemetry
  * counters, the neuron_reset tracepoint, the netlink events and, for a
@@ -128,6 +130,7 @@ static void neuron_reset_device(struct neuron_device *ndev,
 		struct drm_gpu_scheduler *sched = &exec->rings[i]->sched;
 
 		drm_sched_stop(sched, sched == bad_sched ? bad : NULL);
+		neuron_ring_pause(exec->rings[i]);
 	}
 
 	present = drm_dev_enter(&ndev->drm, &idx);
@@ -146,10 +149,14 @@ static void neuron_reset_device(struct neuron_device *ndev,
 		struct neuron_ring *ring = exec->rings[i];
 
 		mutex_lock(&ring->lock);
+		spin_lock_irq(&ring->irq_lock);
 		neuron_ring_clear_locked(ring, present ? -ECANCELED : -ENODEV,
 					 false);
-		if (present && !ret)
+		if (present && !ret) {
 			ring->ops->hw_init(ring);
+			ring->paused = false;
+		}
+		spin_unlock_irq(&ring->irq_lock);
 		atomic_inc(&ring->resets);
 		mutex_unlock(&ring->lock);
 	}

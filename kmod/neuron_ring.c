@@ -12,6 +12,23 @@
  * ring, resetting one unit and showing it in debugfs are written once,
  * here. Deciding when to reset, and resetting the whole device, is
  * neuron_reset.c's.
+ *
+ * Locking. Each ring has two locks, taken in this order:
+ *  - &neuron_ring.lock, a mutex, serializes what puts jobs on the unit or
+ *    takes the unit away, all in process context: run_job (the scheduler's
+ *    work item), the reset of the unit or of the device (the reset
+ *    workqueue), unplug, debugfs. It protects the fence seqnos and keeps a
+ *    reset, which sleeps while the unit comes back, apart from writes.
+ *  - &neuron_ring.irq_lock, a spinlock, protects what the completion
+ *    interrupt touches: the unit's rings and indices, the jobs on
+ *    &neuron_ring.inflight and their progress, &neuron_ring.paused, and the
+ *    signalling of their hardware fences. The unit's MSI-X vector takes it
+ *    in its hard handler, which consumes the completions and signals the
+ *    fences there (no thread, no IRQ_STATUS access: every event sends its
+ *    own message); everywhere else it is taken with interrupts disabled.
+ *    A fence's own lock nests inside it.
+ * While a unit is reset the ring is paused: the interrupt handler leaves
+ * it alone, and the reset collects what completed up to the abort.
  */
 #include <drm/drm_drv.h>
 #include <drm/drm_managed.h>
@@ -58,6 +75,7 @@ int neuron_ring_init(struct neuron_device *ndev, struct neuron_ring *ring,
 	snprintf(ring->label, sizeof(ring->label), "%s %u",
 		 core ? "core" : "DMA engine", index);
 	ring->fence_context = dma_fence_context_alloc(1);
+	spin_lock_init(&ring->irq_lock);
 	return drmm_mutex_init(&ndev->drm, &ring->lock);
 }
 
@@ -81,19 +99,20 @@ int neuron_ring_sched_init(struct neuron_ring *ring,
 
 /**
  * neuron_ring_signal_locked() - signal a job's hardware fence
- * @ring: the job's ring, its lock held
+ * @ring: the job's ring, its &neuron_ring.irq_lock held
  * @job: the job
  * @error: 0 or the negative errno the fence reports
  */
 void neuron_ring_signal_locked(struct neuron_ring *ring,
 			       struct neuron_job *job, int error)
 {
-	lockdep_assert_held(&ring->lock);
+	lockdep_assert_held(&ring->irq_lock);
 	neuron_fence_signal(job->hw_fence, error);
 }
 
 /*
- * Creates the job's hardware fence on its first run. A job that completed
+ * Creates the job's hardware fence on its first run (with &neuron_ring.lock
+ * held: it allocates). A job that completed
  * before a reset, that carries an error or whose device is not ready or
  * gone is not run: its fence is (or already was) signalled.
  *
@@ -123,7 +142,9 @@ static int neuron_ring_begin_run_locked(struct neuron_ring *ring,
 	if (!err && !drm_dev_enter(&ndev->drm, idx))
 		err = -ENODEV;
 	if (err) {
+		spin_lock_irq(&ring->irq_lock);
 		neuron_ring_signal_locked(ring, job, err);
+		spin_unlock_irq(&ring->irq_lock);
 		return 0;
 	}
 	return 1;
@@ -154,8 +175,10 @@ struct dma_fence *neuron_ring_run_job(struct drm_sched_job *sched_job)
 		return ERR_PTR(ret);
 	}
 	if (ret) {
+		spin_lock_irq(&ring->irq_lock);
 		list_add_tail(&job->node, &ring->inflight);
 		ring->ops->write(ring, job);
+		spin_unlock_irq(&ring->irq_lock);
 		drm_dev_exit(idx);
 	}
 	fence = dma_fence_get(job->hw_fence);
@@ -164,19 +187,37 @@ struct dma_fence *neuron_ring_run_job(struct drm_sched_job *sched_job)
 }
 
 /**
- * neuron_ring_irq() - completion interrupt of a ring (thread)
+ * neuron_ring_irq() - completion interrupt of a ring
  * @ring: the ring
+ *
+ * Hard interrupt context: consumes the unit's completions and signals the
+ * fences of the jobs that are done, unless the ring is paused for a reset.
  */
 void neuron_ring_irq(struct neuron_ring *ring)
 {
-	mutex_lock(&ring->lock);
-	ring->ops->process(ring);
-	mutex_unlock(&ring->lock);
+	spin_lock(&ring->irq_lock);
+	if (!ring->paused)
+		ring->ops->process(ring);
+	spin_unlock(&ring->irq_lock);
+}
+
+/**
+ * neuron_ring_pause() - keep the interrupt handler off a ring
+ * @ring: the ring, about to be reset with the device
+ *
+ * The ring stays paused until it is programmed again after the reset.
+ */
+void neuron_ring_pause(struct neuron_ring *ring)
+{
+	spin_lock_irq(&ring->irq_lock);
+	ring->paused = true;
+	spin_unlock_irq(&ring->irq_lock);
 }
 
 /**
  * neuron_ring_clear_locked() - take every job off a ring
- * @ring: the ring, its lock held; the unit is reset or gone
+ * @ring: the ring, its &neuron_ring.irq_lock held; the unit is reset or
+ *	gone
  * @err: 0 to run the jobs again, else the error they fail with
  * @signal: signal @err now rather than when the job is run again
  */
@@ -184,7 +225,7 @@ void neuron_ring_clear_locked(struct neuron_ring *ring, int err, bool signal)
 {
 	struct neuron_job *job, *tmp;
 
-	lockdep_assert_held(&ring->lock);
+	lockdep_assert_held(&ring->irq_lock);
 	list_for_each_entry_safe(job, tmp, &ring->inflight, node) {
 		list_del_init(&job->node);
 		if (!err)
@@ -207,6 +248,8 @@ void neuron_ring_clear_locked(struct neuron_ring *ring, int err, bool signal)
  *
  * Runs on the reset workqueue. Jobs that completed before the reset keep
  * their result; the others run again, in order, once the unit is back.
+ * A unit that does not come back stays paused: the device reset that
+ * follows programs it again.
  *
  * Return: false if the unit did not come back from its reset.
  */
@@ -222,23 +265,31 @@ bool neuron_ring_recover(struct neuron_ring *ring, struct drm_sched_job *bad,
 
 	mutex_lock(&ring->lock);
 	if (drm_dev_enter(&ndev->drm, &idx)) {
+		spin_lock_irq(&ring->irq_lock);
 		ring->ops->process(ring);
 		guilty = bad ? to_neuron_job(bad) :
 			list_first_entry_or_null(&ring->inflight,
 						 struct neuron_job, node);
 		if (guilty && !list_empty(&guilty->node))
 			guilty->guilty_err = err;
+		ring->paused = true;
+		spin_unlock_irq(&ring->irq_lock);
 
 		if (ring->ops->reset(ring)) {
 			ndev_err(ndev, "%s: reset did not complete\n",
 				 ring->label);
 			ok = false;
 		} else {
+			spin_lock_irq(&ring->irq_lock);
 			ring->ops->hw_init(ring);
+			ring->paused = false;
+			spin_unlock_irq(&ring->irq_lock);
 		}
 		drm_dev_exit(idx);
 	}
+	spin_lock_irq(&ring->irq_lock);
 	neuron_ring_clear_locked(ring, 0, false);
+	spin_unlock_irq(&ring->irq_lock);
 	atomic_inc(&ring->resets);
 	mutex_unlock(&ring->lock);
 
@@ -279,7 +330,7 @@ void neuron_ring_show_regs(struct neuron_ring *ring, struct seq_file *m,
  * @m: the seq_file
  *
  * The unit's registers and the driver's indices, its resets, and the jobs
- * on it. Takes the ring's lock, then drm_dev_enter() (the order of the
+ * on it. Takes the ring's locks, then drm_dev_enter() (the order of the
  * rest of the driver).
  *
  * Return: 0, or -ENODEV once the device is unplugged.
@@ -290,6 +341,7 @@ int neuron_ring_show(struct neuron_ring *ring, struct seq_file *m)
 	int idx, ret = 0;
 
 	mutex_lock(&ring->lock);
+	spin_lock_irq(&ring->irq_lock);
 	if (!drm_dev_enter(&ring->ndev->drm, &idx)) {
 		ret = -ENODEV;
 		goto unlock;
@@ -297,11 +349,13 @@ int neuron_ring_show(struct neuron_ring *ring, struct seq_file *m)
 	ring->ops->show_regs(ring, m);
 	drm_dev_exit(idx);
 
-	seq_printf(m, "resets: %d\n", atomic_read(&ring->resets));
+	seq_printf(m, "resets: %d%s\n", atomic_read(&ring->resets),
+		   ring->paused ? " (paused)" : "");
 	seq_puts(m, "inflight:\n");
 	list_for_each_entry(job, &ring->inflight, node)
 		ring->ops->show_job(job, m);
 unlock:
+	spin_unlock_irq(&ring->irq_lock);
 	mutex_unlock(&ring->lock);
 	return ret;
 }

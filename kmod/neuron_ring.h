@@ -10,6 +10,7 @@
 #include <linux/atomic.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
+#include <linux/spinlock.h>
 #include <linux/types.h>
 #include <linux/workqueue.h>
 
@@ -43,11 +44,14 @@ enum neuron_ring_kind {
  * @write: put @job, just added to &neuron_ring.inflight, on the hardware
  *	and ring the doorbell (inside drm_dev_enter())
  * @process: consume the completions the unit reported and signal the
- *	jobs that are done (from the unit's interrupt thread, or inside
- *	drm_dev_enter())
+ *	jobs that are done (from the unit's hard interrupt handler, or inside
+ *	drm_dev_enter()); must not sleep
  * @reset: reset the unit and wait for it, at most neuron_reset_timeout_ms,
  *	keeping the results of jobs that completed before the reset; return
- *	0 or -ETIMEDOUT (inside drm_dev_enter())
+ *	0 or -ETIMEDOUT (inside drm_dev_enter()). Called with
+ *	&neuron_ring.lock held and &neuron_ring.irq_lock not held (it
+ *	sleeps), the ring paused; it takes &neuron_ring.irq_lock itself to
+ *	collect what completed.
  * @forget: optional: drop the unit's progress on the jobs taken off it
  * @halted: whether the unit stopped on a ring error (inside
  *	drm_dev_enter())
@@ -55,7 +59,9 @@ enum neuron_ring_kind {
  *	neuron_ring_show_regs() prints a table of them) and driver indices
  * @show_job: print one job on the ring (debugfs)
  *
- * All but @halted and @show_regs are called with the ring's lock held.
+ * @hw_init, @write, @process, @forget and @show_job are called with
+ * &neuron_ring.irq_lock held (@hw_init also with &neuron_ring.lock, or
+ * before the ring is in use), and so must not sleep.
  */
 struct neuron_ring_ops {
 	void (*hw_init)(struct neuron_ring *ring);
@@ -89,8 +95,17 @@ struct neuron_ring_reg {
  * @credits: jobs the scheduler may put on the unit at once
  * @timeout_ms: time a job may take on the unit before it is reset
  * @sched: the scheduler feeding this ring; one credit per job
- * @lock: protects the unit's rings and indices, @inflight, and the
- *	hardware fences of the jobs on @inflight (signalled only under it)
+ * @lock: mutex (process context) serializing everything that puts jobs
+ *	on the unit or takes the unit away: run_job, resets of the unit or
+ *	the device, unplug, debugfs. Protects @fence_seqno. Taken before
+ *	@irq_lock.
+ * @irq_lock: spinlock, taken in the unit's hard interrupt handler and
+ *	elsewhere with interrupts disabled; protects the unit's rings and
+ *	indices (&struct neuron_queue, &struct neuron_dma_engine), the
+ *	progress of the jobs on them, @inflight, @paused, and the hardware
+ *	fences of the jobs on @inflight (signalled only under it).
+ * @paused: the unit is being reset: the interrupt handler leaves the
+ *	ring alone until the reset has collected what completed
  * @inflight: jobs handed to the unit and not completed, in ring order
  * @fence_context: dma_fence context of the hardware fences
  * @fence_seqno: last hardware fence seqno used on @fence_context
@@ -108,8 +123,11 @@ struct neuron_ring {
 	u32 credits;
 	unsigned int timeout_ms;
 	struct drm_gpu_scheduler sched;
-	/* Protects the unit's rings, inflight and their hw fences. */
+	/* Serializes run_job, resets, unplug; protects fence_seqno. */
 	struct mutex lock;
+	/* Protects the unit's rings, inflight, paused and their hw fences. */
+	spinlock_t irq_lock;
+	bool paused;
 	struct list_head inflight;
 	u64 fence_context;
 	u64 fence_seqno;
@@ -181,6 +199,7 @@ void neuron_ring_irq(struct neuron_ring *ring);
 void neuron_ring_signal_locked(struct neuron_ring *ring,
 			       struct neuron_job *job, int error);
 void neuron_ring_clear_locked(struct neuron_ring *ring, int err, bool signal);
+void neuron_ring_pause(struct neuron_ring *ring);
 bool neuron_ring_recover(struct neuron_ring *ring, struct drm_sched_job *bad,
 			 int err);
 int neuron_ring_show(struct neuron_ring *ring, struct seq_file *m);
