@@ -228,6 +228,61 @@ void run_e2e(const Options &o, Report &r) {
         t.set(m.name, deep, rate);
     }
 
+    // The compiled programs next to the hand-written ones: the two runs
+    // alternate one by one (which goes first rotates), so that the load of
+    // a shared machine falls on both alike.
+    Table &cmp =
+        r.table("e2e-compiled",
+                "Compiled programs next to the hand-written ones, one run at a time", "model");
+    cmp.column("hand-written", "ms").column("compiled", "ms");
+    cmp.ratio("compiled/hand-written", "compiled", "hand-written");
+    cmp.note("Submit to fence on core 0, per run, the same data and check for both programs; "
+             "a hand-written and a compiled run alternate, the first of each pair rotating, "
+             "12 pairs a round (2 with --quick).");
+    struct Pair {
+        std::string name;
+        std::function<nex::Case()> hand, compiled;
+    };
+    const std::vector<Pair> pairs = {
+        {"Linear+GELU fp32", [] { return nex::linear_gelu_case(neuron::DType::fp32); },
+         [] { return nex::compiled_linear_gelu_case(neuron::DType::fp32); }},
+        {"Linear+GELU bf16", [] { return nex::linear_gelu_case(neuron::DType::bf16); },
+         [] { return nex::compiled_linear_gelu_case(neuron::DType::bf16); }},
+        {"transformer block fp32", [] { return nex::transformer_block_case(); },
+         [] { return nex::compiled_transformer_block_case(); }},
+    };
+    for (const auto &pair : pairs) {
+        if (!dev) {
+            for (const char *col : {"hand-written", "compiled"})
+                cmp.skip(pair.name, col, "no neuron device");
+            continue;
+        }
+        const nex::Case hc = pair.hand(), cc = pair.compiled();
+        const LoadedExample hand(*dev, hc, 1), comp(*dev, cc, 1);
+        hand.check();
+        comp.check();
+        const unsigned runs = o.quick ? 2 : 12;
+        auto round = [&](std::array<std::vector<double>, 2> *ms) {
+            std::array<double, 2> sum{};
+            for (unsigned i = 0; i < runs; i++)
+                for (unsigned k = 0; k < 2; k++) {
+                    const unsigned v = (i + k) % 2;
+                    const double t0 = now_s();
+                    (v ? comp : hand).submit(0, 0).wait();
+                    sum[v] += now_s() - t0;
+                }
+            if (ms)
+                for (unsigned v = 0; v < 2; v++)
+                    (*ms)[v].push_back(sum[v] / runs * 1e3);
+        };
+        round(nullptr); // warm up
+        std::array<std::vector<double>, 2> ms;
+        for (unsigned rep = 0; rep < std::max(o.repeat, 1u); rep++)
+            round(&ms);
+        cmp.set(pair.name, "hand-written", Stats::of(ms[0]));
+        cmp.set(pair.name, "compiled", Stats::of(ms[1]));
+    }
+
     Table &p =
         r.table("e2e-profile", "Profiling's cost, example models one run at a time", "model");
     p.column("off", "ms")
