@@ -600,9 +600,11 @@ void Lowering::store(uint32_t node) {
         k_->dma_store(a.at(uint64_t{t} * P * pitch, static_cast<uint32_t>(pitch)), tile(b, t));
 }
 
-// A one-row value copied onto all 128 partitions: one COPY, then copies
-// that double the filled partitions (partition pairing is relative, so a
-// copy may move data across partitions).
+// A one-row value on all 128 partitions. An input or a constant is read
+// so from memory: one DMA_LOAD with a partition stride of 0. A computed
+// row is copied: one COPY, then copies that double the filled partitions
+// (partition pairing is relative, so a copy may move data across
+// partitions).
 const Buf &Lowering::replicated(uint32_t node, uint32_t step) {
     auto key = std::make_pair(node, step);
     auto it = replicas_.find(key);
@@ -610,7 +612,11 @@ const Buf &Lowering::replicated(uint32_t node, uint32_t step) {
         const Buf &src = buf(node);
         int id = temp(step, g_.node(node).name + ".rows", src.dtype, P, src.cols);
         replicas_[key] = id;
-        if (!planning_) {
+        const Node &sn = g_.node(node);
+        if (!planning_ && (sn.op == Op::input || sn.op == Op::constant)) {
+            const Buf &r = bufs_[static_cast<size_t>(id)];
+            k_->dma_load(rows(r, 0, P, 0, r.cols), args_.at(node).at(0, 0));
+        } else if (!planning_) {
             const Buf &r = bufs_[static_cast<size_t>(id)];
             const Buf &s = buf(node);
             ensure_loaded(node);
@@ -862,10 +868,11 @@ void Lowering::emit_binary(uint32_t i) {
                     "same shape, a row [.., C], a column [.., 1] or one element");
     }
     ensure_loaded(big);
-    ensure_loaded(small);
     const Buf *sm = nullptr;
     if (form == row || form == scalar)
-        sm = &replicated(small, i);
+        sm = &replicated(small, i); // loads or copies what it needs
+    else
+        ensure_loaded(small);
     if (planning_)
         return;
     if (!sm)

@@ -421,6 +421,16 @@ void nm_exec_select(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
     finish_ew(ex, &d, r, 1);
 }
 
+/* Whether linear free index j of @t is at byte j * esize of its partition. */
+static bool tap_contiguous(const nm_tap *t) {
+    const bool inner = t->count[0] == 1 || t->stride[0] == 1;
+    if (t->count[1] == 1)
+        return inner;
+    if (t->count[0] == 1)
+        return t->stride[1] == 1;
+    return t->stride[0] == 1 && t->stride[1] == t->count[0];
+}
+
 void nm_exec_copy(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
     nm_tap d, s;
     if ((r->status = decode_ew(ex, in, 1, &d, &s, NULL)))
@@ -431,6 +441,12 @@ void nm_exec_copy(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
         if (nm_aborted(ex)) {
             r->status = NEURON_JOB_STATUS_ABORTED;
             return;
+        }
+        if (s.dtype == d.dtype && tap_contiguous(&s) && tap_contiguous(&d)) {
+            /* Same type, one run of bytes each: the partition's source is
+             * read whole before its destination is written, as below. */
+            memmove(nm_tap_elem(&d, p, 0), nm_tap_elem(&s, p, 0), (size_t)s.elems * s.esize);
+            continue;
         }
         if (s.dtype == d.dtype) {
             /* Same type: bit-exact (int32 beyond 2^24, NaN payloads). */

@@ -32,6 +32,7 @@
 
 #include <fmt/format.h>
 #include <neuron/builder.hpp>
+#include <neuron/compiler/compile.hpp>
 
 #include "neuron_isa.h"
 
@@ -83,6 +84,9 @@ Program build_transformer_block(const TransformerShape &s, const TransformerPara
             "transformer_block: need seq 1..128, d_model a multiple of 128 up to 512, d_ff a "
             "multiple of 128 and d_head = d_model / heads dividing 128 (got {}, {}, {}, {})",
             S, D, H, F));
+    if (s.post_norm)
+        throw std::invalid_argument("transformer_block: the hand-written program is the pre-norm "
+                                    "block; compile transformer_block_graph() for post-norm");
     const uint32_t DH = D / H, KD = D / P, KF = F / P;
     const auto fp32 = DType::fp32;
     const float scale = 1.0f / std::sqrt(static_cast<float>(DH));
@@ -346,11 +350,17 @@ void linear_ref(const Mat &a, size_t rows, size_t n, const std::vector<float> &w
 std::vector<double> transformer_block_reference(const TransformerShape &s, std::span<const float> x,
                                                 const TransformerParams &p) {
     const size_t S = s.seq, D = s.d_model, H = s.heads, DH = s.d_head(), F = s.d_ff;
-    Mat xv(x.begin(), x.end()), a, q, kk, v, attn(S * D), proj, h(S * D), u, mlp;
-    layer_norm_ref(xv, S, D, p.ln1_g, p.ln1_b, s.eps, a);
-    linear_ref(a, S, D, p.wq, D, p.bq, q);
-    linear_ref(a, S, D, p.wk, D, p.bk, kk);
-    linear_ref(a, S, D, p.wv, D, p.bv, v);
+    Mat xv(x.begin(), x.end()), a, q, kk, v, attn(S * D), proj, h(S * D), n1, u, mlp, y(S * D);
+    // Pre-norm: attention and MLP read the normalised residual stream;
+    // post-norm: they read the stream, and the sums are normalised.
+    const Mat *att_in = &xv;
+    if (!s.post_norm) {
+        layer_norm_ref(xv, S, D, p.ln1_g, p.ln1_b, s.eps, a);
+        att_in = &a;
+    }
+    linear_ref(*att_in, S, D, p.wq, D, p.bq, q);
+    linear_ref(*att_in, S, D, p.wk, D, p.bk, kk);
+    linear_ref(*att_in, S, D, p.wv, D, p.bv, v);
     const double scale = 1.0 / std::sqrt(static_cast<double>(DH));
     std::vector<double> sc(S);
     for (size_t hd = 0; hd < H; hd++)
@@ -377,14 +387,27 @@ std::vector<double> transformer_block_reference(const TransformerShape &s, std::
     linear_ref(attn, S, D, p.wo, D, p.bo, proj);
     for (size_t i = 0; i < S * D; i++)
         h[i] = xv[i] + proj[i];
-    layer_norm_ref(h, S, D, p.ln2_g, p.ln2_b, s.eps, a);
-    linear_ref(a, S, D, p.w1, F, p.b1, u);
+    const Mat *mlp_in = &h;
+    if (s.post_norm) {
+        layer_norm_ref(h, S, D, p.ln1_g, p.ln1_b, s.eps, n1);
+        mlp_in = &n1;
+    } else {
+        layer_norm_ref(h, S, D, p.ln2_g, p.ln2_b, s.eps, a);
+        mlp_in = &a;
+    }
+    linear_ref(*mlp_in, S, D, p.w1, F, p.b1, u);
     for (auto &e : u)
         e = 0.5 * e * (1.0 + std::erf(e / std::sqrt(2.0)));
     linear_ref(u, S, F, p.w2, D, p.b2, mlp);
+    const Mat &res = s.post_norm ? n1 : h;
     for (size_t i = 0; i < S * D; i++)
-        h[i] += mlp[i];
-    return h;
+        y[i] = res[i] + mlp[i];
+    if (s.post_norm) {
+        Mat out;
+        layer_norm_ref(y, S, D, p.ln2_g, p.ln2_b, s.eps, out);
+        return out;
+    }
+    return y;
 }
 
 Tolerance transformer_block_tolerance() {
@@ -419,6 +442,137 @@ Case transformer_block_case(uint64_t seed, const TransformerShape &s) {
     const uint64_t S = s.seq, D = s.d_model, F = s.d_ff;
     c.flops = 2 * S * D * D * 4 + 2 * S * S * D * 2 + 2 * S * D * F * 2;
     return c;
+}
+
+compiler::Graph transformer_block_graph(const TransformerShape &s, const TransformerParams &p) {
+    using namespace neuron::compiler;
+    const int64_t S = s.seq, D = s.d_model, H = s.heads, DH = s.d_head(), F = s.d_ff;
+    if (S == 0 || D == 0 || H == 0 || F == 0 || D % H)
+        throw std::invalid_argument(
+            fmt::format("transformer_block_graph: need sizes >= 1 and heads dividing d_model (got "
+                        "seq {}, d_model {}, {} heads, d_ff {})",
+                        S, D, H, F));
+    Graph g(fmt::format("{}_s{}_d{}_h{}_ff{}", s.post_norm ? "encoder_layer" : "transformer_block",
+                        S, D, H, F));
+    const auto fp32 = DType::fp32;
+    auto c = [&](const std::string &name, Shape shape, const std::vector<float> &v) {
+        return g.constant(name, Type{fp32, std::move(shape)}, ConstantInit{v, {}, 1.0f});
+    };
+    auto dims = [](Shape d) {
+        Attrs a;
+        a.dims = std::move(d);
+        return a;
+    };
+    const uint32_t x = g.input("x", Type{fp32, {1, S, D}});
+    const uint32_t ln1_g = c("ln1.weight", {D}, p.ln1_g), ln1_b = c("ln1.bias", {D}, p.ln1_b);
+    const uint32_t wq = c("attn.wq", {D, D}, p.wq), bq = c("attn.bq", {D}, p.bq);
+    const uint32_t wk = c("attn.wk", {D, D}, p.wk), bk = c("attn.bk", {D}, p.bk);
+    const uint32_t wv = c("attn.wv", {D, D}, p.wv), bv = c("attn.bv", {D}, p.bv);
+    const uint32_t wo = c("attn.wo", {D, D}, p.wo), bo = c("attn.bo", {D}, p.bo);
+    const uint32_t ln2_g = c("ln2.weight", {D}, p.ln2_g), ln2_b = c("ln2.bias", {D}, p.ln2_b);
+    const uint32_t w1 = c("mlp.w1", {D, F}, p.w1), b1 = c("mlp.b1", {F}, p.b1);
+    const uint32_t w2 = c("mlp.w2", {F, D}, p.w2), b2 = c("mlp.b2", {D}, p.b2);
+
+    auto linear = [&](const std::string &name, uint32_t in, uint32_t w, uint32_t b) {
+        return g.add(Op::add, name, {g.add(Op::matmul, name + ".mm", {in, w}), b});
+    };
+    auto layer_norm = [&](const std::string &name, uint32_t in, uint32_t w, uint32_t b) {
+        Attrs a;
+        a.eps = s.eps;
+        return g.add(Op::layer_norm, name, {in, w, b}, a);
+    };
+    // [1, S, D] -> [H, S, DH]
+    auto heads = [&](const std::string &name, uint32_t v) {
+        uint32_t r = g.add(Op::reshape, name + ".split", {v}, dims({S, H, DH}));
+        return g.add(Op::transpose, name + ".heads", {r}, dims({1, 0, 2}));
+    };
+    auto attention = [&](uint32_t in) {
+        const uint32_t q = heads("attn.q", linear("attn.q", in, wq, bq));
+        const uint32_t k = heads("attn.k", linear("attn.k", in, wk, bk));
+        const uint32_t v = heads("attn.v", linear("attn.v", in, wv, bv));
+        Attrs tb;
+        tb.transpose_b = true;
+        const uint32_t scores = g.add(Op::matmul, "attn.scores.mm", {q, k}, tb);
+        Attrs scale;
+        scale.scalar = 1.0f / std::sqrt(static_cast<float>(DH));
+        const uint32_t scaled = g.add(Op::mul, "attn.scores", {scores}, scale);
+        const uint32_t probs = g.add(Op::softmax, "attn.softmax", {scaled});
+        const uint32_t o = g.add(Op::matmul, "attn.pv", {probs, v});
+        const uint32_t merged = g.add(Op::transpose, "attn.merge", {o}, dims({1, 0, 2}));
+        return g.add(Op::reshape, "attn.concat", {merged}, dims({1, S, D}));
+    };
+    auto mlp_hidden = [&](uint32_t in) {
+        return g.add(Op::gelu, "mlp.gelu", {linear("mlp.fc1", in, w1, b1)});
+    };
+    uint32_t y = 0;
+    if (!s.post_norm) {
+        const uint32_t a = layer_norm("ln1", x, ln1_g, ln1_b);
+        const uint32_t h =
+            g.add(Op::add, "residual1", {linear("attn.out", attention(a), wo, bo), x});
+        const uint32_t u = mlp_hidden(layer_norm("ln2", h, ln2_g, ln2_b));
+        y = g.add(Op::add, "y", {linear("mlp.fc2", u, w2, b2), h});
+    } else {
+        const uint32_t r1 =
+            g.add(Op::add, "residual1", {linear("attn.out", attention(x), wo, bo), x});
+        const uint32_t n1 = layer_norm("ln1", r1, ln1_g, ln1_b);
+        const uint32_t r2 =
+            g.add(Op::add, "residual2", {linear("mlp.fc2", mlp_hidden(n1), w2, b2), n1});
+        y = layer_norm("y", r2, ln2_g, ln2_b);
+    }
+    g.mark_output(y);
+    return g;
+}
+
+namespace {
+
+// The case of the compiled block or layer: transformer_block_case's data
+// (the same generator, in the same order).
+Case compiled_case(uint64_t seed, const TransformerShape &s, const std::string &title,
+                   Tolerance tol) {
+    Rng rng(seed);
+    std::vector<float> x(size_t{s.seq} * s.d_model);
+    for (auto &v : x)
+        v = rng.uniform(1.0f);
+    TransformerParams p = transformer_params(s, rng);
+
+    compiler::Compiled compiled = compiler::compile(transformer_block_graph(s, p));
+    Case c(compiled.program);
+    c.stats = compiled.stats;
+    c.title = title;
+    c.inputs.emplace_back("x", pack(DType::fp32, x));
+    c.output = std::string("y");
+    c.output_dtype = DType::fp32;
+    auto t0 = std::chrono::steady_clock::now();
+    c.reference = transformer_block_reference(s, x, p);
+    c.reference_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    c.tolerance = tol;
+    const uint64_t S = s.seq, D = s.d_model, F = s.d_ff;
+    c.flops = 2 * S * D * D * 4 + 2 * S * S * D * 2 + 2 * S * D * F * 2;
+    return c;
+}
+
+} // namespace
+
+Case compiled_transformer_block_case(uint64_t seed, const TransformerShape &s) {
+    return compiled_case(seed, s,
+                         fmt::format("transformer block (seq {}, d_model {}, {} heads, d_ff {}), "
+                                     "fp32, compiled",
+                                     s.seq, s.d_model, s.heads, s.d_ff),
+                         transformer_block_tolerance());
+}
+
+Tolerance encoder_layer_tolerance() {
+    return Tolerance{1e-5, 1e-5};
+}
+
+Case encoder_768_case(uint64_t seed) {
+    const TransformerShape &s = bert_base_shape;
+    return compiled_case(seed, s,
+                         fmt::format("BERT-base encoder layer (seq {}, d_model {}, {} heads, d_ff "
+                                     "{}, post-norm), fp32, compiled",
+                                     s.seq, s.d_model, s.heads, s.d_ff),
+                         encoder_layer_tolerance());
 }
 
 } // namespace nex

@@ -2,6 +2,7 @@
 // End to end: the example models (examples/) run as a user would run
 // them: per-run latency one at a time, and throughput with many runs in
 // flight spread over every core.
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -87,6 +88,14 @@ class LoadedExample {
     uint64_t out_size_ = 0;
 };
 
+/// Runs per figure: 48 (8 with --quick), fewer for a model whose one run
+/// takes @p once_s seconds or more, so that a figure takes about 2 s.
+unsigned runs_for(const Options &o, double once_s) {
+    const unsigned most = o.quick ? 8 : 48;
+    const double fit = 2.0 / std::max(once_s, 1e-6);
+    return std::clamp(static_cast<unsigned>(fit) / 4 * 4, 8u, most);
+}
+
 /// Runs per second with @p depth in flight, round robin over the cores.
 double throughput(const LoadedExample &ex, unsigned depth, unsigned runs) {
     return rate_in_flight(depth, runs, [&](unsigned i) { return ex.submit(i % depth, i); });
@@ -125,11 +134,12 @@ void profile_cost(const Options &o, const neuron::Device &dev, const nex::Case &
     if (off.output() != want)
         throw std::runtime_error(c.title + ": a profiled run's output differs from an unprofiled "
                                            "one's");
+    const double checked_at = now_s();
     cap.check();
     if (cap.output() != want)
         throw std::runtime_error(c.title + ": a captured run's output differs from an unprofiled "
                                            "one's");
-    const unsigned runs = o.quick ? 2 : 12;
+    const unsigned runs = o.quick ? 2 : runs_for(o, now_s() - checked_at) / 4;
     std::array<std::vector<double>, 4> ms;
     auto once = [&](unsigned variant) {
         const double t0 = now_s();
@@ -172,7 +182,9 @@ void run_e2e(const Options &o, Report &r) {
     t.ratio("in flight/one", deep, "one at a time");
     t.note(fmt::format("Latency: one run at a time on core 0, submit to fence (its inverse is "
                        "the one-at-a-time rate). {}: round robin over all cores, each run with "
-                       "its own output buffer.",
+                       "its own output buffer. A figure is 48 runs, fewer (at least 8) for a "
+                       "model whose run takes more than 2/48 s. 'compiled': the program built "
+                       "by neuron::compiler from the model's graph.",
                        deep));
     struct Model {
         std::string name;
@@ -186,6 +198,8 @@ void run_e2e(const Options &o, Report &r) {
         {"Linear+GELU bf16 compiled",
          [] { return nex::compiled_linear_gelu_case(neuron::DType::bf16); }},
         {"transformer block fp32", [] { return nex::transformer_block_case(); }},
+        {"transformer block fp32 compiled", [] { return nex::compiled_transformer_block_case(); }},
+        {"encoder 768 (BERT-base) fp32 compiled", [] { return nex::encoder_768_case(); }},
     };
     auto dev = open_device(o);
     for (const auto &m : models) {
@@ -197,8 +211,9 @@ void run_e2e(const Options &o, Report &r) {
         }
         const nex::Case c = m.make();
         LoadedExample ex(*dev, c, depth);
+        const double checked_at = now_s();
         ex.check();
-        const unsigned runs = o.quick ? 8 : 48;
+        const unsigned runs = runs_for(o, now_s() - checked_at);
         const Stats latency = repeat_runs(o.repeat, [&] {
             const double t0 = now_s();
             for (unsigned i = 0; i < runs / 4; i++)
@@ -211,6 +226,61 @@ void run_e2e(const Options &o, Report &r) {
         t.set(m.name, "one at a time",
               Stats{1e3 / latency.median, 1e3 / latency.max, 1e3 / latency.min, latency.runs});
         t.set(m.name, deep, rate);
+    }
+
+    // The compiled programs next to the hand-written ones: the two runs
+    // alternate one by one (which goes first rotates), so that the load of
+    // a shared machine falls on both alike.
+    Table &cmp =
+        r.table("e2e-compiled",
+                "Compiled programs next to the hand-written ones, one run at a time", "model");
+    cmp.column("hand-written", "ms").column("compiled", "ms");
+    cmp.ratio("compiled/hand-written", "compiled", "hand-written");
+    cmp.note("Submit to fence on core 0, per run, the same data and check for both programs; "
+             "a hand-written and a compiled run alternate, the first of each pair rotating, "
+             "12 pairs a round (2 with --quick).");
+    struct Pair {
+        std::string name;
+        std::function<nex::Case()> hand, compiled;
+    };
+    const std::vector<Pair> pairs = {
+        {"Linear+GELU fp32", [] { return nex::linear_gelu_case(neuron::DType::fp32); },
+         [] { return nex::compiled_linear_gelu_case(neuron::DType::fp32); }},
+        {"Linear+GELU bf16", [] { return nex::linear_gelu_case(neuron::DType::bf16); },
+         [] { return nex::compiled_linear_gelu_case(neuron::DType::bf16); }},
+        {"transformer block fp32", [] { return nex::transformer_block_case(); },
+         [] { return nex::compiled_transformer_block_case(); }},
+    };
+    for (const auto &pair : pairs) {
+        if (!dev) {
+            for (const char *col : {"hand-written", "compiled"})
+                cmp.skip(pair.name, col, "no neuron device");
+            continue;
+        }
+        const nex::Case hc = pair.hand(), cc = pair.compiled();
+        const LoadedExample hand(*dev, hc, 1), comp(*dev, cc, 1);
+        hand.check();
+        comp.check();
+        const unsigned runs = o.quick ? 2 : 12;
+        auto round = [&](std::array<std::vector<double>, 2> *ms) {
+            std::array<double, 2> sum{};
+            for (unsigned i = 0; i < runs; i++)
+                for (unsigned k = 0; k < 2; k++) {
+                    const unsigned v = (i + k) % 2;
+                    const double t0 = now_s();
+                    (v ? comp : hand).submit(0, 0).wait();
+                    sum[v] += now_s() - t0;
+                }
+            if (ms)
+                for (unsigned v = 0; v < 2; v++)
+                    (*ms)[v].push_back(sum[v] / runs * 1e3);
+        };
+        round(nullptr); // warm up
+        std::array<std::vector<double>, 2> ms;
+        for (unsigned rep = 0; rep < std::max(o.repeat, 1u); rep++)
+            round(&ms);
+        cmp.set(pair.name, "hand-written", Stats::of(ms[0]));
+        cmp.set(pair.name, "compiled", Stats::of(ms[1]));
     }
 
     Table &p =

@@ -587,9 +587,15 @@ static void test_reduce_sum_order(void **state) {
 /*
  * Destinations overlapping their sources: the same elements (in place),
  * and one element later or earlier in the row, where each source row must
- * be read before the destination row is written.
+ * be read before the destination row is written. @op: ACTIVATE on the
+ * Scalar engine, TENSOR_TENSOR, or a same-dtype COPY (one run of bytes per
+ * partition, which the model moves at once).
  */
-static void check_overlap(int32_t shift, bool tensor_tensor) {
+enum overlap_op { OV_ACTIVATE, OV_TENSOR_TENSOR, OV_COPY };
+
+static void check_overlap(int32_t shift, enum overlap_op op) {
+    static const char *const names[] = {"ACTIVATE", "TENSOR_TENSOR", "COPY"};
+    const bool tensor_tensor = op == OV_TENSOR_TENSOR;
     const uint32_t P = 4, F = 64, W = F + 2; /* a row of W elements, operands at 1 and 1 + shift */
     tenv *t = te_new();
     pb_prog p;
@@ -602,10 +608,12 @@ static void check_overlap(int32_t shift, bool tensor_tensor) {
     ld(&p, sv, NEURON_DT_FP32, P, W, 0);
     const struct neuron_tap src = pb_sbuf(NEURON_DT_FP32, 0, P, 4, F);
     const struct neuron_tap dst = pb_sbuf(NEURON_DT_FP32, 0, P, (uint32_t)(4 + 4 * shift), F);
-    int engine = tensor_tensor ? NEURON_ENGINE_VECTOR : NEURON_ENGINE_SCALAR;
+    int engine = op == OV_ACTIVATE ? NEURON_ENGINE_SCALAR : NEURON_ENGINE_VECTOR;
     handoff(&p, NEURON_ENGINE_SYNC, engine, 0);
     if (tensor_tensor)
         pb_tt(&p, NEURON_ALU_ADD, dst, src, src);
+    else if (op == OV_COPY)
+        pb_copy(&p, NEURON_ENGINE_VECTOR, dst, src);
     else
         pb_activate(&p, NEURON_ACT_IDENTITY, dst, src, (struct neuron_tap){0}, 2.0f, 1.0f);
     handoff(&p, engine, NEURON_ENGINE_SYNC, 1);
@@ -618,13 +626,14 @@ static void check_overlap(int32_t shift, bool tensor_tensor) {
             int32_t i = (int32_t)j - 1 - shift; /* the source element written to j */
             float want = row[j];
             if (i >= 0 && i < (int32_t)F)
-                want = tensor_tensor ? row[1 + i] + row[1 + i] : row[1 + i] * 2.0f + 1.0f;
+                want = op == OV_COPY   ? row[1 + i]
+                       : tensor_tensor ? row[1 + i] + row[1 + i]
+                                       : row[1 + i] * 2.0f + 1.0f;
             float got;
             memcpy(&got, out + 4 * ((size_t)pp * W + j), 4);
             if (tu_bits(got) != tu_bits(want))
-                fail_msg("shift %d %s [%u,%u]: got %g want %g", shift,
-                         tensor_tensor ? "TENSOR_TENSOR" : "ACTIVATE", pp, j, (double)got,
-                         (double)want);
+                fail_msg("shift %d %s [%u,%u]: got %g want %g", shift, names[op], pp, j,
+                         (double)got, (double)want);
         }
     free(v);
     pb_free(&p);
@@ -634,8 +643,9 @@ static void check_overlap(int32_t shift, bool tensor_tensor) {
 static void test_overlap(void **state) {
     (void)state;
     for (int32_t shift = -1; shift <= 1; shift++) {
-        check_overlap(shift, false);
-        check_overlap(shift, true);
+        check_overlap(shift, OV_ACTIVATE);
+        check_overlap(shift, OV_TENSOR_TENSOR);
+        check_overlap(shift, OV_COPY);
     }
 }
 
