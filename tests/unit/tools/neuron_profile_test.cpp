@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -810,6 +811,61 @@ static void compiled_live_ranges_hold(void **) {
     assert_int_equal(lines, 2);
 }
 
+// The LIVE section round trip, and what its reader refuses: the program
+// container of docs/program-format.md, version 1.2 only with LIVE.
+static void live_section_round_trip(void **) {
+    auto build = [](std::optional<LiveRange> r) {
+        ProgramBuilder b("relu");
+        test::add_relu2x1(b, 64);
+        if (r)
+            b.live_range(*r);
+        return b.build();
+    };
+    Program plain = Program::parse(build(std::nullopt));
+    assert_int_equal(plain.version_minor(), 0);
+    assert_true(plain.live_ranges().empty());
+    LiveRange r;
+    r.name = "x";
+    r.kind = format::symbol_sbuf;
+    r.part_start = 0;
+    r.part_count = 128;
+    r.offset = 0;
+    r.size = 256;
+    r.live = {Engine::sync, 0}; // its load
+    r.dead[3] = 0;              // the load again, on sync
+    r.dead[2] = 1;              // the activation, on scalar
+    Program p = Program::parse(build(r));
+    assert_int_equal(p.version_minor(), 2);
+    assert_int_equal(p.live_ranges().size(), 1);
+    const LiveRange &q = p.live_ranges()[0];
+    assert_string_equal(q.name.c_str(), "x");
+    assert_int_equal(q.kind, format::symbol_sbuf);
+    assert_int_equal(q.part_count, 128);
+    assert_int_equal(q.size, 256);
+    assert_true(q.live == r.live);
+    assert_true(q.dead == r.dead);
+    auto refused = [&](LiveRange bad, const char *why) {
+        try {
+            build(bad);
+            fail_msg("a live range was not refused: %s", why);
+        } catch (const Error &e) {
+            if (!contains(e.what(), why))
+                fail_msg("'%s' does not say '%s'", e.what(), why);
+        }
+    };
+    LiveRange far = r;
+    far.dead[2] = 99;
+    refused(far, "live range 0 'x': dead instruction 99 is outside the scalar stream's");
+    LiveRange early = r;
+    early.live = {Engine::scalar, 1};
+    early.dead[2] = 0;
+    refused(early, "the scalar stream's last use is before its first");
+    LiveRange psum = r;
+    psum.kind = format::symbol_psum;
+    psum.offset = 16256;
+    refused(psum, "PSUM range [0x3f80, +0x100) exceeds a partition");
+}
+
 int main(int argc, char **argv) {
     if (argc == 2 && std::string_view(argv[1]) == "--kernel") {
         device_env = "";
@@ -820,6 +876,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(summary_agrees_with_the_job),
         cmocka_unit_test(compiled_graph_names_its_nodes),
         cmocka_unit_test(compiled_live_ranges_hold),
+        cmocka_unit_test(live_section_round_trip),
         cmocka_unit_test(truncated_summary_says_so),
         cmocka_unit_test(capture_view_export),
         cmocka_unit_test(high_water_in_time_order),
