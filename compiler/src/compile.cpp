@@ -184,6 +184,8 @@ class Lowering {
     uint32_t next_bank_ = 0;
     int ones_ = -1;
     std::string plan_text_;
+    std::vector<size_t> step_from_; // per step: the Kernel's instructions before it
+    void live_ranges();
 };
 
 void Lowering::check() {
@@ -731,6 +733,7 @@ void Lowering::emit_matmul(uint32_t i, const Plan &p) {
                 const uint32_t nn = std::min(bank_elems, N - n0);
                 Tap bank = psum_.view((next_bank_++ % psum_banks) * bank_elems, nn);
                 bank.part_count = cnt;
+                const size_t bank_from = k_->recorded();
                 bool first = true;
                 if (p.bias) {
                     const Buf &ones = bufs_[static_cast<size_t>(ones_)];
@@ -754,6 +757,10 @@ void Lowering::emit_matmul(uint32_t i, const Plan &p) {
                                       rows(buf(*p.residual), ga, cnt, n0, nn));
                 else
                     k_->copy(Engine::vector, dst, bank);
+                // The bank is in use from its first matmul to the epilogue
+                // that reads it; the bank's next use is psum_banks later.
+                k_->live_range(n.name + ".acc", Space::psum, bank.part_start, bank.part_count,
+                               bank.offset, nn * 4, bank_from, k_->recorded());
             }
             r += cnt;
         }
@@ -1113,9 +1120,12 @@ void Lowering::emit() {
         next_temp_.clear();
         replicas_.clear();
         loaded_.assign(nodes.size(), false);
+        step_from_.assign(nodes.size() + 1, 0);
     }
     for (uint32_t i = 0; i < nodes.size(); i++) {
         const Plan &p = plans_[i];
+        if (!planning_)
+            step_from_[i] = k_->recorded();
         // Every instruction of the group, the loads of its operands and the
         // store of its result included, is named after its nodes: the
         // program's ORIGINS, which profiles name instructions by.
@@ -1173,6 +1183,29 @@ void Lowering::emit() {
         } else {
             store(p.result);
         }
+    }
+    if (!planning_)
+        step_from_[nodes.size()] = k_->recorded();
+}
+
+// Each row tile of an SBUF buffer is in use during the steps of the
+// buffer's lifetime, and only it uses its bytes then (plan_memory's first
+// fit): its instructions are the ones of those steps that touch them. Tile
+// by tile, since a tile's last use (its store, say) may end long before the
+// next tile's. The row of ones, written before the first step, lives to
+// the end.
+void Lowering::live_ranges() {
+    for (size_t id = 0; id < bufs_.size(); id++) {
+        const Buf &b = bufs_[id];
+        const bool ones = static_cast<int>(id) == ones_;
+        const size_t from = ones ? 0 : step_from_[static_cast<size_t>(b.first)];
+        const size_t to = ones ? k_->recorded() : step_from_[static_cast<size_t>(b.last) + 1];
+        const uint32_t pitch = b.cols * dtype_size(b.dtype);
+        for (uint32_t t = 0; t < b.tiles(); t++)
+            k_->live_range(b.tiles() > 1 ? fmt::format("{}[{}]", b.what, t) : b.what, Space::sbuf,
+                           0, tile_rows(b, t),
+                           arena_.offset + static_cast<uint32_t>(b.offset) + t * pitch, pitch, from,
+                           to);
     }
 }
 
@@ -1255,6 +1288,7 @@ Compiled Lowering::run() {
             k_->memset(Engine::vector, rows(bufs_.back(), 0, 1, 0, P), 1.0f);
         }
         emit();
+        live_ranges();
         k_->set_origin("");
         k_->finish();
         stats = k_->stats();

@@ -403,6 +403,7 @@ struct ProgramBuilder::Impl {
     uint32_t sbuf_next = 0, psum_next = 0, sem_next = 0;
     uint64_t insn_limit = 0;
     std::string origin; ///< of the instructions appended now (set_origin)
+    std::vector<LiveRange> live;
     std::vector<std::unique_ptr<StreamBuilder>> streams;
 };
 
@@ -551,6 +552,13 @@ const std::string &ProgramBuilder::origin() const {
     return impl_->origin;
 }
 
+void ProgramBuilder::live_range(LiveRange r) {
+    for (char c : r.name)
+        if (c < 0x20 || c > 0x7e)
+            invalid(fmt::format("live range '{}': names are printable ASCII", r.name));
+    impl_->live.push_back(std::move(r));
+}
+
 StreamBuilder &ProgramBuilder::stream(Engine e) {
     unsigned i = static_cast<unsigned>(e) - 1;
     if (i >= num_engines)
@@ -566,6 +574,7 @@ std::vector<std::byte> ProgramBuilder::build() const {
     c.args = impl_->args;
     c.symbols = impl_->symbols;
     c.constants = impl_->constants;
+    c.live = impl_->live;
     if (!c.constants.empty() && c.constants.size() % 64)
         c.constants.resize(align_up(c.constants.size(), 64));
     // A stream must not run off its end: only END and an infinite LOOP

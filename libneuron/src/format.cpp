@@ -122,6 +122,8 @@ const char *section_name(uint32_t type) {
         return "SYMBOLS";
     case f::section_origins:
         return "ORIGINS";
+    case f::section_live:
+        return "LIVE";
     default:
         return "unknown";
     }
@@ -396,7 +398,7 @@ struct Parser {
     uint64_t table_end = 0;
     std::vector<Section> secs;
     const Section *strtab = nullptr, *args = nullptr, *cnst = nullptr, *syms = nullptr,
-                  *orig = nullptr;
+                  *orig = nullptr, *live = nullptr;
     std::array<const Section *, num_engines> code{};
     ProgramData d;
     std::vector<SlotInfo> slots;
@@ -478,7 +480,7 @@ struct Parser {
             Section s{i, rd32(b, E),     rd32(b, E + 4), rd32(b, E + 24), rd32(b, E + 28),
                       E, rd64(b, E + 8), rd64(b, E + 16)};
             std::string what = fmt::format("section {} ({})", i, section_name(s.type));
-            bool known = s.type >= f::section_strtab && s.type <= f::section_origins;
+            bool known = s.type >= f::section_strtab && s.type <= f::section_live;
             if (!known && !(s.flags & f::section_optional))
                 return fail(E, "section {}: unknown type {} (not marked optional)", i, s.type);
             if (s.flags & ~f::section_optional)
@@ -550,6 +552,9 @@ struct Parser {
                 break;
             case f::section_origins:
                 slot = &orig;
+                break;
+            case f::section_live:
+                slot = &live;
                 break;
             case f::section_code:
                 slot = &code[NEURON_ENGINE_INDEX(s.info)];
@@ -693,6 +698,64 @@ struct Parser {
                                 what, k - 1, p.name, to_string(p.engine), p.first, p.count);
             }
             d.origins.push_back(std::move(o));
+        }
+        return {};
+    }
+
+    // LIVE: when SBUF/PSUM ranges are in use, by instruction.
+    VErr live_ranges() {
+        if (!live)
+            return {};
+        if (live->size % f::live_entry_size)
+            return fail(live->entry + 16, "LIVE size {} is not a multiple of {}", live->size,
+                        f::live_entry_size);
+        for (uint64_t k = 0; k < live->size / f::live_entry_size; k++) {
+            uint64_t Y = live->offset + k * f::live_entry_size;
+            LiveRange r;
+            if (auto e = str(Y, r.name))
+                return e;
+            if (r.name.empty())
+                return fail(Y, "live range {}: empty name", k);
+            std::string what = fmt::format("live range {} '{}'", k, r.name);
+            uint8_t kind = rd8(b, Y + 4), ps = rd8(b, Y + 5), pc = rd8(b, Y + 6);
+            if (kind != f::symbol_sbuf && kind != f::symbol_psum)
+                return fail(Y + 4, "{}: kind {} is neither SBUF (1) nor PSUM (2)", what, kind);
+            if (pc == 0 || ps + pc > NEURON_PARTITIONS)
+                return fail(Y + 5, "{}: partitions {}+{} are outside 0..127", what, ps, pc);
+            uint8_t le = rd8(b, Y + 7);
+            if (le < NEURON_ENGINE_TENSOR || le > NEURON_ENGINE_SYNC)
+                return fail(Y + 7, "{}: live engine {} does not exist (1..4)", what, le);
+            r.kind = static_cast<f::SymbolKind>(kind);
+            r.part_start = ps;
+            r.part_count = pc;
+            r.offset = rd32(b, Y + 8);
+            r.size = rd32(b, Y + 12);
+            if (r.size == 0)
+                return fail(Y + 12, "{}: zero size", what);
+            if (kind == f::symbol_psum &&
+                uint64_t{r.offset} + r.size > NEURON_PSUM_SIZE / NEURON_PARTITIONS)
+                return fail(Y + 8, "{}: PSUM range [{:#x}, +{:#x}) exceeds a partition", what,
+                            r.offset, r.size);
+            if (rd32(b, Y + 36))
+                return fail(Y + 36, "{}: reserved fields must be zero", what);
+            auto insns = [&](unsigned e) { return d.streams[e].second / f::insn_size; };
+            r.live = {static_cast<Engine>(le), rd32(b, Y + 16)};
+            if (r.live.index >= insns(le - 1u))
+                return fail(Y + 16, "{}: live instruction {} is outside the {} stream's {}", what,
+                            r.live.index, to_string(r.live.engine), insns(le - 1u));
+            for (unsigned e = 0; e < num_engines; e++) {
+                uint32_t i = rd32(b, Y + 20 + 4 * e);
+                if (i != LiveRange::no_insn && i >= insns(e))
+                    return fail(Y + 20 + 4 * e,
+                                "{}: dead instruction {} is outside the {} stream's {}", what, i,
+                                to_string(static_cast<Engine>(e + 1)), insns(e));
+                r.dead[e] = i;
+            }
+            if (r.dead[le - 1u] == LiveRange::no_insn || r.dead[le - 1u] < r.live.index)
+                return fail(Y + 20 + 4 * (le - 1u),
+                            "{}: the {} stream's last use is before its first (instruction {})",
+                            what, to_string(r.live.engine), r.live.index);
+            d.live.push_back(std::move(r));
         }
         return {};
     }
@@ -848,9 +911,10 @@ struct Parser {
 
 VErr parse_impl(std::span<const std::byte> b, ProgramData *out) {
     Parser p(b);
-    for (auto step : {&Parser::header, &Parser::section_table, &Parser::overlaps,
-                      &Parser::assign_sections, &Parser::string_table, &Parser::arguments,
-                      &Parser::symbols, &Parser::code_sections, &Parser::origins})
+    for (auto step :
+         {&Parser::header, &Parser::section_table, &Parser::overlaps, &Parser::assign_sections,
+          &Parser::string_table, &Parser::arguments, &Parser::symbols, &Parser::code_sections,
+          &Parser::origins, &Parser::live_ranges})
         if (auto e = (p.*step)())
             return e;
     ProgramData &d = p.d;
@@ -969,6 +1033,9 @@ const std::string *Program::origin(Engine e, uint32_t index) const {
     if (it->engine != e || index - it->first >= it->count)
         return nullptr;
     return &it->name;
+}
+std::span<const LiveRange> Program::live_ranges() const {
+    return d_->live;
 }
 std::span<const std::byte> Program::stream(Engine e) const {
     unsigned i = static_cast<unsigned>(e) - 1;
@@ -1089,6 +1156,25 @@ std::vector<std::byte> origins_section(std::span<const OriginInfo> origins, Stri
     return out;
 }
 
+std::vector<std::byte> live_section(std::span<const LiveRange> live, StringTable &strings) {
+    std::vector<std::byte> out(live.size() * f::live_entry_size);
+    for (size_t k = 0; k < live.size(); k++) {
+        const auto &r = live[k];
+        std::span<std::byte> w = std::span(out).subspan(k * f::live_entry_size, f::live_entry_size);
+        wr32(w, 0, strings.intern(r.name));
+        wr8(w, 4, r.kind);
+        wr8(w, 5, static_cast<uint8_t>(r.part_start));
+        wr8(w, 6, static_cast<uint8_t>(r.part_count));
+        wr32(w, 8, r.offset);
+        wr32(w, 12, r.size);
+        wr8(w, 7, static_cast<uint8_t>(r.live.engine));
+        wr32(w, 16, r.live.index);
+        for (unsigned e = 0; e < num_engines; e++)
+            wr32(w, 20 + 4 * e, r.dead[e]);
+    }
+    return out;
+}
+
 /// The header, the section table after it and each section at a 64-byte
 /// boundary; the header's CRC covers its first 60 bytes and the table.
 // The oldest ISA minor that runs every instruction of @p streams.
@@ -1117,8 +1203,8 @@ std::vector<std::byte> assemble(const ContainerContents &c, uint32_t name,
     std::span<std::byte> w(out);
     wr32(w, 0, f::magic);
     wr16(w, 4, f::version_major);
-    // 1.0 unless the file has what 1.1 added.
-    wr16(w, 6, c.origins.empty() ? 0 : 1);
+    // 1.0 unless the file has what 1.1 (ORIGINS) or 1.2 (LIVE) added.
+    wr16(w, 6, !c.live.empty() ? 2 : c.origins.empty() ? 0 : 1);
     wr32(w, 8, f::header_size);
     wr64(w, 16, out.size());
     wr32(w, 24, static_cast<uint32_t>(table));
@@ -1157,6 +1243,7 @@ std::vector<std::byte> write_container(const ContainerContents &c) {
     std::vector<std::byte> args = args_section(c.args, strings);
     std::vector<std::byte> syms = symbols_section(c.symbols, strings);
     std::vector<std::byte> origins = origins_section(c.origins, strings);
+    std::vector<std::byte> live = live_section(c.live, strings);
 
     std::vector<SectionData> secs{{f::section_strtab, 0, &strings.bytes()}};
     if (!args.empty())
@@ -1171,6 +1258,8 @@ std::vector<std::byte> write_container(const ContainerContents &c) {
     // Optional: a 1.0 reader skips it.
     if (!origins.empty())
         secs.push_back({f::section_origins, 0, &origins, f::section_optional});
+    if (!live.empty())
+        secs.push_back({f::section_live, 0, &live, f::section_optional});
     return assemble(c, name, secs);
 }
 

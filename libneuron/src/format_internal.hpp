@@ -54,6 +54,7 @@ struct ProgramData {
     std::vector<ArgumentInfo> args;
     std::vector<SymbolInfo> symbols;
     std::vector<OriginInfo> origins; ///< sorted by engine, then first
+    std::vector<LiveRange> live;
     std::array<std::pair<uint64_t, uint64_t>, num_engines> streams{}; // offset, size in bytes
     std::pair<uint64_t, uint64_t> constants{0, 0};
 };
@@ -69,6 +70,7 @@ struct ContainerContents {
     std::vector<ArgumentInfo> args;
     std::vector<SymbolInfo> symbols;
     std::vector<OriginInfo> origins; ///< sorted by engine, then first
+    std::vector<LiveRange> live;
     std::array<std::vector<std::byte>, num_engines> streams;
     std::vector<std::byte> constants;
 };

@@ -69,6 +69,12 @@ struct Kernel::Impl {
     Stats stats;
     bool finished = false;
     std::vector<std::string> origins{std::string()}; // 0: none
+    struct Live {
+        LiveRange range;
+        uint8_t space;
+        size_t from, to;
+    };
+    std::vector<Live> live;
 };
 
 void Kernel::Impl::record(Engine e, std::vector<Access> acc,
@@ -117,6 +123,26 @@ void Kernel::set_origin(std::string name) {
         impl_->origins.push_back(std::move(name));
 }
 
+size_t Kernel::recorded() const {
+    return impl_->ops.size();
+}
+
+void Kernel::live_range(std::string name, Space space, uint32_t part_start, uint32_t part_count,
+                        uint32_t offset, uint32_t size, size_t from, size_t to) {
+    if (impl_->finished)
+        throw std::logic_error("Kernel: live range given after finish()");
+    if (space != Space::sbuf && space != Space::psum)
+        throw std::invalid_argument("Kernel::live_range: SBUF or PSUM");
+    LiveRange r;
+    r.name = std::move(name);
+    r.kind = space == Space::sbuf ? format::symbol_sbuf : format::symbol_psum;
+    r.part_start = part_start;
+    r.part_count = part_count;
+    r.offset = offset;
+    r.size = size;
+    impl_->live.push_back({std::move(r), static_cast<uint8_t>(space), from, to});
+}
+
 const Kernel::Stats &Kernel::stats() const {
     return impl_->stats;
 }
@@ -140,6 +166,7 @@ void Kernel::finish() {
         if (n)
             sem[f] = k.b.semaphore(sem_names[f]);
     }
+    std::vector<uint32_t> at(k.ops.size()); // each op's instruction in its stream
     for (unsigned e = 0; e < 4; e++) {
         if (k.engine_ops[e].empty())
             continue;
@@ -151,6 +178,7 @@ void Kernel::finish() {
                 s.wait(sem[f], value[f][idx], /*decrement=*/false);
                 k.stats.waits[e]++;
             }
+            at[i] = s.size();
             op.emit(s);
             k.stats.insns[e]++;
             if (op.signal) {
@@ -162,6 +190,30 @@ void Kernel::finish() {
         s.end();
     }
     k.b.set_origin(outer);
+    // The live ranges: the first op of the window that touches the bytes,
+    // and each engine's last.
+    for (Impl::Live &l : k.live) {
+        const LiveRange &r = l.range;
+        const Access range{l.space,
+                           r.part_start,
+                           r.part_start + r.part_count,
+                           r.offset,
+                           uint64_t{r.offset} + r.size,
+                           true};
+        bool any = false;
+        LiveRange out = r;
+        for (size_t i = l.from; i < std::min(l.to, k.ops.size()); i++) {
+            if (!conflicts({range}, k.accesses[i]))
+                continue;
+            const unsigned e = slot(k.ops[i].engine);
+            if (!any)
+                out.live = {k.ops[i].engine, at[i]};
+            out.dead[e] = at[i];
+            any = true;
+        }
+        if (any)
+            k.b.live_range(std::move(out));
+    }
 }
 
 // --- instructions ------------------------------------------------------------------

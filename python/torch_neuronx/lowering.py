@@ -197,6 +197,16 @@ class _Lowering:
         self.names[base] = n + 1
         return base if n == 0 else f"{base}_{n}"
 
+    def node_hint(self, op: str) -> str:
+        """The IR name an operator of the node being lowered gets: its module's
+        path in the traced model and the IR operator ("fc1_matmul",
+        "mlp_act_gelu"), or the operator alone outside any submodule
+        ("softmax"). Profiles and the compiler's plan name instructions by
+        it."""
+        scope = self.node.scopeName() if self.node is not None else ""
+        path = scope.split("/")[-1].removeprefix("__module").lstrip(".")
+        return f"{path}_{op}" if path else op
+
     def unsupported(self, reason: str = "") -> UnsupportedOperatorError:
         assert self.node is not None
         e = UnsupportedOperatorError(self.node.kind(), call_site(self.node), reason)
@@ -269,7 +279,7 @@ class _Lowering:
                 if isinstance(o, Tensor) and o.dtype != want:
                     raise self.unsupported(f"a {o.dtype} operand of a {want} result (the "
                                            "device does not convert dtypes)")
-        name = self.fresh(out.debugName() if out is not None else op)
+        name = self.fresh(self.node_hint(op))
         self.lines.append(f"{name} = {op}({', '.join(args)})")
         if out is not None:
             r = self.probed[out.debugName()]

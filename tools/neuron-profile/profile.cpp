@@ -106,6 +106,67 @@ std::vector<HighWater> high_water(const neuron::Trace &t, bool sbuf) {
     return steps;
 }
 
+std::vector<HighWater> in_use(const neuron::Trace &t, const neuron::Program &p, bool sbuf) {
+    using neuron::LiveRange;
+    const auto kind = sbuf ? neuron::format::symbol_sbuf : neuron::format::symbol_psum;
+    std::vector<const LiveRange *> ranges;
+    for (const LiveRange &r : p.live_ranges())
+        if (r.kind == kind)
+            ranges.push_back(&r);
+    if (ranges.empty())
+        return {};
+    // Each instruction's first start and last end over its executions.
+    std::map<std::pair<unsigned, uint32_t>, std::pair<uint64_t, uint64_t>> when;
+    for (const TraceRecord &r : t.records) {
+        auto [it, fresh] =
+            when.try_emplace({static_cast<unsigned>(r.engine), r.index}, std::pair{r.start, r.end});
+        if (!fresh) {
+            it->second.first = std::min(it->second.first, r.start);
+            it->second.second = std::max(it->second.second, r.end);
+        }
+    }
+    struct Event {
+        uint64_t cycle;
+        int64_t delta; // bytes per partition, negative: freed
+        const LiveRange *range;
+    };
+    std::vector<Event> events;
+    for (const LiveRange *r : ranges) {
+        auto live = when.find({static_cast<unsigned>(r->live.engine), r->live.index});
+        if (live == when.end())
+            continue; // never ran (a cut trace)
+        std::optional<uint64_t> end;
+        for (unsigned e = 0; e < neuron::num_engines; e++)
+            if (r->dead[e] != LiveRange::no_insn)
+                if (auto d = when.find({e + 1, r->dead[e]}); d != when.end())
+                    end = std::max(end.value_or(0), d->second.second);
+        events.push_back({live->second.first, r->size, r});
+        events.push_back(
+            {std::max(end.value_or(t.cycles), live->second.first), -int64_t{r->size}, r});
+    }
+    // Frees first at a cycle: a range reused the moment another ends is
+    // counted once.
+    std::ranges::stable_sort(events, [](const Event &a, const Event &b) {
+        return a.cycle != b.cycle ? a.cycle < b.cycle : a.delta < b.delta;
+    });
+    std::array<int64_t, NEURON_PARTITIONS> part{};
+    std::vector<HighWater> steps;
+    uint32_t level = 0;
+    for (size_t i = 0; i < events.size();) {
+        const uint64_t at = events[i].cycle;
+        for (; i < events.size() && events[i].cycle == at; i++) {
+            const LiveRange &r = *events[i].range;
+            for (uint32_t q = r.part_start; q < r.part_start + r.part_count; q++)
+                part[q] += events[i].delta;
+        }
+        const uint32_t now = static_cast<uint32_t>(*std::ranges::max_element(part));
+        if (now != level)
+            steps.push_back({at, now});
+        level = now;
+    }
+    return steps;
+}
+
 JobSummary summarize(const neuron::ntrace::Job &job, size_t index, size_t top, size_t stalls) {
     JobSummary s;
     s.job = index;
@@ -115,6 +176,11 @@ JobSummary summarize(const neuron::ntrace::Job &job, size_t index, size_t top, s
     s.program = p.name();
     s.sbuf_partition = job.partitions ? job.sbuf_size / job.partitions : 0;
     s.psum_partition = job.partitions ? job.psum_size / job.partitions : 0;
+    s.has_live = !p.live_ranges().empty();
+    for (const HighWater &h : in_use(s.trace, p, true))
+        s.sbuf_in_use = std::max(s.sbuf_in_use, h.bytes);
+    for (const HighWater &h : in_use(s.trace, p, false))
+        s.psum_in_use = std::max(s.psum_in_use, h.bytes);
 
     const auto &rs = s.trace.records;
     std::array<uint64_t, neuron::num_engines> last_end{};
@@ -269,10 +335,15 @@ std::string render_view(const std::vector<JobSummary> &jobs) {
         } else {
             o += "  DMA: none\n";
         }
-        o += fmt::format("  SBUF high-water: {} of {} bytes per partition ({:.1f}%)\n", t.sbuf_high,
-                         s.sbuf_partition, pct(t.sbuf_high, s.sbuf_partition));
-        o += fmt::format("  PSUM high-water: {} of {} bytes per partition ({:.1f}%)\n", t.psum_high,
-                         s.psum_partition, pct(t.psum_high, s.psum_partition));
+        auto memory = [&](const char *name, uint32_t high, uint64_t size, uint32_t used) {
+            o += fmt::format("  {} high-water: {} of {} bytes per partition ({:.1f}%)", name, high,
+                             size, pct(high, size));
+            if (s.has_live)
+                o += fmt::format("; in use at most {} ({:.1f}%)", used, pct(used, size));
+            o += "\n";
+        };
+        memory("SBUF", t.sbuf_high, s.sbuf_partition, s.sbuf_in_use);
+        memory("PSUM", t.psum_high, s.psum_partition, s.psum_in_use);
     }
     return o;
 }
@@ -330,6 +401,14 @@ nlohmann::json export_chrome(const std::vector<neuron::ntrace::Job> &jobs) {
         counter("PSUM high-water", 0, 0);
         for (const HighWater &h : high_water(t, false))
             counter("PSUM high-water", h.cycle, h.bytes);
+        // What the program says is in use, if it says (its LIVE ranges).
+        if (!p.live_ranges().empty())
+            for (bool sbuf : {true, false}) {
+                const char *name = sbuf ? "SBUF in use" : "PSUM in use";
+                counter(name, 0, 0);
+                for (const HighWater &h : in_use(t, p, sbuf))
+                    counter(name, h.cycle, h.bytes);
+            }
         for (size_t i = 0; i < t.records.size(); i++) {
             const TraceRecord &r = t.records[i];
             const unsigned tid = static_cast<unsigned>(r.engine);
@@ -539,6 +618,31 @@ std::string export_svg(const std::vector<neuron::ntrace::Job> &jobs, size_t inde
     };
     uint32_t sb = counter("SBUF", "#1f77b4", s.sbuf_partition, true);
     uint32_t ps = counter("PSUM", "#d62728", s.psum_partition, false);
+    // In use, by the program's live ranges: thin lines under the marks.
+    if (s.has_live)
+        for (bool sbuf : {true, false}) {
+            const uint64_t size = sbuf ? s.sbuf_partition : s.psum_partition;
+            auto yv = [&](uint32_t val) {
+                return counter_top + counter_h -
+                       (size ? static_cast<double>(val) / static_cast<double>(size) : 0) *
+                           counter_h;
+            };
+            std::string pts = fmt::format("{:.2f},{:.1f}", x(0), yv(0));
+            uint32_t v = 0;
+            for (const HighWater &h : in_use(t, j.program, sbuf)) {
+                pts += fmt::format(" {:.2f},{:.1f} {:.2f},{:.1f}", x(h.cycle), yv(v), x(h.cycle),
+                                   yv(h.bytes));
+                v = h.bytes;
+            }
+            pts += fmt::format(" {:.2f},{:.1f}", x(t.cycles), yv(v));
+            o += fmt::format(
+                "<polyline class=\"in-use\" points=\"{}\" fill=\"none\" stroke=\"{}\" "
+                "stroke-width=\"0.8\" stroke-dasharray=\"3,2\"><title>{}</title></polyline>\n",
+                pts, sbuf ? "#1f77b4" : "#d62728",
+                xml_escape(fmt::format("{} in use: at most {} of {} bytes per partition",
+                                       sbuf ? "SBUF" : "PSUM", sbuf ? s.sbuf_in_use : s.psum_in_use,
+                                       size)));
+        }
     o += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"#1f77b4\">SBUF {:.1f}%</text>\n",
                      left + width - 150, counter_top + 12, pct(sb, s.sbuf_partition));
     o += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"#d62728\">PSUM {:.1f}%</text>\n",

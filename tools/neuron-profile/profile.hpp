@@ -75,6 +75,11 @@ struct JobSummary {
     uint64_t dma_cycles = 0;     ///< cycles of DMA instructions (they run on Sync)
     uint64_t sbuf_partition = 0; ///< SBUF bytes per partition
     uint64_t psum_partition = 0;
+    /// The program says when its SBUF/PSUM ranges are in use (LIVE): the
+    /// peaks of in_use(), else only the high-water marks are known.
+    bool has_live = false;
+    uint32_t sbuf_in_use = 0;
+    uint32_t psum_in_use = 0;
 };
 
 /// Analyzes one job. @p top and @p stalls bound the two lists.
@@ -94,6 +99,16 @@ struct HighWater {
 /// that byte, and raises it at its end cycle; the steps are those, sorted
 /// by cycle, less the ones a higher earlier step hides.
 std::vector<HighWater> high_water(const neuron::Trace &t, bool sbuf);
+
+/// The SBUF (@p sbuf) or else PSUM bytes per partition in use over @p t's
+/// time, by the program's live ranges (Program::live_ranges()): a range is
+/// in use from the start of the first execution of its first instruction to
+/// the end of the last execution of the latest of its engines' last ones
+/// (the job's end if the trace was cut before any of them), a range reused
+/// at the cycle another ends counted once. The bytes of the most used
+/// partition, a step wherever they change (the first from 0); empty if the
+/// program has no live ranges of that kind.
+std::vector<HighWater> in_use(const neuron::Trace &t, const neuron::Program &p, bool sbuf);
 
 /// The terminal summary of every job.
 std::string render_view(const std::vector<JobSummary> &jobs);

@@ -237,6 +237,11 @@ class NEURON_EXPORT ProgramBuilder {
     /// profiles name instructions by (docs/program-format.md).
     void set_origin(std::string name);
     const std::string &origin() const;
+    /// Says when an SBUF/PSUM range is in use, by instruction: written to
+    /// the container's LIVE section (docs/program-format.md), which profiles
+    /// count "SBUF/PSUM in use" by. Kernel::live_range() finds the
+    /// instructions for a Kernel's program.
+    void live_range(LiveRange r);
 
     StreamBuilder &stream(Engine e);
     StreamBuilder &tensor() { return stream(Engine::tensor); }

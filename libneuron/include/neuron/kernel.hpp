@@ -17,8 +17,10 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include <neuron/builder.hpp>
 #include <neuron/export.h>
@@ -67,6 +69,18 @@ class NEURON_EXPORT Kernel {
     /// ProgramBuilder::set_origin); the waits before an instruction and the
     /// signal after it share its origin.
     void set_origin(std::string name);
+
+    /// The instructions recorded so far: a position for live_range().
+    size_t recorded() const;
+    /// Says that bytes [offset, offset + size) of partitions [part_start,
+    /// part_start + part_count) of @p space are one allocation while the
+    /// instructions recorded in [@p from, @p to) run: finish() writes the
+    /// first of them that touches the bytes and each engine's last one to
+    /// the builder's LIVE section (ProgramBuilder::live_range), nothing if
+    /// none touches them. Other instructions in [from, to) must not use the
+    /// bytes for anything else.
+    void live_range(std::string name, Space space, uint32_t part_start, uint32_t part_count,
+                    uint32_t offset, uint32_t size, size_t from, size_t to);
 
     /// Writes every stream into the builder (semaphores, waits, signals,
     /// instructions, END). Call once, after the last instruction; throws

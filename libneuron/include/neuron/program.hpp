@@ -3,6 +3,7 @@
 // parser and disassembler.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -41,13 +42,15 @@ namespace format {
 inline constexpr uint32_t magic = 0x464e524e; // "NRNF" in file order
 inline constexpr uint16_t version_major = 1;
 /// The newest minor version this library reads and writes; the writer
-/// writes the oldest minor that has every section of the file (1.1: ORIGINS).
-inline constexpr uint16_t version_minor = 1;
+/// writes the oldest minor that has every section of the file (1.1: ORIGINS,
+/// 1.2: LIVE).
+inline constexpr uint16_t version_minor = 2;
 inline constexpr uint32_t header_size = 64;
 inline constexpr uint32_t section_entry_size = 32;
 inline constexpr uint32_t arg_entry_size = 64;
 inline constexpr uint32_t symbol_entry_size = 24;
 inline constexpr uint32_t origin_entry_size = 16;
+inline constexpr uint32_t live_entry_size = 40;
 inline constexpr uint32_t insn_size = 64;
 inline constexpr uint32_t max_sections = 64;
 inline constexpr uint32_t max_rank = 6;
@@ -60,6 +63,7 @@ enum SectionType : uint32_t {
     section_const = 4,
     section_symbols = 5,
     section_origins = 6, ///< version 1.1, optional
+    section_live = 7,    ///< version 1.2, optional
 };
 /// Section flag: readers that do not know the section's type skip it.
 inline constexpr uint32_t section_optional = 1u << 0;
@@ -97,6 +101,34 @@ struct OriginInfo {
     Engine engine = Engine::tensor;
     uint32_t first = 0;
     uint32_t count = 0;
+};
+
+/// An instruction of a stream.
+struct InsnRef {
+    Engine engine = Engine::tensor;
+    uint32_t index = 0;
+    friend bool operator==(const InsnRef &, const InsnRef &) = default;
+};
+
+/// Bytes [offset, offset + size) of partitions [part_start, part_start +
+/// part_count) of SBUF or PSUM, in use by the program from the start of
+/// instruction @c live (the first that touches them: it writes them, and
+/// every other instruction that touches them is ordered after it) until
+/// each engine's last instruction that touches them (@c dead, by engine:
+/// the index in that engine's stream, or no_insn) has ended; another range
+/// may reuse the bytes after that. Engines run on their own clocks, so
+/// which of the last ones ends last is the device's to tell. What a profile
+/// counts "SBUF in use" and "PSUM in use" by. Container version 1.2 (LIVE).
+struct LiveRange {
+    static constexpr uint32_t no_insn = 0xffffffff;
+    std::string name;
+    format::SymbolKind kind = format::symbol_sbuf; ///< symbol_sbuf or symbol_psum
+    uint32_t part_start = 0;
+    uint32_t part_count = 0;
+    uint32_t offset = 0; ///< byte offset in each partition
+    uint32_t size = 0;   ///< bytes per partition
+    InsnRef live;
+    std::array<uint32_t, num_engines> dead{no_insn, no_insn, no_insn, no_insn};
 };
 
 /// Why a container is malformed: the byte offset of the offending field and
@@ -148,6 +180,9 @@ class NEURON_EXPORT Program {
     /// The name of the origin of instruction @p index of @p e's stream, or
     /// nullptr if the program names none for it.
     const std::string *origin(Engine e, uint32_t index) const;
+    /// The SBUF/PSUM ranges the program says when it uses (empty if it says
+    /// none: a profile then knows only the high-water marks).
+    std::span<const LiveRange> live_ranges() const;
     /// Raw 64-byte instructions of one engine's stream (empty if none).
     std::span<const std::byte> stream(Engine e) const;
     std::span<const std::byte> constants() const;

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -163,7 +164,7 @@ static void compiled_graph_names_its_nodes(void **) {
                               "output out\n");
     Compiled c = compile(g);
     assert_false(c.program.origins().empty());
-    assert_int_equal(c.program.version_minor(), 1);
+    assert_int_equal(c.program.version_minor(), 2); // ORIGINS and LIVE
     ntrace::Job job = profile_compiled(c.program);
     nprof::JobSummary s = nprof::summarize(job, 0);
     const Trace &t = s.trace;
@@ -424,6 +425,8 @@ static void capture_view_export(void **) {
         contains(v.out, fmt::format("{} instructions, {} DMA bytes", t.instructions, t.dma_bytes)));
     assert_true(contains(v.out, "longest semaphore waits:"));
     assert_true(contains(v.out, "PSUM high-water"));
+    // The example's program says nothing of live ranges: the marks only.
+    assert_true(v.out.find("in use") == std::string::npos);
     // The example names its parts: the summary's table and top list say them.
     assert_true(contains(v.out, "by graph node"));
     assert_true(contains(v.out, "mlp.fc1+gelu"));
@@ -446,6 +449,8 @@ static void capture_view_export(void **) {
     assert_int_equal(slices, t.records.size());
     assert_int_equal(flows, waits);
     assert_true(counters >= 2);
+    for (const auto &ev : doc["traceEvents"])
+        assert_false(ev["ph"] == "C" && ev["name"].get<std::string>().ends_with(" in use"));
     // The block's engines raise the marks out of record order.
     assert_counters_rise(doc);
     Run svg = run(fmt::format("'{}' export --format svg '{}'", NEURON_PROFILE_BIN, file.string()));
@@ -635,6 +640,232 @@ static void broken_files(void **) {
     fs::remove(f);
 }
 
+// An SBUF/PSUM operand of one executed instruction: partitions [p0, p1),
+// bytes [b0, b1) of each.
+struct Touch {
+    uint8_t space;
+    uint32_t p0, p1;
+    uint64_t b0, b1;
+};
+
+// What instruction @p index of @p e's stream reads and writes, decoded from
+// its operands (hw/neuron_isa.h): a DMA's SBUF side, a compute
+// instruction's taps.
+std::vector<Touch> touches(const Program &p, Engine e, uint32_t index) {
+    neuron_insn in;
+    std::memcpy(&in, p.stream(e).subspan(size_t{index} * 64, 64).data(), 64);
+    std::vector<neuron_tap> taps;
+    if (in.opcode == NEURON_OP_DMA_LOAD || in.opcode == NEURON_OP_DMA_STORE ||
+        in.opcode == NEURON_OP_DMA_GATHER)
+        taps.push_back(in.dma.sbuf);
+    else if (in.opcode >= 0x10)
+        taps.assign(std::begin(in.op), std::end(in.op));
+    std::vector<Touch> out;
+    for (const neuron_tap &t : taps) {
+        if (t.space == NEURON_SPACE_NONE)
+            continue;
+        const uint64_t size = t.dtype == NEURON_DT_FP32 || t.dtype == NEURON_DT_INT32 ? 4 : 2;
+        const uint64_t last =
+            uint64_t{t.count[1] - 1u} * t.stride[1] + uint64_t{t.count[0] - 1u} * t.stride[0];
+        out.push_back({t.space, t.part_start, uint32_t{t.part_start} + t.part_count, t.offset,
+                       t.offset + (last + 1) * size});
+    }
+    return out;
+}
+
+// A compiled graph says when each SBUF/PSUM range is in use (its LIVE
+// section), and the device's trace holds it to that: every operand of every
+// executed instruction lies inside a range of its space that is in use
+// from before the instruction starts to after it ends; two ranges that
+// share bytes are never in use at once; the in-use peaks stay within the
+// high-water marks; view, the chrome export and the SVG show them.
+static void compiled_live_ranges_hold(void **) {
+    using namespace neuron::compiler;
+    Graph g = compiler::parse("graph mlp\n"
+                              "input x: fp32[256, 64]\n"
+                              "input w1: fp32[64, 600]\n"
+                              "input w2: fp32[600, 64]\n"
+                              "h = matmul(x, w1)\n"
+                              "e = exp(x)\n"
+                              "a = gelu(h)\n"
+                              "y = matmul(a, w2)\n"
+                              "z = add(y, e)\n"
+                              "s = softmax(z)\n"
+                              "n = layer_norm(s)\n"
+                              "output n, h\n");
+    Compiled c = compile(g);
+    const Program &prog = c.program;
+    const auto live = prog.live_ranges();
+    size_t psum = 0;
+    for (const auto &r : live)
+        psum += r.kind == format::symbol_psum;
+    assert_true(psum > 0 && psum < live.size());
+    ntrace::Job job = profile_compiled(prog);
+    const Trace t = parse_trace(job.trace);
+    assert_int_equal(t.status, 0);
+    assert_false(t.truncated());
+
+    // Each range's time: its live instruction's start to its engines' last
+    // instructions' latest end.
+    std::map<std::pair<Engine, uint32_t>, std::pair<uint64_t, uint64_t>> when;
+    for (const auto &r : t.records) {
+        auto [it, fresh] = when.try_emplace({r.engine, r.index}, std::pair{r.start, r.end});
+        if (!fresh)
+            it->second = {std::min(it->second.first, r.start), std::max(it->second.second, r.end)};
+    }
+    std::vector<std::pair<uint64_t, uint64_t>> span;
+    for (const auto &r : live) {
+        assert_true(when.count({r.live.engine, r.live.index}));
+        uint64_t end = 0;
+        for (unsigned e = 0; e < num_engines; e++)
+            if (r.dead[e] != LiveRange::no_insn)
+                end = std::max(end, when.at({static_cast<Engine>(e + 1), r.dead[e]}).second);
+        span.emplace_back(when.at({r.live.engine, r.live.index}).first, end);
+    }
+    size_t checked = 0;
+    for (const auto &rec : t.records)
+        for (const Touch &x : touches(prog, rec.engine, rec.index)) {
+            bool covered = false;
+            for (size_t k = 0; k < live.size() && !covered; k++) {
+                const auto &r = live[k];
+                covered = r.kind == x.space && r.part_start <= x.p0 &&
+                          x.p1 <= r.part_start + r.part_count && r.offset <= x.b0 &&
+                          x.b1 <= uint64_t{r.offset} + r.size && span[k].first <= rec.start &&
+                          rec.end <= span[k].second;
+            }
+            if (!covered)
+                fail_msg(
+                    "%s #%u [%llu, %llu] (%s) touches %s p%u..%u [%#llx, %#llx) outside "
+                    "every range in use then",
+                    to_string(rec.engine), rec.index, static_cast<unsigned long long>(rec.start),
+                    static_cast<unsigned long long>(rec.end),
+                    prog.origin(rec.engine, rec.index) ? prog.origin(rec.engine, rec.index)->c_str()
+                                                       : "-",
+                    x.space == NEURON_SPACE_SBUF ? "SBUF" : "PSUM", x.p0, x.p1,
+                    static_cast<unsigned long long>(x.b0), static_cast<unsigned long long>(x.b1));
+            checked++;
+        }
+    assert_true(checked > 100);
+    // ... and each range's first and last instructions do touch it: a range
+    // is not stretched beyond its uses. (Ranges that share bytes may still
+    // overlap in time by a little: the Kernel lets an instruction write the
+    // bytes whose readers are done while others of the range are not.)
+    auto touches_range = [&](const LiveRange &r, Engine e, uint32_t index) {
+        for (const Touch &x : touches(prog, e, index))
+            if (x.space == r.kind && x.p0 < r.part_start + r.part_count && r.part_start < x.p1 &&
+                x.b0 < uint64_t{r.offset} + r.size && r.offset < x.b1)
+                return true;
+        return false;
+    };
+    for (const auto &r : live) {
+        if (!touches_range(r, r.live.engine, r.live.index))
+            fail_msg("'%s': its live instruction does not touch it", r.name.c_str());
+        for (unsigned e = 0; e < num_engines; e++)
+            if (r.dead[e] != LiveRange::no_insn &&
+                !touches_range(r, static_cast<Engine>(e + 1), r.dead[e]))
+                fail_msg("'%s': its last %s instruction does not touch it", r.name.c_str(),
+                         to_string(static_cast<Engine>(e + 1)));
+    }
+
+    nprof::JobSummary s = nprof::summarize(job, 0);
+    assert_true(s.has_live);
+    assert_true(s.sbuf_in_use > 0 && s.sbuf_in_use <= t.sbuf_high);
+    assert_true(s.psum_in_use > 0 && s.psum_in_use <= t.psum_high);
+    // The reuse shows: less in use at the peak than the buffers' total.
+    uint64_t total = 0;
+    for (const auto &r : live)
+        total += r.kind == format::symbol_sbuf ? r.size : 0;
+    assert_true(s.sbuf_in_use < total);
+    for (bool sbuf : {true, false}) {
+        auto steps = nprof::in_use(t, prog, sbuf);
+        assert_false(steps.empty());
+        assert_int_equal(steps.back().bytes, 0); // all freed by the end
+        for (size_t i = 1; i < steps.size(); i++)
+            assert_true(steps[i - 1].cycle < steps[i].cycle);
+    }
+    std::string v = nprof::render_view({s});
+    assert_true(contains(v, fmt::format("SBUF high-water: {} of {} bytes per partition ({:.1f}%); "
+                                        "in use at most {} ",
+                                        t.sbuf_high, s.sbuf_partition,
+                                        100.0 * t.sbuf_high / s.sbuf_partition, s.sbuf_in_use)));
+    assert_true(contains(v, fmt::format("in use at most {} ", s.psum_in_use)));
+    auto doc = nprof::export_chrome({job});
+    std::string problems = trace_check::check(doc);
+    if (!problems.empty())
+        fail_msg("the export is not a valid trace:\n%s", problems.c_str());
+    uint32_t peak_sbuf = 0, peak_psum = 0;
+    for (const auto &ev : doc["traceEvents"])
+        if (ev["ph"] == "C") {
+            uint32_t b = ev["args"]["bytes per partition"].get<uint32_t>();
+            if (ev["name"] == "SBUF in use")
+                peak_sbuf = std::max(peak_sbuf, b);
+            if (ev["name"] == "PSUM in use")
+                peak_psum = std::max(peak_psum, b);
+        }
+    assert_int_equal(peak_sbuf, s.sbuf_in_use);
+    assert_int_equal(peak_psum, s.psum_in_use);
+    std::string svg = nprof::export_svg({job}, 0);
+    size_t lines = 0;
+    for (size_t at = 0; (at = svg.find("class=\"in-use\"", at)) != std::string::npos; at++)
+        lines++;
+    assert_int_equal(lines, 2);
+}
+
+// The LIVE section round trip, and what its reader refuses: the program
+// container of docs/program-format.md, version 1.2 only with LIVE.
+static void live_section_round_trip(void **) {
+    auto build = [](std::optional<LiveRange> r) {
+        ProgramBuilder b("relu");
+        test::add_relu2x1(b, 64);
+        if (r)
+            b.live_range(*r);
+        return b.build();
+    };
+    Program plain = Program::parse(build(std::nullopt));
+    assert_int_equal(plain.version_minor(), 0);
+    assert_true(plain.live_ranges().empty());
+    LiveRange r;
+    r.name = "x";
+    r.kind = format::symbol_sbuf;
+    r.part_start = 0;
+    r.part_count = 128;
+    r.offset = 0;
+    r.size = 256;
+    r.live = {Engine::sync, 0}; // its load
+    r.dead[3] = 0;              // the load again, on sync
+    r.dead[2] = 1;              // the activation, on scalar
+    Program p = Program::parse(build(r));
+    assert_int_equal(p.version_minor(), 2);
+    assert_int_equal(p.live_ranges().size(), 1);
+    const LiveRange &q = p.live_ranges()[0];
+    assert_string_equal(q.name.c_str(), "x");
+    assert_int_equal(q.kind, format::symbol_sbuf);
+    assert_int_equal(q.part_count, 128);
+    assert_int_equal(q.size, 256);
+    assert_true(q.live == r.live);
+    assert_true(q.dead == r.dead);
+    auto refused = [&](LiveRange bad, const char *why) {
+        try {
+            build(bad);
+            fail_msg("a live range was not refused: %s", why);
+        } catch (const Error &e) {
+            if (!contains(e.what(), why))
+                fail_msg("'%s' does not say '%s'", e.what(), why);
+        }
+    };
+    LiveRange far = r;
+    far.dead[2] = 99;
+    refused(far, "live range 0 'x': dead instruction 99 is outside the scalar stream's");
+    LiveRange early = r;
+    early.live = {Engine::scalar, 1};
+    early.dead[2] = 0;
+    refused(early, "the scalar stream's last use is before its first");
+    LiveRange psum = r;
+    psum.kind = format::symbol_psum;
+    psum.offset = 16256;
+    refused(psum, "PSUM range [0x3f80, +0x100) exceeds a partition");
+}
+
 int main(int argc, char **argv) {
     if (argc == 2 && std::string_view(argv[1]) == "--kernel") {
         device_env = "";
@@ -644,6 +875,8 @@ int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(summary_agrees_with_the_job),
         cmocka_unit_test(compiled_graph_names_its_nodes),
+        cmocka_unit_test(compiled_live_ranges_hold),
+        cmocka_unit_test(live_section_round_trip),
         cmocka_unit_test(truncated_summary_says_so),
         cmocka_unit_test(capture_view_export),
         cmocka_unit_test(high_water_in_time_order),

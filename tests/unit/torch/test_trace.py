@@ -155,8 +155,10 @@ def test_compiler_workdir(tmp_path: Path) -> None:
     assert "gelu(" in ir and "matmul(" in ir
     prog = (wd / "model.nprog").read_bytes()
     assert prog[:4] == b"NRNF"
-    # Its ORIGINS section (docs/program-format.md) names the IR's nodes.
-    assert int.from_bytes(prog[6:8], "little") == 1
+    # Container 1.2: its ORIGINS section (docs/program-format.md) names the
+    # IR's nodes, after the traced module's (fc: "linear_matmul"); its LIVE
+    # section says when its SBUF/PSUM ranges are in use.
+    assert int.from_bytes(prog[6:8], "little") == 2
     table, count = (int.from_bytes(prog[o:o + 4], "little") for o in (24, 28))
     sections = {}
     for i in range(count):
@@ -171,6 +173,7 @@ def test_compiler_workdir(tmp_path: Path) -> None:
         names.add(prog[at:prog.index(b"\0", at)].decode())
     words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_.]*", ir))
     assert names and all(part in words for n in names for part in n.split("+")), names
+    assert any(part.startswith("linear_") for n in names for part in n.split("+")), names
     assert "pass emit" in (wd / "compile.log").read_text()
     assert "aten::gelu" in (wd / "lowering.log").read_text()
 
