@@ -183,6 +183,12 @@ std::chrono::steady_clock::duration period_of(double interval) {
         std::chrono::duration<double>(interval));
 }
 
+// A whole interval after the sample just taken, even when it came late (a
+// busy machine): two samples are never closer than the interval asked for.
+std::chrono::steady_clock::time_point next_sample_time(std::chrono::steady_clock::duration period) {
+    return std::chrono::steady_clock::now() + period;
+}
+
 // Starts @p sampler and samples every @p interval seconds, @p count times
 // (0: until interrupted), handing each sample and its number (from 1) to
 // @p on_sample, which returns false to stop early.
@@ -190,12 +196,15 @@ void sample_periodically(Sampler &sampler, double interval, unsigned count,
                          const std::function<bool(Model, unsigned)> &on_sample) {
     catch_signals();
     auto period = period_of(interval);
-    auto next = std::chrono::steady_clock::now();
     sampler.start();
+    auto next = std::chrono::steady_clock::now() + period;
     for (unsigned i = 1; count == 0 || i <= count; i++) {
-        next += period;
         sampler.wait_until(next, {}, [] { return g_interrupted.load(); });
-        if (g_interrupted || !on_sample(sampler.sample(), i))
+        if (g_interrupted)
+            break;
+        Model m = sampler.sample();
+        next = next_sample_time(period);
+        if (!on_sample(std::move(m), i))
             break;
     }
 }
@@ -240,11 +249,9 @@ int run_interactive(Sampler &sampler, double interval, UiState ui) {
     model.event_source = sampler.event_source();
 
     std::jthread worker([&](std::stop_token stop) {
-        auto period = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-            std::chrono::duration<double>(interval));
-        auto next = std::chrono::steady_clock::now();
+        auto period = period_of(interval);
+        auto next = next_sample_time(period);
         while (!stop.stop_requested()) {
-            next += period;
             sampler.wait_until(
                 next,
                 [&] {
@@ -256,9 +263,12 @@ int run_interactive(Sampler &sampler, double interval, UiState ui) {
                 [&] { return stop.stop_requested(); });
             if (stop.stop_requested())
                 break;
-            if (paused)
+            if (paused) {
+                next = next_sample_time(period);
                 continue;
+            }
             Model m = sampler.sample();
+            next = next_sample_time(period);
             {
                 std::lock_guard g(lock);
                 model = std::move(m);

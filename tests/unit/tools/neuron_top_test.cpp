@@ -243,7 +243,8 @@ void test_batch(void **) {
         assert_int_equal(j["sample"], n);
         assert_int_equal(j["devices"].size(), 2);
         assert_int_equal(j["devices"][0]["neuron_cores"].size(), 2);
-        assert_true(j["interval_s"].get<double>() >= 0.09);
+        // Never closer than asked, even after a late sample.
+        assert_true(j["interval_s"].get<double>() >= 0.1);
         assert_true(j["events"].is_array());
     }
     assert_int_equal(n, 2);
