@@ -3,6 +3,7 @@
  * neuron: identification, reset and quiescing of the device.
  */
 #include <linux/device.h>
+#include <linux/error-injection.h>
 #include <linux/iopoll.h>
 #include <linux/pci.h>
 
@@ -56,8 +57,12 @@ static int neuron_hw_check_magic(struct neuron_hw *hw)
  * Return: 0 on success (check &neuron_hw.ready for whether the device is
  * ready to run jobs), -ETIMEDOUT if the reset does not finish, -EIO if the
  * device is in its fatal state afterwards.
+ *
+ * A device that never leaves reset is the one failure of the probe path
+ * that is not an allocation: fail_function can make this fail (it is
+ * never inlined, so that every caller goes through its entry).
  */
-int neuron_hw_reset(struct neuron_hw *hw)
+noinline int neuron_hw_reset(struct neuron_hw *hw)
 {
 	u32 status;
 	int ret;
@@ -82,6 +87,7 @@ int neuron_hw_reset(struct neuron_hw *hw)
 	hw->ready = status & NEURON_DEV_STATUS_READY;
 	return 0;
 }
+ALLOW_ERROR_INJECTION(neuron_hw_reset, ERRNO);
 
 static int neuron_hw_read_identity(struct neuron_hw *hw, struct pci_dev *pdev)
 {

@@ -14,7 +14,8 @@
  * cannot reach each other's buffers), "copy_large" (128 and 256 MiB
  * copies, on a device with 512 MiB of memory) and "host_pin" (a buffer of
  * 95% of RAM, pin limits, a pin that runs out of memory) and
- * "fault_injection" (allocation failure sweeps, debug kernel) run only
+ * "fault_injection" (allocation failure sweeps, debug kernel) and
+ * "probe_fault_injection" (the same for binding the device) run only
  * when named.
  */
 #define _GNU_SOURCE
@@ -2058,6 +2059,251 @@ static void test_fault_injection(void **state) {
         printf("# leaks not checked (no kmemleak)\n");
 }
 
+/* ------------------------------------------------------------------------
+ * Probe and bind under fault injection ("probe_fault_injection", debug
+ * kernel, boot with acpi=noirq): with the device unbound, the 1st, 2nd,
+ * ... Nth fault point of the driver's steps in a bind (slab and page
+ * allocations, and neuron_hw_reset() through fail_function: the device
+ * not coming out of reset) fails in turn, until a bind has no Nth. Each
+ * bind succeeds or fails with ENOMEM (ETIMEDOUT for the reset, ENODEV or
+ * ENOSPC from the PCI core's MSI-X setup) and leaves the device unbound;
+ * afterwards nothing leaked and a normal bind gives a device that runs a
+ * job and copies. NEURON_FI_STRIDE=K fails only every Kth point, from
+ * NEURON_FI_OFFSET (default: a random one, printed).
+ */
+
+#define NEURON_DRV "/sys/bus/pci/drivers/neuron/"
+#define FI_FUNC FI_DEBUGFS "fail_function/"
+#define FI_RESET_ERRNO ETIMEDOUT
+
+/* Whether the device is bound to neuron.ko. */
+static int pfi_bound(void) {
+    char path[256];
+
+    snprintf(path, sizeof(path), NEURON_DRV "%s", tdev.bdf);
+    return !access(path, F_OK);
+}
+
+/* Writes the device's address to the driver's @file; 0 or -errno. */
+static int pfi_write(const char *file, int nth, unsigned n, int *injected) {
+    size_t len = strlen(tdev.bdf);
+    int fd = open(file, O_WRONLY | O_CLOEXEC);
+    ssize_t ret;
+    int err;
+
+    assert_true(fd >= 0);
+    if (nth >= 0)
+        fi_arm(nth, n);
+    ret = write(fd, tdev.bdf, len);
+    err = errno;
+    if (nth >= 0)
+        *injected = fi_disarm(nth);
+    close(fd);
+    if (ret < 0)
+        return -err;
+    assert_int_equal((size_t)ret, len);
+    return 0;
+}
+
+/* fail_function on neuron_hw_reset(), when the kernel and the module allow it. */
+static int pfi_function(int on) {
+    char buf[32];
+
+    if (!on) {
+        write_file(FI_FUNC "inject", "!neuron_hw_reset");
+        write_file(FI_FUNC "verbose", "2");
+        return 0;
+    }
+    if (access(FI_FUNC "inject", F_OK))
+        return 0;
+    {
+        FILE *f = fopen(FI_FUNC "inject", "w");
+
+        assert_non_null(f);
+        if (fputs("neuron_hw_reset", f) < 0 || fclose(f)) {
+            printf("# fail_function cannot inject into neuron_hw_reset()\n");
+            return 0;
+        }
+    }
+    snprintf(buf, sizeof(buf), "%#llx", (unsigned long long)(long long)-FI_RESET_ERRNO);
+    write_file(FI_FUNC "neuron_hw_reset/retval", buf);
+    write_file(FI_FUNC "verbose", "0");
+    return 1;
+}
+
+/*
+ * The fault points of a bind before neuron_probe()'s own work: the driver
+ * core, the PCI core and devm_drm_dev_alloc() (DRM's drm_dev_init() does
+ * not survive every allocation failure: an ERR_PTR minor device reaches
+ * put_device()). Kprobe events count this task's calls, outside
+ * interrupts, of should_failslab() and should_fail_alloc_page() (the
+ * fault points /proc/thread-self/fail-nth counts: their filters pass every
+ * allocation here but __GFP_NOFAIL ones) before neuron_telemetry_init(),
+ * the first step after the DRM device.
+ */
+#define TRACEFS FI_DEBUGFS "tracing/"
+
+static void append_file(const char *path, const char *val) {
+    int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, val, strlen(val)), (ssize_t)strlen(val));
+    close(fd);
+}
+
+static unsigned pfi_prefix(void) {
+    char buf[512];
+    unsigned points = 0;
+    int found = 0;
+    FILE *f;
+
+    append_file(TRACEFS "kprobe_events", "p:neuron_fi/point should_failslab\n");
+    append_file(TRACEFS "kprobe_events", "p:neuron_fi/page_point should_fail_alloc_page\n");
+    append_file(TRACEFS "kprobe_events", "p:neuron_fi/probe neuron_telemetry_init\n");
+    write_file(TRACEFS "trace_clock", "global");
+    write_file(TRACEFS "trace", "");
+    snprintf(buf, sizeof(buf), "common_pid == %d", (int)gettid());
+    write_file(TRACEFS "events/neuron_fi/filter", buf);
+    write_file(TRACEFS "events/neuron_fi/enable", "1");
+    write_file(TRACEFS "tracing_on", "1");
+    assert_int_equal(pfi_write(NEURON_DRV "bind", -1, 0, NULL), 0);
+    write_file(TRACEFS "tracing_on", "0");
+    write_file(TRACEFS "events/neuron_fi/enable", "0");
+
+    f = fopen(TRACEFS "trace", "r");
+    assert_non_null(f);
+    while (!found && fgets(buf, sizeof(buf), f)) {
+        const char *flags = strstr(buf, "] ");
+
+        if (buf[0] == '#' || !flags)
+            continue;
+        if (strstr(buf, " probe: ")) {
+            found = 1;
+        } else if (strstr(buf, " point: ") || strstr(buf, " page_point: ")) {
+            /* irqs-off, need-resched, hardirq/softirq, ...: only task context counts. */
+            points += flags[2 + 2] == '.';
+        }
+    }
+    fclose(f);
+    append_file(TRACEFS "kprobe_events", "-:neuron_fi/point\n");
+    append_file(TRACEFS "kprobe_events", "-:neuron_fi/page_point\n");
+    append_file(TRACEFS "kprobe_events", "-:neuron_fi/probe\n");
+    assert_true(found);
+    assert_int_equal(pfi_write(NEURON_DRV "unbind", -1, 0, NULL), 0);
+    return points;
+}
+
+static void test_probe_fault_injection(void **state) {
+    unsigned n, prefix, points, swept, failed = 0, enomem = 0, enodev = 0, reset = 0, nonode = 0;
+    const char *env = getenv("NEURON_FI_STRIDE");
+    unsigned stride = env ? (unsigned)strtoul(env, NULL, 0) : 1, offset;
+    int nth, kmemleak, function, fd;
+    double t0;
+
+    (void)state;
+    assert_true(stride >= 1);
+    env = getenv("NEURON_FI_OFFSET");
+    offset = env ? (unsigned)strtoul(env, NULL, 0) : (unsigned)time(NULL) % stride;
+    assert_true(offset < stride);
+    if (access(FI_DEBUGFS "failslab", F_OK) || access(FI_DEBUGFS "fail_page_alloc", F_OK)) {
+        printf("# no failslab/fail_page_alloc in this kernel\n");
+        skip();
+    }
+    kmemleak = !neuron_test_kmemleak_clear();
+    assert_true(pfi_bound());
+    assert_int_equal(pfi_write(NEURON_DRV "unbind", -1, 0, NULL), 0);
+    assert_false(pfi_bound());
+
+    nth = open("/proc/thread-self/fail-nth", O_RDWR | O_CLOEXEC);
+    assert_true(nth >= 0);
+    function = pfi_function(1);
+    fi_knobs(1);
+    prefix = pfi_prefix();
+    printf("# every %u%s fault point of the driver's steps from the %u%s fails in turn "
+           "(NEURON_FI_STRIDE=%u NEURON_FI_OFFSET=%u replays)\n",
+           stride, stride == 1 ? "st" : "th", offset + 1, offset ? "th" : "st", stride, offset);
+    t0 = now_s();
+    for (n = prefix + 1 + offset;; n += stride) {
+        int injected, ret = pfi_write(NEURON_DRV "bind", nth, n, &injected);
+
+        /*
+         * ENODEV, ENOSPC: the errnos of pci_alloc_irq_vectors() when the PCI
+         * core cannot allocate the device's MSI domain or its vectors.
+         */
+        if (ret && ret != -ENOMEM && ret != -FI_RESET_ERRNO && ret != -ENODEV && ret != -ENOSPC)
+            fail_msg("bind with fault point %u failing: %s", n, strerror(-ret));
+        if (!injected && ret)
+            fail_msg("bind without a fault failed: %s", strerror(-ret));
+        if (ret) {
+            if (pfi_bound())
+                fail_msg("bind with fault point %u failing returned %s but bound the device", n,
+                         strerror(-ret));
+            failed++;
+            enomem += ret == -ENOMEM;
+            reset += ret == -FI_RESET_ERRNO;
+            enodev += ret == -ENODEV || ret == -ENOSPC;
+        } else {
+            /*
+             * Bound anyway (the failure was absorbed): the node opens,
+             * unless devtmpfs could not create it (device_add() goes on).
+             */
+            assert_true(pfi_bound());
+            assert_int_equal(neuron_test_find_device(&tdev), 0);
+            fd = open_dev();
+            if (fd < 0 && errno == ENOENT && injected) {
+                nonode++;
+            } else {
+                assert_true(fd >= 0);
+                get_param(fd, DRM_NEURON_PARAM_NUM_CORES);
+                close(fd);
+            }
+        }
+        if (!injected)
+            break;
+        if (!ret)
+            assert_int_equal(pfi_write(NEURON_DRV "unbind", -1, 0, NULL), 0);
+    }
+    /* The bind at n had no Nth point; the one at n - stride had one. */
+    points = n - 1 - prefix;
+    swept = (n - prefix - 1 - offset) / stride;
+    printf("# bind: %u fault points before the driver's steps (not failed), %u-%u in them, "
+           "%u failed in %.1f s: %u binds failed (%u ENOMEM, %u ENODEV/ENOSPC, %u %s from "
+           "neuron_hw_reset()), %u succeeded anyway (%u without a device node)\n",
+           prefix, points + 1 - stride, points, swept, now_s() - t0, failed, enomem, enodev, reset,
+           strerror(FI_RESET_ERRNO), swept - failed, nonode);
+    /*
+     * The points before the driver's steps need not stay the same from one
+     * bind to the next (caches, ids): say how many there are now.
+     */
+    assert_int_equal(pfi_write(NEURON_DRV "unbind", -1, 0, NULL), 0);
+    printf("# after the sweep: %u fault points before the driver's steps\n", pfi_prefix());
+    fi_knobs(0);
+    if (function)
+        pfi_function(0);
+    close(nth);
+    assert_int_equal(pfi_write(NEURON_DRV "bind", -1, 0, NULL), 0);
+    assert_true(points > 0);
+    if (function && stride == 1)
+        assert_true(reset >= 1);
+
+    /* The last bind had no fault: the device copies and runs jobs right. */
+    assert_int_equal(neuron_test_find_device(&tdev), 0);
+    fd = open_dev();
+    assert_true(fd >= 0);
+    run_axpb(fd, DRM_NEURON_BO_HOST, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, 0);
+    {
+        static const uint64_t sizes[] = {4097, MIB + 5};
+
+        copy_roundtrips(fd, sizes, 2, max_copy(fd));
+    }
+    close(fd);
+    assert_int_equal(read_sysfs_long("memory_used"), 0);
+    if (kmemleak)
+        assert_int_equal(neuron_test_kmemleak_scan(), 0);
+    else
+        printf("# leaks not checked (no kmemleak)\n");
+}
+
 /* ------------------------------------------------------------------------ */
 
 #define T(fn)                                                                                      \
@@ -2088,15 +2334,17 @@ static const struct named_test all_tests[] = {
     {"copy_large", test_copy_large, setup, teardown},
     {"host_pin", test_host_pin, setup, teardown},
     {"fault_injection", test_fault_injection, setup, teardown},
+    {"probe_fault_injection", test_probe_fault_injection, NULL, NULL},
 };
 
 /*
- * Tests run by default; "timeout", "isolation", "copy_large", "host_pin"
- * and "fault_injection" must be asked for by name.
+ * Tests run by default; "timeout", "isolation", "copy_large", "host_pin",
+ * "fault_injection" and "probe_fault_injection" must be asked for by name.
  */
 static int default_test(const char *name) {
     return strcmp(name, "timeout") && strcmp(name, "isolation") && strcmp(name, "copy_large") &&
-           strcmp(name, "host_pin") && strcmp(name, "fault_injection");
+           strcmp(name, "host_pin") && strcmp(name, "fault_injection") &&
+           strcmp(name, "probe_fault_injection");
 }
 
 int main(int argc, char **argv) {
