@@ -419,18 +419,22 @@ Tolerance transformer_block_tolerance() {
     return Tolerance{1e-5, 1e-5};
 }
 
-Case transformer_block_case(uint64_t seed, const TransformerShape &s) {
+namespace {
+
+// The case of a block or layer whatever builds its program (@build, from
+// the parameters, returns the Case holding it): the data, drawn from one
+// generator in one order, the reference and the check are the same.
+template <typename Build>
+Case block_case(uint64_t seed, const TransformerShape &s, std::string title, Tolerance tol,
+                Build build) {
     Rng rng(seed);
     std::vector<float> x(size_t{s.seq} * s.d_model);
     for (auto &v : x)
         v = rng.uniform(1.0f);
     TransformerParams p = transformer_params(s, rng);
 
-    Kernel::Stats stats;
-    Case c(build_transformer_block(s, p, &stats));
-    c.stats = stats;
-    c.title = fmt::format("transformer block (seq {}, d_model {}, {} heads, d_ff {}), fp32", s.seq,
-                          s.d_model, s.heads, s.d_ff);
+    Case c = build(p);
+    c.title = std::move(title);
     c.inputs.emplace_back("x", pack(DType::fp32, x));
     c.output = std::string("y");
     c.output_dtype = DType::fp32;
@@ -438,10 +442,34 @@ Case transformer_block_case(uint64_t seed, const TransformerShape &s) {
     c.reference = transformer_block_reference(s, x, p);
     c.reference_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    c.tolerance = transformer_block_tolerance();
+    c.tolerance = tol;
     const uint64_t S = s.seq, D = s.d_model, F = s.d_ff;
     c.flops = 2 * S * D * D * 4 + 2 * S * S * D * 2 + 2 * S * D * F * 2;
     return c;
+}
+
+// The case of the block or layer compiled from transformer_block_graph.
+Case compiled_case(uint64_t seed, const TransformerShape &s, std::string title, Tolerance tol) {
+    return block_case(seed, s, std::move(title), tol, [&](const TransformerParams &p) {
+        compiler::Compiled compiled = compiler::compile(transformer_block_graph(s, p));
+        Case c(compiled.program);
+        c.stats = compiled.stats;
+        return c;
+    });
+}
+
+} // namespace
+
+Case transformer_block_case(uint64_t seed, const TransformerShape &s) {
+    return block_case(seed, s,
+                      fmt::format("transformer block (seq {}, d_model {}, {} heads, d_ff {}), fp32",
+                                  s.seq, s.d_model, s.heads, s.d_ff),
+                      transformer_block_tolerance(), [&](const TransformerParams &p) {
+                          Kernel::Stats stats;
+                          Case c(build_transformer_block(s, p, &stats));
+                          c.stats = stats;
+                          return c;
+                      });
 }
 
 compiler::Graph transformer_block_graph(const TransformerShape &s, const TransformerParams &p) {
@@ -522,37 +550,6 @@ compiler::Graph transformer_block_graph(const TransformerShape &s, const Transfo
     g.mark_output(y);
     return g;
 }
-
-namespace {
-
-// The case of the compiled block or layer: transformer_block_case's data
-// (the same generator, in the same order).
-Case compiled_case(uint64_t seed, const TransformerShape &s, const std::string &title,
-                   Tolerance tol) {
-    Rng rng(seed);
-    std::vector<float> x(size_t{s.seq} * s.d_model);
-    for (auto &v : x)
-        v = rng.uniform(1.0f);
-    TransformerParams p = transformer_params(s, rng);
-
-    compiler::Compiled compiled = compiler::compile(transformer_block_graph(s, p));
-    Case c(compiled.program);
-    c.stats = compiled.stats;
-    c.title = title;
-    c.inputs.emplace_back("x", pack(DType::fp32, x));
-    c.output = std::string("y");
-    c.output_dtype = DType::fp32;
-    auto t0 = std::chrono::steady_clock::now();
-    c.reference = transformer_block_reference(s, x, p);
-    c.reference_ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    c.tolerance = tol;
-    const uint64_t S = s.seq, D = s.d_model, F = s.d_ff;
-    c.flops = 2 * S * D * D * 4 + 2 * S * S * D * 2 + 2 * S * D * F * 2;
-    return c;
-}
-
-} // namespace
 
 Case compiled_transformer_block_case(uint64_t seed, const TransformerShape &s) {
     return compiled_case(seed, s,
