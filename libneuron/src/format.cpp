@@ -660,104 +660,114 @@ struct Parser {
         return {};
     }
 
-    // ORIGINS: named instruction ranges of the streams, sorted, disjoint.
-    VErr origins() {
-        if (!orig)
+    // The entries of table section @p s (@p section its name), @p entry_size
+    // bytes each and named by the string offset at their start: @p each
+    // (k, Y, name, what) checks entry k at offset Y, whose name is not
+    // empty; "@p noun k 'name'" (what) starts its messages.
+    template <typename Each>
+    VErr named_entries(const Section *s, const char *section, uint64_t entry_size, const char *noun,
+                       Each each) {
+        if (!s)
             return {};
-        if (orig->size % f::origin_entry_size)
-            return fail(orig->entry + 16, "ORIGINS size {} is not a multiple of {}", orig->size,
-                        f::origin_entry_size);
-        for (uint64_t k = 0; k < orig->size / f::origin_entry_size; k++) {
-            uint64_t Y = orig->offset + k * f::origin_entry_size;
-            OriginInfo o;
-            if (auto e = str(Y, o.name))
+        if (s->size % entry_size)
+            return fail(s->entry + 16, "{} size {} is not a multiple of {}", section, s->size,
+                        entry_size);
+        for (uint64_t k = 0; k < s->size / entry_size; k++) {
+            uint64_t Y = s->offset + k * entry_size;
+            std::string name;
+            if (auto e = str(Y, name))
                 return e;
-            if (o.name.empty())
-                return fail(Y, "origin {}: empty name", k);
-            std::string what = fmt::format("origin {} '{}'", k, o.name);
-            uint8_t engine = rd8(b, Y + 4);
-            if (engine < NEURON_ENGINE_TENSOR || engine > NEURON_ENGINE_SYNC)
-                return fail(Y + 4, "{}: engine {} does not exist (1..4)", what, engine);
-            if (!zero(b, Y + 5, 3))
-                return fail(Y + 5, "{}: reserved fields must be zero", what);
-            o.engine = static_cast<Engine>(engine);
-            o.first = rd32(b, Y + 8);
-            o.count = rd32(b, Y + 12);
-            uint64_t insns = d.streams[engine - 1].second / f::insn_size;
-            if (o.count == 0 || uint64_t{o.first} + o.count > insns)
-                return fail(Y + 8,
-                            "{}: instructions [{}, +{}) are empty or outside the {} stream's {}",
-                            what, o.first, o.count, to_string(o.engine), insns);
-            if (!d.origins.empty()) {
-                const OriginInfo &p = d.origins.back();
-                if (p.engine > o.engine ||
-                    (p.engine == o.engine && uint64_t{p.first} + p.count > o.first))
-                    return fail(Y + 4,
-                                "{}: not after origin {} '{}' ({} [{}, +{})): origins are "
-                                "sorted by engine and instruction and do not overlap",
-                                what, k - 1, p.name, to_string(p.engine), p.first, p.count);
-            }
-            d.origins.push_back(std::move(o));
+            if (name.empty())
+                return fail(Y, "{} {}: empty name", noun, k);
+            std::string what = fmt::format("{} {} '{}'", noun, k, name);
+            if (auto e = each(k, Y, std::move(name), what))
+                return e;
         }
         return {};
     }
 
+    // ORIGINS: named instruction ranges of the streams, sorted, disjoint.
+    VErr origins() {
+        return named_entries(
+            orig, "ORIGINS", f::origin_entry_size, "origin",
+            [&](uint64_t k, uint64_t Y, std::string name, const std::string &what) -> VErr {
+                OriginInfo o;
+                o.name = std::move(name);
+                uint8_t engine = rd8(b, Y + 4);
+                if (engine < NEURON_ENGINE_TENSOR || engine > NEURON_ENGINE_SYNC)
+                    return fail(Y + 4, "{}: engine {} does not exist (1..4)", what, engine);
+                if (!zero(b, Y + 5, 3))
+                    return fail(Y + 5, "{}: reserved fields must be zero", what);
+                o.engine = static_cast<Engine>(engine);
+                o.first = rd32(b, Y + 8);
+                o.count = rd32(b, Y + 12);
+                uint64_t insns = d.streams[engine - 1].second / f::insn_size;
+                if (o.count == 0 || uint64_t{o.first} + o.count > insns)
+                    return fail(
+                        Y + 8, "{}: instructions [{}, +{}) are empty or outside the {} stream's {}",
+                        what, o.first, o.count, to_string(o.engine), insns);
+                if (!d.origins.empty()) {
+                    const OriginInfo &p = d.origins.back();
+                    if (p.engine > o.engine ||
+                        (p.engine == o.engine && uint64_t{p.first} + p.count > o.first))
+                        return fail(Y + 4,
+                                    "{}: not after origin {} '{}' ({} [{}, +{})): origins are "
+                                    "sorted by engine and instruction and do not overlap",
+                                    what, k - 1, p.name, to_string(p.engine), p.first, p.count);
+                }
+                d.origins.push_back(std::move(o));
+                return {};
+            });
+    }
+
     // LIVE: when SBUF/PSUM ranges are in use, by instruction.
     VErr live_ranges() {
-        if (!live)
-            return {};
-        if (live->size % f::live_entry_size)
-            return fail(live->entry + 16, "LIVE size {} is not a multiple of {}", live->size,
-                        f::live_entry_size);
-        for (uint64_t k = 0; k < live->size / f::live_entry_size; k++) {
-            uint64_t Y = live->offset + k * f::live_entry_size;
-            LiveRange r;
-            if (auto e = str(Y, r.name))
-                return e;
-            if (r.name.empty())
-                return fail(Y, "live range {}: empty name", k);
-            std::string what = fmt::format("live range {} '{}'", k, r.name);
-            uint8_t kind = rd8(b, Y + 4), ps = rd8(b, Y + 5), pc = rd8(b, Y + 6);
-            if (kind != f::symbol_sbuf && kind != f::symbol_psum)
-                return fail(Y + 4, "{}: kind {} is neither SBUF (1) nor PSUM (2)", what, kind);
-            if (pc == 0 || ps + pc > NEURON_PARTITIONS)
-                return fail(Y + 5, "{}: partitions {}+{} are outside 0..127", what, ps, pc);
-            uint8_t le = rd8(b, Y + 7);
-            if (le < NEURON_ENGINE_TENSOR || le > NEURON_ENGINE_SYNC)
-                return fail(Y + 7, "{}: live engine {} does not exist (1..4)", what, le);
-            r.kind = static_cast<f::SymbolKind>(kind);
-            r.part_start = ps;
-            r.part_count = pc;
-            r.offset = rd32(b, Y + 8);
-            r.size = rd32(b, Y + 12);
-            if (r.size == 0)
-                return fail(Y + 12, "{}: zero size", what);
-            if (kind == f::symbol_psum &&
-                uint64_t{r.offset} + r.size > NEURON_PSUM_SIZE / NEURON_PARTITIONS)
-                return fail(Y + 8, "{}: PSUM range [{:#x}, +{:#x}) exceeds a partition", what,
-                            r.offset, r.size);
-            if (rd32(b, Y + 36))
-                return fail(Y + 36, "{}: reserved fields must be zero", what);
-            auto insns = [&](unsigned e) { return d.streams[e].second / f::insn_size; };
-            r.live = {static_cast<Engine>(le), rd32(b, Y + 16)};
-            if (r.live.index >= insns(le - 1u))
-                return fail(Y + 16, "{}: live instruction {} is outside the {} stream's {}", what,
-                            r.live.index, to_string(r.live.engine), insns(le - 1u));
-            for (unsigned e = 0; e < num_engines; e++) {
-                uint32_t i = rd32(b, Y + 20 + 4 * e);
-                if (i != LiveRange::no_insn && i >= insns(e))
-                    return fail(Y + 20 + 4 * e,
-                                "{}: dead instruction {} is outside the {} stream's {}", what, i,
-                                to_string(static_cast<Engine>(e + 1)), insns(e));
-                r.dead[e] = i;
-            }
-            if (r.dead[le - 1u] == LiveRange::no_insn || r.dead[le - 1u] < r.live.index)
-                return fail(Y + 20 + 4 * (le - 1u),
-                            "{}: the {} stream's last use is before its first (instruction {})",
-                            what, to_string(r.live.engine), r.live.index);
-            d.live.push_back(std::move(r));
-        }
-        return {};
+        return named_entries(
+            live, "LIVE", f::live_entry_size, "live range",
+            [&](uint64_t, uint64_t Y, std::string name, const std::string &what) -> VErr {
+                LiveRange r;
+                r.name = std::move(name);
+                uint8_t kind = rd8(b, Y + 4), ps = rd8(b, Y + 5), pc = rd8(b, Y + 6);
+                if (kind != f::symbol_sbuf && kind != f::symbol_psum)
+                    return fail(Y + 4, "{}: kind {} is neither SBUF (1) nor PSUM (2)", what, kind);
+                if (pc == 0 || ps + pc > NEURON_PARTITIONS)
+                    return fail(Y + 5, "{}: partitions {}+{} are outside 0..127", what, ps, pc);
+                uint8_t le = rd8(b, Y + 7);
+                if (le < NEURON_ENGINE_TENSOR || le > NEURON_ENGINE_SYNC)
+                    return fail(Y + 7, "{}: live engine {} does not exist (1..4)", what, le);
+                r.kind = static_cast<f::SymbolKind>(kind);
+                r.part_start = ps;
+                r.part_count = pc;
+                r.offset = rd32(b, Y + 8);
+                r.size = rd32(b, Y + 12);
+                if (r.size == 0)
+                    return fail(Y + 12, "{}: zero size", what);
+                if (kind == f::symbol_psum &&
+                    uint64_t{r.offset} + r.size > NEURON_PSUM_SIZE / NEURON_PARTITIONS)
+                    return fail(Y + 8, "{}: PSUM range [{:#x}, +{:#x}) exceeds a partition", what,
+                                r.offset, r.size);
+                if (rd32(b, Y + 36))
+                    return fail(Y + 36, "{}: reserved fields must be zero", what);
+                auto insns = [&](unsigned e) { return d.streams[e].second / f::insn_size; };
+                r.live = {static_cast<Engine>(le), rd32(b, Y + 16)};
+                if (r.live.index >= insns(le - 1u))
+                    return fail(Y + 16, "{}: live instruction {} is outside the {} stream's {}",
+                                what, r.live.index, to_string(r.live.engine), insns(le - 1u));
+                for (unsigned e = 0; e < num_engines; e++) {
+                    uint32_t i = rd32(b, Y + 20 + 4 * e);
+                    if (i != LiveRange::no_insn && i >= insns(e))
+                        return fail(Y + 20 + 4 * e,
+                                    "{}: dead instruction {} is outside the {} stream's {}", what,
+                                    i, to_string(static_cast<Engine>(e + 1)), insns(e));
+                    r.dead[e] = i;
+                }
+                if (r.dead[le - 1u] == LiveRange::no_insn || r.dead[le - 1u] < r.live.index)
+                    return fail(Y + 20 + 4 * (le - 1u),
+                                "{}: the {} stream's last use is before its first (instruction {})",
+                                what, to_string(r.live.engine), r.live.index);
+                d.live.push_back(std::move(r));
+                return {};
+            });
     }
 
     // The string at the string-table offset stored at @p field.
