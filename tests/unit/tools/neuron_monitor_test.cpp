@@ -3,6 +3,7 @@
 // (golden file and exact values), a device going away and coming back, the
 // driver unloaded, JSON lines, a scrape over HTTP, and --help and the
 // metrics vs the man page.
+#include <atomic>
 #include <prometheus/text_serializer.h>
 #include <regex>
 #include <sstream>
@@ -240,12 +241,16 @@ void test_http(void **) {
     int port = http::free_port();
     std::string listen = "127.0.0.1:" + std::to_string(port);
     Result r{};
+    std::atomic<bool> served{false};
     std::thread server([&] {
         r = run_monitor(t.roots(), {"--listen", listen.c_str(), "--count", "40", "--interval",
                                     "0.05", "--no-netlink"});
+        served = true;
     });
+    // Scrape while the monitor runs (its 40 samples), however late it
+    // starts listening on a loaded machine.
     std::string reply;
-    for (int i = 0; i < 100 && reply.empty(); i++) {
+    while (reply.empty() && !served) {
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
         reply = http::get(port, "/metrics");
     }
