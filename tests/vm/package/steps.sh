@@ -60,6 +60,31 @@ wait_for() { # SECONDS DESCRIPTION COMMAND...
 	done
 }
 
+# With the harness's --compiler-cache ($NEURON_VM_CCACHE), the compiler
+# that DKMS runs goes through ccache: Debian's kernel headers prefix their
+# CC with ccache when DEBIAN_KERNEL_USE_CCACHE is set (.kernelvariables,
+# which DKMS reads CC from). A PATH with /usr/lib/ccache first would not
+# reach DKMS: apt runs dpkg with a PATH of its own (DPkg::Path). DKMS
+# still builds the module for the running kernel with the kernel's
+# flags; a file that an earlier run compiled from the same source and
+# flags comes from the cache.
+compile_env=()
+if [ -n "${NEURON_VM_CCACHE:-}" ]; then
+	compile_env=(env DEBIAN_KERNEL_USE_CCACHE=1 "CCACHE_DIR=$NEURON_VM_CCACHE")
+fi
+
+# ccache's counters of this step's compilations, and a check that DKMS's
+# compiler really went through it.
+ccache_report() {
+	[ -n "${NEURON_VM_CCACHE:-}" ] || return 0
+	local stats hits misses
+	stats=$(CCACHE_DIR=$NEURON_VM_CCACHE ccache --print-stats)
+	hits=$(awk '$1 == "direct_cache_hit" || $1 == "preprocessed_cache_hit" { n += $2 } END { print n + 0 }' <<<"$stats")
+	misses=$(awk '$1 == "cache_miss" { print $2 }' <<<"$stats")
+	[ $((hits + misses)) -gt 0 ] || fail "no compilation went through ccache ($NEURON_VM_CCACHE)"
+	note "ccache: $hits compilations from the cache, ${misses:-0} compiled"
+}
+
 # apt-get install of local packages, offline (the guest has no network, so
 # every dependency must be in the image already, or apt fails to fetch it).
 # Absolute paths: with ./relative ones and --no-download apt 2.6 fails
@@ -68,9 +93,11 @@ apt_install() {
 	local dir
 	dir=$(mktemp -d /var/tmp/debs.XXXXXX)
 	cp "$@" "$dir/"
-	DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$dir"/*.deb ||
-		fail "apt-get install $* failed"
+	[ -z "${NEURON_VM_CCACHE:-}" ] || CCACHE_DIR=$NEURON_VM_CCACHE ccache --zero-stats >/dev/null
+	DEBIAN_FRONTEND=noninteractive "${compile_env[@]}" apt-get install -y --no-install-recommends \
+		"$dir"/*.deb || fail "apt-get install $* failed"
 	rm -rf "$dir"
+	ccache_report
 }
 
 dkms_module() { modinfo -k "$release" -n neuron 2>/dev/null; }
