@@ -14,12 +14,14 @@ CCACHE_BASEDIR=$(pwd)
 export CCACHE_BASEDIR CCACHE_NOHASHDIR=1
 
 # setup_and_build PRESET...: scripts/setup-deps once, then configure and
-# build each preset.
+# build each preset, with the cache entries of NEURON_CONFIGURE_ARGS (an
+# array) when the caller sets it.
 setup_and_build() {
 	local preset
 	step "setting up dependencies (scripts/setup-deps)" scripts/setup-deps || return
 	for preset in "$@"; do
-		step "configuring the $preset build" cmake --preset "$preset" >/dev/null || return
+		step "configuring the $preset build" \
+			cmake --preset "$preset" "${NEURON_CONFIGURE_ARGS[@]}" >/dev/null || return
 		step "building the $preset build" cmake --build --preset "$preset" -j "$(nproc)" ||
 			return
 	done
