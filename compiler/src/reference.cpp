@@ -261,4 +261,260 @@ std::vector<std::vector<double>> evaluate(const Graph &g,
     return v;
 }
 
+namespace {
+
+// The unit roundoff of a value stored as @p t (half an ulp, relative).
+double unit_roundoff(DType t) {
+    switch (t) {
+    case DType::bf16:
+        return 0x1p-8;
+    case DType::fp16:
+        return 0x1p-11;
+    default:
+        return 0x1p-24;
+    }
+}
+
+// The steepest |f'| of an activation other than exp, over all inputs.
+double max_slope(Op op) {
+    switch (op) {
+    case Op::gelu:
+    case Op::gelu_tanh:
+        return 1.13; // 1.1289 at z = 1.4 (erf) and 1.5 (tanh)
+    case Op::silu:
+        return 1.1; // 1.0998 at z = 2.4
+    case Op::sigmoid:
+        return 0.25;
+    default:
+        return 1; // relu, tanh
+    }
+}
+
+std::vector<double> magnitudes(const std::vector<double> &v) {
+    std::vector<double> m(v.size());
+    for (size_t i = 0; i < v.size(); i++)
+        m[i] = std::fabs(v[i]);
+    return m;
+}
+
+bool all_zero(const std::vector<double> &v) {
+    return std::all_of(v.begin(), v.end(), [](double x) { return x == 0; });
+}
+
+// How far the operands' errors @p err (bounds on |device - value|, as
+// @p val) can move node @p node of @p g, to first order and above.
+std::vector<double> carried_raw(const Graph &g, uint32_t node, const std::vector<double> &value,
+                                const std::vector<const std::vector<double> *> &val,
+                                const std::vector<const std::vector<double> *> &err) {
+    const Node &n = g.node(node);
+    const size_t total = value.size();
+    std::vector<double> c(total, 0);
+    bool none = true;
+    for (const auto *e : err)
+        none &= all_zero(*e);
+    const double u32 = 0x1p-24;
+    auto shape = [&](size_t k) -> const Shape & { return g.node(n.operands[k]).type.shape; };
+    const int64_t C = n.type.shape.back(), R = static_cast<int64_t>(total) / C;
+    switch (n.op) {
+    case Op::input:
+    case Op::constant:
+        return c;
+    case Op::add:
+    case Op::sub:
+    case Op::mul:
+    case Op::div:
+        // The reference rounds its operands to fp32, the device computes
+        // from its own: their difference is the error plus that rounding.
+        for (size_t f = 0; f < total; f++) {
+            double a, b, ea, eb;
+            if (n.scalar) {
+                double x = (*val[0])[f], ex = (*err[0])[f] + u32 * std::fabs(x), s = *n.scalar;
+                a = n.scalar_first ? s : x;
+                b = n.scalar_first ? x : s;
+                ea = n.scalar_first ? 0 : ex;
+                eb = n.scalar_first ? ex : 0;
+            } else {
+                Shape idx = unravel(static_cast<int64_t>(f), n.type.shape);
+                auto ia = static_cast<size_t>(broadcast_index(idx, shape(0)));
+                auto ib = static_cast<size_t>(broadcast_index(idx, shape(1)));
+                a = (*val[0])[ia];
+                b = (*val[1])[ib];
+                ea = (*err[0])[ia] + u32 * std::fabs(a);
+                eb = (*err[1])[ib] + u32 * std::fabs(b);
+            }
+            if (n.op == Op::add || n.op == Op::sub)
+                c[f] = ea + eb;
+            else if (n.op == Op::mul)
+                c[f] = std::fabs(a) * eb + ea * std::fabs(b) + ea * eb;
+            else
+                c[f] = std::fabs(b) > eb ? (ea + std::fabs(a / b) * eb) / (std::fabs(b) - eb)
+                                         : INFINITY;
+        }
+        return c;
+    case Op::relu:
+    case Op::gelu:
+    case Op::gelu_tanh:
+    case Op::silu:
+    case Op::sigmoid:
+    case Op::tanh:
+    case Op::exp:
+        for (size_t f = 0; f < total; f++)
+            c[f] = n.op == Op::exp ? std::fabs(value[f]) * std::expm1((*err[0])[f])
+                                   : max_slope(n.op) * (*err[0])[f];
+        return c;
+    case Op::matmul: {
+        if (none)
+            return c;
+        // |A| eB + eA |B| + eA eB, each a matmul of the same shapes
+        const auto ma = magnitudes(*val[0]), mb = magnitudes(*val[1]);
+        const bool za = all_zero(*err[0]), zb = all_zero(*err[1]);
+        auto add = [&](const std::vector<double> &x, const std::vector<double> &y) {
+            std::vector<double> p = reference(g, node, {&x, &y}).value;
+            for (size_t f = 0; f < total; f++)
+                c[f] += p[f];
+        };
+        if (!zb)
+            add(ma, *err[1]);
+        if (!za)
+            add(*err[0], mb);
+        if (!za && !zb)
+            add(*err[0], *err[1]);
+        // the products went through fp32 operands in reference()
+        for (auto &x : c)
+            x *= 1 + 0x1p-20;
+        return c;
+    }
+    case Op::softmax: {
+        // logits moved by at most E move every exp(x - max) / sum by a
+        // factor within [e^-2E, e^2E]
+        const int64_t Q = n.causal ? n.type.shape[n.type.shape.size() - 2] : 1;
+        for (int64_t r = 0; r < R; r++) {
+            const int64_t kept = n.causal ? std::min(C, r % Q + 1) : C;
+            double E = 0;
+            for (int64_t k = 0; k < kept; k++)
+                E = std::max(E, (*err[0])[static_cast<size_t>(r * C + k)]);
+            for (int64_t k = 0; k < C; k++) {
+                auto f = static_cast<size_t>(r * C + k);
+                c[f] = std::fabs(value[f]) * std::expm1(2 * E);
+            }
+        }
+        return c;
+    }
+    case Op::layer_norm:
+    case Op::rms_norm: {
+        if (none)
+            return c;
+        const bool ln = n.op == Op::layer_norm;
+        for (int64_t r = 0; r < R; r++) {
+            const double *x = &(*val[0])[static_cast<size_t>(r * C)];
+            const double *ex = &(*err[0])[static_cast<size_t>(r * C)];
+            double mean = 0, E = 0;
+            for (int64_t k = 0; k < C; k++) {
+                mean += x[k];
+                E = std::max(E, ex[k]);
+            }
+            mean = ln ? mean / static_cast<double>(C) : 0;
+            double var = 0, dev = 0;
+            for (int64_t k = 0; k < C; k++) {
+                var += (x[k] - mean) * (x[k] - mean);
+                dev += std::fabs(x[k] - mean);
+            }
+            var /= static_cast<double>(C);
+            dev /= static_cast<double>(C);
+            // x - mean moves by D, the variance by 2 dev D + D^2, and
+            // r = 1/sqrt(var + eps) by dr (the larger side: var down)
+            const double D = ln ? 2 * E : E, rs = 1 / std::sqrt(var + n.eps);
+            const double dvar = 2 * dev * D + D * D, low = var + n.eps - dvar;
+            const double dr = low > 0 ? 1 / std::sqrt(low) - rs : INFINITY;
+            for (int64_t k = 0; k < C; k++) {
+                auto f = static_cast<size_t>(r * C + k);
+                if (!(low > 0)) { // the errors may reach the spread of the row
+                    c[f] = INFINITY;
+                    continue;
+                }
+                const double y = (x[k] - mean) * rs;
+                const double dy = D * (rs + dr) + std::fabs(x[k] - mean) * dr;
+                const auto ck = static_cast<size_t>(k);
+                const double w = n.operands.size() > 1 ? (*val[1])[ck] : 1;
+                const double ew = n.operands.size() > 1 ? (*err[1])[ck] : 0;
+                const double eb = n.operands.size() > 2 ? (*err[2])[ck] : 0;
+                c[f] = dy * std::fabs(w) + (std::fabs(y) + dy) * ew + eb;
+            }
+        }
+        return c;
+    }
+    case Op::reshape:
+    case Op::transpose:
+    case Op::slice:
+    case Op::concat:
+        // data movement moves the errors with the values
+        if (none)
+            return c;
+        return reference(g, node, err).value;
+    }
+    return c;
+}
+
+// carried_raw() with 0 x inf (an infinite error times a zero operand) as inf.
+std::vector<double> carried(const Graph &g, uint32_t node, const std::vector<double> &value,
+                            const std::vector<const std::vector<double> *> &val,
+                            const std::vector<const std::vector<double> *> &err) {
+    std::vector<double> c = carried_raw(g, node, value, val, err);
+    for (auto &x : c)
+        if (std::isnan(x))
+            x = INFINITY;
+    return c;
+}
+
+} // namespace
+
+std::vector<Expected> evaluate_bounded(const Graph &g,
+                                       const std::map<std::string, std::vector<float>> &inputs) {
+    std::vector<Expected> out(g.nodes().size());
+    for (uint32_t i = 0; i < g.nodes().size(); i++) {
+        const Node &n = g.node(i);
+        if (n.op == Op::input || n.op == Op::constant) {
+            std::vector<float> v;
+            if (n.op == Op::constant) {
+                v = constant_values(n);
+            } else if (auto it = inputs.find(n.name);
+                       it != inputs.end() &&
+                       static_cast<int64_t>(it->second.size()) == n.type.elements()) {
+                for (float x : it->second)
+                    v.push_back(round_to(n.type.dtype, x));
+            } else {
+                throw GraphError(fmt::format("input '{}' ({}) not given or of the wrong size",
+                                             n.name, to_string(n.type)));
+            }
+            out[i].value.assign(v.begin(), v.end());
+            out[i].bound.assign(v.size(), 0);
+            continue;
+        }
+        std::vector<const std::vector<double> *> val, err;
+        for (uint32_t o : n.operands) {
+            val.push_back(&out[o].value);
+            err.push_back(&out[o].bound);
+        }
+        Expected own = reference(g, i, val);
+        std::vector<double> b = carried(g, i, own.value, val, err);
+        const bool moves =
+            n.op == Op::reshape || n.op == Op::transpose || n.op == Op::slice || n.op == Op::concat;
+        if (!moves) {
+            const double u = unit_roundoff(n.type.dtype);
+            for (size_t f = 0; f < b.size(); f++) {
+                const double v = own.value[f];
+                if (!own.bound.empty())
+                    b[f] += own.bound[f];
+                else if (n.type.dtype == DType::int32)
+                    b[f] += v == std::nearbyint(v) ? 0 : 0.5;
+                else // the result rounded to fp32 and the dtype; subnormals
+                    b[f] += (u + 0x1p-24) * (std::fabs(v) + b[f]) + 0x1p-126;
+            }
+        }
+        out[i].value = std::move(own.value);
+        out[i].bound = std::move(b);
+    }
+    return out;
+}
+
 } // namespace neuron::compiler

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <deque>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -21,6 +22,8 @@
 
 #include <fmt/format.h>
 
+#include <neuron/compiler/compile.hpp>
+#include <neuron/compiler/reference.hpp>
 #include <neuron/neuron.hpp>
 
 #include "bench.hpp"
@@ -288,6 +291,17 @@ class DeviceMatmul {
 
     double gflops_once() const { return shape_.flops() * reps_ / run_seconds() * 1e-9; }
 
+    /// FLOPs per cycle of the model's clock (hw/isa.md §7) of one profiled job.
+    double flops_per_cycle() const {
+        neuron::Arguments args;
+        args.bind("a", a_.range(0, a_bytes()))
+            .bind("b", b_.range(0, b_bytes()))
+            .bind("c", c_.range(0, c_bytes()));
+        const neuron::Profile prof(device_, 1);
+        queue_.submit(*program_, args, prof).wait();
+        return shape_.flops() * reps_ / static_cast<double>(prof.read().cycles);
+    }
+
     /// Fills C with NaN, so that a tile the program failed to store cannot pass.
     void poison_result() const {
         std::vector<std::byte> nan(c_bytes(), std::byte{0xff});
@@ -399,6 +413,183 @@ class DeviceColumn {
     std::vector<std::string> reps_;
 };
 
+// ---- compiled matmul-bound graphs ----
+
+/// A graph of the compiler that is one large matmul: y = x w (+ b, GELU)
+/// with x [M, K] an input and w [K, N], b [N] constants.
+struct CompiledGraph {
+    std::string name;
+    bool bias_gelu = false;
+};
+
+neuron::compiler::Graph matmul_graph(const MatmulShape &s, neuron::DType dt, bool bias_gelu) {
+    namespace nc = neuron::compiler;
+    nc::Graph g(bias_gelu ? "bench_linear_bias_gelu" : "bench_linear");
+    const int64_t m = s.m, n = s.n, k = s.k;
+    const uint32_t x = g.input("x", {dt, {m, k}});
+    const uint32_t w = g.constant("w", {dt, {k, n}}, {{}, 1, 1 / std::sqrt(float(k))});
+    uint32_t y = g.add(nc::Op::matmul, "h", {x, w});
+    if (bias_gelu) {
+        const uint32_t b = g.constant("b", {dt, {n}}, {{}, 2, 0.5f});
+        y = g.add(nc::Op::add, "z", {y, b});
+        y = g.add(nc::Op::gelu, "y", {y});
+    }
+    g.mark_output(y);
+    return g;
+}
+
+/// One compiled graph loaded on core 0 with its input uploaded.
+class DeviceGraph {
+  public:
+    DeviceGraph(const neuron::Device &dev, const neuron::compiler::Graph &g, uint64_t seed)
+        : graph_(g), program_(neuron::compiler::compile(g).program), loaded_(dev.load(program_)),
+          queue_(dev.queue(0)) {
+        namespace nc = neuron::compiler;
+        const auto region =
+            dev.info().device_memory_size ? neuron::Region::device : neuron::Region::host;
+        nex::Rng rng(seed);
+        for (const nc::Node &n : g.nodes())
+            if (n.op == nc::Op::input) {
+                std::vector<float> v(static_cast<size_t>(n.type.elements()));
+                for (auto &x : v)
+                    x = rng.uniform(1.0f);
+                inputs_[n.name] = v;
+                const auto bytes = nc::pack(n.type.dtype, v);
+                buffers_.push_back(dev.allocate(bytes.size(), region));
+                buffers_.back().write(0, bytes);
+                args_.bind(n.name, buffers_.back().range(0, bytes.size()));
+            }
+        const nc::Node &out = g.node(g.outputs().at(0));
+        out_bytes_ =
+            static_cast<uint64_t>(out.type.elements()) * neuron::dtype_size(out.type.dtype);
+        buffers_.push_back(dev.allocate(out_bytes_, region));
+        out_ = buffers_.size() - 1;
+        args_.bind(out.name, buffers_.back().range(0, out_bytes_));
+    }
+
+    double run_seconds() const {
+        const auto limit = std::chrono::duration<double>(job_timeout_s() + 5.0);
+        const double t0 = now_s();
+        const neuron::Fence done = queue_.submit(loaded_, args_);
+        if (!done.wait_for(std::chrono::duration_cast<std::chrono::nanoseconds>(limit)))
+            throw std::runtime_error(fmt::format("{} did not finish", done.label()));
+        return now_s() - t0;
+    }
+
+    /// Cycles of the model's clock (hw/isa.md §7) of one profiled job.
+    uint64_t cycles(const neuron::Device &dev) const {
+        const neuron::Profile prof(dev, 1);
+        queue_.submit(loaded_, args_, prof).wait();
+        return prof.read().cycles;
+    }
+
+    /// The output against the compiler's double-precision reference within
+    /// hw/isa.md's bounds (neuron::compiler::evaluate_bounded); throws
+    /// std::runtime_error naming the worst element.
+    void check() const {
+        namespace nc = neuron::compiler;
+        std::vector<std::byte> bytes(out_bytes_);
+        buffers_[out_].write(0, std::vector<std::byte>(out_bytes_, std::byte{0xff}));
+        run_seconds();
+        buffers_[out_].read(0, bytes);
+        const uint32_t o = graph_.outputs().at(0);
+        const nc::Node &n = graph_.node(o);
+        const auto got =
+            nc::unpack(n.type.dtype, bytes.data(), static_cast<size_t>(n.type.elements()));
+        const auto ref = nc::evaluate_bounded(graph_, inputs_);
+        for (size_t f = 0; f < got.size(); f++)
+            if (!(std::fabs(got[f] - ref[o].value[f]) <= ref[o].bound[f]))
+                throw std::runtime_error(fmt::format(
+                    "compiled {}: element {} is {} on the device, {} in the reference (bound {})",
+                    graph_.name(), f, got[f], ref[o].value[f], ref[o].bound[f]));
+    }
+
+  private:
+    neuron::compiler::Graph graph_;
+    neuron::Program program_;
+    neuron::LoadedProgram loaded_;
+    neuron::Queue queue_;
+    std::map<std::string, std::vector<float>> inputs_;
+    std::deque<neuron::Buffer> buffers_; // the bindings point at them
+    neuron::Arguments args_;
+    size_t out_ = 0;
+    uint64_t out_bytes_ = 0;
+};
+
+/// Compiled matmul-bound graphs next to the compute table's device matmul
+/// of the same shape and dtype, the two measured in alternation.
+void run_compiled(const Options &o, const neuron::Device &dev, Report &r) {
+    Table &t =
+        r.table("compute-compiled", "Compiled matmul-bound graphs next to the device's matmul rate",
+                "graph, M x N x K, dtype");
+    t.column("matmul (device)", "GFLOP/s").column("compiled", "GFLOP/s");
+    t.column("compiled/matmul", "x");
+    const bool profiles = dev.info().has(neuron::cap_profile);
+    if (profiles)
+        t.column("on the model's clock", "x");
+    t.note("matmul (device): the compute table's program (A and B resident in SBUF, the "
+           "MATMUL loop calibrated to a long job); compiled: one job of the graph compiled by "
+           "neuron::compiler (x [M, K] an input in device memory, w [K, N] and b program "
+           "constants: every job loads x and w, transposes x, runs the MATMULs, evacuates PSUM "
+           "and stores y), GFLOP/s = 2MNK J / (the J jobs' submit -> fence, one at a time). The "
+           "two alternate job by job "
+           "(one warm-up round, then the rounds of --repeat); compiled/matmul is taken round "
+           "by round. The compiled output is checked once against the compiler's reference. On the "
+           "model's "
+           "clock: the same ratio from the cycles of one profiled job of each (hw/isa.md §7: "
+           "the engines run in parallel there, while the simulator device runs them one after "
+           "the other on one host thread).");
+    const std::vector<MatmulShape> graph_shapes =
+        o.quick ? std::vector<MatmulShape>{{128, 512, 128}}
+                : std::vector<MatmulShape>{{512, 512, 512}, {1024, 1024, 1024}};
+    const std::vector<CompiledGraph> graphs = {{"Linear", false}, {"Linear+bias+GELU", true}};
+    std::vector<std::string> job_counts;
+    for (const MatmulShape &s : graph_shapes) {
+        const Operands in = make_operands(s);
+        for (neuron::DType dt : dtypes) {
+            if (dt == neuron::DType::bf16 && !dev.info().has(neuron::cap_bf16))
+                continue;
+            DeviceMatmul mm(dev, s, dt, in);
+            mm.load(calibrate(mm, target_job_seconds(o)));
+            for (const CompiledGraph &cg : graphs) {
+                const std::string row =
+                    fmt::format("{} {} {}", cg.name, s.label(), neuron::to_string(dt));
+                const DeviceGraph graph(dev, matmul_graph(s, dt, cg.bias_gelu), 5);
+                graph.check();
+                // As many jobs per figure as make about the matmul's job.
+                const double one = std::min(graph.run_seconds(), graph.run_seconds());
+                const unsigned jobs =
+                    static_cast<unsigned>(std::clamp(target_job_seconds(o) / one, 1.0, 256.0));
+                job_counts.push_back(fmt::format("{} {}", row, jobs));
+                auto compiled_once = [&] {
+                    double sum = 0;
+                    for (unsigned i = 0; i < jobs; i++)
+                        sum += graph.run_seconds();
+                    return s.flops() * jobs / sum * 1e-9;
+                };
+                const Rounds rounds = interleaved_rounds(
+                    o.repeat, {{"matmul (device)", [&] { return mm.gflops_once(); }},
+                               {"compiled", compiled_once}});
+                t.set(row, "matmul (device)", rounds, "");
+                t.set(row, "compiled", rounds, "");
+                t.set_ratio_by_round(row, "compiled/matmul", rounds, "compiled", "matmul (device)",
+                                     "");
+                if (profiles) {
+                    const double c =
+                        s.flops() / static_cast<double>(graph.cycles(dev)) / mm.flops_per_cycle();
+                    t.set(row, "on the model's clock", Stats{c, c, c, 1});
+                }
+            }
+        }
+    }
+    std::string list;
+    for (const auto &e : job_counts)
+        list += (list.empty() ? "" : ", ") + e;
+    if (!list.empty())
+        t.note(fmt::format("compiled jobs per figure (their sum ~{:.2g} s, as a matmul job): {}.",
+                           target_job_seconds(o), list));
+}
+
 } // namespace
 
 void run_compute(const Options &o, Report &r) {
@@ -448,6 +639,8 @@ void run_compute(const Options &o, Report &r) {
     }
     if (device && !device->describe_reps().empty())
         t.note(device->describe_reps());
+    if (auto dev = open_device(o))
+        run_compiled(o, *dev, r);
 }
 
 } // namespace nbench

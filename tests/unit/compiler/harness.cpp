@@ -138,4 +138,25 @@ size_t check_nodes(const Graph &g, const Inputs &in, const Outcome &o, const std
     return checked;
 }
 
+size_t check_carried(const Graph &g, const Inputs &in, const Outcome &o, const std::string &what) {
+    const std::vector<Expected> e = evaluate_bounded(g, in);
+    size_t checked = 0;
+    for (uint32_t i : g.outputs()) {
+        const Node &n = g.node(i);
+        const std::vector<float> &got = o.outputs.at(n.name);
+        for (size_t f = 0; f < got.size(); f++) {
+            const double b = e[i].bound[f], d = std::fabs(got[f] - e[i].value[f]);
+            if (!std::isfinite(b))
+                continue;
+            checked++;
+            if (!(d <= b))
+                fail_msg("%s: '%s' (%s, %s) element %zu: got %.9g, reference %.9g, beyond the "
+                         "bound carried through the graph %.3g",
+                         what.c_str(), n.name.c_str(), to_string(n.op), to_string(n.type).c_str(),
+                         f, static_cast<double>(got[f]), e[i].value[f], b);
+        }
+    }
+    return checked;
+}
+
 } // namespace harness

@@ -53,6 +53,12 @@ struct Outcome {
 Outcome run(const neuron::compiler::Graph &g, const Inputs &in,
             const neuron::compiler::CompileOptions &opt = {});
 
+/// Every output of @p g against evaluate_bounded(): the bound carried
+/// through the graph from the inputs (fails if an element is beyond it);
+/// returns the elements whose bound is finite, which it checked.
+size_t check_carried(const neuron::compiler::Graph &g, const Inputs &in, const Outcome &o,
+                     const std::string &what);
+
 /// Every output node checked against the reference computed from its
 /// operands as the device produced them (inputs and constants as stored).
 /// Returns the number of elements checked; fails the test with the node,

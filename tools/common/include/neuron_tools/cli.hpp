@@ -25,6 +25,7 @@ enum Exit : int {
     exit_no_driver = 3,  ///< the neuron module is not loaded
     exit_no_devices = 4, ///< the module is loaded but has no device
     exit_no_access = 5,  ///< listed, but some node cannot be opened by this user
+    exit_mismatch = 6,   ///< neuron-run --check: an output beyond its reference's bound
 };
 
 /// Adds -V,--version to @p app and parses the command line. Returns the
