@@ -1,6 +1,7 @@
 # Installation of the compiler (component "compiler", next to libneuron's
 # "neuron"): headers, libneuron-compiler.so.0, neuron-compiler.pc, a CMake
-# package (find_package(neuron-compiler) -> neuron::compiler) and neuron-cc.
+# package (find_package(neuron-compiler) -> neuron::compiler), neuron-cc and
+# its man page.
 include(CMakePackageConfigHelpers)
 
 set(NEURON_COMPILER_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/neuron-compiler)
@@ -9,6 +10,8 @@ install(TARGETS neuron_compiler EXPORT neuronCompilerTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT compiler NAMELINK_COMPONENT compiler
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT compiler)
 install(TARGETS neuron-cc RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT compiler)
+install(FILES ${PROJECT_SOURCE_DIR}/compiler/neuron-cc/neuron-cc.1
+  DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT compiler)
 install(DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}/include/neuron/compiler
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/neuron COMPONENT compiler
   FILES_MATCHING PATTERN "*.hpp")

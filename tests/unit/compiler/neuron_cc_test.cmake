@@ -1,8 +1,10 @@
 # neuron-cc from the command line: compiles an IR file to a container that
 # validates, prints a canonical form that is a fixed point, reports the
-# pass times, and fails with file:line:column for bad IR.
+# pass times, and fails with file:line:column for bad IR; its man page
+# documents the options --help lists.
 #
-#   cmake -DNEURON_CC=<neuron-cc> -DCORPUS=<dir> -DWORK=<dir> -P neuron_cc_test.cmake
+#   cmake -DNEURON_CC=<neuron-cc> -DCORPUS=<dir> -DWORK=<dir> -DMAN_PAGE=<neuron-cc.1>
+#         -P neuron_cc_test.cmake
 
 function(run expect_rc)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
@@ -64,4 +66,28 @@ endif()
 run(2 ${NEURON_CC} --isa one ${CORPUS}/mlp_bf16.nir)
 if(NOT err MATCHES "--isa 'one': expected MAJOR.MINOR")
   message(FATAL_ERROR "--isa one: ${err}")
+endif()
+
+# The man page's OPTIONS name the long options of --help, no more, no less.
+function(long_options text var)
+  string(REPLACE "\\-" "-" text "${text}")
+  string(REGEX REPLACE "\\\\f[BIRP]" "" text "${text}")
+  string(REGEX MATCHALL "--[a-z][a-z0-9-]*" opts "${text}")
+  list(REMOVE_DUPLICATES opts)
+  list(SORT opts)
+  set(${var} "${opts}" PARENT_SCOPE)
+endfunction()
+run(0 ${NEURON_CC} --help)
+long_options("${out}" help)
+file(READ ${MAN_PAGE} page)
+string(FIND "${page}" ".SH OPTIONS" begin)
+string(FIND "${page}" ".SH EXIT STATUS" end)
+if(begin EQUAL -1 OR end LESS begin)
+  message(FATAL_ERROR "${MAN_PAGE}: no OPTIONS section before EXIT STATUS")
+endif()
+math(EXPR length "${end} - ${begin}")
+string(SUBSTRING "${page}" ${begin} ${length} options)
+long_options("${options}" man)
+if(NOT help STREQUAL man)
+  message(FATAL_ERROR "--help has ${help}, ${MAN_PAGE} has ${man}")
 endif()
