@@ -19,6 +19,7 @@
 struct neuron_device;
 struct neuron_job;
 struct neuron_ring;
+struct neuron_table_pool;
 struct seq_file;
 
 /*
@@ -112,6 +113,7 @@ struct neuron_ring_reg {
  * @submit_seqno: last sequence number given to a job of this ring (its
  *	device job id and the ioctl's seqno)
  * @resets: resets of this unit done by the driver (read locklessly)
+ * @tables: core queue: its jobs' binding-table slots; DMA engine: NULL
  * @name: scheduler name
  * @label: the unit in messages ("core 0", "DMA engine 1")
  */
@@ -133,6 +135,7 @@ struct neuron_ring {
 	u64 fence_seqno;
 	atomic64_t submit_seqno;
 	atomic_t resets;
+	struct neuron_table_pool *tables;
 	char name[24];
 	char label[24];
 };

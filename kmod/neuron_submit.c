@@ -31,6 +31,7 @@
 #include "neuron_job.h"
 #include "neuron_ring.h"
 #include "neuron_submit.h"
+#include "neuron_table.h"
 
 static_assert(DRM_NEURON_BIND_READ == NEURON_BIND_READ);
 static_assert(DRM_NEURON_BIND_WRITE == NEURON_BIND_WRITE);
@@ -302,18 +303,30 @@ VISIBLE_IF_KUNIT void neuron_binding_table_fill(struct neuron_binding *table,
 }
 EXPORT_SYMBOL_IF_KUNIT(neuron_binding_table_fill);
 
-/* Allocates and writes the binding table and its SG arrays. */
+/*
+ * Writes the binding table and its SG arrays into a slot of the core's
+ * pool, or into coherent memory of its own when it is larger than a slot
+ * or every slot is held.
+ */
 static int neuron_job_build_table(struct neuron_job *job,
+				  struct neuron_table_pool *pool,
 				  const struct neuron_slot *slots, u32 count)
 {
 	size_t size = neuron_binding_table_size(slots, count);
+	int slot;
 
 	if (size == SIZE_MAX)
 		return -EINVAL;
-	job->table = dma_alloc_coherent(job->ndev->drm.dev, size,
-					&job->table_dma, GFP_KERNEL);
-	if (!job->table)
-		return -ENOMEM;
+	slot = neuron_table_pool_get(pool, size, &job->table, &job->table_dma);
+	if (slot >= 0) {
+		job->table_pool = pool;
+		job->table_slot = slot;
+	} else {
+		job->table = dma_alloc_coherent(job->ndev->drm.dev, size,
+						&job->table_dma, GFP_KERNEL);
+		if (!job->table)
+			return -ENOMEM;
+	}
 	job->table_size = size;
 	job->num_bindings = count;
 	neuron_binding_table_fill(job->table, job->table_dma, slots, count);
@@ -411,7 +424,9 @@ int neuron_submit_ioctl(struct drm_device *drm, void *data,
 				  NEURON_BIND_EXEC);
 	if (ret)
 		goto out_put;
-	ret = neuron_job_build_table(job, slots, n + 1);
+	ret = neuron_job_build_table(job,
+				     neuron_exec_core(ndev->exec, args->core)->tables,
+				     slots, n + 1);
 	if (ret)
 		goto out_put;
 
