@@ -10,6 +10,7 @@
  * finished fence goes to the out-sync.
  */
 #include <drm/drm_device.h>
+#include <drm/drm_drv.h>
 #include <drm/drm_file.h>
 #include <drm/drm_syncobj.h>
 #include <drm/gpu_scheduler.h>
@@ -306,17 +307,22 @@ EXPORT_SYMBOL_IF_KUNIT(neuron_binding_table_fill);
 /*
  * Writes the binding table and its SG arrays into a slot of the core's
  * pool, or into coherent memory of its own when it is larger than a slot
- * or every slot is held.
+ * or every slot is held. Inside drm_dev_enter(): the slots' memory is
+ * freed when the device is unbound.
+ *
+ * Return: 0, -EINVAL, -ENOMEM, or -ENODEV once the device is unbound.
  */
 static int neuron_job_build_table(struct neuron_job *job,
 				  struct neuron_table_pool *pool,
 				  const struct neuron_slot *slots, u32 count)
 {
 	size_t size = neuron_binding_table_size(slots, count);
-	int slot;
+	int slot, idx;
 
 	if (size == SIZE_MAX)
 		return -EINVAL;
+	if (!drm_dev_enter(&job->ndev->drm, &idx))
+		return -ENODEV;
 	slot = neuron_table_pool_get(pool, size, &job->table, &job->table_dma);
 	if (slot >= 0) {
 		job->table_pool = pool;
@@ -324,12 +330,15 @@ static int neuron_job_build_table(struct neuron_job *job,
 	} else {
 		job->table = dma_alloc_coherent(job->ndev->drm.dev, size,
 						&job->table_dma, GFP_KERNEL);
-		if (!job->table)
+		if (!job->table) {
+			drm_dev_exit(idx);
 			return -ENOMEM;
+		}
 	}
 	job->table_size = size;
 	job->num_bindings = count;
 	neuron_binding_table_fill(job->table, job->table_dma, slots, count);
+	drm_dev_exit(idx);
 	return 0;
 }
 

@@ -15,9 +15,18 @@
  * Slots are taken and returned with atomic bit operations, without a lock:
  * the ioctl takes them, the scheduler's free_job (or the ioctl's error
  * path, or an entity's cleanup when a process is killed) returns them.
- * The pool lives as long as the DRM device, not the PCI binding: jobs and
- * their tables outlive an unbind while files are open; it is freed after
- * the last job (neuron_exec.c waits for them before).
+ *
+ * Lifetime. The slots' memory is device-managed: it is freed when the PCI
+ * device is unbound, after the device was reset (neuron_exec_unplug()), so
+ * nothing reads it any more, and before the driver is released from the
+ * device, as DMA-API debugging requires. Jobs outlive an unbind while files
+ * are open; a job run after it fails without touching its table, so its
+ * slot is only given back. The pool itself (the bitmap) lives as long as
+ * the DRM device, so that jobs freed after the unbind can still give their
+ * slots back; it is freed after the last job (neuron_exec.c waits for them
+ * before). Slots are taken and written only inside drm_dev_enter(), which
+ * keeps the unbind, and so the freeing of the memory, from running
+ * meanwhile.
  */
 #include <drm/drm_device.h>
 #include <drm/drm_managed.h>
@@ -36,20 +45,19 @@ static void neuron_table_pool_release(struct drm_device *drm, void *arg)
 	struct neuron_table_pool *pool = arg;
 	u32 held = neuron_table_pool_in_use(pool);
 
-	/* Jobs that outlived the wait for them still point into the slots. */
+	/* Jobs that outlived the wait for them still give their slots back. */
 	if (held) {
 		drm_err(drm, "%u binding-table slots still held at teardown, not freed\n",
 			held);
 		return;
 	}
-	dma_free_coherent(pool->dev, (size_t)pool->count * NEURON_TABLE_SLOT_SIZE,
-			  pool->cpu, pool->dma);
 	kfree(pool);
 }
 
 /**
  * neuron_table_pool_create() - allocate a pool of binding-table slots
- * @drm: the DRM device; the pool is freed when its last reference goes
+ * @drm: the DRM device; the pool is freed when its last reference goes,
+ *	its memory when the PCI device is unbound
  * @count: slots
  *
  * Return: the pool or an ERR_PTR().
@@ -64,11 +72,10 @@ struct neuron_table_pool *neuron_table_pool_create(struct drm_device *drm,
 		       GFP_KERNEL);
 	if (!pool)
 		return ERR_PTR(-ENOMEM);
-	pool->dev = drm->dev;
 	pool->count = count;
-	pool->cpu = dma_alloc_coherent(drm->dev,
-				       (size_t)count * NEURON_TABLE_SLOT_SIZE,
-				       &pool->dma, GFP_KERNEL);
+	pool->cpu = dmam_alloc_coherent(drm->dev,
+					(size_t)count * NEURON_TABLE_SLOT_SIZE,
+					&pool->dma, GFP_KERNEL);
 	if (!pool->cpu) {
 		kfree(pool);
 		return ERR_PTR(-ENOMEM);
@@ -85,6 +92,7 @@ struct neuron_table_pool *neuron_table_pool_create(struct drm_device *drm,
  * @dma: receives the slot's bus address
  *
  * The slot's previous contents are left: the table is written whole.
+ * Call inside drm_dev_enter(): the memory goes when the device is unbound.
  *
  * Return: the slot (for neuron_table_pool_put()), -E2BIG when @size does
  * not fit in a slot, -ENOSPC when every slot is held.

@@ -8,7 +8,6 @@
 #include <linux/kconfig.h>
 #include <linux/types.h>
 
-struct device;
 struct drm_device;
 
 /*
@@ -19,14 +18,12 @@ struct drm_device;
 
 /**
  * struct neuron_table_pool - binding-table slots of one core queue
- * @dev: the device the memory is mapped for
  * @cpu: @count slots of %NEURON_TABLE_SLOT_SIZE bytes, coherent DMA memory
  * @dma: bus address of @cpu
  * @count: slots
  * @used: bitmap of the slots jobs hold (set and cleared atomically, no lock)
  */
 struct neuron_table_pool {
-	struct device *dev;
 	void *cpu;
 	dma_addr_t dma;
 	u32 count;
