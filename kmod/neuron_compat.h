@@ -50,12 +50,14 @@
 #if NEURON_KV(6, 15, 0) <= LINUX_VERSION_CODE || NEURON_IN_6_12(114)
 static inline int neuron_sched_init(struct drm_gpu_scheduler *sched,
 				    const struct drm_sched_backend_ops *ops,
+				    struct workqueue_struct *submit_wq,
 				    struct workqueue_struct *timeout_wq,
 				    u32 credit_limit, long timeout,
 				    const char *name, struct device *dev)
 {
 	const struct drm_sched_init_args args = {
 		.ops = ops,
+		.submit_wq = submit_wq,
 		.num_rqs = DRM_SCHED_PRIORITY_COUNT,
 		.credit_limit = credit_limit,
 		.timeout = timeout,
@@ -69,11 +71,12 @@ static inline int neuron_sched_init(struct drm_gpu_scheduler *sched,
 #else
 static inline int neuron_sched_init(struct drm_gpu_scheduler *sched,
 				    const struct drm_sched_backend_ops *ops,
+				    struct workqueue_struct *submit_wq,
 				    struct workqueue_struct *timeout_wq,
 				    u32 credit_limit, long timeout,
 				    const char *name, struct device *dev)
 {
-	return drm_sched_init(sched, ops, NULL, DRM_SCHED_PRIORITY_COUNT,
+	return drm_sched_init(sched, ops, submit_wq, DRM_SCHED_PRIORITY_COUNT,
 			      credit_limit, 0, timeout, timeout_wq, NULL,
 			      name, dev);
 }

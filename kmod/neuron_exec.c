@@ -53,6 +53,8 @@ static void neuron_exec_fini(struct drm_device *drm, void *arg)
 		drm_sched_fini(&exec->rings[i]->sched);
 	if (exec->reset_wq)
 		destroy_workqueue(exec->reset_wq);
+	if (exec->submit_wq)
+		destroy_workqueue(exec->submit_wq);
 }
 
 /**
@@ -107,16 +109,33 @@ int neuron_exec_init(struct neuron_device *ndev)
 	 * drmm actions run in reverse order: registered after the rings were
 	 * allocated, the schedulers are finished before the rings are freed.
 	 */
+	/*
+	 * The schedulers' work items run on the CPU that queued them (a
+	 * bound workqueue, as nouveau's), not on drm_sched's own unbound
+	 * one: drm_sched_entity_push_job() in SUBMIT queues run_job on the
+	 * submitter's CPU, which runs it when the submitter waits, instead
+	 * of waking another, idle CPU for it. A work item never runs on two
+	 * CPUs at once, so run_job stays serialized per ring; run_job and
+	 * free_job may run at the same time, and share nothing unlocked.
+	 */
+	exec->submit_wq = alloc_workqueue("neuron-submit", WQ_MEM_RECLAIM, 0);
 	exec->reset_wq = alloc_ordered_workqueue("neuron-reset", 0);
-	if (!exec->reset_wq)
+	if (!exec->submit_wq || !exec->reset_wq) {
+		if (exec->submit_wq)
+			destroy_workqueue(exec->submit_wq);
+		if (exec->reset_wq)
+			destroy_workqueue(exec->reset_wq);
+		exec->submit_wq = NULL;
+		exec->reset_wq = NULL;
 		return -ENOMEM;
+	}
 	ret = drmm_add_action_or_reset(&ndev->drm, neuron_exec_fini, exec);
 	if (ret)
 		return ret;
 	n = neuron_exec_num_rings(exec);
 	for (i = 0; i < n; i++) {
 		ret = neuron_ring_sched_init(exec->rings[i], &neuron_sched_ops,
-					     exec->reset_wq);
+					     exec->submit_wq, exec->reset_wq);
 		if (ret)
 			return ret;
 		exec->num_sched++;

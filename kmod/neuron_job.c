@@ -18,6 +18,7 @@
 #include "neuron_drv.h"
 #include "neuron_gem.h"
 #include "neuron_job.h"
+#include "neuron_table.h"
 
 /**
  * neuron_job_alloc() - a new job, not yet known to the scheduler
@@ -68,7 +69,9 @@ static void neuron_job_release(struct neuron_job *job)
 	}
 	kfree(job->ranges);
 	kfree(job->bos);
-	if (job->table)
+	if (job->table_pool)
+		neuron_table_pool_put(job->table_pool, job->table_slot);
+	else if (job->table)
 		dma_free_coherent(ndev->drm.dev, job->table_size, job->table,
 				  job->table_dma);
 	kvfree(job->segs);

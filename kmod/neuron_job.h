@@ -21,6 +21,7 @@ struct neuron_device;
 struct neuron_dma_seg;
 struct neuron_host_range;
 struct neuron_ring;
+struct neuron_table_pool;
 struct sg_table;
 
 /**
@@ -51,9 +52,13 @@ enum neuron_job_kind {
  * @bos: buffers the job uses, one reference each
  * @ranges: for each host buffer in @bos, its pinned range (else NULL)
  * @num_bos: entries in @bos and @ranges
- * @table: EXEC: binding table and SG arrays (coherent DMA memory)
+ * @table: EXEC: binding table and SG arrays: a slot of its core's pool
+ *	or, if it is larger or the pool is exhausted, coherent DMA memory of
+ *	its own
  * @table_dma: EXEC: bus address of @table
  * @table_size: EXEC: bytes of @table
+ * @table_pool: EXEC: the pool @table is a slot of, or NULL
+ * @table_slot: EXEC: that slot
  * @num_bindings: EXEC: slots in the table, the program's included
  * @program_size: EXEC: bytes of the program image
  * @profile: EXEC: %DRM_NEURON_SUBMIT_F_PROFILE; the device writes the job's
@@ -84,6 +89,8 @@ struct neuron_job {
 	void *table;
 	dma_addr_t table_dma;
 	size_t table_size;
+	struct neuron_table_pool *table_pool;
+	int table_slot;
 	u32 num_bindings;
 	u32 program_size;
 	bool profile;

@@ -2,7 +2,8 @@
 /*
  * neuron: KUnit tests of the driver's pure functions: the fence error of a
  * completion status, the SG walk behind host bindings, the span walkers
- * that split copies, and the binding table a job hands to the device.
+ * that split copies, the binding table a job hands to the device and the
+ * pool of slots it is written into.
  *
  * Built as neuron_kunit.ko for kernels with CONFIG_KUNIT; the functions
  * come from neuron.ko (EXPORT_SYMBOL_IF_KUNIT), except the status errno,
@@ -10,13 +11,16 @@
  * hand: only their DMA addresses and lengths are read.
  */
 #include <kunit/test.h>
+#include <linux/bitops.h>
 #include <linux/module.h>
+#include <linux/overflow.h>
 #include <linux/scatterlist.h>
 
 #include "neuron_compat.h"
 #include "neuron_job_errno.h"
 #include "neuron_regs.h"
 #include "neuron_submit.h"
+#include "neuron_table.h"
 
 /* Three DMA segments: 4 KiB, 8 KiB, 4 KiB at unrelated addresses. */
 static const struct {
@@ -211,12 +215,67 @@ static void neuron_test_binding_table(struct kunit *test)
 	neuron_test_sgt_free(sgt);
 }
 
+/* A pool of four slots in ordinary memory: only its addresses are read. */
+static void neuron_test_table_pool(struct kunit *test)
+{
+	const u32 n = 4;
+	const dma_addr_t base = 0x8000000;
+	struct neuron_table_pool *pool;
+	unsigned long taken = 0;
+	int slots[4], slot;
+	dma_addr_t dma;
+	void *cpu;
+	u32 i;
+
+	pool = kunit_kzalloc(test, struct_size(pool, used, BITS_TO_LONGS(n)),
+			     GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, pool);
+	pool->cpu = kunit_kzalloc(test, n * NEURON_TABLE_SLOT_SIZE, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, pool->cpu);
+	pool->dma = base;
+	pool->count = n;
+
+	/* A table larger than a slot is not taken. */
+	KUNIT_EXPECT_EQ(test, neuron_table_pool_get(pool, NEURON_TABLE_SLOT_SIZE + 1,
+						    &cpu, &dma), -E2BIG);
+	KUNIT_EXPECT_EQ(test, neuron_table_pool_in_use(pool), 0);
+
+	/* Every slot once, each at its own place in the memory. */
+	for (i = 0; i < n; i++) {
+		slots[i] = neuron_table_pool_get(pool, NEURON_TABLE_SLOT_SIZE,
+						 &cpu, &dma);
+		KUNIT_ASSERT_GE(test, slots[i], 0);
+		KUNIT_ASSERT_LT(test, slots[i], (int)n);
+		KUNIT_EXPECT_FALSE(test, test_bit(slots[i], &taken));
+		__set_bit(slots[i], &taken);
+		KUNIT_EXPECT_PTR_EQ(test, cpu, pool->cpu +
+				    slots[i] * NEURON_TABLE_SLOT_SIZE);
+		KUNIT_EXPECT_EQ(test, dma, base + slots[i] * NEURON_TABLE_SLOT_SIZE);
+		KUNIT_EXPECT_EQ(test, neuron_table_pool_in_use(pool), i + 1);
+	}
+
+	/* All held: the job gets memory of its own instead. */
+	KUNIT_EXPECT_EQ(test, neuron_table_pool_get(pool, 1, &cpu, &dma), -ENOSPC);
+
+	/* A slot given back is the one taken next. */
+	neuron_table_pool_put(pool, slots[2]);
+	KUNIT_EXPECT_EQ(test, neuron_table_pool_in_use(pool), n - 1);
+	slot = neuron_table_pool_get(pool, 64, &cpu, &dma);
+	KUNIT_EXPECT_EQ(test, slot, slots[2]);
+	KUNIT_EXPECT_EQ(test, dma, base + slots[2] * NEURON_TABLE_SLOT_SIZE);
+
+	for (i = 0; i < n; i++)
+		neuron_table_pool_put(pool, slots[i]);
+	KUNIT_EXPECT_EQ(test, neuron_table_pool_in_use(pool), 0);
+}
+
 static struct kunit_case neuron_test_cases[] = {
 	KUNIT_CASE(neuron_test_status_errno),
 	KUNIT_CASE(neuron_test_sg_walk),
 	KUNIT_CASE(neuron_test_span_device),
 	KUNIT_CASE(neuron_test_span_host),
 	KUNIT_CASE(neuron_test_binding_table),
+	KUNIT_CASE(neuron_test_table_pool),
 	{}
 };
 

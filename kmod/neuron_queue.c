@@ -21,6 +21,7 @@
 #include "neuron_job_errno.h"
 #include "neuron_queue.h"
 #include "neuron_ring.h"
+#include "neuron_table.h"
 #include "neuron_trace.h"
 
 unsigned int neuron_job_timeout_ms = 5000;
@@ -243,6 +244,8 @@ static void neuron_queue_show_regs(struct neuron_ring *ring, struct seq_file *m)
 	neuron_ring_show_regs(ring, m, NEURON_QUEUE_BASE(ring->index),
 			      neuron_queue_regs, ARRAY_SIZE(neuron_queue_regs));
 	seq_printf(m, "driver tail: %u cpl_head: %u\n", q->tail, q->cpl_head);
+	seq_printf(m, "table slots: %u of %u held\n",
+		   neuron_table_pool_in_use(ring->tables), ring->tables->count);
 }
 
 static void neuron_queue_show_job(struct neuron_job *job, struct seq_file *m)
@@ -267,7 +270,8 @@ static const struct neuron_ring_ops neuron_queue_ops = {
  * @ndev: the device
  * @core: the core
  *
- * Everything is managed (drmm, dmam). The hardware is programmed later,
+ * Everything is managed (drmm, dmam; the binding-table slots live as long
+ * as the DRM device, see neuron_table.c). The hardware is programmed later,
  * through &neuron_ring_ops.hw_init.
  *
  * Return: the queue's ring or an ERR_PTR().
@@ -292,5 +296,9 @@ struct neuron_ring *neuron_queue_create(struct neuron_device *ndev, u32 core)
 				     &q->cpl_dma, GFP_KERNEL);
 	if (!q->desc || !q->cpl)
 		return ERR_PTR(-ENOMEM);
+	/* One binding-table slot per job ring entry. */
+	q->ring.tables = neuron_table_pool_create(&ndev->drm, NEURON_QUEUE_ENTRIES);
+	if (IS_ERR(q->ring.tables))
+		return ERR_CAST(q->ring.tables);
 	return &q->ring;
 }

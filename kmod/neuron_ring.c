@@ -83,15 +83,17 @@ int neuron_ring_init(struct neuron_device *ndev, struct neuron_ring *ring,
  * neuron_ring_sched_init() - create the ring's scheduler
  * @ring: the ring, initialized
  * @sched_ops: the backend operations of every ring
+ * @submit_wq: where the scheduler's run_job and free_job work items run
  * @timeout_wq: where timeout handlers run
  *
  * Return: 0 or a negative errno.
  */
 int neuron_ring_sched_init(struct neuron_ring *ring,
 			   const struct drm_sched_backend_ops *sched_ops,
+			   struct workqueue_struct *submit_wq,
 			   struct workqueue_struct *timeout_wq)
 {
-	return neuron_sched_init(&ring->sched, sched_ops, timeout_wq,
+	return neuron_sched_init(&ring->sched, sched_ops, submit_wq, timeout_wq,
 				 ring->credits,
 				 msecs_to_jiffies(ring->timeout_ms),
 				 ring->name, ring->ndev->drm.dev);

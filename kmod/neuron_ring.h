@@ -19,6 +19,7 @@
 struct neuron_device;
 struct neuron_job;
 struct neuron_ring;
+struct neuron_table_pool;
 struct seq_file;
 
 /*
@@ -112,6 +113,7 @@ struct neuron_ring_reg {
  * @submit_seqno: last sequence number given to a job of this ring (its
  *	device job id and the ioctl's seqno)
  * @resets: resets of this unit done by the driver (read locklessly)
+ * @tables: core queue: its jobs' binding-table slots; DMA engine: NULL
  * @name: scheduler name
  * @label: the unit in messages ("core 0", "DMA engine 1")
  */
@@ -133,6 +135,7 @@ struct neuron_ring {
 	u64 fence_seqno;
 	atomic64_t submit_seqno;
 	atomic_t resets;
+	struct neuron_table_pool *tables;
 	char name[24];
 	char label[24];
 };
@@ -151,6 +154,8 @@ static inline struct neuron_ring *to_neuron_ring(struct drm_gpu_scheduler *sched
  * @num_sched: rings whose scheduler is initialized
  * @dma_scheds: the engines' schedulers, the list behind the files'
  *	any-engine entities
+ * @submit_wq: per-CPU workqueue running every scheduler's run_job and
+ *	free_job work items, on the CPU that queued them
  * @reset_wq: ordered workqueue running every scheduler's timeout handler
  *	and @recover_work: resets never run concurrently
  * @recover_work: handles halted rings and fatal device errors
@@ -164,6 +169,7 @@ struct neuron_exec {
 	u32 num_dma;
 	u32 num_sched;
 	struct drm_gpu_scheduler *dma_scheds[NEURON_MAX_DMA_ENGINES];
+	struct workqueue_struct *submit_wq;
 	struct workqueue_struct *reset_wq;
 	struct work_struct recover_work;
 	atomic_t device_resets;
@@ -193,6 +199,7 @@ int neuron_ring_init(struct neuron_device *ndev, struct neuron_ring *ring,
 		     unsigned int timeout_ms);
 int neuron_ring_sched_init(struct neuron_ring *ring,
 			   const struct drm_sched_backend_ops *sched_ops,
+			   struct workqueue_struct *submit_wq,
 			   struct workqueue_struct *timeout_wq);
 struct dma_fence *neuron_ring_run_job(struct drm_sched_job *sched_job);
 void neuron_ring_irq(struct neuron_ring *ring);

@@ -10,6 +10,7 @@
  * finished fence goes to the out-sync.
  */
 #include <drm/drm_device.h>
+#include <drm/drm_drv.h>
 #include <drm/drm_file.h>
 #include <drm/drm_syncobj.h>
 #include <drm/gpu_scheduler.h>
@@ -31,6 +32,7 @@
 #include "neuron_job.h"
 #include "neuron_ring.h"
 #include "neuron_submit.h"
+#include "neuron_table.h"
 
 static_assert(DRM_NEURON_BIND_READ == NEURON_BIND_READ);
 static_assert(DRM_NEURON_BIND_WRITE == NEURON_BIND_WRITE);
@@ -302,21 +304,41 @@ VISIBLE_IF_KUNIT void neuron_binding_table_fill(struct neuron_binding *table,
 }
 EXPORT_SYMBOL_IF_KUNIT(neuron_binding_table_fill);
 
-/* Allocates and writes the binding table and its SG arrays. */
+/*
+ * Writes the binding table and its SG arrays into a slot of the core's
+ * pool, or into coherent memory of its own when it is larger than a slot
+ * or every slot is held. Inside drm_dev_enter(): the slots' memory is
+ * freed when the device is unbound.
+ *
+ * Return: 0, -EINVAL, -ENOMEM, or -ENODEV once the device is unbound.
+ */
 static int neuron_job_build_table(struct neuron_job *job,
+				  struct neuron_table_pool *pool,
 				  const struct neuron_slot *slots, u32 count)
 {
 	size_t size = neuron_binding_table_size(slots, count);
+	int slot, idx;
 
 	if (size == SIZE_MAX)
 		return -EINVAL;
-	job->table = dma_alloc_coherent(job->ndev->drm.dev, size,
-					&job->table_dma, GFP_KERNEL);
-	if (!job->table)
-		return -ENOMEM;
+	if (!drm_dev_enter(&job->ndev->drm, &idx))
+		return -ENODEV;
+	slot = neuron_table_pool_get(pool, size, &job->table, &job->table_dma);
+	if (slot >= 0) {
+		job->table_pool = pool;
+		job->table_slot = slot;
+	} else {
+		job->table = dma_alloc_coherent(job->ndev->drm.dev, size,
+						&job->table_dma, GFP_KERNEL);
+		if (!job->table) {
+			drm_dev_exit(idx);
+			return -ENOMEM;
+		}
+	}
 	job->table_size = size;
 	job->num_bindings = count;
 	neuron_binding_table_fill(job->table, job->table_dma, slots, count);
+	drm_dev_exit(idx);
 	return 0;
 }
 
@@ -411,7 +433,9 @@ int neuron_submit_ioctl(struct drm_device *drm, void *data,
 				  NEURON_BIND_EXEC);
 	if (ret)
 		goto out_put;
-	ret = neuron_job_build_table(job, slots, n + 1);
+	ret = neuron_job_build_table(job,
+				     neuron_exec_core(ndev->exec, args->core)->tables,
+				     slots, n + 1);
 	if (ret)
 		goto out_put;
 
