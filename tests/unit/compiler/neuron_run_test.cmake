@@ -8,15 +8,7 @@
 #   cmake -DNEURON_CC=<neuron-cc> -DNEURON_RUN=<neuron-run> -DCORPUS=<dir> -DWORK=<dir>
 #         -P neuron_run_test.cmake
 
-function(run expect_rc)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(NOT rc EQUAL expect_rc)
-    string(REPLACE ";" " " cmd "${ARGN}")
-    message(FATAL_ERROR "exit status ${rc}, want ${expect_rc}: ${cmd}\n${out}\n${err}")
-  endif()
-  set(out "${out}" PARENT_SCOPE)
-  set(err "${err}" PARENT_SCOPE)
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/run_command.cmake)
 
 function(expect text pattern)
   if(NOT text MATCHES "${pattern}")
