@@ -588,21 +588,44 @@ struct Parser {
         return str(36, d.name);
     }
 
+    // The entries of table section @p s (@p section its name), @p entry_size
+    // bytes each and named by the string offset at their start: @p each
+    // (k, Y, name, what) checks entry k at offset Y, whose name is not
+    // empty; "@p noun k 'name'" (what) starts its messages.
+    template <typename Each>
+    VErr named_entries(const Section *s, const char *section, uint64_t entry_size, const char *noun,
+                       Each each) {
+        if (!s)
+            return {};
+        if (s->size % entry_size)
+            return fail(s->entry + 16, "{} size {} is not a multiple of {}", section, s->size,
+                        entry_size);
+        for (uint64_t k = 0; k < s->size / entry_size; k++) {
+            uint64_t Y = s->offset + k * entry_size;
+            std::string name;
+            if (auto e = str(Y, name))
+                return e;
+            if (name.empty())
+                return fail(Y, "{} {}: empty name", noun, k);
+            std::string what = fmt::format("{} {} '{}'", noun, k, name);
+            if (auto e = each(k, Y, std::move(name), what))
+                return e;
+        }
+        return {};
+    }
+
     // ARGS: every binding slot belongs to one argument (or the constants).
     VErr arguments() {
-        // Arguments.
         d.num_slots = num_slots;
         slots.assign(num_slots, SlotInfo{});
         slot_owner.assign(num_slots, -1);
-        if (args) {
-            if (args->size % f::arg_entry_size)
-                return fail(args->entry + 16, "ARGS size {} is not a multiple of {}", args->size,
-                            f::arg_entry_size);
-            std::set<std::string> names;
-            for (uint64_t k = 0; k < args->size / f::arg_entry_size; k++)
-                if (auto e = argument(k, names))
-                    return e;
-        }
+        std::set<std::string> names;
+        if (auto e = named_entries(
+                args, "ARGS", f::arg_entry_size, "argument",
+                [&](uint64_t k, uint64_t A, std::string name, const std::string &what) {
+                    return argument(k, A, std::move(name), what, names);
+                }))
+            return e;
         for (uint32_t s = 0; s < num_slots; s++)
             if (slot_owner[s] < 0)
                 return fail(48, "binding slot {} (of num_slots {}) belongs to no argument", s,
@@ -615,16 +638,10 @@ struct Parser {
 
     // SYMBOLS.
     VErr symbols() {
-        // Symbols.
-        if (syms) {
-            if (syms->size % f::symbol_entry_size)
-                return fail(syms->entry + 16, "SYMBOLS size {} is not a multiple of {}", syms->size,
-                            f::symbol_entry_size);
-            for (uint64_t k = 0; k < syms->size / f::symbol_entry_size; k++)
-                if (auto e = symbol(k))
-                    return e;
-        }
-        return {};
+        return named_entries(syms, "SYMBOLS", f::symbol_entry_size, "symbol",
+                             [&](uint64_t, uint64_t Y, std::string name, const std::string &what) {
+                                 return symbol(Y, std::move(name), what);
+                             });
     }
 
     // CODE: every stream, through the CodeChecker.
@@ -657,32 +674,6 @@ struct Parser {
             return fail(28, "no CODE section: the program has no instructions");
         if (cnst)
             d.constants = {cnst->offset, cnst->size};
-        return {};
-    }
-
-    // The entries of table section @p s (@p section its name), @p entry_size
-    // bytes each and named by the string offset at their start: @p each
-    // (k, Y, name, what) checks entry k at offset Y, whose name is not
-    // empty; "@p noun k 'name'" (what) starts its messages.
-    template <typename Each>
-    VErr named_entries(const Section *s, const char *section, uint64_t entry_size, const char *noun,
-                       Each each) {
-        if (!s)
-            return {};
-        if (s->size % entry_size)
-            return fail(s->entry + 16, "{} size {} is not a multiple of {}", section, s->size,
-                        entry_size);
-        for (uint64_t k = 0; k < s->size / entry_size; k++) {
-            uint64_t Y = s->offset + k * entry_size;
-            std::string name;
-            if (auto e = str(Y, name))
-                return e;
-            if (name.empty())
-                return fail(Y, "{} {}: empty name", noun, k);
-            std::string what = fmt::format("{} {} '{}'", noun, k, name);
-            if (auto e = each(k, Y, std::move(name), what))
-                return e;
-        }
         return {};
     }
 
@@ -740,12 +731,8 @@ struct Parser {
                 r.part_count = pc;
                 r.offset = rd32(b, Y + 8);
                 r.size = rd32(b, Y + 12);
-                if (r.size == 0)
-                    return fail(Y + 12, "{}: zero size", what);
-                if (kind == f::symbol_psum &&
-                    uint64_t{r.offset} + r.size > NEURON_PSUM_SIZE / NEURON_PARTITIONS)
-                    return fail(Y + 8, "{}: PSUM range [{:#x}, +{:#x}) exceeds a partition", what,
-                                r.offset, r.size);
+                if (auto e = range_size(Y, what, kind, r.offset, r.size))
+                    return e;
                 if (rd32(b, Y + 36))
                     return fail(Y + 36, "{}: reserved fields must be zero", what);
                 auto insns = [&](unsigned e) { return d.streams[e].second / f::insn_size; };
@@ -770,6 +757,20 @@ struct Parser {
             });
     }
 
+    // The offset (at @p Y + 8) and size (at @p Y + 12) of a SYMBOLS or LIVE
+    // entry's SBUF or PSUM range: not empty, and a PSUM range within a
+    // partition's bytes.
+    VErr range_size(uint64_t Y, const std::string &what, uint8_t kind, uint32_t offset,
+                    uint32_t size) const {
+        if (size == 0)
+            return fail(Y + 12, "{}: zero size", what);
+        if (kind == f::symbol_psum &&
+            uint64_t{offset} + size > NEURON_PSUM_SIZE / NEURON_PARTITIONS)
+            return fail(Y + 8, "{}: PSUM range [{:#x}, +{:#x}) exceeds a partition", what, offset,
+                        size);
+        return {};
+    }
+
     // The string at the string-table offset stored at @p field.
     VErr str(uint64_t field, std::string &s) const {
         uint32_t o = rd32(b, field);
@@ -786,16 +787,11 @@ struct Parser {
         return {};
     }
 
-    // Argument @p k: its name, dtype, direction and shape.
-    VErr argument(uint64_t k, std::set<std::string> &names) {
-        const uint64_t A = args->offset + k * f::arg_entry_size;
+    // Argument @p k at @p A, named @p name: its dtype, direction and shape.
+    VErr argument(uint64_t k, uint64_t A, std::string name, const std::string &what,
+                  std::set<std::string> &names) {
         ArgumentInfo a;
-        std::string what = fmt::format("argument {}", k);
-        if (auto e = str(A, a.name))
-            return e;
-        if (a.name.empty())
-            return fail(A, "{}: empty name", what);
-        what = fmt::format("argument {} '{}'", k, a.name);
+        a.name = std::move(name);
         if (!names.insert(a.name).second)
             return fail(A, "{}: duplicate name", what);
         uint8_t dt = rd8(b, A + 4), dir = rd8(b, A + 5), rank = rd8(b, A + 6);
@@ -877,15 +873,10 @@ struct Parser {
         return {};
     }
 
-    // Symbol @p k: a semaphore, or a named SBUF/PSUM range.
-    VErr symbol(uint64_t k) {
-        uint64_t Y = syms->offset + k * f::symbol_entry_size;
+    // The symbol at @p Y, named @p name: a semaphore, or a named SBUF/PSUM range.
+    VErr symbol(uint64_t Y, std::string name, const std::string &what) {
         SymbolInfo s;
-        if (auto e = str(Y, s.name))
-            return e;
-        std::string what = fmt::format("symbol {} '{}'", k, s.name);
-        if (s.name.empty())
-            return fail(Y, "symbol {}: empty name", k);
+        s.name = std::move(name);
         uint8_t kind = rd8(b, Y + 4), dt = rd8(b, Y + 5), ps = rd8(b, Y + 6), pc = rd8(b, Y + 7);
         s.offset = rd32(b, Y + 8);
         s.size = rd32(b, Y + 12);
@@ -901,12 +892,8 @@ struct Parser {
                 return fail(Y + 5, "{}: unknown dtype {}", what, dt);
             if (pc == 0 || ps + pc > NEURON_PARTITIONS)
                 return fail(Y + 6, "{}: partitions {}+{} are outside 0..127", what, ps, pc);
-            if (s.size == 0)
-                return fail(Y + 12, "{}: zero size", what);
-            if (kind == f::symbol_psum &&
-                uint64_t{s.offset} + s.size > NEURON_PSUM_SIZE / NEURON_PARTITIONS)
-                return fail(Y + 8, "{}: PSUM range [{:#x}, +{:#x}) exceeds a partition", what,
-                            s.offset, s.size);
+            if (auto e = range_size(Y, what, kind, s.offset, s.size))
+                return e;
         } else {
             return fail(Y + 4, "{}: unknown kind {}", what, kind);
         }
