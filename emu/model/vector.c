@@ -283,16 +283,22 @@ void nm_exec_tensor_scalar(nm_exec *ex, const struct neuron_insn *in, nm_result 
  */
 #define SUM_LANES 16
 
-/* 16 floats as one value: one zmm, two ymm or four xmm registers. */
-typedef float sum_vec __attribute__((vector_size(SUM_LANES * sizeof(float))));
+/*
+ * 16 running sums as two halves of 8 floats, lanes 0-7 and 8-15: one ymm
+ * each with AVX2 or AVX-512, where a 64-byte vector would be kept on the
+ * stack and reassembled from xmm moves on every add when zmm is absent.
+ */
+#define SUM_HALF (SUM_LANES / 2)
+typedef float sum_half __attribute__((vector_size(SUM_HALF * sizeof(float))));
 
 /*
- * The sum of the 16 running sums at @acc and the tail @x[@i..@n), as
- * sum_row (by pointer: a 64-byte vector argument's ABI depends on the ISA).
+ * The sum of the 16 running sums @acc and the tail @x[@i..@n), as sum_row
+ * (by pointer: a vector argument's ABI depends on the ISA).
  */
-static inline float sum_finish(const sum_vec *acc, const float *x, uint32_t i, uint32_t n) {
+static inline float sum_finish(const sum_half acc[2], const float *x, uint32_t i, uint32_t n) {
     float lane[SUM_LANES];
-    memcpy(lane, acc, sizeof(lane));
+    memcpy(lane, &acc[0], sizeof(acc[0]));
+    memcpy(lane + SUM_HALF, &acc[1], sizeof(acc[1]));
     for (uint32_t l = 0; i < n; i++, l++)
         lane[l] += x[i];
     for (uint32_t w = SUM_LANES / 2; w; w /= 2)
@@ -301,16 +307,22 @@ static inline float sum_finish(const sum_vec *acc, const float *x, uint32_t i, u
     return lane[0];
 }
 
+/* Adds @x[0..16) to the running sums @acc. */
+static inline void sum_step(sum_half acc[2], const float *x) {
+    sum_half lo, hi;
+    memcpy(&lo, x, sizeof(lo));
+    memcpy(&hi, x + SUM_HALF, sizeof(hi));
+    acc[0] += lo;
+    acc[1] += hi;
+}
+
 NM_CLONES
 static float sum_row(const float *x, uint32_t n) {
-    sum_vec acc = {0};
+    sum_half acc[2] = {{0}};
     uint32_t i = 0;
-    for (; i + SUM_LANES <= n; i += SUM_LANES) {
-        sum_vec v;
-        memcpy(&v, x + i, sizeof(v));
-        acc += v;
-    }
-    return sum_finish(&acc, x, i, n);
+    for (; i + SUM_LANES <= n; i += SUM_LANES)
+        sum_step(acc, x + i);
+    return sum_finish(acc, x, i, n);
 }
 
 /*
@@ -322,16 +334,13 @@ static float sum_row(const float *x, uint32_t n) {
 
 NM_CLONES
 static void sum_rows4(const float *const x[SUM_ROWS], uint32_t n, float out[SUM_ROWS]) {
-    sum_vec acc[SUM_ROWS] = {{0}};
+    sum_half acc[SUM_ROWS][2] = {{{0}}};
     uint32_t i = 0;
     for (; i + SUM_LANES <= n; i += SUM_LANES)
-        for (int r = 0; r < SUM_ROWS; r++) {
-            sum_vec v;
-            memcpy(&v, x[r] + i, sizeof(v));
-            acc[r] += v;
-        }
+        for (int r = 0; r < SUM_ROWS; r++)
+            sum_step(acc[r], x[r] + i);
     for (int r = 0; r < SUM_ROWS; r++)
-        out[r] = sum_finish(&acc[r], x[r], i, n);
+        out[r] = sum_finish(acc[r], x[r], i, n);
 }
 
 void nm_exec_reduce(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
