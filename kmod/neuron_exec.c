@@ -108,7 +108,12 @@ int neuron_exec_init(struct neuron_device *ndev)
 	/*
 	 * drmm actions run in reverse order: registered after the rings were
 	 * allocated, the schedulers are finished before the rings are freed.
+	 * neuron_exec_fini() skips the workqueues and schedulers not set up.
 	 */
+	ret = drmm_add_action_or_reset(&ndev->drm, neuron_exec_fini, exec);
+	if (ret)
+		return ret;
+
 	/*
 	 * The schedulers' work items run on the CPU that queued them (a
 	 * bound workqueue, as nouveau's), not on drm_sched's own unbound
@@ -120,18 +125,8 @@ int neuron_exec_init(struct neuron_device *ndev)
 	 */
 	exec->submit_wq = alloc_workqueue("neuron-submit", WQ_MEM_RECLAIM, 0);
 	exec->reset_wq = alloc_ordered_workqueue("neuron-reset", 0);
-	if (!exec->submit_wq || !exec->reset_wq) {
-		if (exec->submit_wq)
-			destroy_workqueue(exec->submit_wq);
-		if (exec->reset_wq)
-			destroy_workqueue(exec->reset_wq);
-		exec->submit_wq = NULL;
-		exec->reset_wq = NULL;
+	if (!exec->submit_wq || !exec->reset_wq)
 		return -ENOMEM;
-	}
-	ret = drmm_add_action_or_reset(&ndev->drm, neuron_exec_fini, exec);
-	if (ret)
-		return ret;
 	n = neuron_exec_num_rings(exec);
 	for (i = 0; i < n; i++) {
 		ret = neuron_ring_sched_init(exec->rings[i], &neuron_sched_ops,
