@@ -1,18 +1,25 @@
 // SPDX-License-Identifier: MIT
 //
-// Hot-unplug of a device in use, through QEMU (neuron-vm --hotplug): one
-// thread submits jobs, one copies, one writes and reads a mapping of device
-// memory, each checking its results, when the device is removed with QMP's
-// device_del. Every thread must stop with the documented error (the device
-// is lost, or its work aborted) or, for the mapping, SIGBUS, within 60 s;
-// releasing everything must not hang; device_add must bring back a device
-// that runs a job and a copy correctly; on kernels with kmemleak nothing may
-// leak.
+// Hot-unplug of a device in use: one thread submits jobs, one copies, one
+// writes and reads a mapping of device memory, each checking its results,
+// when the device is removed. Every thread must stop with the documented
+// error (the device is lost, or its work aborted) or, for the mapping,
+// SIGBUS, within 60 s; releasing everything must not hang; bringing the
+// device back must give one that runs a job and a copy correctly; on
+// kernels with kmemleak nothing may leak.
 //
-// usage: neuron-hotplug
-// Exit status 0 when every check held.
+// usage: neuron-hotplug [--remove qmp|pci]
+//   qmp  (default) QEMU removes the device (QMP device_del, neuron-vm
+//        --hotplug) and the kernel's PCI hot-plug driver (pciehp) removes it
+//        from the PCI core; device_add brings it back.
+//   pci  the PCI core removes it (/sys/bus/pci/devices/BDF/remove), the
+//        function pciehp calls for device_del, for kernels without a
+//        hot-plug driver; a bus rescan brings it back. The device stays in
+//        QEMU, so this skips only QEMU's own teardown.
+// Exit status 0 when every check held, 2 on a usage error.
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <csetjmp>
 #include <csignal>
@@ -219,14 +226,29 @@ void check_works(const Device &d, const LoadedProgram &lp) {
         fail("the replugged device fails: " + w.ending);
 }
 
+void write_sysfs(const std::string &path, const char *value) {
+    std::ofstream f(path);
+    f << value;
+    if (!f.flush())
+        fail("cannot write '" + std::string(value) + "' to " + path + ": " + std::strerror(errno));
+}
+
 } // namespace
 
-int main() {
+int main(int argc, char **argv) {
+    bool through_qmp = true;
+    if (argc == 3 && std::strcmp(argv[1], "--remove") == 0 &&
+        (std::strcmp(argv[2], "qmp") == 0 || std::strcmp(argv[2], "pci") == 0)) {
+        through_qmp = std::strcmp(argv[2], "qmp") == 0;
+    } else if (argc != 1) {
+        std::fprintf(stderr, "usage: neuron-hotplug [--remove qmp|pci]\n");
+        return 2;
+    }
     auto dev = find_device();
     if (!dev)
         fail("no neuron device bound to neuron.ko");
     const std::string pci = std::string("/sys/bus/pci/devices/") + dev->bdf;
-    if (!hotplug_slot(dev->bdf))
+    if (through_qmp && !hotplug_slot(dev->bdf))
         fail(std::string("no hot-plug slot holds ") + dev->bdf +
              " in /sys/bus/pci/slots: the kernel has no PCI hot-plug driver for it "
              "(CONFIG_HOTPLUG_PCI_PCIE or CONFIG_HOTPLUG_PCI_ACPI), or the VM was not "
@@ -259,7 +281,13 @@ int main() {
             fail("the workers did not get going in 120 s");
 
         auto unplugged = Clock::now();
-        host_request(std::string("device_del neuron0"));
+        // The PCI core's removal returns once the driver has let go of the
+        // device, so it runs beside the workers it stops.
+        std::thread remover;
+        if (through_qmp)
+            host_request(std::string("device_del neuron0"));
+        else
+            remover = std::thread(write_sysfs, pci + "/remove", "1");
         for (auto &w : workers) {
             if (!wait_until(60s, [&] { return w.ended.load(std::memory_order_acquire); }))
                 fail(std::string(w.name) + ": still running 60 s after the unplug");
@@ -269,8 +297,10 @@ int main() {
         }
         std::printf("all workers stopped %.1f s after the unplug request\n",
                     std::chrono::duration<double>(Clock::now() - unplugged).count());
+        if (remover.joinable())
+            remover.join();
         if (!wait_until(60s, [&] { return !exists(pci); }))
-            fail(pci + " still exists 60 s after device_del");
+            fail(pci + " still exists 60 s after its removal");
         try {
             d.queue(0).submit(lp, Arguments().bind("x", late_x).bind("y", late_y)).wait();
             fail("a submit to the unplugged device succeeded");
@@ -282,9 +312,12 @@ int main() {
     } // everything released: buffers, program, device
     std::printf("released the unplugged device's objects\n");
 
-    host_request("device_add neuron0");
+    if (through_qmp)
+        host_request("device_add neuron0");
+    else
+        write_sysfs("/sys/bus/pci/rescan", "1");
     if (!wait_until(60s, [] { return find_device().has_value(); }))
-        fail("no neuron device 60 s after device_add");
+        fail("no neuron device 60 s after it was brought back");
     {
         Device d = Device::open_first();
         check_works(d, d.load(prog));
