@@ -123,16 +123,15 @@ static inline float exp_nonpositive(float a) {
 static inline float gelu_erf(float x) {
     const float z = fabsf(x) * 0.707106781f;
     const float t = 1.0f / (1.0f + 0.5f * z);
-    const float g =
-        -1.26544138f +
-        t * (0.998491510f +
-             t * (0.387906735f +
-                  t * (0.0283309289f +
-                       t * (0.0202532800f +
-                            t * (-0.116862044f +
-                                 t * (-0.651194198f +
-                                      t * (1.12238394f +
-                                           t * (-0.666064690f + t * 0.142195957f))))))));
+    const float g = -1.26544138f +
+                    t * (0.998491510f +
+                         t * (0.387906735f +
+                              t * (0.0283309289f +
+                                   t * (0.0202532800f +
+                                        t * (-0.116862044f +
+                                             t * (-0.651194198f +
+                                                  t * (1.12238394f + t * (-0.666064690f +
+                                                                          t * 0.142195957f))))))));
     const float q = 0.5f * t * exp_nonpositive(g - z * z);
     return x * pick(signbit(x), q, 1.0f - q);
 }
