@@ -8,6 +8,7 @@
  * written, so a destination may overlap its sources.
  */
 #include <math.h>
+#include <string.h>
 
 #include "model_internal.h"
 
@@ -65,6 +66,76 @@ static void alu_rows(uint32_t op, float *y, const float *a, const float *b, uint
     }
 }
 
+/*
+ * @c ? @a : @b through the bits, for selects in loops that must vectorize:
+ * a conditional expression lets the compiler move the computation of the
+ * unchosen value into a branch, which it then cannot vectorize, since a
+ * floating-point operation may trap.
+ */
+static inline float pick(bool c, float a, float b) {
+    const uint32_t mask = -(uint32_t)c;
+    uint32_t ab, bb;
+    memcpy(&ab, &a, 4);
+    memcpy(&bb, &b, 4);
+    const uint32_t r = (ab & mask) | (bb & ~mask);
+    float f;
+    memcpy(&f, &r, 4);
+    return f;
+}
+
+/*
+ * e^a for a <= 0, flushed to 0 below -87 (where e^a leaves the normal
+ * range), within 2 ulp; written with plain operations so that it
+ * vectorizes and gives the same bits in every build (contraction is off).
+ * a = n ln2 + r with |r| <= ln2/2 (ln2 in two parts, so that n ln2 is
+ * exact), e^r by its Taylor polynomial of degree 7 (error below 2^-27),
+ * 2^n built in the exponent bits. n is read from the bits of the rounding
+ * sum rather than converted, which is defined for every input, NaN too.
+ */
+static inline float exp_nonpositive(float a) {
+    const float round_magic = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
+    const float k = a * 1.44269504f + round_magic;
+    const float n = k - round_magic;
+    const float r = (a - n * 0.693145752f) - n * 1.42860677e-6f;
+    const float p =
+        1.0f +
+        r * (1.0f +
+             r * (0.5f +
+                  r * (1.0f / 6 +
+                       r * (1.0f / 24 + r * (1.0f / 120 + r * (1.0f / 720 + r * (1.0f / 5040)))))));
+    uint32_t kb, sb;
+    memcpy(&kb, &k, 4);
+    sb = (kb - 0x4b400000u + 127u) << 23; /* 2^n, n = kb - bits of round_magic */
+    float scale;
+    memcpy(&scale, &sb, 4);
+    return pick(isless(a, -87.0f), 0.0f, p * scale);
+}
+
+/*
+ * GELU, x Φ(x), with Φ(x) = q for x < 0 and 1 - q otherwise, where
+ * q = erfc(z) / 2 and z = |x| / √2: erfc(z) = t e^(g(t) - z^2),
+ * t = 1 / (1 + z/2), with g a polynomial of degree 9 fitted to
+ * ln(erfc(z)) + z^2 - ln(t) over z in [0, 10] (relative error of erfc
+ * below 5e-8 before rounding). q has a small relative error everywhere,
+ * so GELU's does too, for negative x where 1 + erf(x/√2) cancels as well
+ * (hw/isa.md, section 6). libm's erff does not vectorize; this does.
+ */
+static inline float gelu_erf(float x) {
+    const float z = fabsf(x) * 0.707106781f;
+    const float t = 1.0f / (1.0f + 0.5f * z);
+    const float g = -1.26544138f +
+                    t * (0.998491510f +
+                         t * (0.387906735f +
+                              t * (0.0283309289f +
+                                   t * (0.0202532800f +
+                                        t * (-0.116862044f +
+                                             t * (-0.651194198f +
+                                                  t * (1.12238394f + t * (-0.666064690f +
+                                                                          t * 0.142195957f))))))));
+    const float q = 0.5f * t * exp_nonpositive(g - z * z);
+    return x * pick(signbit(x), q, 1.0f - q);
+}
+
 /* glibc's fmaxf(x, 0.0f) (x when equal, 0 for NaN) as a select that vectorizes. */
 static inline float relu(float x) {
     return x >= 0.0f ? x : 0.0f;
@@ -79,7 +150,7 @@ static float act(uint32_t f, float x) {
     case NEURON_ACT_GELU_TANH:
         return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
     case NEURON_ACT_GELU:
-        return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f));
+        return gelu_erf(x);
     case NEURON_ACT_SIGMOID:
         return 1.0f / (1.0f + expf(-x));
     case NEURON_ACT_TANH:
@@ -112,6 +183,10 @@ static void act_rows(uint32_t f, float *y, const float *x, uint32_t n, float sca
     case NEURON_ACT_RELU:
         for (uint32_t i = 0; i < n; i++)
             y[i] = relu(x[i] * scale + b);
+        return;
+    case NEURON_ACT_GELU:
+        for (uint32_t i = 0; i < n; i++)
+            y[i] = gelu_erf(x[i] * scale + b);
         return;
     default:
         for (uint32_t i = 0; i < n; i++)
