@@ -121,6 +121,10 @@ bool is_activation(Op op) noexcept {
     return op >= Op::relu && op <= Op::exp;
 }
 
+bool is_data_movement(Op op) noexcept {
+    return op == Op::reshape || op == Op::transpose || op == Op::slice || op == Op::concat;
+}
+
 int64_t Type::elements() const {
     return product(shape);
 }

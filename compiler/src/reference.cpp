@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -497,9 +498,7 @@ std::vector<Expected> evaluate_bounded(const Graph &g,
         }
         Expected own = reference(g, i, val);
         std::vector<double> b = carried(g, i, own.value, val, err);
-        const bool moves =
-            n.op == Op::reshape || n.op == Op::transpose || n.op == Op::slice || n.op == Op::concat;
-        if (!moves) {
+        if (!is_data_movement(n.op)) {
             const double u = unit_roundoff(n.type.dtype);
             for (size_t f = 0; f < b.size(); f++) {
                 const double v = own.value[f];
@@ -515,6 +514,108 @@ std::vector<Expected> evaluate_bounded(const Graph &g,
         out[i].bound = std::move(b);
     }
     return out;
+}
+
+namespace {
+
+// The own bound of node @p node at the reference's operands (an input or
+// constant: 0). Adds the node to @p by.
+std::vector<double> own_bound(const Graph &g, uint32_t node, const std::vector<Expected> &ref,
+                              std::vector<uint32_t> &by) {
+    const Node &n = g.node(node);
+    const std::vector<double> &value = ref.at(node).value;
+    if (n.op == Op::input || n.op == Op::constant)
+        return std::vector<double>(value.size(), 0);
+    if (std::find(by.begin(), by.end(), node) == by.end())
+        by.push_back(node);
+    std::vector<const std::vector<double> *> operands;
+    for (uint32_t o : n.operands)
+        operands.push_back(&ref.at(o).value);
+    Expected own = reference(g, node, operands);
+    if (!own.bound.empty())
+        return std::move(own.bound);
+    std::vector<double> b(value.size());
+    for (size_t f = 0; f < b.size(); f++)
+        b[f] = std::fabs(exact_result(n.type.dtype, value[f]) - value[f]);
+    return b;
+}
+
+} // namespace
+
+OutputBound output_bound(const Graph &g, uint32_t node, const std::vector<Expected> &ref) {
+    const Expected &e = ref.at(node);
+    OutputBound r;
+    for (size_t f = 0; f < e.bound.size(); f++) {
+        r.carried = std::isnan(e.bound[f]) ? INFINITY : std::max(r.carried, e.bound[f]);
+        r.largest = std::max(r.largest, std::fabs(e.value[f]));
+    }
+    if (r.carried <= r.largest) {
+        r.bound = e.bound;
+        return r;
+    }
+    r.own = true;
+    r.bound = own_bound(g, node, ref, r.computed_by);
+    return r;
+}
+
+Comparison compare(std::span<const float> device, std::span<const double> reference,
+                   std::span<const double> bound, size_t list) {
+    if (reference.size() != device.size() || bound.size() != device.size())
+        throw std::invalid_argument(
+            fmt::format("compare: {} device values, {} reference values and {} bounds",
+                        device.size(), reference.size(), bound.size()));
+    Comparison c;
+    c.elements = device.size();
+    std::vector<std::pair<double, size_t>> beyond; // (error / bound, element)
+    for (size_t f = 0; f < device.size(); f++) {
+        const double r = reference[f], d = device[f], b = bound[f];
+        if (!std::isfinite(b)) {
+            c.unchecked++;
+            continue;
+        }
+        const bool same = d == r || (std::isnan(d) && std::isnan(r));
+        const double err = same ? 0 : std::fabs(d - r);
+        const double ratio = same ? 0 : (std::isnan(err) ? INFINITY : err / b);
+        if (!same && !(err <= b)) {
+            c.beyond++;
+            beyond.emplace_back(ratio, f);
+        }
+        if (!std::isnan(err))
+            c.max_error = std::max(c.max_error, err);
+        if (ratio > c.worst_ratio) {
+            c.worst_ratio = ratio;
+            c.worst = f;
+        }
+    }
+    const size_t show = std::min(list, beyond.size());
+    std::partial_sort(beyond.begin(), beyond.begin() + static_cast<std::ptrdiff_t>(show),
+                      beyond.end(), [](const auto &x, const auto &y) {
+                          return x.first > y.first || (x.first == y.first && x.second < y.second);
+                      });
+    for (size_t i = 0; i < show; i++)
+        c.worst_beyond.push_back(beyond[i].second);
+    return c;
+}
+
+std::vector<float> seeded_values(const Type &t, uint64_t seed) {
+    Node n;
+    n.op = Op::constant;
+    n.type = Type{t.dtype == DType::int32 ? DType::fp32 : t.dtype, t.shape};
+    n.init.seed = seed;
+    std::vector<float> v = constant_values(n);
+    if (t.dtype == DType::int32)
+        for (auto &x : v)
+            x = round_to(DType::int32, x * 100);
+    return v;
+}
+
+std::map<std::string, std::vector<float>> seeded_inputs(const Graph &g, uint64_t seed) {
+    std::map<std::string, std::vector<float>> in;
+    uint64_t position = 0;
+    for (const Node &n : g.nodes())
+        if (n.op == Op::input)
+            in[n.name] = seeded_values(n.type, seed + position++);
+    return in;
 }
 
 } // namespace neuron::compiler

@@ -47,6 +47,9 @@ std::optional<DType> dtype_from_string(std::string_view name) noexcept;
 
 bool is_binary(Op op) noexcept;     ///< add, sub, mul, div
 bool is_activation(Op op) noexcept; ///< relu ... exp
+/// reshape, transpose, slice, concat: the result's elements are the
+/// operands', moved.
+bool is_data_movement(Op op) noexcept;
 
 using Shape = std::vector<int64_t>;
 
