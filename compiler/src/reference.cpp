@@ -518,14 +518,25 @@ std::vector<Expected> evaluate_bounded(const Graph &g,
 
 namespace {
 
-// The own bound of node @p node at the reference's operands (an input or
-// constant: 0). Adds the node to @p by.
+// The own bound of the operator that computes node @p node's values, at
+// the reference's operands: the node's own, or for data movement its
+// operands' moved with the values (an input or constant: 0). Adds the
+// operators it comes from to @p by.
 std::vector<double> own_bound(const Graph &g, uint32_t node, const std::vector<Expected> &ref,
                               std::vector<uint32_t> &by) {
     const Node &n = g.node(node);
     const std::vector<double> &value = ref.at(node).value;
     if (n.op == Op::input || n.op == Op::constant)
         return std::vector<double>(value.size(), 0);
+    if (is_data_movement(n.op)) {
+        std::vector<std::vector<double>> moved;
+        for (uint32_t o : n.operands)
+            moved.push_back(own_bound(g, o, ref, by));
+        std::vector<const std::vector<double> *> operands;
+        for (const auto &m : moved)
+            operands.push_back(&m);
+        return reference(g, node, operands).value;
+    }
     if (std::find(by.begin(), by.end(), node) == by.end())
         by.push_back(node);
     std::vector<const std::vector<double> *> operands;

@@ -53,9 +53,10 @@ struct OutputBound {
     std::vector<double> bound;
     /// The bound carried through the graph is wider than the values (a
     /// deep graph, where every operator's worst case is assumed to align,
-    /// or a division by values near 0): @p bound is then the output
-    /// operator's own bound at the reference's operands, which leaves out
-    /// the errors of the operators before it.
+    /// or a division by values near 0): @p bound is then the own bound of
+    /// the last operator that computes the output's values (the output
+    /// itself, or, through data movement, the operators it moves the
+    /// values of), which leaves out the errors of the operators before it.
     bool own = false;
     std::vector<uint32_t> computed_by; ///< own: the operators whose own bound it is
     double carried = 0;                ///< the largest carried bound (NaN counts as inf)
