@@ -17,7 +17,7 @@ struct OpName {
     Op op;
     const char *name;
 };
-constexpr std::array<OpName, 21> op_names{{
+constexpr std::array<OpName, 22> op_names{{
     {Op::input, "input"},
     {Op::constant, "const"},
     {Op::matmul, "matmul"},
@@ -39,6 +39,7 @@ constexpr std::array<OpName, 21> op_names{{
     {Op::transpose, "transpose"},
     {Op::slice, "slice"},
     {Op::concat, "concat"},
+    {Op::split, "split"},
 }};
 
 std::string shape_str(const Shape &s) {
@@ -122,7 +123,8 @@ bool is_activation(Op op) noexcept {
 }
 
 bool is_data_movement(Op op) noexcept {
-    return op == Op::reshape || op == Op::transpose || op == Op::slice || op == Op::concat;
+    return op == Op::reshape || op == Op::transpose || op == Op::slice || op == Op::concat ||
+           op == Op::split;
 }
 
 int64_t Type::elements() const {
@@ -314,6 +316,8 @@ uint32_t Graph::add(Op op, const std::string &name, std::vector<uint32_t> operan
     };
     if (op == Op::input || op == Op::constant)
         throw fail("inputs and constants are declared with input() and constant()");
+    if (op == Op::split)
+        throw fail("split makes one value per piece: Graph::split() names them");
     if (a.eps && op != Op::layer_norm && op != Op::rms_norm)
         throw fail("eps is an attribute of layer_norm and rms_norm only");
     Type out;
@@ -474,6 +478,74 @@ uint32_t Graph::add(Op op, const std::string &name, std::vector<uint32_t> operan
     }
     n.type = out;
     return push(std::move(n));
+}
+
+std::vector<uint32_t> Graph::split(const std::vector<std::string> &names, uint32_t operand,
+                                   const Attrs &a) {
+    if (operand >= nodes_.size())
+        throw GraphError(fmt::format("'{}': operand {} is not defined before it",
+                                     fmt::join(names, ", "), operand));
+    const Type xt = nodes_[operand].type; // push() below moves the nodes
+    auto fail = [&](const std::string &why) {
+        return GraphError(fmt::format("'{}' (split) of {}: {}: {}", fmt::join(names, ", "),
+                                      nodes_[operand].name, to_string(xt), why));
+    };
+    if (names.empty())
+        throw fail("no names for the pieces");
+    for (size_t i = 0; i < names.size(); i++) {
+        if (names[i].empty())
+            throw fail(fmt::format("piece {} has no name", i));
+        if (find(names[i]) ||
+            std::find(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(i), names[i]) !=
+                names.begin() + static_cast<std::ptrdiff_t>(i))
+            throw fail(fmt::format("'{}' is defined twice", names[i]));
+    }
+    if (a.eps || a.scalar || a.causal || a.transpose_a || a.transpose_b || a.start || a.end)
+        throw fail("split takes axis= and sizes= only");
+    const Shape &xs = xt.shape;
+    const int64_t rank = static_cast<int64_t>(xs.size()), ax0 = a.axis.value_or(0);
+    if (ax0 < -rank || ax0 >= rank)
+        throw fail(fmt::format("axis {} out of range for rank {}", ax0, rank));
+    const int64_t ax = ax0 < 0 ? ax0 + rank : ax0, d = xs[static_cast<size_t>(ax)];
+    const int64_t pieces = static_cast<int64_t>(names.size());
+    Shape sizes = a.dims;
+    if (sizes.empty()) {
+        if (d % pieces)
+            throw fail(fmt::format("axis {} has {} elements, which do not split into {} equal "
+                                   "pieces (give their sizes=[...])",
+                                   ax, d, pieces));
+        sizes.assign(names.size(), d / pieces);
+    }
+    if (sizes.size() != names.size())
+        throw fail(
+            fmt::format("{} names for {} sizes {}", names.size(), sizes.size(), shape_str(sizes)));
+    int64_t total = 0;
+    for (int64_t n : sizes) {
+        if (n < 1)
+            throw fail(fmt::format("a size of {} in {} (every piece has at least one element)", n,
+                                   shape_str(sizes)));
+        total += n;
+    }
+    if (total != d)
+        throw fail(fmt::format("the sizes {} add up to {}, but axis {} has {} elements",
+                               shape_str(sizes), total, ax, d));
+    std::vector<uint32_t> ids;
+    int64_t start = 0;
+    for (size_t i = 0; i < names.size(); i++) {
+        Node n;
+        n.op = Op::split;
+        n.name = names[i];
+        n.operands = {operand};
+        n.dims = sizes;
+        n.axis = ax;
+        n.start = start;
+        n.end = start + sizes[i];
+        n.type = xt;
+        n.type.shape[static_cast<size_t>(ax)] = sizes[i];
+        start = n.end;
+        ids.push_back(push(std::move(n)));
+    }
+    return ids;
 }
 
 } // namespace neuron::compiler

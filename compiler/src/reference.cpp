@@ -192,6 +192,7 @@ Expected reference(const Graph &g, uint32_t node,
         break;
     case Op::transpose:
     case Op::slice:
+    case Op::split:
     case Op::concat: {
         exact = true;
         // operand k's element at the multi-index idx
@@ -209,7 +210,7 @@ Expected reference(const Graph &g, uint32_t node,
                 for (size_t d = 0; d < idx.size(); d++)
                     src[static_cast<size_t>(n.dims[d])] = idx[d];
                 e.value[f] = at(0, src);
-            } else if (n.op == Op::slice) {
+            } else if (n.op == Op::slice || n.op == Op::split) {
                 idx[ax] += n.start;
                 e.value[f] = at(0, idx);
             } else {
@@ -447,6 +448,7 @@ std::vector<double> carried_raw(const Graph &g, uint32_t node, const std::vector
     case Op::reshape:
     case Op::transpose:
     case Op::slice:
+    case Op::split:
     case Op::concat:
         // data movement moves the errors with the values
         if (none)

@@ -64,18 +64,30 @@ s = layer_norm(r, eps=0.001)
 t = transpose(s, perm=[0, 2, 1])
 u = slice(t, axis=1, start=2, end=-1)
 v = concat(u, u, axis=-1)
-output h, v
+p0, p1: bf16[2, 100, 77], p2 = split(u, axis=1, sizes=[1, 100, 25])
+e0, e1 = split(v, axis=-1)
+output h, v, p1, e1
 )";
 
 void text_round_trip(void **) {
     Graph g = parse(sample, "sample");
-    assert_int_equal(g.nodes().size(), 11);
+    assert_int_equal(g.nodes().size(), 16);
     assert_string_equal(to_string(g.node(*g.find("u")).type).c_str(), "bf16[2, 126, 77]");
     assert_string_equal(to_string(g.node(*g.find("v")).type).c_str(), "bf16[2, 126, 154]");
+    // A split is one node per piece, each the slice of its piece.
+    const Node &p2 = g.node(*g.find("p2")), &e1 = g.node(*g.find("e1"));
+    assert_string_equal(to_string(p2.type).c_str(), "bf16[2, 25, 77]");
+    assert_true(p2.op == Op::split && p2.axis == 1 && p2.start == 101 && p2.end == 126);
+    assert_true(p2.dims == (Shape{1, 100, 25}));
+    assert_string_equal(to_string(e1.type).c_str(), "bf16[2, 126, 77]");
+    assert_true(e1.axis == 2 && e1.start == 77 && e1.dims == (Shape{77, 77}));
     std::string text = print(g);
     Graph back = parse(text);
     assert_true(back == g);
     assert_string_equal(print(back).c_str(), text.c_str());
+    assert_non_null(std::strstr(text.c_str(), "p0: bf16[2, 1, 77], p1: bf16[2, 100, 77], p2: "
+                                              "bf16[2, 25, 77] = split(u, axis=1, sizes=[1, 100, "
+                                              "25])\n"));
     // A literal's value survives exactly; the first operand keeps its place.
     const Node &r = g.node(*g.find("r"));
     assert_true(r.scalar && *r.scalar == 1.5f && r.scalar_first);
@@ -112,6 +124,33 @@ void text_errors(void **) {
     expect_error("input a: int32[2]\nb = exp(a)", 2, "int32 is supported by");
     expect_error("input a: fp32[2]\nb = relu(a) extra", 2, "unexpected 'extra'");
     expect_error("input a: fp32[2, 3]\nb = softmax(a, axis=0)", 2, "last axis only");
+    // split: the pieces, the operand's type and why
+    expect_error("input x: fp32[4, 6]\na, b = split(x, axis=1, sizes=[2, 3])", 2,
+                 "t.nir:2:1: 'a, b' (split) of x: fp32[4, 6]: the sizes [2, 3] add up to 5, but "
+                 "axis 1 has 6 elements");
+    expect_error("input x: fp32[4, 6]\na, b = split(x, axis=2)", 2,
+                 "'a, b' (split) of x: fp32[4, 6]: axis 2 out of range for rank 2");
+    expect_error("input x: fp32[4, 7]\na, b = split(x, axis=-1)", 2,
+                 "axis 1 has 7 elements, which do not split into 2 equal pieces");
+    expect_error("input x: fp32[4, 6]\na, b = split(x, axis=1, sizes=[6])", 2,
+                 "2 names for 1 sizes [6]");
+    expect_error("input x: fp32[4, 6]\na, b = split(x, axis=1, sizes=[7, -1])", 2,
+                 "a size of -1 in [7, -1] (every piece has at least one element)");
+    expect_error("input x: fp32[4, 6]\na, a = split(x)", 2, "'a' is defined twice");
+    expect_error("input x: fp32[4, 6]\na, b = relu(x)", 2,
+                 "2 values for relu, which makes one (split makes several)");
+    expect_error("input x: fp32[4, 6]\na = reshape(x, sizes=[24])", 2,
+                 "reshape has no attribute 'sizes'");
+    expect_error("input x: fp32[4, 6]\na: fp32[2, 6], b: fp32[3, 6] = split(x)", 2,
+                 "'b' is declared fp32[3, 6] but split gives fp32[2, 6]");
+    Graph g("g");
+    uint32_t x = g.input("x", T(DType::fp32, {4, 6}));
+    try {
+        g.add(Op::split, "s", {x});
+        fail_msg("split through Graph::add()");
+    } catch (const GraphError &e) {
+        assert_non_null(std::strstr(e.what(), "Graph::split() names them"));
+    }
 }
 
 // --- operators, one graph per shape ---------------------------------------
@@ -266,12 +305,78 @@ void data_movement(void **) {
             c.axis = axis;
             g.add(Op::concat, "concat" + std::to_string(axis), {x, x}, c);
         }
+        // split: equal pieces, given sizes, a negative axis
+        Attrs sp;
+        sp.axis = 0;
+        g.split({"batch0", "batch1"}, x, sp);
+        sp.axis = 1;
+        sp.dims = {1, 100, 28};
+        g.split({"rows0", "rows1", "rows2"}, x, sp);
+        sp.axis = -1;
+        sp.dims = {70, 7};
+        g.split({"cols0", "cols1"}, x, sp);
+        sp.axis = 0;
+        sp.dims = {128, 1, 171};
+        g.split({"zr0", "zr1", "zr2"}, z, sp);
         if (dt == DType::int32) { // int32 arithmetic: exact below 2^24
             Attrs lit;
             lit.scalar = 3;
             g.add(Op::mul, "imul", {z}, lit);
             g.add(Op::add, "iadd", {z, z});
         }
+        check(g, seed++, g.name());
+    }
+}
+
+// split as a model uses it: q, k and v from one matmul; a piece and the
+// data movement after it are one gather; a piece nobody reads moves
+// nothing.
+void split_pieces(void **) {
+    uint64_t seed = 350;
+    for (DType dt : {DType::fp32, DType::bf16}) {
+        Graph g(std::string("split_qkv_") + to_string(dt));
+        uint32_t x = g.input("x", T(dt, {77, 129}));
+        uint32_t w = g.constant("w", T(dt, {129, 3 * 64}), ConstantInit{{}, seed, 0.088f});
+        uint32_t qkv = g.add(Op::matmul, "qkv", {x, w});
+        Attrs sp;
+        sp.axis = -1;
+        std::vector<uint32_t> p = g.split({"q", "k", "v"}, qkv, sp);
+        Attrs heads, perm;
+        heads.dims = {77, 2, 32};
+        perm.dims = {1, 0, 2};
+        uint32_t qh = g.add(Op::reshape, "qh", {p[0]}, heads);
+        g.mark_output(g.add(Op::transpose, "qt", {qh}, perm));
+        g.mark_output(p[2]);
+        auto in = harness::make_inputs(g, seed);
+        auto o = harness::run(g, in);
+        const std::string &plan = o.compiled.plan;
+        if (plan.find("fused: qh, qt") == std::string::npos ||
+            plan.find("\nk ") != std::string::npos)
+            fail_msg("%s: q, qh and qt are not one gather, or k is lowered:\n%s", g.name().c_str(),
+                     plan.c_str());
+        harness::check_carried(g, in, o, g.name());
+        check(g, seed++, g.name());
+    }
+    // Pieces that are whole row tiles of their operand are views of its
+    // buffer: no instruction moves them (exp and tanh are ACTIVATEs, the
+    // stores DMAs; a gather would be COPYs on the Vector engine).
+    for (DType dt : {DType::fp32, DType::bf16}) {
+        Graph g(std::string("split_views_") + to_string(dt));
+        uint32_t x = g.input("x", T(dt, {3, 128, 77}));
+        uint32_t e = g.add(Op::exp, "e", {x});
+        Attrs given;
+        given.dims = {1, 2};
+        auto batch = g.split({"b0", "b1"}, e, given); // [1, 128, 77], [2, 128, 77]
+        auto rows = g.split({"r0", "r1"}, batch[1]);  // a view of a view
+        g.mark_output(batch[0]);
+        g.mark_output(rows[1]);
+        g.mark_output(g.add(Op::tanh, "t", {rows[0]}));
+        auto in = harness::make_inputs(g, seed);
+        auto o = harness::run(g, in);
+        if (o.compiled.stats.insns[1] != 0)
+            fail_msg("%s: %u Vector instructions; the pieces are views:\n%s", g.name().c_str(),
+                     o.compiled.stats.insns[1], o.compiled.plan.c_str());
+        harness::check_carried(g, in, o, g.name());
         check(g, seed++, g.name());
     }
 }
@@ -815,7 +920,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(fused_chains),     cmocka_unit_test(random_graphs),
         cmocka_unit_test(corpus),           cmocka_unit_test(container_file),
         cmocka_unit_test(compile_errors),   cmocka_unit_test(isa_targets),
-        cmocka_unit_test(causal_softmax),
+        cmocka_unit_test(causal_softmax),   cmocka_unit_test(split_pieces),
     };
     const CMUnitTest encoder[] = {cmocka_unit_test(encoder_768)};
     if (argc > 1 && std::string(argv[1]) == "encoder")
