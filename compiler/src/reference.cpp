@@ -387,17 +387,27 @@ std::vector<double> carried_raw(const Graph &g, uint32_t node, const std::vector
         return c;
     }
     case Op::softmax: {
-        // logits moved by at most E move every exp(x - max) / sum by a
-        // factor within [e^-2E, e^2E]
+        // Logit x_j moved by at most e_j moves p_i = e^x_i / sum_j e^x_j by
+        // a factor within [e^-e_i S / S+, e^e_i S / S-], S = sum_j e^x_j,
+        // S+- = sum_j e^(x_j +- e_j): a logit far below the row's largest
+        // (a masked one) moves nothing, whatever its error.
         const int64_t Q = n.causal ? n.type.shape[n.type.shape.size() - 2] : 1;
         for (int64_t r = 0; r < R; r++) {
             const int64_t kept = n.causal ? std::min(C, r % Q + 1) : C;
-            double E = 0;
-            for (int64_t k = 0; k < kept; k++)
-                E = std::max(E, (*err[0])[static_cast<size_t>(r * C + k)]);
-            for (int64_t k = 0; k < C; k++) {
+            const double *x = &(*val[0])[static_cast<size_t>(r * C)];
+            const double *e = &(*err[0])[static_cast<size_t>(r * C)];
+            const double mx = *std::max_element(x, x + kept);
+            double sum = 0, up = 0, down = 0;
+            for (int64_t k = 0; k < kept; k++) {
+                sum += std::exp(x[k] - mx);
+                up += std::exp(x[k] + e[k] - mx);
+                down += std::exp(x[k] - e[k] - mx);
+            }
+            for (int64_t k = 0; k < kept; k++) {
                 auto f = static_cast<size_t>(r * C + k);
-                c[f] = std::fabs(value[f]) * std::expm1(2 * E);
+                const double hi = std::exp(e[k]) * sum / down - 1;
+                const double lo = 1 - std::exp(-e[k]) * sum / up;
+                c[f] = std::fabs(value[f]) * std::max(hi, lo);
             }
         }
         return c;
