@@ -1388,7 +1388,8 @@ Compiled Lowering::run() {
 } // namespace
 
 Compiled compile(const Graph &g, const CompileOptions &options) {
-    return Lowering(g, options).run();
+    const Graph lowered = g.decomposed(); // attention: matmul, mul, add, softmax, matmul
+    return Lowering(lowered, options).run();
 }
 
 } // namespace neuron::compiler

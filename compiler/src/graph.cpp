@@ -17,7 +17,7 @@ struct OpName {
     Op op;
     const char *name;
 };
-constexpr std::array<OpName, 22> op_names{{
+constexpr std::array<OpName, 23> op_names{{
     {Op::input, "input"},
     {Op::constant, "const"},
     {Op::matmul, "matmul"},
@@ -40,6 +40,7 @@ constexpr std::array<OpName, 22> op_names{{
     {Op::slice, "slice"},
     {Op::concat, "concat"},
     {Op::split, "split"},
+    {Op::attention, "attention"},
 }};
 
 std::string shape_str(const Shape &s) {
@@ -320,6 +321,8 @@ uint32_t Graph::add(Op op, const std::string &name, std::vector<uint32_t> operan
         throw fail("split makes one value per piece: Graph::split() names them");
     if (a.eps && op != Op::layer_norm && op != Op::rms_norm)
         throw fail("eps is an attribute of layer_norm and rms_norm only");
+    if (a.scale && op != Op::attention)
+        throw fail("scale is an attribute of attention only");
     Type out;
     if (is_binary(op)) {
         if (a.scalar) {
@@ -458,6 +461,44 @@ uint32_t Graph::add(Op op, const std::string &name, std::vector<uint32_t> operan
         n.end = en;
         out = *in[0];
         out.shape[static_cast<size_t>(ax)] = en - st;
+    } else if (op == Op::attention) {
+        // softmax(q k^T * scale [+ mask], causal) v
+        arity(3, 4);
+        same_dtype();
+        floating();
+        const Shape &q = in[0]->shape, &k = in[1]->shape, &v = in[2]->shape;
+        if (q.size() < 2 || k.size() < 2 || v.size() < 2)
+            throw fail("q, k and v are [.., queries, d], [.., keys, d] and [.., keys, dv]");
+        const Shape batch(q.begin(), q.end() - 2);
+        for (const Shape *kv : {&k, &v})
+            if (kv->size() > 2 && Shape(kv->begin(), kv->end() - 2) != batch)
+                throw fail("k and v are 2-d or have q's batch dimensions");
+        const int64_t Q = q[q.size() - 2], D = q.back(), K = k[k.size() - 2];
+        if (k.back() != D)
+            throw fail(fmt::format("q and k differ in their last axis ({} vs {})", D, k.back()));
+        if (v[v.size() - 2] != K)
+            throw fail(fmt::format("k has {} keys, v {}", K, v[v.size() - 2]));
+        Shape scores = batch;
+        scores.push_back(Q);
+        scores.push_back(K);
+        if (in.size() == 4) {
+            const Shape &m = in[3]->shape;
+            bool fits = m.size() <= scores.size();
+            for (size_t i = 0; fits && i < m.size(); i++) {
+                const int64_t dm = m[m.size() - 1 - i], ds = scores[scores.size() - 1 - i];
+                fits = dm == ds || dm == 1;
+            }
+            if (!fits)
+                throw fail(
+                    fmt::format("the mask does not broadcast to the scores {}", shape_str(scores)));
+        }
+        n.scale = a.scale.value_or(static_cast<float>(1 / std::sqrt(static_cast<double>(D))));
+        if (!std::isfinite(n.scale))
+            throw fail("the scale is not finite");
+        n.causal = a.causal;
+        out = Type{in[0]->dtype, batch};
+        out.shape.push_back(Q);
+        out.shape.push_back(v.back());
     } else if (op == Op::concat) {
         if (in.empty())
             throw fail("takes at least one operand");
@@ -546,6 +587,45 @@ std::vector<uint32_t> Graph::split(const std::vector<std::string> &names, uint32
         ids.push_back(push(std::move(n)));
     }
     return ids;
+}
+
+Graph Graph::decomposed() const {
+    Graph d(name_);
+    std::vector<uint32_t> at(nodes_.size()); // this graph's node -> d's
+    for (uint32_t i = 0; i < nodes_.size(); i++) {
+        const Node &n = nodes_[i];
+        if (n.op != Op::attention) {
+            Node c = n;
+            for (auto &o : c.operands)
+                o = at[o];
+            at[i] = d.push(std::move(c));
+            continue;
+        }
+        const auto part = [&](const char *what) { return n.name + "." + what; };
+        try {
+            Attrs tb;
+            tb.transpose_b = true;
+            uint32_t s =
+                d.add(Op::matmul, part("scores"), {at[n.operands[0]], at[n.operands[1]]}, tb);
+            if (n.scale != 1) {
+                Attrs m;
+                m.scalar = n.scale;
+                s = d.add(Op::mul, part("scaled"), {s}, m);
+            }
+            if (n.operands.size() > 3)
+                s = d.add(Op::add, part("masked"), {s, at[n.operands[3]]});
+            Attrs sm;
+            sm.causal = n.causal;
+            s = d.add(Op::softmax, part("probs"), {s}, sm);
+            at[i] = d.add(Op::matmul, n.name, {s, at[n.operands[2]]});
+        } catch (const GraphError &e) {
+            throw GraphError(
+                fmt::format("'{}' (attention): in its decomposition: {}", n.name, e.what()));
+        }
+    }
+    for (uint32_t o : outputs_)
+        d.outputs_.push_back(at[o]);
+    return d;
 }
 
 } // namespace neuron::compiler

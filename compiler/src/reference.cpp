@@ -50,6 +50,15 @@ double act(Op op, double z) {
 
 } // namespace
 
+namespace {
+Expected attention_reference(const Graph &g, uint32_t node,
+                             const std::vector<const std::vector<double> *> &operands);
+bool has_attention(const Graph &g) {
+    return std::any_of(g.nodes().begin(), g.nodes().end(),
+                       [](const Node &n) { return n.op == Op::attention; });
+}
+} // namespace
+
 double exact_result(DType t, double v) {
     return round_to(t, static_cast<float>(v));
 }
@@ -70,6 +79,8 @@ Expected reference(const Graph &g, uint32_t node,
     case Op::input:
     case Op::constant:
         throw GraphError(fmt::format("'{}' is not computed", n.name));
+    case Op::attention:
+        return attention_reference(g, node, ops);
     case Op::add:
     case Op::sub:
     case Op::mul:
@@ -241,6 +252,13 @@ Expected reference(const Graph &g, uint32_t node,
 std::vector<std::vector<double>> evaluate(const Graph &g,
                                           const std::map<std::string, std::vector<float>> &inputs) {
     std::vector<std::vector<double>> v(g.nodes().size());
+    if (has_attention(g)) { // as the operators it is made of
+        const Graph d = g.decomposed();
+        std::vector<std::vector<double>> all = evaluate(d, inputs);
+        for (uint32_t i = 0; i < g.nodes().size(); i++)
+            v[i] = std::move(all[*d.find(g.node(i).name)]);
+        return v;
+    }
     for (uint32_t i = 0; i < g.nodes().size(); i++) {
         const Node &n = g.node(i);
         if (n.op == Op::input) {
@@ -455,6 +473,8 @@ std::vector<double> carried_raw(const Graph &g, uint32_t node, const std::vector
         }
         return c;
     }
+    case Op::attention: // evaluate_bounded() carries bounds through its decomposition
+        throw GraphError(fmt::format("'{}': attention is carried as its decomposition", n.name));
     case Op::reshape:
     case Op::transpose:
     case Op::slice:
@@ -481,28 +501,15 @@ std::vector<double> carried(const Graph &g, uint32_t node, const std::vector<dou
 
 } // namespace
 
-std::vector<Expected> evaluate_bounded(const Graph &g,
-                                       const std::map<std::string, std::vector<float>> &inputs) {
-    std::vector<Expected> out(g.nodes().size());
+namespace {
+
+// evaluate_bounded() from the values of @p g's inputs and constants in
+// @p out (bound 0): every other node's value and bound.
+void propagate(const Graph &g, std::vector<Expected> &out) {
     for (uint32_t i = 0; i < g.nodes().size(); i++) {
         const Node &n = g.node(i);
-        if (n.op == Op::input || n.op == Op::constant) {
-            std::vector<float> v;
-            if (n.op == Op::constant) {
-                v = constant_values(n);
-            } else if (auto it = inputs.find(n.name);
-                       it != inputs.end() &&
-                       static_cast<int64_t>(it->second.size()) == n.type.elements()) {
-                for (float x : it->second)
-                    v.push_back(round_to(n.type.dtype, x));
-            } else {
-                throw GraphError(fmt::format("input '{}' ({}) not given or of the wrong size",
-                                             n.name, to_string(n.type)));
-            }
-            out[i].value.assign(v.begin(), v.end());
-            out[i].bound.assign(v.size(), 0);
+        if (n.op == Op::input || n.op == Op::constant)
             continue;
-        }
         std::vector<const std::vector<double> *> val, err;
         for (uint32_t o : n.operands) {
             val.push_back(&out[o].value);
@@ -525,6 +532,64 @@ std::vector<Expected> evaluate_bounded(const Graph &g,
         out[i].value = std::move(own.value);
         out[i].bound = std::move(b);
     }
+}
+
+// The reference of attention node @p node: its decomposition computed from
+// the operands, the bound carried through it from operands without error.
+Expected attention_reference(const Graph &g, uint32_t node,
+                             const std::vector<const std::vector<double> *> &operands) {
+    const Node &n = g.node(node);
+    Graph one(g.name());
+    std::vector<uint32_t> in;
+    const char *names[] = {"q", "k", "v", "mask"};
+    for (size_t k = 0; k < n.operands.size(); k++)
+        in.push_back(one.input(names[k], g.node(n.operands[k]).type));
+    Attrs a;
+    a.causal = n.causal;
+    a.scale = n.scale;
+    one.add(Op::attention, n.name, in, a);
+    const Graph d = one.decomposed();
+    std::vector<Expected> e(d.nodes().size());
+    for (size_t k = 0; k < in.size(); k++) {
+        e[k].value = *operands.at(k);
+        e[k].bound.assign(e[k].value.size(), 0);
+    }
+    propagate(d, e);
+    return std::move(e.back());
+}
+
+} // namespace
+
+std::vector<Expected> evaluate_bounded(const Graph &g,
+                                       const std::map<std::string, std::vector<float>> &inputs) {
+    std::vector<Expected> out(g.nodes().size());
+    if (has_attention(g)) { // through the operators it is made of, as compiled
+        const Graph d = g.decomposed();
+        std::vector<Expected> all = evaluate_bounded(d, inputs);
+        for (uint32_t i = 0; i < g.nodes().size(); i++)
+            out[i] = std::move(all[*d.find(g.node(i).name)]);
+        return out;
+    }
+    for (uint32_t i = 0; i < g.nodes().size(); i++) {
+        const Node &n = g.node(i);
+        if (n.op != Op::input && n.op != Op::constant)
+            continue;
+        std::vector<float> v;
+        if (n.op == Op::constant) {
+            v = constant_values(n);
+        } else if (auto it = inputs.find(n.name);
+                   it != inputs.end() &&
+                   static_cast<int64_t>(it->second.size()) == n.type.elements()) {
+            for (float x : it->second)
+                v.push_back(round_to(n.type.dtype, x));
+        } else {
+            throw GraphError(fmt::format("input '{}' ({}) not given or of the wrong size", n.name,
+                                         to_string(n.type)));
+        }
+        out[i].value.assign(v.begin(), v.end());
+        out[i].bound.assign(v.size(), 0);
+    }
+    propagate(g, out);
     return out;
 }
 

@@ -277,6 +277,8 @@ Graph parse(std::string_view text, const std::string &source) {
                                                    : a.causal) = v == "true";
                         } else if (id == "eps") {
                             a.eps = static_cast<float>(c.number("eps"));
+                        } else if (id == "scale") {
+                            a.scale = static_cast<float>(c.number("the scale"));
                         } else if (id == "shape" || id == "perm" || id == "sizes") {
                             if ((id == "sizes") != (*op == Op::split))
                                 c.fail(fmt::format("{} has no attribute '{}'", opname, id), aat);
@@ -390,6 +392,8 @@ std::string print(const Graph &g) {
             args.push_back(fmt::format("axis={}, sizes=[{}]", n.axis, fmt::join(n.dims, ", ")));
         if (n.op == Op::softmax)
             args.push_back("axis=-1");
+        if (n.op == Op::attention)
+            args.push_back(fmt::format("scale={}", fmt_float(n.scale)));
         if (n.causal)
             args.push_back("causal=true");
         out += fmt::format("{} = {}({})\n", fmt::join(results, ", "), to_string(n.op),

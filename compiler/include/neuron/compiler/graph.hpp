@@ -39,6 +39,7 @@ enum class Op : uint8_t {
     slice,
     concat,
     split,
+    attention,
 };
 
 /// The operator's name in the text form ("matmul", "gelu_tanh", ...).
@@ -90,9 +91,10 @@ struct Node {
     std::vector<int64_t> dims;
     /// slice, and a piece of a split: [start, end) of the axis
     int64_t axis = 0, start = 0, end = 0;
-    /// softmax: over the last two axes [.., Q, K], element (q, k) takes
-    /// part only when k <= q (a causal mask); the others are 0
+    /// softmax, attention: over the last two axes [.., Q, K], element
+    /// (q, k) takes part only when k <= q (a causal mask); the others are 0
     bool causal = false;
+    float scale = 0;   ///< attention: the factor of the scores
     ConstantInit init; ///< constants
 
     bool operator==(const Node &) const = default;
@@ -113,7 +115,8 @@ struct Attrs {
     std::vector<int64_t> dims;
     std::optional<int64_t> axis; ///< softmax: -1 (the only one); slice, concat, split: 0
     int64_t start = 0, end = 0;
-    bool causal = false; ///< softmax only
+    bool causal = false;        ///< softmax, attention
+    std::optional<float> scale; ///< attention: 1/sqrt(the queries' last axis) if not given
 };
 
 class Graph {
@@ -138,6 +141,15 @@ class Graph {
     std::vector<uint32_t> split(const std::vector<std::string> &names, uint32_t operand,
                                 const Attrs &attrs = {});
     void mark_output(uint32_t node);
+
+    /// This graph with every operator the compiler decomposes replaced by
+    /// the operators it is made of, the same nodes under the same names
+    /// otherwise; what compile() lowers and evaluate_bounded() bounds.
+    /// attention(q, k, v[, mask]) named o: o.scores = matmul(q, k,
+    /// transpose_b=true), o.scaled = mul(o.scores, scale) (unless scale is
+    /// 1), o.masked = add(o.scaled, mask), o.probs = softmax(..., causal),
+    /// o = matmul(o.probs, v).
+    Graph decomposed() const;
 
     const std::vector<Node> &nodes() const { return nodes_; }
     const Node &node(uint32_t i) const { return nodes_.at(i); }
