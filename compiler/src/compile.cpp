@@ -58,6 +58,17 @@ struct Buf {
     uint64_t bytes() const { return (uint64_t{tiles()} * cols * dtype_size(dtype) + 63) / 64 * 64; }
 };
 
+// The buffer of value @p n in the row layout, live at step @p step.
+Buf value_buffer(const Node &n, int step) {
+    Buf b;
+    b.what = n.name;
+    b.dtype = n.type.dtype;
+    b.rows = static_cast<uint32_t>(rows_of(n.type));
+    b.cols = static_cast<uint32_t>(n.type.shape.back());
+    b.first = b.last = step;
+    return b;
+}
+
 // What the lowering does for one node.
 enum class Kind {
     none,        // inputs and constants (loaded on first use), fused nodes
@@ -518,12 +529,7 @@ void Lowering::plan_memory() {
         const Node &n = nodes[i];
         const Plan &p = plans_[i];
         if (n.op == Op::input || n.op == Op::constant) {
-            Buf b;
-            b.what = n.name;
-            b.dtype = n.type.dtype;
-            b.rows = static_cast<uint32_t>(rows_of(n.type));
-            b.cols = static_cast<uint32_t>(n.type.shape.back());
-            b.first = b.last = first_use[i] >= 0 ? first_use[i] : static_cast<int>(i);
+            Buf b = value_buffer(n, first_use[i] >= 0 ? first_use[i] : static_cast<int>(i));
             if (folded_.count(i)) { // stored transposed: [.., y, x]
                 b.cols = static_cast<uint32_t>(n.type.shape[n.type.shape.size() - 2]);
                 b.rows = static_cast<uint32_t>(n.type.elements() / b.cols);
@@ -541,26 +547,14 @@ void Lowering::plan_memory() {
         if (p.kind == Kind::view) {
             const int of = value_buf_[n.operands[0]];
             const Buf &o = bufs_[static_cast<size_t>(of)];
-            Buf b;
-            b.what = n.name;
-            b.dtype = n.type.dtype;
-            b.rows = static_cast<uint32_t>(rows_of(n.type));
-            b.cols = static_cast<uint32_t>(n.type.shape.back());
-            b.first = b.last = static_cast<int>(i);
+            Buf b = value_buffer(n, static_cast<int>(i));
             b.view_of = o.view_of >= 0 ? o.view_of : of;
             b.view_tile = o.view_tile + static_cast<uint32_t>(first_row(n) / P);
             bufs_.push_back(b);
             value_buf_[i] = static_cast<int>(bufs_.size() - 1);
             continue;
         }
-        const Node &r = nodes[p.result];
-        Buf b;
-        b.what = r.name;
-        b.dtype = r.type.dtype;
-        b.rows = static_cast<uint32_t>(rows_of(r.type));
-        b.cols = static_cast<uint32_t>(r.type.shape.back());
-        b.first = b.last = static_cast<int>(i);
-        bufs_.push_back(b);
+        bufs_.push_back(value_buffer(nodes[p.result], static_cast<int>(i)));
         value_buf_[p.result] = static_cast<int>(bufs_.size() - 1);
         for (uint32_t f : p.fused)
             if (f != p.result)
