@@ -242,20 +242,38 @@ uint32_t Graph::input(const std::string &name, Type type) {
     return push(std::move(n));
 }
 
+namespace {
+
+// @p init for a constant named @p name of type @p t: its values rounded
+// to the dtype, as many as the type has.
+ConstantInit checked_init(const std::string &name, const Type &t, ConstantInit init) {
+    if (!init.seed) {
+        if (static_cast<int64_t>(init.values.size()) != t.elements())
+            throw GraphError(fmt::format("constant '{}' of type {} has {} values, needs {}", name,
+                                         to_string(t), init.values.size(), t.elements()));
+        for (auto &v : init.values)
+            v = round_to(t.dtype, v);
+    }
+    return init;
+}
+
+} // namespace
+
 uint32_t Graph::constant(const std::string &name, Type type, ConstantInit init) {
     Node n;
     n.op = Op::constant;
     n.name = name;
     n.type = std::move(type);
-    if (!init.seed) {
-        if (static_cast<int64_t>(init.values.size()) != n.type.elements())
-            throw GraphError(fmt::format("constant '{}' of type {} has {} values, needs {}", name,
-                                         to_string(n.type), init.values.size(), n.type.elements()));
-        for (auto &v : init.values)
-            v = round_to(n.type.dtype, v);
-    }
-    n.init = std::move(init);
+    n.init = checked_init(name, n.type, std::move(init));
     return push(std::move(n));
+}
+
+void Graph::make_constant(uint32_t node, ConstantInit init) {
+    if (node >= nodes_.size() || nodes_[node].op != Op::input)
+        throw GraphError(fmt::format("make_constant: node {} is not an input", node));
+    Node &n = nodes_[node];
+    n.init = checked_init(n.name, n.type, std::move(init));
+    n.op = Op::constant;
 }
 
 void Graph::mark_output(uint32_t node) {

@@ -141,6 +141,10 @@ class Graph {
     std::vector<uint32_t> split(const std::vector<std::string> &names, uint32_t operand,
                                 const Attrs &attrs = {});
     void mark_output(uint32_t node);
+    /// Turns input @p node into a constant of @p init's values, in place
+    /// (a weight bound to a graph after it was parsed); throws GraphError
+    /// when the node is not an input or the values do not fit its type.
+    void make_constant(uint32_t node, ConstantInit init);
 
     /// This graph with every operator the compiler decomposes replaced by
     /// the operators it is made of, the same nodes under the same names
