@@ -50,14 +50,30 @@ struct Buf {
     uint32_t rows = 0, cols = 0;
     int first = 0, last = 0; // steps during which it is live
     uint64_t offset = 0;     // bytes in each partition, relative to the arena
+    // A view: row tiles [view_tile, ...) of buffer view_of (never a view),
+    // whose lifetime covers the view's; placed with it.
+    int view_of = -1;
+    uint32_t view_tile = 0;
     uint32_t tiles() const { return (rows + P - 1) / P; }
     uint64_t bytes() const { return (uint64_t{tiles()} * cols * dtype_size(dtype) + 63) / 64 * 64; }
 };
+
+// The buffer of value @p n in the row layout, live at step @p step.
+Buf value_buffer(const Node &n, int step) {
+    Buf b;
+    b.what = n.name;
+    b.dtype = n.type.dtype;
+    b.rows = static_cast<uint32_t>(rows_of(n.type));
+    b.cols = static_cast<uint32_t>(n.type.shape.back());
+    b.first = b.last = step;
+    return b;
+}
 
 // What the lowering does for one node.
 enum class Kind {
     none,        // inputs and constants (loaded on first use), fused nodes
     alias,       // shares its operand's buffer
+    view,        // whole row tiles of its operand's buffer (slice, split)
     matmul,      // with an epilogue of fused nodes
     elementwise, // a chain of unary steps
     binary,
@@ -116,6 +132,29 @@ AluOp alu(Op op) {
     default:
         return AluOp::div;
     }
+}
+
+// The first row of slice or split piece @p n in its operand's row layout,
+// when the piece is whole consecutive rows of it (it cuts an axis other
+// than the last, after axes of size 1), else -1.
+int64_t first_row(const Node &n) {
+    const Shape &s = n.type.shape;
+    const auto ax = static_cast<size_t>(n.axis);
+    if (ax + 1 == s.size())
+        return -1;
+    for (size_t d = 0; d < ax; d++)
+        if (s[d] != 1)
+            return -1;
+    int64_t rows_per_index = 1;
+    for (size_t d = ax + 1; d + 1 < s.size(); d++)
+        rows_per_index *= s[d];
+    return n.start * rows_per_index;
+}
+
+// A piece that starts a row tile of its operand is a view of its buffer.
+bool is_view(const Node &n) {
+    const int64_t r = first_row(n);
+    return r >= 0 && r % P == 0;
 }
 
 class Lowering {
@@ -268,6 +307,11 @@ void Lowering::fuse() {
             p.kind = Kind::none;
             continue;
         }
+        // Data movement nobody reads (a piece of a split left unused) moves nothing.
+        if (is_data_movement(n.op) && uses_[i] == 0 && !is_output_[i]) {
+            p.kind = Kind::none;
+            continue;
+        }
         if (n.op == Op::matmul) {
             p.kind = Kind::matmul;
             uint32_t cur = i;
@@ -401,6 +445,9 @@ void Lowering::fuse() {
             break;
         }
         case Op::slice:
+        case Op::split:
+            p.kind = is_view(n) ? Kind::view : Kind::gather;
+            break;
         case Op::concat:
             p.kind = Kind::gather;
             break;
@@ -410,7 +457,8 @@ void Lowering::fuse() {
     }
     // Chains of data movement become one gather from the chain's sources.
     auto moves = [&](uint32_t v) {
-        return plans_[v].kind == Kind::gather || plans_[v].kind == Kind::alias;
+        return plans_[v].kind == Kind::gather || plans_[v].kind == Kind::alias ||
+               plans_[v].kind == Kind::view;
     };
     for (uint32_t i = 0; i < nodes.size(); i++) {
         if (taken[i] || !moves(i))
@@ -481,12 +529,7 @@ void Lowering::plan_memory() {
         const Node &n = nodes[i];
         const Plan &p = plans_[i];
         if (n.op == Op::input || n.op == Op::constant) {
-            Buf b;
-            b.what = n.name;
-            b.dtype = n.type.dtype;
-            b.rows = static_cast<uint32_t>(rows_of(n.type));
-            b.cols = static_cast<uint32_t>(n.type.shape.back());
-            b.first = b.last = first_use[i] >= 0 ? first_use[i] : static_cast<int>(i);
+            Buf b = value_buffer(n, first_use[i] >= 0 ? first_use[i] : static_cast<int>(i));
             if (folded_.count(i)) { // stored transposed: [.., y, x]
                 b.cols = static_cast<uint32_t>(n.type.shape[n.type.shape.size() - 2]);
                 b.rows = static_cast<uint32_t>(n.type.elements() / b.cols);
@@ -501,14 +544,17 @@ void Lowering::plan_memory() {
             value_buf_[i] = value_buf_[n.operands[0]];
             continue;
         }
-        const Node &r = nodes[p.result];
-        Buf b;
-        b.what = r.name;
-        b.dtype = r.type.dtype;
-        b.rows = static_cast<uint32_t>(rows_of(r.type));
-        b.cols = static_cast<uint32_t>(r.type.shape.back());
-        b.first = b.last = static_cast<int>(i);
-        bufs_.push_back(b);
+        if (p.kind == Kind::view) {
+            const int of = value_buf_[n.operands[0]];
+            const Buf &o = bufs_[static_cast<size_t>(of)];
+            Buf b = value_buffer(n, static_cast<int>(i));
+            b.view_of = o.view_of >= 0 ? o.view_of : of;
+            b.view_tile = o.view_tile + static_cast<uint32_t>(first_row(n) / P);
+            bufs_.push_back(b);
+            value_buf_[i] = static_cast<int>(bufs_.size() - 1);
+            continue;
+        }
+        bufs_.push_back(value_buffer(nodes[p.result], static_cast<int>(i)));
         value_buf_[p.result] = static_cast<int>(bufs_.size() - 1);
         for (uint32_t f : p.fused)
             if (f != p.result)
@@ -521,6 +567,13 @@ void Lowering::plan_memory() {
                 Buf &b = bufs_[static_cast<size_t>(value_buf_[o])];
                 b.last = std::max(b.last, step_of(i));
             }
+    // A view's buffer lives as long as any view of it.
+    for (Buf &b : bufs_)
+        if (b.view_of >= 0) {
+            Buf &o = bufs_[static_cast<size_t>(b.view_of)];
+            o.first = std::min(o.first, b.first);
+            o.last = std::max(o.last, b.last);
+        }
     // Temporaries: a dry run of the emission records them per step.
     planning_ = true;
     emit();
@@ -536,6 +589,8 @@ void Lowering::plan_memory() {
     peak_ = 0;
     for (size_t id : order) {
         Buf &x = bufs_[id];
+        if (x.view_of >= 0)
+            continue;
         std::vector<std::pair<uint64_t, uint64_t>> busy;
         for (size_t y : placed) {
             const Buf &o = bufs_[y];
@@ -553,6 +608,10 @@ void Lowering::plan_memory() {
         peak_ = std::max(peak_, off + x.bytes());
         placed.push_back(id);
     }
+    for (Buf &b : bufs_)
+        if (b.view_of >= 0)
+            b.offset = bufs_[static_cast<size_t>(b.view_of)].offset +
+                       uint64_t{b.view_tile} * b.cols * dtype_size(b.dtype);
     if (peak_ > opt_.limits.sbuf_bytes)
         throw GraphError(fmt::format(
             "graph '{}' needs {} bytes of SBUF per partition at its peak, the core has {} "
@@ -1034,7 +1093,7 @@ std::pair<uint32_t, int64_t> Lowering::source(uint32_t node, int64_t f) const {
             src[static_cast<size_t>(n.dims[d])] = idx[d];
         return {n.operands[0], ravel(src, g_.node(n.operands[0]).type.shape)};
     }
-    if (n.op == Op::slice) {
+    if (n.op == Op::slice || n.op == Op::split) {
         idx[static_cast<size_t>(n.axis)] += n.start;
         return {n.operands[0], ravel(idx, g_.node(n.operands[0]).type.shape)};
     }
@@ -1145,6 +1204,7 @@ void Lowering::emit() {
             }
             continue;
         case Kind::alias:
+        case Kind::view:
             break;
         case Kind::matmul:
             emit_matmul(i, p);
@@ -1177,7 +1237,7 @@ void Lowering::emit() {
             break;
         }
         }
-        if (p.kind == Kind::alias) {
+        if (p.kind == Kind::alias || p.kind == Kind::view) {
             ensure_loaded(nodes[i].operands[0]);
             store(i);
         } else {
@@ -1197,6 +1257,8 @@ void Lowering::emit() {
 void Lowering::live_ranges() {
     for (size_t id = 0; id < bufs_.size(); id++) {
         const Buf &b = bufs_[id];
+        if (b.view_of >= 0) // inside its buffer's range
+            continue;
         const bool ones = static_cast<int>(id) == ones_;
         const size_t from = ones ? 0 : step_from_[static_cast<size_t>(b.first)];
         const size_t to = ones ? k_->recorded() : step_from_[static_cast<size_t>(b.last) + 1];
@@ -1320,7 +1382,8 @@ Compiled Lowering::run() {
 } // namespace
 
 Compiled compile(const Graph &g, const CompileOptions &options) {
-    return Lowering(g, options).run();
+    const Graph lowered = g.decomposed(); // attention: matmul, mul, add, softmax, matmul
+    return Lowering(lowered, options).run();
 }
 
 } // namespace neuron::compiler

@@ -17,7 +17,7 @@ struct OpName {
     Op op;
     const char *name;
 };
-constexpr std::array<OpName, 21> op_names{{
+constexpr std::array<OpName, 23> op_names{{
     {Op::input, "input"},
     {Op::constant, "const"},
     {Op::matmul, "matmul"},
@@ -39,6 +39,8 @@ constexpr std::array<OpName, 21> op_names{{
     {Op::transpose, "transpose"},
     {Op::slice, "slice"},
     {Op::concat, "concat"},
+    {Op::split, "split"},
+    {Op::attention, "attention"},
 }};
 
 std::string shape_str(const Shape &s) {
@@ -119,6 +121,11 @@ bool is_binary(Op op) noexcept {
 
 bool is_activation(Op op) noexcept {
     return op >= Op::relu && op <= Op::exp;
+}
+
+bool is_data_movement(Op op) noexcept {
+    return op == Op::reshape || op == Op::transpose || op == Op::slice || op == Op::concat ||
+           op == Op::split;
 }
 
 int64_t Type::elements() const {
@@ -235,20 +242,38 @@ uint32_t Graph::input(const std::string &name, Type type) {
     return push(std::move(n));
 }
 
+namespace {
+
+// @p init for a constant named @p name of type @p t: its values rounded
+// to the dtype, as many as the type has.
+ConstantInit checked_init(const std::string &name, const Type &t, ConstantInit init) {
+    if (!init.seed) {
+        if (static_cast<int64_t>(init.values.size()) != t.elements())
+            throw GraphError(fmt::format("constant '{}' of type {} has {} values, needs {}", name,
+                                         to_string(t), init.values.size(), t.elements()));
+        for (auto &v : init.values)
+            v = round_to(t.dtype, v);
+    }
+    return init;
+}
+
+} // namespace
+
 uint32_t Graph::constant(const std::string &name, Type type, ConstantInit init) {
     Node n;
     n.op = Op::constant;
     n.name = name;
     n.type = std::move(type);
-    if (!init.seed) {
-        if (static_cast<int64_t>(init.values.size()) != n.type.elements())
-            throw GraphError(fmt::format("constant '{}' of type {} has {} values, needs {}", name,
-                                         to_string(n.type), init.values.size(), n.type.elements()));
-        for (auto &v : init.values)
-            v = round_to(n.type.dtype, v);
-    }
-    n.init = std::move(init);
+    n.init = checked_init(name, n.type, std::move(init));
     return push(std::move(n));
+}
+
+void Graph::make_constant(uint32_t node, ConstantInit init) {
+    if (node >= nodes_.size() || nodes_[node].op != Op::input)
+        throw GraphError(fmt::format("make_constant: node {} is not an input", node));
+    Node &n = nodes_[node];
+    n.init = checked_init(n.name, n.type, std::move(init));
+    n.op = Op::constant;
 }
 
 void Graph::mark_output(uint32_t node) {
@@ -310,8 +335,12 @@ uint32_t Graph::add(Op op, const std::string &name, std::vector<uint32_t> operan
     };
     if (op == Op::input || op == Op::constant)
         throw fail("inputs and constants are declared with input() and constant()");
+    if (op == Op::split)
+        throw fail("split makes one value per piece: Graph::split() names them");
     if (a.eps && op != Op::layer_norm && op != Op::rms_norm)
         throw fail("eps is an attribute of layer_norm and rms_norm only");
+    if (a.scale && op != Op::attention)
+        throw fail("scale is an attribute of attention only");
     Type out;
     if (is_binary(op)) {
         if (a.scalar) {
@@ -450,6 +479,44 @@ uint32_t Graph::add(Op op, const std::string &name, std::vector<uint32_t> operan
         n.end = en;
         out = *in[0];
         out.shape[static_cast<size_t>(ax)] = en - st;
+    } else if (op == Op::attention) {
+        // softmax(q k^T * scale [+ mask], causal) v
+        arity(3, 4);
+        same_dtype();
+        floating();
+        const Shape &q = in[0]->shape, &k = in[1]->shape, &v = in[2]->shape;
+        if (q.size() < 2 || k.size() < 2 || v.size() < 2)
+            throw fail("q, k and v are [.., queries, d], [.., keys, d] and [.., keys, dv]");
+        const Shape batch(q.begin(), q.end() - 2);
+        for (const Shape *kv : {&k, &v})
+            if (kv->size() > 2 && Shape(kv->begin(), kv->end() - 2) != batch)
+                throw fail("k and v are 2-d or have q's batch dimensions");
+        const int64_t Q = q[q.size() - 2], D = q.back(), K = k[k.size() - 2];
+        if (k.back() != D)
+            throw fail(fmt::format("q and k differ in their last axis ({} vs {})", D, k.back()));
+        if (v[v.size() - 2] != K)
+            throw fail(fmt::format("k has {} keys, v {}", K, v[v.size() - 2]));
+        Shape scores = batch;
+        scores.push_back(Q);
+        scores.push_back(K);
+        if (in.size() == 4) {
+            const Shape &m = in[3]->shape;
+            bool fits = m.size() <= scores.size();
+            for (size_t i = 0; fits && i < m.size(); i++) {
+                const int64_t dm = m[m.size() - 1 - i], ds = scores[scores.size() - 1 - i];
+                fits = dm == ds || dm == 1;
+            }
+            if (!fits)
+                throw fail(
+                    fmt::format("the mask does not broadcast to the scores {}", shape_str(scores)));
+        }
+        n.scale = a.scale.value_or(static_cast<float>(1 / std::sqrt(static_cast<double>(D))));
+        if (!std::isfinite(n.scale))
+            throw fail("the scale is not finite");
+        n.causal = a.causal;
+        out = Type{in[0]->dtype, batch};
+        out.shape.push_back(Q);
+        out.shape.push_back(v.back());
     } else if (op == Op::concat) {
         if (in.empty())
             throw fail("takes at least one operand");
@@ -470,6 +537,113 @@ uint32_t Graph::add(Op op, const std::string &name, std::vector<uint32_t> operan
     }
     n.type = out;
     return push(std::move(n));
+}
+
+std::vector<uint32_t> Graph::split(const std::vector<std::string> &names, uint32_t operand,
+                                   const Attrs &a) {
+    if (operand >= nodes_.size())
+        throw GraphError(fmt::format("'{}': operand {} is not defined before it",
+                                     fmt::join(names, ", "), operand));
+    const Type xt = nodes_[operand].type; // push() below moves the nodes
+    auto fail = [&](const std::string &why) {
+        return GraphError(fmt::format("'{}' (split) of {}: {}: {}", fmt::join(names, ", "),
+                                      nodes_[operand].name, to_string(xt), why));
+    };
+    if (names.empty())
+        throw fail("no names for the pieces");
+    for (size_t i = 0; i < names.size(); i++) {
+        if (names[i].empty())
+            throw fail(fmt::format("piece {} has no name", i));
+        if (find(names[i]) ||
+            std::find(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(i), names[i]) !=
+                names.begin() + static_cast<std::ptrdiff_t>(i))
+            throw fail(fmt::format("'{}' is defined twice", names[i]));
+    }
+    if (a.eps || a.scalar || a.causal || a.transpose_a || a.transpose_b || a.start || a.end)
+        throw fail("split takes axis= and sizes= only");
+    const Shape &xs = xt.shape;
+    const int64_t rank = static_cast<int64_t>(xs.size()), ax0 = a.axis.value_or(0);
+    if (ax0 < -rank || ax0 >= rank)
+        throw fail(fmt::format("axis {} out of range for rank {}", ax0, rank));
+    const int64_t ax = ax0 < 0 ? ax0 + rank : ax0, d = xs[static_cast<size_t>(ax)];
+    const int64_t pieces = static_cast<int64_t>(names.size());
+    Shape sizes = a.dims;
+    if (sizes.empty()) {
+        if (d % pieces)
+            throw fail(fmt::format("axis {} has {} elements, which do not split into {} equal "
+                                   "pieces (give their sizes=[...])",
+                                   ax, d, pieces));
+        sizes.assign(names.size(), d / pieces);
+    }
+    if (sizes.size() != names.size())
+        throw fail(
+            fmt::format("{} names for {} sizes {}", names.size(), sizes.size(), shape_str(sizes)));
+    int64_t total = 0;
+    for (int64_t n : sizes) {
+        if (n < 1)
+            throw fail(fmt::format("a size of {} in {} (every piece has at least one element)", n,
+                                   shape_str(sizes)));
+        total += n;
+    }
+    if (total != d)
+        throw fail(fmt::format("the sizes {} add up to {}, but axis {} has {} elements",
+                               shape_str(sizes), total, ax, d));
+    std::vector<uint32_t> ids;
+    int64_t start = 0;
+    for (size_t i = 0; i < names.size(); i++) {
+        Node n;
+        n.op = Op::split;
+        n.name = names[i];
+        n.operands = {operand};
+        n.dims = sizes;
+        n.axis = ax;
+        n.start = start;
+        n.end = start + sizes[i];
+        n.type = xt;
+        n.type.shape[static_cast<size_t>(ax)] = sizes[i];
+        start = n.end;
+        ids.push_back(push(std::move(n)));
+    }
+    return ids;
+}
+
+Graph Graph::decomposed() const {
+    Graph d(name_);
+    std::vector<uint32_t> at(nodes_.size()); // this graph's node -> d's
+    for (uint32_t i = 0; i < nodes_.size(); i++) {
+        const Node &n = nodes_[i];
+        if (n.op != Op::attention) {
+            Node c = n;
+            for (auto &o : c.operands)
+                o = at[o];
+            at[i] = d.push(std::move(c));
+            continue;
+        }
+        const auto part = [&](const char *what) { return n.name + "." + what; };
+        try {
+            Attrs tb;
+            tb.transpose_b = true;
+            uint32_t s =
+                d.add(Op::matmul, part("scores"), {at[n.operands[0]], at[n.operands[1]]}, tb);
+            if (n.scale != 1) {
+                Attrs m;
+                m.scalar = n.scale;
+                s = d.add(Op::mul, part("scaled"), {s}, m);
+            }
+            if (n.operands.size() > 3)
+                s = d.add(Op::add, part("masked"), {s, at[n.operands[3]]});
+            Attrs sm;
+            sm.causal = n.causal;
+            s = d.add(Op::softmax, part("probs"), {s}, sm);
+            at[i] = d.add(Op::matmul, n.name, {s, at[n.operands[2]]});
+        } catch (const GraphError &e) {
+            throw GraphError(
+                fmt::format("'{}' (attention): in its decomposition: {}", n.name, e.what()));
+        }
+    }
+    for (uint32_t o : outputs_)
+        d.outputs_.push_back(at[o]);
+    return d;
 }
 
 } // namespace neuron::compiler

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -49,6 +50,15 @@ double act(Op op, double z) {
 
 } // namespace
 
+namespace {
+Expected attention_reference(const Graph &g, uint32_t node,
+                             const std::vector<const std::vector<double> *> &operands);
+bool has_attention(const Graph &g) {
+    return std::any_of(g.nodes().begin(), g.nodes().end(),
+                       [](const Node &n) { return n.op == Op::attention; });
+}
+} // namespace
+
 double exact_result(DType t, double v) {
     return round_to(t, static_cast<float>(v));
 }
@@ -69,6 +79,8 @@ Expected reference(const Graph &g, uint32_t node,
     case Op::input:
     case Op::constant:
         throw GraphError(fmt::format("'{}' is not computed", n.name));
+    case Op::attention:
+        return attention_reference(g, node, ops);
     case Op::add:
     case Op::sub:
     case Op::mul:
@@ -191,6 +203,7 @@ Expected reference(const Graph &g, uint32_t node,
         break;
     case Op::transpose:
     case Op::slice:
+    case Op::split:
     case Op::concat: {
         exact = true;
         // operand k's element at the multi-index idx
@@ -208,7 +221,7 @@ Expected reference(const Graph &g, uint32_t node,
                 for (size_t d = 0; d < idx.size(); d++)
                     src[static_cast<size_t>(n.dims[d])] = idx[d];
                 e.value[f] = at(0, src);
-            } else if (n.op == Op::slice) {
+            } else if (n.op == Op::slice || n.op == Op::split) {
                 idx[ax] += n.start;
                 e.value[f] = at(0, idx);
             } else {
@@ -239,6 +252,13 @@ Expected reference(const Graph &g, uint32_t node,
 std::vector<std::vector<double>> evaluate(const Graph &g,
                                           const std::map<std::string, std::vector<float>> &inputs) {
     std::vector<std::vector<double>> v(g.nodes().size());
+    if (has_attention(g)) { // as the operators it is made of
+        const Graph d = g.decomposed();
+        std::vector<std::vector<double>> all = evaluate(d, inputs);
+        for (uint32_t i = 0; i < g.nodes().size(); i++)
+            v[i] = std::move(all[*d.find(g.node(i).name)]);
+        return v;
+    }
     for (uint32_t i = 0; i < g.nodes().size(); i++) {
         const Node &n = g.node(i);
         if (n.op == Op::input) {
@@ -385,17 +405,27 @@ std::vector<double> carried_raw(const Graph &g, uint32_t node, const std::vector
         return c;
     }
     case Op::softmax: {
-        // logits moved by at most E move every exp(x - max) / sum by a
-        // factor within [e^-2E, e^2E]
+        // Logit x_j moved by at most e_j moves p_i = e^x_i / sum_j e^x_j by
+        // a factor within [e^-e_i S / S+, e^e_i S / S-], S = sum_j e^x_j,
+        // S+- = sum_j e^(x_j +- e_j): a logit far below the row's largest
+        // (a masked one) moves nothing, whatever its error.
         const int64_t Q = n.causal ? n.type.shape[n.type.shape.size() - 2] : 1;
         for (int64_t r = 0; r < R; r++) {
             const int64_t kept = n.causal ? std::min(C, r % Q + 1) : C;
-            double E = 0;
-            for (int64_t k = 0; k < kept; k++)
-                E = std::max(E, (*err[0])[static_cast<size_t>(r * C + k)]);
-            for (int64_t k = 0; k < C; k++) {
+            const double *x = &(*val[0])[static_cast<size_t>(r * C)];
+            const double *e = &(*err[0])[static_cast<size_t>(r * C)];
+            const double mx = *std::max_element(x, x + kept);
+            double sum = 0, up = 0, down = 0;
+            for (int64_t k = 0; k < kept; k++) {
+                sum += std::exp(x[k] - mx);
+                up += std::exp(x[k] + e[k] - mx);
+                down += std::exp(x[k] - e[k] - mx);
+            }
+            for (int64_t k = 0; k < kept; k++) {
                 auto f = static_cast<size_t>(r * C + k);
-                c[f] = std::fabs(value[f]) * std::expm1(2 * E);
+                const double hi = std::exp(e[k]) * sum / down - 1;
+                const double lo = 1 - std::exp(-e[k]) * sum / up;
+                c[f] = std::fabs(value[f]) * std::max(hi, lo);
             }
         }
         return c;
@@ -443,9 +473,12 @@ std::vector<double> carried_raw(const Graph &g, uint32_t node, const std::vector
         }
         return c;
     }
+    case Op::attention: // evaluate_bounded() carries bounds through its decomposition
+        throw GraphError(fmt::format("'{}': attention is carried as its decomposition", n.name));
     case Op::reshape:
     case Op::transpose:
     case Op::slice:
+    case Op::split:
     case Op::concat:
         // data movement moves the errors with the values
         if (none)
@@ -468,28 +501,15 @@ std::vector<double> carried(const Graph &g, uint32_t node, const std::vector<dou
 
 } // namespace
 
-std::vector<Expected> evaluate_bounded(const Graph &g,
-                                       const std::map<std::string, std::vector<float>> &inputs) {
-    std::vector<Expected> out(g.nodes().size());
+namespace {
+
+// evaluate_bounded() from the values of @p g's inputs and constants in
+// @p out (bound 0): every other node's value and bound.
+void propagate(const Graph &g, std::vector<Expected> &out) {
     for (uint32_t i = 0; i < g.nodes().size(); i++) {
         const Node &n = g.node(i);
-        if (n.op == Op::input || n.op == Op::constant) {
-            std::vector<float> v;
-            if (n.op == Op::constant) {
-                v = constant_values(n);
-            } else if (auto it = inputs.find(n.name);
-                       it != inputs.end() &&
-                       static_cast<int64_t>(it->second.size()) == n.type.elements()) {
-                for (float x : it->second)
-                    v.push_back(round_to(n.type.dtype, x));
-            } else {
-                throw GraphError(fmt::format("input '{}' ({}) not given or of the wrong size",
-                                             n.name, to_string(n.type)));
-            }
-            out[i].value.assign(v.begin(), v.end());
-            out[i].bound.assign(v.size(), 0);
+        if (n.op == Op::input || n.op == Op::constant)
             continue;
-        }
         std::vector<const std::vector<double> *> val, err;
         for (uint32_t o : n.operands) {
             val.push_back(&out[o].value);
@@ -497,9 +517,7 @@ std::vector<Expected> evaluate_bounded(const Graph &g,
         }
         Expected own = reference(g, i, val);
         std::vector<double> b = carried(g, i, own.value, val, err);
-        const bool moves =
-            n.op == Op::reshape || n.op == Op::transpose || n.op == Op::slice || n.op == Op::concat;
-        if (!moves) {
+        if (!is_data_movement(n.op)) {
             const double u = unit_roundoff(n.type.dtype);
             for (size_t f = 0; f < b.size(); f++) {
                 const double v = own.value[f];
@@ -514,7 +532,178 @@ std::vector<Expected> evaluate_bounded(const Graph &g,
         out[i].value = std::move(own.value);
         out[i].bound = std::move(b);
     }
+}
+
+// The reference of attention node @p node: its decomposition computed from
+// the operands, the bound carried through it from operands without error.
+Expected attention_reference(const Graph &g, uint32_t node,
+                             const std::vector<const std::vector<double> *> &operands) {
+    const Node &n = g.node(node);
+    Graph one(g.name());
+    std::vector<uint32_t> in;
+    const char *names[] = {"q", "k", "v", "mask"};
+    for (size_t k = 0; k < n.operands.size(); k++)
+        in.push_back(one.input(names[k], g.node(n.operands[k]).type));
+    Attrs a;
+    a.causal = n.causal;
+    a.scale = n.scale;
+    one.add(Op::attention, n.name, in, a);
+    const Graph d = one.decomposed();
+    std::vector<Expected> e(d.nodes().size());
+    for (size_t k = 0; k < in.size(); k++) {
+        e[k].value = *operands.at(k);
+        e[k].bound.assign(e[k].value.size(), 0);
+    }
+    propagate(d, e);
+    return std::move(e.back());
+}
+
+} // namespace
+
+std::vector<Expected> evaluate_bounded(const Graph &g,
+                                       const std::map<std::string, std::vector<float>> &inputs) {
+    std::vector<Expected> out(g.nodes().size());
+    if (has_attention(g)) { // through the operators it is made of, as compiled
+        const Graph d = g.decomposed();
+        std::vector<Expected> all = evaluate_bounded(d, inputs);
+        for (uint32_t i = 0; i < g.nodes().size(); i++)
+            out[i] = std::move(all[*d.find(g.node(i).name)]);
+        return out;
+    }
+    for (uint32_t i = 0; i < g.nodes().size(); i++) {
+        const Node &n = g.node(i);
+        if (n.op != Op::input && n.op != Op::constant)
+            continue;
+        std::vector<float> v;
+        if (n.op == Op::constant) {
+            v = constant_values(n);
+        } else if (auto it = inputs.find(n.name);
+                   it != inputs.end() &&
+                   static_cast<int64_t>(it->second.size()) == n.type.elements()) {
+            for (float x : it->second)
+                v.push_back(round_to(n.type.dtype, x));
+        } else {
+            throw GraphError(fmt::format("input '{}' ({}) not given or of the wrong size", n.name,
+                                         to_string(n.type)));
+        }
+        out[i].value.assign(v.begin(), v.end());
+        out[i].bound.assign(v.size(), 0);
+    }
+    propagate(g, out);
     return out;
+}
+
+namespace {
+
+// The own bound of the operator that computes node @p node's values, at
+// the reference's operands: the node's own, or for data movement its
+// operands' moved with the values (an input or constant: 0). Adds the
+// operators it comes from to @p by.
+std::vector<double> own_bound(const Graph &g, uint32_t node, const std::vector<Expected> &ref,
+                              std::vector<uint32_t> &by) {
+    const Node &n = g.node(node);
+    const std::vector<double> &value = ref.at(node).value;
+    if (n.op == Op::input || n.op == Op::constant)
+        return std::vector<double>(value.size(), 0);
+    if (is_data_movement(n.op)) {
+        std::vector<std::vector<double>> moved;
+        for (uint32_t o : n.operands)
+            moved.push_back(own_bound(g, o, ref, by));
+        std::vector<const std::vector<double> *> operands;
+        for (const auto &m : moved)
+            operands.push_back(&m);
+        return reference(g, node, operands).value;
+    }
+    if (std::find(by.begin(), by.end(), node) == by.end())
+        by.push_back(node);
+    std::vector<const std::vector<double> *> operands;
+    for (uint32_t o : n.operands)
+        operands.push_back(&ref.at(o).value);
+    Expected own = reference(g, node, operands);
+    if (!own.bound.empty())
+        return std::move(own.bound);
+    std::vector<double> b(value.size());
+    for (size_t f = 0; f < b.size(); f++)
+        b[f] = std::fabs(exact_result(n.type.dtype, value[f]) - value[f]);
+    return b;
+}
+
+} // namespace
+
+OutputBound output_bound(const Graph &g, uint32_t node, const std::vector<Expected> &ref) {
+    const Expected &e = ref.at(node);
+    OutputBound r;
+    for (size_t f = 0; f < e.bound.size(); f++) {
+        r.carried = std::isnan(e.bound[f]) ? INFINITY : std::max(r.carried, e.bound[f]);
+        r.largest = std::max(r.largest, std::fabs(e.value[f]));
+    }
+    if (r.carried <= r.largest) {
+        r.bound = e.bound;
+        return r;
+    }
+    r.own = true;
+    r.bound = own_bound(g, node, ref, r.computed_by);
+    return r;
+}
+
+Comparison compare(std::span<const float> device, std::span<const double> reference,
+                   std::span<const double> bound, size_t list) {
+    if (reference.size() != device.size() || bound.size() != device.size())
+        throw std::invalid_argument(
+            fmt::format("compare: {} device values, {} reference values and {} bounds",
+                        device.size(), reference.size(), bound.size()));
+    Comparison c;
+    c.elements = device.size();
+    std::vector<std::pair<double, size_t>> beyond; // (error / bound, element)
+    for (size_t f = 0; f < device.size(); f++) {
+        const double r = reference[f], d = device[f], b = bound[f];
+        if (!std::isfinite(b)) {
+            c.unchecked++;
+            continue;
+        }
+        const bool same = d == r || (std::isnan(d) && std::isnan(r));
+        const double err = same ? 0 : std::fabs(d - r);
+        const double ratio = same ? 0 : (std::isnan(err) ? INFINITY : err / b);
+        if (!same && !(err <= b)) {
+            c.beyond++;
+            beyond.emplace_back(ratio, f);
+        }
+        if (!std::isnan(err))
+            c.max_error = std::max(c.max_error, err);
+        if (ratio > c.worst_ratio) {
+            c.worst_ratio = ratio;
+            c.worst = f;
+        }
+    }
+    const size_t show = std::min(list, beyond.size());
+    std::partial_sort(beyond.begin(), beyond.begin() + static_cast<std::ptrdiff_t>(show),
+                      beyond.end(), [](const auto &x, const auto &y) {
+                          return x.first > y.first || (x.first == y.first && x.second < y.second);
+                      });
+    for (size_t i = 0; i < show; i++)
+        c.worst_beyond.push_back(beyond[i].second);
+    return c;
+}
+
+std::vector<float> seeded_values(const Type &t, uint64_t seed) {
+    Node n;
+    n.op = Op::constant;
+    n.type = Type{t.dtype == DType::int32 ? DType::fp32 : t.dtype, t.shape};
+    n.init.seed = seed;
+    std::vector<float> v = constant_values(n);
+    if (t.dtype == DType::int32)
+        for (auto &x : v)
+            x = round_to(DType::int32, x * 100);
+    return v;
+}
+
+std::map<std::string, std::vector<float>> seeded_inputs(const Graph &g, uint64_t seed) {
+    std::map<std::string, std::vector<float>> in;
+    uint64_t position = 0;
+    for (const Node &n : g.nodes())
+        if (n.op == Op::input)
+            in[n.name] = seeded_values(n.type, seed + position++);
+    return in;
 }
 
 } // namespace neuron::compiler

@@ -226,16 +226,28 @@ Graph parse(std::string_view text, const std::string &source) {
                 guard([&] { g.mark_output(*n); });
             } while (c.accept(','));
         } else {
-            // NAME [: TYPE] = OP(OPERANDS, KEY=VALUE...)
-            std::optional<Type> declared;
+            // NAME [: TYPE][, NAME [: TYPE]...] = OP(OPERANDS, KEY=VALUE...);
+            // several names for the pieces of a split
+            std::vector<std::string> names{word};
+            std::vector<std::optional<Type>> declared(1);
             if (c.accept(':'))
-                declared = parse_type(c);
+                declared[0] = parse_type(c);
+            while (c.accept(',')) {
+                names.push_back(c.ident("the name of a value"));
+                declared.emplace_back();
+                if (c.accept(':'))
+                    declared.back() = parse_type(c);
+            }
             c.expect('=', "after the value's name");
             size_t opat = (c.skip(), c.pos());
             std::string opname = c.ident("an operator");
             auto op = op_from_string(opname);
             if (!op)
                 c.fail(fmt::format("unknown operator '{}'", opname), opat);
+            if (names.size() > 1 && *op != Op::split)
+                c.fail(fmt::format("{} values for {}, which makes one (split makes several)",
+                                   names.size(), opname),
+                       at);
             c.expect('(', "after the operator");
             std::vector<uint32_t> operands;
             Attrs a;
@@ -265,7 +277,11 @@ Graph parse(std::string_view text, const std::string &source) {
                                                    : a.causal) = v == "true";
                         } else if (id == "eps") {
                             a.eps = static_cast<float>(c.number("eps"));
-                        } else if (id == "shape" || id == "perm") {
+                        } else if (id == "scale") {
+                            a.scale = static_cast<float>(c.number("the scale"));
+                        } else if (id == "shape" || id == "perm" || id == "sizes") {
+                            if ((id == "sizes") != (*op == Op::split))
+                                c.fail(fmt::format("{} has no attribute '{}'", opname, id), aat);
                             a.dims = c.int_list(id.c_str());
                         } else if (id == "axis") {
                             a.axis = c.integer("the axis");
@@ -290,11 +306,20 @@ Graph parse(std::string_view text, const std::string &source) {
             if (literal && a.scalar_first && operands.empty())
                 a.scalar_first = false;
             guard([&] {
-                uint32_t id = g.add(*op, word, operands, a);
-                if (declared && g.node(id).type != *declared)
-                    throw GraphError(fmt::format("'{}' is declared {} but {} gives {}", word,
-                                                 to_string(*declared), opname,
-                                                 to_string(g.node(id).type)));
+                std::vector<uint32_t> ids;
+                if (*op == Op::split) {
+                    if (operands.size() != 1)
+                        throw GraphError(fmt::format("'{}' (split): takes 1 operand, not {}",
+                                                     fmt::join(names, ", "), operands.size()));
+                    ids = g.split(names, operands[0], a);
+                } else {
+                    ids = {g.add(*op, word, operands, a)};
+                }
+                for (size_t i = 0; i < ids.size(); i++)
+                    if (declared[i] && g.node(ids[i]).type != *declared[i])
+                        throw GraphError(fmt::format("'{}' is declared {} but {} gives {}",
+                                                     names[i], to_string(*declared[i]), opname,
+                                                     to_string(g.node(ids[i]).type)));
             });
         }
         if (!c.done())
@@ -333,6 +358,17 @@ std::string print(const Graph &g) {
             }
             continue;
         }
+        // The pieces of a split: one statement, at the first piece.
+        std::vector<std::string> results{fmt::format("{}: {}", n.name, to_string(n.type))};
+        if (n.op == Op::split) {
+            if (n.start != 0)
+                continue;
+            const auto first = static_cast<size_t>(&n - g.nodes().data());
+            for (size_t k = 1; k < n.dims.size(); k++) {
+                const Node &piece = g.node(static_cast<uint32_t>(first + k));
+                results.push_back(fmt::format("{}: {}", piece.name, to_string(piece.type)));
+            }
+        }
         std::vector<std::string> args;
         for (uint32_t o : n.operands)
             args.push_back(g.node(o).name);
@@ -352,11 +388,15 @@ std::string print(const Graph &g) {
             args.push_back(fmt::format("axis={}, start={}, end={}", n.axis, n.start, n.end));
         if (n.op == Op::concat)
             args.push_back(fmt::format("axis={}", n.axis));
+        if (n.op == Op::split)
+            args.push_back(fmt::format("axis={}, sizes=[{}]", n.axis, fmt::join(n.dims, ", ")));
         if (n.op == Op::softmax)
             args.push_back("axis=-1");
+        if (n.op == Op::attention)
+            args.push_back(fmt::format("scale={}", fmt_float(n.scale)));
         if (n.causal)
             args.push_back("causal=true");
-        out += fmt::format("{}: {} = {}({})\n", n.name, to_string(n.type), to_string(n.op),
+        out += fmt::format("{} = {}({})\n", fmt::join(results, ", "), to_string(n.op),
                            fmt::join(args, ", "));
     }
     if (!g.outputs().empty()) {

@@ -82,53 +82,24 @@ std::string type_text(const at::Tensor &t) {
     return fmt::format("{}{}", dtype_name(t.scalar_type()), shape_text(t.sizes()));
 }
 
-// The attributes of a parsed node, as Graph::add() takes them.
-nc::Attrs attrs_of(const nc::Node &n) {
-    nc::Attrs a;
-    a.scalar = n.scalar;
-    a.scalar_first = n.scalar_first;
-    a.transpose_a = n.transpose_a;
-    a.transpose_b = n.transpose_b;
-    if (n.op == nc::Op::layer_norm || n.op == nc::Op::rms_norm)
-        a.eps = n.eps;
-    a.dims = n.dims;
-    if (n.op == nc::Op::softmax || n.op == nc::Op::slice || n.op == nc::Op::concat)
-        a.axis = n.axis;
-    a.start = n.start;
-    a.end = n.end;
-    a.causal = n.causal;
-    return a;
-}
-
 // The graph of @p ir with the inputs named in @p weights turned into
 // constants holding those tensors' values.
 nc::Graph with_weights(const nc::Graph &parsed, const std::map<std::string, at::Tensor> &weights) {
-    nc::Graph g(parsed.name());
-    for (const nc::Node &n : parsed.nodes()) {
-        if (n.op == nc::Op::input) {
-            auto w = weights.find(n.name);
-            if (w == weights.end()) {
-                g.input(n.name, n.type);
-                continue;
-            }
-            const at::Tensor &t = w->second;
-            TORCH_CHECK(t.sizes().vec() == n.type.shape, "neuron: weight '", n.name, "' is ",
-                        shape_text(t.sizes()), ", the graph declares ", nc::to_string(n.type));
-            at::Tensor f = t.detach().to(at::kCPU, at::kFloat).contiguous();
-            std::span<const float> v(f.data_ptr<float>(), static_cast<size_t>(f.numel()));
-            nc::ConstantInit init;
-            init.values.reserve(v.size());
-            for (float x : v)
-                init.values.push_back(nc::round_to(n.type.dtype, x));
-            g.constant(n.name, n.type, std::move(init));
-        } else if (n.op == nc::Op::constant) {
-            g.constant(n.name, n.type, n.init);
-        } else {
-            g.add(n.op, n.name, n.operands, attrs_of(n));
-        }
+    nc::Graph g = parsed;
+    for (uint32_t i = 0; i < g.nodes().size(); i++) {
+        const nc::Node &n = g.node(i);
+        auto w = weights.find(n.name);
+        if (n.op != nc::Op::input || w == weights.end())
+            continue;
+        const at::Tensor &t = w->second;
+        TORCH_CHECK(t.sizes().vec() == n.type.shape, "neuron: weight '", n.name, "' is ",
+                    shape_text(t.sizes()), ", the graph declares ", nc::to_string(n.type));
+        at::Tensor f = t.detach().to(at::kCPU, at::kFloat).contiguous();
+        std::span<const float> v(f.data_ptr<float>(), static_cast<size_t>(f.numel()));
+        nc::ConstantInit init;
+        init.values.assign(v.begin(), v.end());
+        g.make_constant(i, std::move(init));
     }
-    for (uint32_t o : parsed.outputs())
-        g.mark_output(o);
     return g;
 }
 

@@ -818,35 +818,48 @@ def _slice(L: _Lowering) -> None:
     L.emit("slice", [x], L.out(), axis=axis, start=start, end=end)
 
 
+def _split_pieces(L: _Lowering, x: Tensor, axis: int, sizes: List[int]) -> None:
+    """The list of tensors that @p x cut along @p axis into pieces of
+    @p sizes is: one IR split, a value per piece."""
+    names = [L.fresh(L.node_hint("split")) for _ in sizes]
+    L.lines.append(f"{', '.join(names)} = split({x.name}, axis={axis}, "
+                   f"sizes=[{', '.join(str(n) for n in sizes)}])")
+    parts = []
+    for name, n in zip(names, sizes):
+        shape = list(x.shape)
+        shape[axis] = n
+        parts.append(Tensor(name, tuple(shape), x.dtype))
+    L.env[L.out().debugName()] = parts
+
+
+def _equal_pieces(size: int, piece: int) -> List[int]:
+    """torch.split(size): pieces of @p piece elements, the last one shorter."""
+    return [min(piece, size - start) for start in range(0, size, piece)]
+
+
 def _chunk(L: _Lowering) -> None:
+    # torch.chunk(x, chunks, dim): ceil(size / chunks) per piece, so maybe
+    # fewer pieces than chunks
     x = L.tensor(L.arg(0), "self")
     axis = L.dim(x, L.arg(2))
     size, chunks = x.shape[axis], L.arg(1)
-    step = -(-size // chunks)  # torch.chunk: ceil(size / chunks) per piece
-    parts = []
-    for start in range(0, size, step):
-        end = min(start + step, size)
-        t = L.emit("slice", [x], axis=axis, start=start, end=end)
-        shape = list(x.shape)
-        shape[axis] = end - start
-        parts.append(Tensor(t.name, tuple(shape), x.dtype))
-    L.env[L.out().debugName()] = parts
+    _split_pieces(L, x, axis, _equal_pieces(size, -(-size // chunks)))
 
 
 def _split(L: _Lowering) -> None:
-    # tensor.split(size, dim): pieces of size elements, the last one shorter
+    # tensor.split(size, dim): pieces of size elements, the last one shorter;
+    # split(sizes, dim) with a list is split_with_sizes
     x = L.tensor(L.arg(0), "self")
     size, axis = L.arg(1), L.dim(x, L.arg(2))
-    if not isinstance(size, int):
-        raise L.unsupported("split into pieces of several sizes")
-    parts = []
-    for start in range(0, x.shape[axis], size):
-        end = min(start + size, x.shape[axis])
-        t = L.emit("slice", [x], axis=axis, start=start, end=end)
-        shape = list(x.shape)
-        shape[axis] = end - start
-        parts.append(Tensor(t.name, tuple(shape), x.dtype))
-    L.env[L.out().debugName()] = parts
+    if isinstance(size, int):
+        _split_pieces(L, x, axis, _equal_pieces(x.shape[axis], size))
+    else:
+        _split_pieces(L, x, axis, [int(n) for n in size])
+
+
+def _split_with_sizes(L: _Lowering) -> None:
+    x = L.tensor(L.arg(0), "self")
+    _split_pieces(L, x, L.dim(x, L.arg(2)), [int(n) for n in L.arg(1)])
 
 
 def _cat(L: _Lowering) -> None:
@@ -865,6 +878,7 @@ _HANDLERS: Dict[str, Callable[[_Lowering], None]] = {
     "aten::where": _where,
     "aten::_scaled_dot_product_attention": _scaled_dot_product_attention,
     "aten::split": _split,
+    "aten::split_with_sizes": _split_with_sizes,
     "aten::sub": _binary("sub"),
     "aten::mul": _binary("mul"),
     "aten::div": _binary("div"),
@@ -913,6 +927,7 @@ _INT32_OPERATORS = frozenset({
     "aten::add", "aten::sub", "aten::mul", "aten::rsub", "aten::reshape", "aten::view",
     "aten::flatten", "aten::squeeze", "aten::unsqueeze", "aten::contiguous", "aten::dropout",
     "aten::transpose", "aten::t", "aten::permute", "aten::slice", "aten::cat", "aten::chunk",
+    "aten::split", "aten::split_with_sizes",
 })
 
 SUPPORTED_OPERATORS: Tuple[str, ...] = tuple(sorted(_HANDLERS))

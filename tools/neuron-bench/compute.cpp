@@ -447,14 +447,10 @@ class DeviceGraph {
         namespace nc = neuron::compiler;
         const auto region =
             dev.info().device_memory_size ? neuron::Region::device : neuron::Region::host;
-        nex::Rng rng(seed);
+        inputs_ = nc::seeded_inputs(g, seed);
         for (const nc::Node &n : g.nodes())
             if (n.op == nc::Op::input) {
-                std::vector<float> v(static_cast<size_t>(n.type.elements()));
-                for (auto &x : v)
-                    x = rng.uniform(1.0f);
-                inputs_[n.name] = v;
-                const auto bytes = nc::pack(n.type.dtype, v);
+                const auto bytes = nc::pack(n.type.dtype, inputs_.at(n.name));
                 buffers_.push_back(dev.allocate(bytes.size(), region));
                 buffers_.back().write(0, bytes);
                 args_.bind(n.name, buffers_.back().range(0, bytes.size()));
@@ -497,11 +493,14 @@ class DeviceGraph {
         const auto got =
             nc::unpack(n.type.dtype, bytes.data(), static_cast<size_t>(n.type.elements()));
         const auto ref = nc::evaluate_bounded(graph_, inputs_);
-        for (size_t f = 0; f < got.size(); f++)
-            if (!(std::fabs(got[f] - ref[o].value[f]) <= ref[o].bound[f]))
-                throw std::runtime_error(fmt::format(
-                    "compiled {}: element {} is {} on the device, {} in the reference (bound {})",
-                    graph_.name(), f, got[f], ref[o].value[f], ref[o].bound[f]));
+        const nc::Comparison c = nc::compare(got, ref[o].value, ref[o].bound);
+        if (c.beyond || c.unchecked)
+            throw std::runtime_error(fmt::format(
+                "compiled {}: {} of {} elements beyond the bound{}; element {} is {} on the "
+                "device, {} in the reference (bound {})",
+                graph_.name(), c.beyond, got.size(),
+                c.unchecked ? fmt::format(", {} without a finite bound", c.unchecked) : "", c.worst,
+                got[c.worst], ref[o].value[c.worst], ref[o].bound[c.worst]));
     }
 
   private:

@@ -98,21 +98,6 @@ std::vector<std::byte> load_input(const neuron::ArgumentInfo &a, const fs::path 
     return n.data;
 }
 
-/// Inputs nobody named: uniform in [-1, 1) from the IR's constant
-/// generator (xorshift64), seeded with @p seed + the input's position.
-std::vector<std::byte> generate_input(const neuron::ArgumentInfo &a, uint64_t seed) {
-    nc::Node n;
-    n.op = nc::Op::constant;
-    n.type.dtype = a.dtype;
-    n.type.shape.assign(a.shape.begin(), a.shape.end());
-    n.init.seed = seed;
-    std::vector<float> v = nc::constant_values(n);
-    if (a.dtype == neuron::DType::int32) // small integers
-        for (auto &x : v)
-            x = std::nearbyint(x * 100);
-    return nc::pack(a.dtype, v);
-}
-
 /// The graph's inputs and outputs are the program's arguments: same names,
 /// directions, dtypes and shapes; else the check would compare unrelated
 /// data.
@@ -190,61 +175,39 @@ bool check_outputs(const nc::Graph &g, const neuron::Program &p,
         const nc::Expected &e = ref[o];
         // The bound carried through the graph, unless it is wider than the
         // values (a deep graph: every operator's worst case, aligned, adds
-        // up); then the output operator's own bound at the reference's
-        // operands, which leaves out the errors of the operators before it.
-        double widest = 0, largest = 0;
-        for (size_t f = 0; f < got.size(); f++) {
-            widest = std::isnan(e.bound[f]) ? INFINITY : std::max(widest, e.bound[f]);
-            largest = std::max(largest, std::fabs(e.value[f]));
-        }
-        std::vector<double> bound = e.bound;
+        // up); then the own bound of the operator that computed the values
+        // at the reference's operands, which leaves out the errors of the
+        // operators before it.
+        const nc::OutputBound ob = nc::output_bound(g, o, ref);
         std::string kind = "the bound carried through the graph";
-        if (!(widest <= largest)) {
-            std::vector<const std::vector<double> *> operands;
-            for (uint32_t op : n.operands)
-                operands.push_back(&ref[op].value);
-            const nc::Expected own = nc::reference(g, o, operands);
-            for (size_t f = 0; f < got.size(); f++)
-                bound[f] = own.bound.empty()
-                               ? std::fabs(nc::exact_result(n.type.dtype, e.value[f]) - e.value[f])
-                               : own.bound[f];
-            kind = fmt::format("the output operator's own bound (carried through the graph it "
-                               "reaches {:.3g}, wider than the values, up to {:.3g})",
-                               widest, largest);
+        if (ob.own) {
+            const bool itself = ob.computed_by.size() == 1 && ob.computed_by[0] == o;
+            std::vector<std::string> by;
+            for (uint32_t c : ob.computed_by)
+                by.push_back(fmt::format("'{}' ({})", g.node(c).name, nc::to_string(g.node(c).op)));
+            kind =
+                fmt::format("{} (carried through the graph it reaches {:.3g}, wider than the "
+                            "values, up to {:.3g})",
+                            itself       ? "the output operator's own bound"
+                            : by.empty() ? "the bound of the inputs it moves"
+                                         : fmt::format("the own bound of {}, moved to the output",
+                                                       fmt::join(by, ", ")),
+                            ob.carried, ob.largest);
         }
-        size_t bad = 0;
-        double max_err = 0, worst = 0;
-        std::vector<std::pair<double, size_t>> beyond; // (err / bound, element)
-        for (size_t f = 0; f < got.size(); f++) {
-            const double r = e.value[f], gv = got[f], b = bound[f];
-            const bool same = gv == r || (std::isnan(gv) && std::isnan(r));
-            const double err = same ? 0 : std::fabs(gv - r);
-            const double ratio = same ? 0 : (std::isnan(err) ? INFINITY : err / b);
-            if (!same && !(err <= b)) {
-                bad++;
-                beyond.emplace_back(ratio, f);
-            }
-            if (!std::isnan(err))
-                max_err = std::max(max_err, err);
-            if (!(ratio <= worst))
-                worst = ratio;
-        }
+        const nc::Comparison c = nc::compare(got, e.value, ob.bound, 5);
         out << fmt::format("{} {}: {} elements, max |device - reference| {:.3g}, at most {:.3g} "
                            "of {}: {}\n",
-                           n.name, type_of(a), got.size(), max_err, worst, kind,
-                           bad ? fmt::format("{} beyond the bound", bad) : "within");
-        if (!bad)
+                           n.name, type_of(a), got.size(), c.max_error, c.worst_ratio, kind,
+                           c.beyond ? fmt::format("{} beyond the bound", c.beyond) : "within");
+        if (!c.beyond)
             continue;
         ok = false;
-        const size_t show = std::min<size_t>(beyond.size(), 5);
-        std::partial_sort(beyond.begin(), beyond.begin() + static_cast<std::ptrdiff_t>(show),
-                          beyond.end(), [](auto x, auto y) { return x.first > y.first; });
-        for (size_t i = 0; i < show; i++) {
-            const size_t f = beyond[i].second;
+        for (const size_t f : c.worst_beyond) {
+            const double d = std::fabs(got[f] - e.value[f]);
             out << fmt::format("  {}{}: device {:.9g}, reference {:.9g}, |difference| {:.3g}, "
                                "bound {:.3g} ({:.3g}x)\n",
-                               n.name, index_string(f, a.shape), got[f], e.value[f],
-                               std::fabs(got[f] - e.value[f]), bound[f], beyond[i].first);
+                               n.name, index_string(f, a.shape), got[f], e.value[f], d, ob.bound[f],
+                               std::isnan(d) ? INFINITY : d / ob.bound[f]);
         }
     }
     return ok;
@@ -327,7 +290,8 @@ int run(int argc, const char *const *argv, std::ostream &out, std::ostream &err,
             inputs[a.name] = load_input(a, it->second);
             out << fmt::format("input {} {}: {}\n", a.name, type_of(a), it->second.string());
         } else if (seed) {
-            inputs[a.name] = generate_input(a, *seed + position);
+            nc::Type t{a.dtype, std::vector<int64_t>(a.shape.begin(), a.shape.end())};
+            inputs[a.name] = nc::pack(a.dtype, nc::seeded_values(t, *seed + position));
             out << fmt::format("input {} {}: generated, seed {}\n", a.name, type_of(a),
                                *seed + position);
         } else {

@@ -23,19 +23,11 @@ namespace harness {
 using namespace neuron::compiler;
 
 Inputs make_inputs(const Graph &g, uint64_t seed) {
-    Rng rng(seed);
-    Inputs in;
-    for (const Node &n : g.nodes()) {
-        if (n.op != Op::input)
-            continue;
-        std::vector<float> v(static_cast<size_t>(n.type.elements()));
-        const bool den = n.name.starts_with("den");
-        for (auto &x : v) {
-            float u = rng.uniform(1.0f);
-            x = den ? std::copysign(0.5f + std::fabs(u), u) : u;
-        }
-        in[n.name] = std::move(v);
-    }
+    Inputs in = seeded_inputs(g, seed);
+    for (auto &[name, v] : in)
+        if (name.starts_with("den"))
+            for (auto &x : v)
+                x = std::copysign(0.5f + std::fabs(x), x);
     return in;
 }
 
@@ -107,33 +99,23 @@ size_t check_nodes(const Graph &g, const Inputs &in, const Outcome &o, const std
                      what.c_str(), n.name.c_str());
         Expected e = reference(g, i, ops);
         const std::vector<float> &got = o.outputs.at(n.name);
-        double worst = 0;
-        size_t worst_at = 0, bad = 0;
-        for (size_t f = 0; f < got.size(); f++) {
-            double ref = e.value[f], gv = got[f];
-            double ratio;
-            if (e.bound.empty()) {
-                double want = exact_result(n.type.dtype, ref);
-                ratio = (gv == want || (std::isnan(gv) && std::isnan(want))) ? 0 : INFINITY;
-            } else {
-                ratio = std::fabs(gv - ref) / e.bound[f];
-                if (!std::isfinite(gv) || std::isnan(ratio))
-                    ratio = INFINITY;
-            }
-            if (ratio > 1)
-                bad++;
-            if (ratio > worst || f == 0) {
-                worst = ratio;
-                worst_at = f;
-            }
+        // An exactly computed value: bit for bit what the device stores.
+        const bool exact = e.bound.empty();
+        if (exact) {
+            e.bound.assign(got.size(), 0);
+            for (auto &v : e.value)
+                v = exact_result(n.type.dtype, v);
         }
+        const Comparison c = compare(got, e.value, e.bound);
         checked += got.size();
-        if (bad)
-            fail_msg("%s: '%s' (%s, %s): %zu of %zu elements beyond the bound; worst element %zu: "
-                     "got %.9g, reference %.9g, bound %s",
-                     what.c_str(), n.name.c_str(), to_string(n.op), to_string(n.type).c_str(), bad,
-                     got.size(), worst_at, static_cast<double>(got[worst_at]), e.value[worst_at],
-                     e.bound.empty() ? "exact" : std::to_string(e.bound[worst_at]).c_str());
+        if (c.beyond || c.unchecked) {
+            const size_t w = c.beyond ? c.worst : 0;
+            fail_msg("%s: '%s' (%s, %s): %zu of %zu elements beyond the bound, %zu without a "
+                     "finite bound; worst element %zu: got %.9g, reference %.9g, bound %s",
+                     what.c_str(), n.name.c_str(), to_string(n.op), to_string(n.type).c_str(),
+                     c.beyond, got.size(), c.unchecked, w, static_cast<double>(got[w]), e.value[w],
+                     exact ? "exact" : std::to_string(e.bound[w]).c_str());
+        }
     }
     return checked;
 }
@@ -144,17 +126,14 @@ size_t check_carried(const Graph &g, const Inputs &in, const Outcome &o, const s
     for (uint32_t i : g.outputs()) {
         const Node &n = g.node(i);
         const std::vector<float> &got = o.outputs.at(n.name);
-        for (size_t f = 0; f < got.size(); f++) {
-            const double b = e[i].bound[f], d = std::fabs(got[f] - e[i].value[f]);
-            if (!std::isfinite(b))
-                continue;
-            checked++;
-            if (!(d <= b))
-                fail_msg("%s: '%s' (%s, %s) element %zu: got %.9g, reference %.9g, beyond the "
-                         "bound carried through the graph %.3g",
-                         what.c_str(), n.name.c_str(), to_string(n.op), to_string(n.type).c_str(),
-                         f, static_cast<double>(got[f]), e[i].value[f], b);
-        }
+        const Comparison c = compare(got, e[i].value, e[i].bound);
+        checked += c.elements - c.unchecked;
+        if (c.beyond)
+            fail_msg("%s: '%s' (%s, %s): %zu elements beyond the bound carried through the "
+                     "graph; worst element %zu: got %.9g, reference %.9g, bound %.3g",
+                     what.c_str(), n.name.c_str(), to_string(n.op), to_string(n.type).c_str(),
+                     c.beyond, c.worst, static_cast<double>(got[c.worst]), e[i].value[c.worst],
+                     e[i].bound[c.worst]);
     }
     return checked;
 }

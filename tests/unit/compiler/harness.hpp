@@ -35,8 +35,9 @@ class Rng {
     uint64_t s_;
 };
 
-/// Values for every graph input: uniform in [-1, 1), or, for inputs whose
-/// name starts with "den", magnitudes in [0.5, 1.5) (divisors).
+/// Values for every graph input: seeded_inputs() (uniform in [-1, 1)), or,
+/// for inputs whose name starts with "den", magnitudes in [0.5, 1.5)
+/// (divisors).
 Inputs make_inputs(const neuron::compiler::Graph &g, uint64_t seed);
 
 /// A copy of @p g with every computed value an output.

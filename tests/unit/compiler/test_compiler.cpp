@@ -64,18 +64,30 @@ s = layer_norm(r, eps=0.001)
 t = transpose(s, perm=[0, 2, 1])
 u = slice(t, axis=1, start=2, end=-1)
 v = concat(u, u, axis=-1)
-output h, v
+p0, p1: bf16[2, 100, 77], p2 = split(u, axis=1, sizes=[1, 100, 25])
+e0, e1 = split(v, axis=-1)
+output h, v, p1, e1
 )";
 
 void text_round_trip(void **) {
     Graph g = parse(sample, "sample");
-    assert_int_equal(g.nodes().size(), 11);
+    assert_int_equal(g.nodes().size(), 16);
     assert_string_equal(to_string(g.node(*g.find("u")).type).c_str(), "bf16[2, 126, 77]");
     assert_string_equal(to_string(g.node(*g.find("v")).type).c_str(), "bf16[2, 126, 154]");
+    // A split is one node per piece, each the slice of its piece.
+    const Node &p2 = g.node(*g.find("p2")), &e1 = g.node(*g.find("e1"));
+    assert_string_equal(to_string(p2.type).c_str(), "bf16[2, 25, 77]");
+    assert_true(p2.op == Op::split && p2.axis == 1 && p2.start == 101 && p2.end == 126);
+    assert_true(p2.dims == (Shape{1, 100, 25}));
+    assert_string_equal(to_string(e1.type).c_str(), "bf16[2, 126, 77]");
+    assert_true(e1.axis == 2 && e1.start == 77 && e1.dims == (Shape{77, 77}));
     std::string text = print(g);
     Graph back = parse(text);
     assert_true(back == g);
     assert_string_equal(print(back).c_str(), text.c_str());
+    assert_non_null(std::strstr(text.c_str(), "p0: bf16[2, 1, 77], p1: bf16[2, 100, 77], p2: "
+                                              "bf16[2, 25, 77] = split(u, axis=1, sizes=[1, 100, "
+                                              "25])\n"));
     // A literal's value survives exactly; the first operand keeps its place.
     const Node &r = g.node(*g.find("r"));
     assert_true(r.scalar && *r.scalar == 1.5f && r.scalar_first);
@@ -112,6 +124,33 @@ void text_errors(void **) {
     expect_error("input a: int32[2]\nb = exp(a)", 2, "int32 is supported by");
     expect_error("input a: fp32[2]\nb = relu(a) extra", 2, "unexpected 'extra'");
     expect_error("input a: fp32[2, 3]\nb = softmax(a, axis=0)", 2, "last axis only");
+    // split: the pieces, the operand's type and why
+    expect_error("input x: fp32[4, 6]\na, b = split(x, axis=1, sizes=[2, 3])", 2,
+                 "t.nir:2:1: 'a, b' (split) of x: fp32[4, 6]: the sizes [2, 3] add up to 5, but "
+                 "axis 1 has 6 elements");
+    expect_error("input x: fp32[4, 6]\na, b = split(x, axis=2)", 2,
+                 "'a, b' (split) of x: fp32[4, 6]: axis 2 out of range for rank 2");
+    expect_error("input x: fp32[4, 7]\na, b = split(x, axis=-1)", 2,
+                 "axis 1 has 7 elements, which do not split into 2 equal pieces");
+    expect_error("input x: fp32[4, 6]\na, b = split(x, axis=1, sizes=[6])", 2,
+                 "2 names for 1 sizes [6]");
+    expect_error("input x: fp32[4, 6]\na, b = split(x, axis=1, sizes=[7, -1])", 2,
+                 "a size of -1 in [7, -1] (every piece has at least one element)");
+    expect_error("input x: fp32[4, 6]\na, a = split(x)", 2, "'a' is defined twice");
+    expect_error("input x: fp32[4, 6]\na, b = relu(x)", 2,
+                 "2 values for relu, which makes one (split makes several)");
+    expect_error("input x: fp32[4, 6]\na = reshape(x, sizes=[24])", 2,
+                 "reshape has no attribute 'sizes'");
+    expect_error("input x: fp32[4, 6]\na: fp32[2, 6], b: fp32[3, 6] = split(x)", 2,
+                 "'b' is declared fp32[3, 6] but split gives fp32[2, 6]");
+    Graph g("g");
+    uint32_t x = g.input("x", T(DType::fp32, {4, 6}));
+    try {
+        g.add(Op::split, "s", {x});
+        fail_msg("split through Graph::add()");
+    } catch (const GraphError &e) {
+        assert_non_null(std::strstr(e.what(), "Graph::split() names them"));
+    }
 }
 
 // --- operators, one graph per shape ---------------------------------------
@@ -121,6 +160,15 @@ std::string shape_name(const Shape &s) {
     for (int64_t d : s)
         n += (n.empty() ? "" : "x") + std::to_string(d);
     return n;
+}
+
+// "o (attention of q: fp32[..], k: ...)" for messages.
+std::string fmt_case(const Graph &g, uint32_t node) {
+    const Node &n = g.node(node);
+    std::string s = n.name + " (" + to_string(n.op) + " of";
+    for (uint32_t o : n.operands)
+        s += (s.back() == 'f' ? " " : ", ") + g.node(o).name + ": " + to_string(g.node(o).type);
+    return s + (n.causal ? ", causal)" : ")");
 }
 
 // Every elementwise operator, broadcast form and normalisation on one input.
@@ -266,12 +314,78 @@ void data_movement(void **) {
             c.axis = axis;
             g.add(Op::concat, "concat" + std::to_string(axis), {x, x}, c);
         }
+        // split: equal pieces, given sizes, a negative axis
+        Attrs sp;
+        sp.axis = 0;
+        g.split({"batch0", "batch1"}, x, sp);
+        sp.axis = 1;
+        sp.dims = {1, 100, 28};
+        g.split({"rows0", "rows1", "rows2"}, x, sp);
+        sp.axis = -1;
+        sp.dims = {70, 7};
+        g.split({"cols0", "cols1"}, x, sp);
+        sp.axis = 0;
+        sp.dims = {128, 1, 171};
+        g.split({"zr0", "zr1", "zr2"}, z, sp);
         if (dt == DType::int32) { // int32 arithmetic: exact below 2^24
             Attrs lit;
             lit.scalar = 3;
             g.add(Op::mul, "imul", {z}, lit);
             g.add(Op::add, "iadd", {z, z});
         }
+        check(g, seed++, g.name());
+    }
+}
+
+// split as a model uses it: q, k and v from one matmul; a piece and the
+// data movement after it are one gather; a piece nobody reads moves
+// nothing.
+void split_pieces(void **) {
+    uint64_t seed = 350;
+    for (DType dt : {DType::fp32, DType::bf16}) {
+        Graph g(std::string("split_qkv_") + to_string(dt));
+        uint32_t x = g.input("x", T(dt, {77, 129}));
+        uint32_t w = g.constant("w", T(dt, {129, 3 * 64}), ConstantInit{{}, seed, 0.088f});
+        uint32_t qkv = g.add(Op::matmul, "qkv", {x, w});
+        Attrs sp;
+        sp.axis = -1;
+        std::vector<uint32_t> p = g.split({"q", "k", "v"}, qkv, sp);
+        Attrs heads, perm;
+        heads.dims = {77, 2, 32};
+        perm.dims = {1, 0, 2};
+        uint32_t qh = g.add(Op::reshape, "qh", {p[0]}, heads);
+        g.mark_output(g.add(Op::transpose, "qt", {qh}, perm));
+        g.mark_output(p[2]);
+        auto in = harness::make_inputs(g, seed);
+        auto o = harness::run(g, in);
+        const std::string &plan = o.compiled.plan;
+        if (plan.find("fused: qh, qt") == std::string::npos ||
+            plan.find("\nk ") != std::string::npos)
+            fail_msg("%s: q, qh and qt are not one gather, or k is lowered:\n%s", g.name().c_str(),
+                     plan.c_str());
+        harness::check_carried(g, in, o, g.name());
+        check(g, seed++, g.name());
+    }
+    // Pieces that are whole row tiles of their operand are views of its
+    // buffer: no instruction moves them (exp and tanh are ACTIVATEs, the
+    // stores DMAs; a gather would be COPYs on the Vector engine).
+    for (DType dt : {DType::fp32, DType::bf16}) {
+        Graph g(std::string("split_views_") + to_string(dt));
+        uint32_t x = g.input("x", T(dt, {3, 128, 77}));
+        uint32_t e = g.add(Op::exp, "e", {x});
+        Attrs given;
+        given.dims = {1, 2};
+        auto batch = g.split({"b0", "b1"}, e, given); // [1, 128, 77], [2, 128, 77]
+        auto rows = g.split({"r0", "r1"}, batch[1]);  // a view of a view
+        g.mark_output(batch[0]);
+        g.mark_output(rows[1]);
+        g.mark_output(g.add(Op::tanh, "t", {rows[0]}));
+        auto in = harness::make_inputs(g, seed);
+        auto o = harness::run(g, in);
+        if (o.compiled.stats.insns[1] != 0)
+            fail_msg("%s: %u Vector instructions; the pieces are views:\n%s", g.name().c_str(),
+                     o.compiled.stats.insns[1], o.compiled.plan.c_str());
+        harness::check_carried(g, in, o, g.name());
         check(g, seed++, g.name());
     }
 }
@@ -761,6 +875,189 @@ void causal_softmax(void **) {
     }
 }
 
+// --- attention ------------------------------------------------------------------
+
+// softmax(q k^T * scale [+ mask], causal) v computed directly in double.
+std::vector<double> direct_attention(const Node &n, const std::vector<const Type *> &t,
+                                     const std::vector<const std::vector<double> *> &x) {
+    const Shape &qs = t[0]->shape, &ks = t[1]->shape, &vs = t[2]->shape;
+    const int64_t Q = qs[qs.size() - 2], D = qs.back(), K = ks[ks.size() - 2], Dv = vs.back();
+    const int64_t B = Type{DType::fp32, qs}.elements() / (Q * D);
+    const bool kb = ks.size() > 2, vb = vs.size() > 2;
+    std::vector<double> out(static_cast<size_t>(B * Q * Dv), 0.0);
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t i = 0; i < Q; i++) {
+            std::vector<double> s(static_cast<size_t>(K));
+            double mx = -INFINITY;
+            const int64_t kept = n.causal ? std::min(K, i + 1) : K;
+            for (int64_t j = 0; j < kept; j++) {
+                double d = 0;
+                for (int64_t e = 0; e < D; e++)
+                    d += (*x[0])[static_cast<size_t>((b * Q + i) * D + e)] *
+                         (*x[1])[static_cast<size_t>(((kb ? b * K : 0) + j) * D + e)];
+                d *= n.scale;
+                if (x.size() > 3) { // the mask broadcast to [B, Q, K]
+                    const Shape &ms = t[3]->shape;
+                    Shape idx = {b, i, j}, full = {B, Q, K};
+                    int64_t f = 0;
+                    for (size_t a = 0; a < ms.size(); a++) {
+                        const size_t o = full.size() - ms.size() + a;
+                        f = f * ms[a] + (ms[a] == 1 ? 0 : idx[o]);
+                    }
+                    d += (*x[3])[static_cast<size_t>(f)];
+                }
+                s[static_cast<size_t>(j)] = d;
+                mx = std::max(mx, d);
+            }
+            double sum = 0;
+            for (int64_t j = 0; j < kept; j++)
+                sum += std::exp(s[static_cast<size_t>(j)] - mx);
+            for (int64_t j = 0; j < kept; j++) {
+                const double pj = std::exp(s[static_cast<size_t>(j)] - mx) / sum;
+                for (int64_t e = 0; e < Dv; e++)
+                    out[static_cast<size_t>((b * Q + i) * Dv + e)] +=
+                        pj * (*x[2])[static_cast<size_t>(((vb ? b * K : 0) + j) * Dv + e)];
+            }
+        }
+    return out;
+}
+
+// attention(q, k, v[, mask], causal, scale) as one operator: queries and
+// keys of 1, 2, 77, 127, 129 and 200, with and without batch dimensions,
+// masks of the scores' shape and of one row of keys (some keys at -10000,
+// as padding), causal, a given scale. Each output is checked against the
+// reference from its operands as the device produced them (hw/isa.md's
+// bounds carried through matmul, scale, mask, softmax and matmul) and
+// from the inputs (evaluate_bounded()), and the reference against a
+// direct computation in double.
+void attention_ops(DType dt) {
+    enum Mask { none, scores, keys };
+    struct Case {
+        Shape batch;
+        int64_t Q, K, D, Dv;
+        Mask mask;
+        bool causal;
+        std::optional<float> scale;
+    };
+    const std::vector<Case> cases = {
+        {{1}, 1, 1, 64, 64, none, false, {}},     {{2}, 2, 2, 16, 8, scores, false, {}},
+        {{}, 77, 129, 64, 48, keys, false, {}},   {{2}, 127, 200, 32, 64, none, true, 0.2f},
+        {{1}, 129, 77, 64, 64, scores, true, {}}, {{}, 200, 127, 40, 24, none, false, 1.0f},
+        {{2}, 200, 200, 64, 64, keys, true, {}},  {{1}, 200, 1, 8, 8, scores, false, {}},
+        {{}, 1, 200, 129, 2, keys, false, {}},
+    };
+    uint64_t seed = 1000;
+    for (const Case &c : cases) {
+        Graph g(std::string("attention_") + to_string(dt));
+        auto shape = [&](int64_t a, int64_t b) {
+            Shape s = c.batch;
+            s.push_back(a);
+            s.push_back(b);
+            return s;
+        };
+        std::vector<uint32_t> ops = {g.input("q", T(dt, shape(c.Q, c.D))),
+                                     g.input("k", T(dt, shape(c.K, c.D))),
+                                     g.input("v", T(dt, shape(c.K, c.Dv)))};
+        if (c.mask != none)
+            ops.push_back(g.input("mask", T(dt, c.mask == scores ? shape(c.Q, c.K) : Shape{c.K})));
+        Attrs a;
+        a.causal = c.causal;
+        a.scale = c.scale;
+        const uint32_t o = g.add(Op::attention, "o", ops, a);
+        g.mark_output(o);
+        const std::string what = fmt_case(g, o);
+        auto in = harness::make_inputs(g, seed++);
+        if (c.mask != none) // padding: every seventh key
+            for (size_t f = 0; f < in.at("mask").size(); f++)
+                if (f % static_cast<size_t>(c.K) % 7 == 3)
+                    in.at("mask")[f] = -10000;
+        auto out = harness::run(g, in);
+        harness::check_nodes(g, in, out, what);
+        harness::check_carried(g, in, out, what);
+        const auto bounded = evaluate_bounded(g, in);
+        const Comparison cmp = compare(out.outputs.at("o"), bounded[o].value, bounded[o].bound);
+        // o is a convex combination of v's rows, values in [-1, 1): a
+        // bound of 1 says nothing. Masked keys move no probability,
+        // whatever their rounding, and must not widen it.
+        const double widest = *std::max_element(bounded[o].bound.begin(), bounded[o].bound.end());
+        print_message("%s%s: max |device - reference| %.3g, at most %.3g of the bound carried "
+                      "from the inputs, which is at most %.3g\n",
+                      what.c_str(), c.mask == keys ? ", key mask" : "", cmp.max_error,
+                      cmp.worst_ratio, widest);
+        if (!(widest < 1))
+            fail_msg("%s: the bound carried from the inputs reaches %g", what.c_str(), widest);
+        // The reference is attention.
+        std::vector<const std::vector<double> *> x;
+        std::vector<const Type *> types;
+        const auto ref = evaluate(g, in);
+        for (uint32_t op : ops) {
+            x.push_back(&ref[op]);
+            types.push_back(&g.node(op).type);
+        }
+        const auto direct = direct_attention(g.node(o), types, x);
+        for (size_t f = 0; f < direct.size(); f++)
+            if (!(std::fabs(direct[f] - ref[o][f]) <= 1e-6 * std::fabs(direct[f]) + 1e-7))
+                fail_msg("%s: the reference's o[%zu] is %.9g, attention computed directly %.9g",
+                         what.c_str(), f, ref[o][f], direct[f]);
+        // The scale is applied as the scores leave PSUM.
+        if (g.node(o).scale != 1 && out.compiled.plan.find("fused: o.scaled") == std::string::npos)
+            fail_msg("%s: the scale is not fused into the scores' matmul:\n%s", what.c_str(),
+                     out.compiled.plan.c_str());
+    }
+}
+
+void attention_fp32(void **) {
+    attention_ops(DType::fp32);
+}
+void attention_bf16(void **) {
+    attention_ops(DType::bf16);
+}
+
+// Its text form, and what it refuses.
+void attention_text(void **) {
+    const char *text = "graph a\ninput q: fp32[2, 4, 8]\ninput k: fp32[2, 5, 8]\n"
+                       "input v: fp32[2, 5, 3]\ninput m: fp32[5]\n"
+                       "o = attention(q, k, v, m, causal=true, scale=0.25)\n"
+                       "d = attention(q, k, v)\noutput o, d\n";
+    Graph g = parse(text);
+    const Node &o = g.node(*g.find("o")), &d = g.node(*g.find("d"));
+    assert_string_equal(to_string(o.type).c_str(), "fp32[2, 4, 3]");
+    assert_true(o.causal && o.scale == 0.25f && !d.causal);
+    assert_true(d.scale == static_cast<float>(1 / std::sqrt(8.0)));
+    const std::string printed = print(g);
+    assert_non_null(std::strstr(printed.c_str(), "o: fp32[2, 4, 3] = attention(q, k, v, m, "
+                                                 "scale=0.25, causal=true)\n"));
+    assert_true(parse(printed) == g);
+    // what compile() lowers: the decomposition, under the attention's name
+    Graph dg = g.decomposed();
+    for (const char *n : {"o.scores", "o.scaled", "o.masked", "o.probs", "d.probs"})
+        assert_true(dg.find(n).has_value());
+    assert_true(dg.node(*dg.find("o")).op == Op::matmul);
+    assert_true(dg.node(*dg.find("o.probs")).causal);
+    expect_error("input q: fp32[4, 8]\ninput k: fp32[5, 7]\ninput v: fp32[5, 3]\n"
+                 "o = attention(q, k, v)",
+                 4,
+                 "'o' (attention) of q: fp32[4, 8], k: fp32[5, 7], v: fp32[5, 3]: q and k differ "
+                 "in their last axis (8 vs 7)");
+    expect_error("input q: fp32[4, 8]\ninput k: fp32[5, 8]\ninput v: fp32[6, 3]\n"
+                 "o = attention(q, k, v)",
+                 4, "k has 5 keys, v 6");
+    expect_error("input q: fp32[4, 8]\ninput k: fp32[5, 8]\ninput v: fp32[5, 3]\n"
+                 "input m: fp32[4, 4]\no = attention(q, k, v, m)",
+                 5, "the mask does not broadcast to the scores [4, 5]");
+    expect_error("input q: fp32[4, 8]\ninput k: fp32[5, 8]\no = attention(q, k)", 3,
+                 "takes 3 to 4 operands");
+    expect_error("input q: fp32[4, 8]\ninput k: fp32[5, 8]\no = matmul(q, k, scale=2)", 3,
+                 "scale is an attribute of attention only");
+    // A mask the lowering cannot broadcast: the error names the node of
+    // the decomposition, its shapes and why.
+    Graph b = parse("graph b\ninput q: fp32[2, 4, 8]\ninput k: fp32[2, 5, 8]\n"
+                    "input v: fp32[2, 5, 3]\ninput m: fp32[4, 5]\n"
+                    "o = attention(q, k, v, m)\noutput o\n");
+    expect_compile_error(b, "'o.masked' (add of o.scaled: fp32[2, 4, 5], m: fp32[4, 5] -> "
+                            "fp32[2, 4, 5]): broadcast pattern not lowered");
+}
+
 // --- ISA revisions -------------------------------------------------------------
 
 // layer_norm's 1/sqrt(var + eps) is one ACTIVATE rsqrt (ISA 1.1): for a 1.0
@@ -815,7 +1112,9 @@ int main(int argc, char **argv) {
         cmocka_unit_test(fused_chains),     cmocka_unit_test(random_graphs),
         cmocka_unit_test(corpus),           cmocka_unit_test(container_file),
         cmocka_unit_test(compile_errors),   cmocka_unit_test(isa_targets),
-        cmocka_unit_test(causal_softmax),
+        cmocka_unit_test(causal_softmax),   cmocka_unit_test(split_pieces),
+        cmocka_unit_test(attention_fp32),   cmocka_unit_test(attention_bf16),
+        cmocka_unit_test(attention_text),
     };
     const CMUnitTest encoder[] = {cmocka_unit_test(encoder_768)};
     if (argc > 1 && std::string(argv[1]) == "encoder")

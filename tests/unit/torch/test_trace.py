@@ -127,6 +127,27 @@ def test_function_with_two_inputs_and_outputs() -> None:
     assert torch.equal(diff, a.T - b)
 
 
+def test_split_and_chunk(tmp_path: Path) -> None:
+    # torch.split by sizes (split_with_sizes) and by one size, and
+    # torch.chunk (ceil(77 / 4) = 20 rows a piece): each one split of the
+    # IR, the pieces moved exactly.
+    def f(x: torch.Tensor) -> Tuple[torch.Tensor, ...]:
+        a, b = torch.split(x, [3, 126], dim=1)
+        c, d, e = x.split(50, dim=-1)
+        g = torch.chunk(x, 4, dim=0)
+        return a * 2.0, b, d + 1.0, e, g[0], g[3]
+
+    x = torch.randn(77, 129)
+    traced = torch_neuronx.trace(f, x, compiler_workdir=tmp_path)
+    ir = (tmp_path / "model.nir").read_text()
+    assert ir.count(" = split(x, ") == 3 and "slice(" not in ir, ir
+    assert "sizes=[50, 50, 29]" in ir and "sizes=[20, 20, 20, 17]" in ir, ir
+    for _ in range(2):
+        x = torch.randn(77, 129)
+        for got, want in zip(traced(x), f(x)):
+            assert torch.equal(got, want)
+
+
 SAVED_RUN = """
 import sys, torch, torch_neuronx
 model = torch.jit.load(sys.argv[1])

@@ -38,6 +38,8 @@ enum class Op : uint8_t {
     transpose,
     slice,
     concat,
+    split,
+    attention,
 };
 
 /// The operator's name in the text form ("matmul", "gelu_tanh", ...).
@@ -47,6 +49,9 @@ std::optional<DType> dtype_from_string(std::string_view name) noexcept;
 
 bool is_binary(Op op) noexcept;     ///< add, sub, mul, div
 bool is_activation(Op op) noexcept; ///< relu ... exp
+/// reshape, transpose, slice, concat, split: the result's elements are
+/// the operands', moved.
+bool is_data_movement(Op op) noexcept;
 
 using Shape = std::vector<int64_t>;
 
@@ -81,11 +86,15 @@ struct Node {
     bool scalar_first = false;   ///< the literal is the left operand
     bool transpose_a = false, transpose_b = false;
     float eps = 0;
-    std::vector<int64_t> dims; ///< reshape: the shape; transpose: the permutation
+    /// reshape: the shape; transpose: the permutation; split: the sizes of
+    /// all the pieces
+    std::vector<int64_t> dims;
+    /// slice, and a piece of a split: [start, end) of the axis
     int64_t axis = 0, start = 0, end = 0;
-    /// softmax: over the last two axes [.., Q, K], element (q, k) takes
-    /// part only when k <= q (a causal mask); the others are 0
+    /// softmax, attention: over the last two axes [.., Q, K], element
+    /// (q, k) takes part only when k <= q (a causal mask); the others are 0
     bool causal = false;
+    float scale = 0;   ///< attention: the factor of the scores
     ConstantInit init; ///< constants
 
     bool operator==(const Node &) const = default;
@@ -104,9 +113,10 @@ struct Attrs {
     bool transpose_a = false, transpose_b = false;
     std::optional<float> eps;
     std::vector<int64_t> dims;
-    std::optional<int64_t> axis; ///< softmax: -1 (the only one); slice, concat: 0
+    std::optional<int64_t> axis; ///< softmax: -1 (the only one); slice, concat, split: 0
     int64_t start = 0, end = 0;
-    bool causal = false; ///< softmax only
+    bool causal = false;        ///< softmax, attention
+    std::optional<float> scale; ///< attention: 1/sqrt(the queries' last axis) if not given
 };
 
 class Graph {
@@ -123,7 +133,27 @@ class Graph {
     /// they do not fit the operator.
     uint32_t add(Op op, const std::string &name, std::vector<uint32_t> operands,
                  const Attrs &attrs = {});
+    /// split(x, axis, sizes): @p operand cut along the axis (attrs.axis, 0
+    /// by default) into pieces of attrs.dims elements, or, without sizes,
+    /// into names.size() equal pieces; one node per piece, named @p names
+    /// in order, each the slice of its piece. Throws GraphError naming the
+    /// pieces, the operand's type and why when they do not fit.
+    std::vector<uint32_t> split(const std::vector<std::string> &names, uint32_t operand,
+                                const Attrs &attrs = {});
     void mark_output(uint32_t node);
+    /// Turns input @p node into a constant of @p init's values, in place
+    /// (a weight bound to a graph after it was parsed); throws GraphError
+    /// when the node is not an input or the values do not fit its type.
+    void make_constant(uint32_t node, ConstantInit init);
+
+    /// This graph with every operator the compiler decomposes replaced by
+    /// the operators it is made of, the same nodes under the same names
+    /// otherwise; what compile() lowers and evaluate_bounded() bounds.
+    /// attention(q, k, v[, mask]) named o: o.scores = matmul(q, k,
+    /// transpose_b=true), o.scaled = mul(o.scores, scale) (unless scale is
+    /// 1), o.masked = add(o.scaled, mask), o.probs = softmax(..., causal),
+    /// o = matmul(o.probs, v).
+    Graph decomposed() const;
 
     const std::vector<Node> &nodes() const { return nodes_; }
     const Node &node(uint32_t i) const { return nodes_.at(i); }

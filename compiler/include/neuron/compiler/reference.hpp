@@ -3,7 +3,9 @@
 // device's result may have against it (docs/compiler.md, "Numerics").
 #pragma once
 
+#include <cstdint>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -44,5 +46,50 @@ std::vector<Expected> evaluate_bounded(const Graph &g,
 /// What the device stores for an exactly computed value: fp32 rounding,
 /// then the dtype's.
 double exact_result(DType t, double v);
+
+/// The bound output @p node of @p g is held to when only the graph's
+/// outputs come back from the device (@p ref from evaluate_bounded()).
+struct OutputBound {
+    std::vector<double> bound;
+    /// The bound carried through the graph is wider than the values (a
+    /// deep graph, where every operator's worst case is assumed to align,
+    /// or a division by values near 0): @p bound is then the own bound of
+    /// the last operator that computes the output's values (the output
+    /// itself, or, through data movement, the operators it moves the
+    /// values of), which leaves out the errors of the operators before it.
+    bool own = false;
+    std::vector<uint32_t> computed_by; ///< own: the operators whose own bound it is
+    double carried = 0;                ///< the largest carried bound (NaN counts as inf)
+    double largest = 0;                ///< the largest |value|
+};
+OutputBound output_bound(const Graph &g, uint32_t node, const std::vector<Expected> &ref);
+
+/// Device values against their reference within per-element bounds.
+struct Comparison {
+    size_t elements = 0;  ///< compared
+    size_t unchecked = 0; ///< of them, those whose bound is not finite: not held to it
+    size_t beyond = 0;    ///< |device - reference| above the bound (a NaN where the reference
+                          ///< is a number counts)
+    double max_error = 0; ///< the largest |device - reference| that is a number
+    size_t worst = 0;     ///< the element of the largest |device - reference| / bound
+    double worst_ratio = 0;
+    std::vector<size_t> worst_beyond; ///< elements beyond the bound, worst first
+};
+
+/// Compares @p device with @p reference element by element: an element is
+/// within when it equals the reference (NaN for NaN included) or differs
+/// by at most its @p bound; elements whose bound is infinite or NaN are
+/// counted as unchecked. Lists the @p list worst elements beyond the bound.
+Comparison compare(std::span<const float> device, std::span<const double> reference,
+                   std::span<const double> bound, size_t list = 0);
+
+/// Values for a tensor of type @p t from @p seed: uniform in [-1, 1) by
+/// the generator of the IR's constants (uniform(seed=S, scale=1)), as the
+/// dtype stores them; int32: those values times 100, rounded.
+std::vector<float> seeded_values(const Type &t, uint64_t seed);
+
+/// seeded_values() for every input of @p g, the i-th input (in the
+/// graph's order, as the program's arguments) from @p seed + i.
+std::map<std::string, std::vector<float>> seeded_inputs(const Graph &g, uint64_t seed);
 
 } // namespace neuron::compiler
