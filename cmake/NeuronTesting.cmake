@@ -6,7 +6,8 @@
 # neuron_add_vm_test(NAME n COMMAND cmd args... [TIMEOUT s] [DEVICES k]
 #                    [DEVICE_PROPS key=val...] [MEMORY size]
 #                    [OWN_BOOT [NO_NEURON] [HARNESS_ARGS a...] [LABELS l...]]
-#                    [VARIANTS v...] [ALLOW_TAINT flags])
+#                    [VARIANTS v...] [ALLOW_TAINT flags]
+#                    [ALLOW_KNOWN_SPLAT name...])
 #   A test that runs inside a VM (tests/vm/neuron-vm) with neuron.ko loaded,
 #   label "vm", registered once per kernel variant as vm.<variant>.<n>.
 #   Variants: stock, stock-iommu, and debug, debug-iommu when a debug kernel
@@ -34,6 +35,11 @@
 #   e.g. N: a KUnit suite ran) that the test may raise without failing the
 #   boot's kernel-log verdict (`neuron-vm run --allow-taint`); raised by any
 #   other test of the boot, they still fail it.
+#   ALLOW_KNOWN_SPLAT names known kernel bugs (the table KNOWN_SPLATS of
+#   tests/vm/neuron-vm) whose warning the test may hit without failing
+#   (`neuron-vm run --allow-known-splat`): only a warning that matches the
+#   bug's signature in full, in this test; the W taint it raises only if
+#   every splat of the test was such a one.
 
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(CMOCKA REQUIRED IMPORTED_TARGET cmocka)
@@ -112,7 +118,8 @@ endfunction()
 
 function(neuron_add_vm_test)
   cmake_parse_arguments(ARG "OWN_BOOT;NO_NEURON" "NAME;TIMEOUT;DEVICES;MEMORY;ALLOW_TAINT"
-                        "COMMAND;VARIANTS;DEVICE_PROPS;HARNESS_ARGS;LABELS" ${ARGN})
+                        "COMMAND;VARIANTS;DEVICE_PROPS;HARNESS_ARGS;LABELS;ALLOW_KNOWN_SPLAT"
+                        ${ARGN})
   if(NOT ARG_NAME OR NOT ARG_COMMAND)
     message(FATAL_ERROR "neuron_add_vm_test: NAME and COMMAND are required")
   endif()
@@ -153,6 +160,9 @@ function(neuron_add_vm_test)
       # The single command of a run is named "command" (neuron-vm).
       list(APPEND _harness_args --allow-taint command:${ARG_ALLOW_TAINT})
     endif()
+    foreach(_splat IN LISTS ARG_ALLOW_KNOWN_SPLAT)
+      list(APPEND _harness_args --allow-known-splat command:${_splat})
+    endforeach()
     foreach(_variant IN LISTS _variants)
       _neuron_vm_add_own_boot_test(${_variant} ${ARG_NAME} ${ARG_TIMEOUT} ${ARG_DEVICES}
                                    "${_command}" "${ARG_DEVICE_PROPS}" "${ARG_MEMORY}"
@@ -192,6 +202,10 @@ function(neuron_add_vm_test)
       set_property(GLOBAL APPEND PROPERTY NEURON_VM_GROUP_${_group}_HARNESS_ARGS
                    --allow-taint ${ARG_NAME}:${ARG_ALLOW_TAINT})
     endif()
+    foreach(_splat IN LISTS ARG_ALLOW_KNOWN_SPLAT)
+      set_property(GLOBAL APPEND PROPERTY NEURON_VM_GROUP_${_group}_HARNESS_ARGS
+                   --allow-known-splat ${ARG_NAME}:${_splat})
+    endforeach()
   endforeach()
 
   get_property(_deferred GLOBAL PROPERTY NEURON_VM_DEFERRED)

@@ -2066,7 +2066,8 @@ static void test_fault_injection(void **state) {
  * allocations, and neuron_hw_reset() through fail_function: the device
  * not coming out of reset) fails in turn, until a bind has no Nth. Each
  * bind succeeds or fails with ENOMEM (ETIMEDOUT for the reset, ENODEV or
- * ENOSPC from the PCI core's MSI-X setup) and leaves the device unbound;
+ * ENOSPC from the PCI core's MSI-X setup, EBUSY from its BAR region
+ * request) and leaves the device unbound;
  * afterwards nothing leaked and a normal bind gives a device that runs a
  * job and copies. NEURON_FI_STRIDE=K fails only every Kth point, from
  * NEURON_FI_OFFSET (default: a random one, printed).
@@ -2194,7 +2195,8 @@ static unsigned pfi_prefix(void) {
 }
 
 static void test_probe_fault_injection(void **state) {
-    unsigned n, prefix, points, swept, failed = 0, enomem = 0, enodev = 0, reset = 0, nonode = 0;
+    unsigned n, prefix, points, swept, failed = 0, enomem = 0, enodev = 0, ebusy = 0, reset = 0;
+    unsigned nonode = 0;
     const char *env = getenv("NEURON_FI_STRIDE");
     unsigned stride = env ? (unsigned)strtoul(env, NULL, 0) : 1, offset;
     int nth, kmemleak, function, fd;
@@ -2229,8 +2231,12 @@ static void test_probe_fault_injection(void **state) {
         /*
          * ENODEV, ENOSPC: the errnos of pci_alloc_irq_vectors() when the PCI
          * core cannot allocate the device's MSI domain or its vectors.
+         * EBUSY: pcim_iomap_region() and pcim_request_region() when
+         * __request_region() cannot allocate the region's struct resource
+         * (it returns NULL, as for a region in use).
          */
-        if (ret && ret != -ENOMEM && ret != -FI_RESET_ERRNO && ret != -ENODEV && ret != -ENOSPC)
+        if (ret && ret != -ENOMEM && ret != -FI_RESET_ERRNO && ret != -ENODEV && ret != -ENOSPC &&
+            ret != -EBUSY)
             fail_msg("bind with fault point %u failing: %s", n, strerror(-ret));
         if (!injected && ret)
             fail_msg("bind without a fault failed: %s", strerror(-ret));
@@ -2242,6 +2248,7 @@ static void test_probe_fault_injection(void **state) {
             enomem += ret == -ENOMEM;
             reset += ret == -FI_RESET_ERRNO;
             enodev += ret == -ENODEV || ret == -ENOSPC;
+            ebusy += ret == -EBUSY;
         } else {
             /*
              * Bound anyway (the failure was absorbed): the node opens,
@@ -2267,10 +2274,10 @@ static void test_probe_fault_injection(void **state) {
     points = n - 1 - prefix;
     swept = (n - prefix - 1 - offset) / stride;
     printf("# bind: %u fault points before the driver's steps (not failed), %u-%u in them, "
-           "%u failed in %.1f s: %u binds failed (%u ENOMEM, %u ENODEV/ENOSPC, %u %s from "
-           "neuron_hw_reset()), %u succeeded anyway (%u without a device node)\n",
-           prefix, points + 1 - stride, points, swept, now_s() - t0, failed, enomem, enodev, reset,
-           strerror(FI_RESET_ERRNO), swept - failed, nonode);
+           "%u failed in %.1f s: %u binds failed (%u ENOMEM, %u ENODEV/ENOSPC, %u EBUSY, %u %s "
+           "from neuron_hw_reset()), %u succeeded anyway (%u without a device node)\n",
+           prefix, points + 1 - stride, points, swept, now_s() - t0, failed, enomem, enodev, ebusy,
+           reset, strerror(FI_RESET_ERRNO), swept - failed, nonode);
     /*
      * The points before the driver's steps need not stay the same from one
      * bind to the next (caches, ids): say how many there are now.
