@@ -10,11 +10,12 @@
 #                    [ALLOW_KNOWN_SPLAT name...])
 #   A test that runs inside a VM (tests/vm/neuron-vm) with neuron.ko loaded,
 #   label "vm", registered once per kernel variant as vm.<variant>.<n>.
-#   Variants: stock, stock-iommu, and debug, debug-iommu when a debug kernel
-#   is set up (VARIANTS restricts them). COMMAND runs through /bin/sh in the
-#   guest, chrooted into the host's root, so host-built binaries can be
-#   named directly ($<TARGET_FILE:...> works); TIMEOUT defaults to 120 s,
-#   DEVICES (neuron devices in the VM) to 1. DEVICE_PROPS are properties of
+#   Variants: stock, stock-iommu, and debug-iommu when a debug kernel is
+#   set up; VARIANTS names others (debug: the debug kernel without an
+#   IOMMU) or fewer. COMMAND runs through /bin/sh in the guest, chrooted
+#   into the host's root, so host-built binaries can be named directly
+#   ($<TARGET_FILE:...> works); TIMEOUT defaults to 120 s, DEVICES (neuron
+#   devices in the VM) to 1. DEVICE_PROPS are properties of
 #   every neuron device (`neuron-vm run --device-prop`), MEMORY the guest's
 #   memory (`--memory`, default: the harness's).
 #
@@ -65,13 +66,23 @@ set(NEURON_VM_RESULTS_DIR ${CMAKE_BINARY_DIR}/tests/vm/results)
 set(_neuron_vm_boot_allowance_stock 120)
 set(_neuron_vm_boot_allowance_debug 400)
 
-# The kernel variants VM tests run on.
-function(neuron_vm_variants out)
+# The kernel variants VM tests can run on (@out) and those a test without
+# VARIANTS runs on (@out_default). The debug kernel without an IOMMU is not
+# a default: debug-iommu runs the same driver code under the same checks
+# (KASAN, lockdep, kmemleak, DMA-API debugging) with the stricter DMA
+# mapping, so a second debug boot of every test would find nothing new at
+# the price of the slowest boot of the suite. Tests that need the debug
+# kernel's own facilities without an IOMMU (fault injection, KUnit, the
+# soak, PCI removal) name it.
+function(neuron_vm_variants out out_default)
   set(_variants stock stock-iommu)
+  set(_default stock stock-iommu)
   if(NEURON_KERNEL_DEBUG)
     list(APPEND _variants debug debug-iommu)
+    list(APPEND _default debug-iommu)
   endif()
   set(${out} ${_variants} PARENT_SCOPE)
+  set(${out_default} ${_default} PARENT_SCOPE)
 endfunction()
 
 # Arguments of `neuron-vm run` for a variant (without tests); the optional
@@ -135,7 +146,7 @@ function(neuron_add_vm_test)
   if(NOT DEFINED ARG_DEVICES)
     set(ARG_DEVICES 1)
   endif()
-  neuron_vm_variants(_all)
+  neuron_vm_variants(_all _default)
   if(ARG_VARIANTS)
     set(_variants)
     foreach(_v IN LISTS ARG_VARIANTS)
@@ -144,7 +155,7 @@ function(neuron_add_vm_test)
       endif()
     endforeach()
   else()
-    set(_variants ${_all})
+    set(_variants ${_default})
   endif()
 
   set(_words)
@@ -265,8 +276,12 @@ function(_neuron_vm_add_boots)
     add_test(NAME vm.${_group}.boot
              COMMAND ${NEURON_VM_HARNESS} run ${_args} ${_harness_args} --list ${_list_file}
                      --results ${_results} --verdict boot --timeout ${_boot_timeout})
+    # One processor: a guest keeps about one host CPU busy on average
+    # (its tests are mostly one process), so two boots, or a boot and the
+    # host tests, share a 2-CPU machine. OWN_BOOT tests keep the machine
+    # to themselves (timeouts, resets and unplugs timed against the host).
     set_tests_properties(vm.${_group}.boot PROPERTIES
-      LABELS vm FIXTURES_SETUP ${_fixture} TIMEOUT ${_ctest_timeout} PROCESSORS 2
+      LABELS vm FIXTURES_SETUP ${_fixture} TIMEOUT ${_ctest_timeout} PROCESSORS 1
       REQUIRED_FILES "${_args_files}")
 
     add_test(NAME vm.${_group}.kernel-log
