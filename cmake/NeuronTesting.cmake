@@ -276,10 +276,10 @@ function(_neuron_vm_add_boots)
     add_test(NAME vm.${_group}.boot
              COMMAND ${NEURON_VM_HARNESS} run ${_args} ${_harness_args} --list ${_list_file}
                      --results ${_results} --verdict boot --timeout ${_boot_timeout})
-    # One processor: a guest keeps about one host CPU busy on average
-    # (its tests are mostly one process), so two boots, or a boot and the
-    # host tests, share a 2-CPU machine. OWN_BOOT tests keep the machine
-    # to themselves (timeouts, resets and unplugs timed against the host).
+    # One processor, so that the host tests run beside a boot. Two boots
+    # at once each ran about 1.4x slower than alone (2026-12-03), no faster
+    # in sum. OWN_BOOT tests keep the machine to themselves (timeouts,
+    # resets and unplugs timed against the host).
     set_tests_properties(vm.${_group}.boot PROPERTIES
       LABELS vm FIXTURES_SETUP ${_fixture} TIMEOUT ${_ctest_timeout} PROCESSORS 1
       REQUIRED_FILES "${_args_files}")
