@@ -157,6 +157,64 @@ bool is_view(const Node &n) {
     return r >= 0 && r % P == 0;
 }
 
+// A binary operand [.., C] whose rows repeat over some of the result's
+// axes before the last: its shape, padded with leading 1s, has each of
+// those axes the result's or 1, and the axis before the last the result's
+// (so that consecutive result rows read consecutive operand rows, in runs
+// of at least that axis). A [Q, K] mask against [B, H, Q, K] scores, or
+// [B, 1, Q, K].
+struct RowRepeat {
+    Shape lead;         // the result's axes before the last
+    Shape strides;      // operand rows per index of each; 0 where broadcast
+    int64_t period = 0; // when only the leading axes are broadcast: the
+                        // operand's rows, and row r reads row r % period
+    int64_t row_of(int64_t r) const {
+        int64_t s = 0;
+        for (size_t d = lead.size(); d-- > 0;) {
+            s += r % lead[d] * strides[d];
+            r /= lead[d];
+        }
+        return s;
+    }
+};
+
+// The RowRepeat of operand shape @p s against result shape @p o, or
+// nothing, with @p why saying what does not fit.
+std::optional<RowRepeat> row_repeat(const Shape &s, const Shape &o, std::string &why) {
+    const size_t n = o.size();
+    if (s.back() != o.back()) {
+        why = fmt::format("its last axis has {} elements, the result's {}", s.back(), o.back());
+        return std::nullopt;
+    }
+    Shape sp(n - s.size(), 1);
+    sp.insert(sp.end(), s.begin(), s.end());
+    if (n < 2 || sp[n - 2] != o[n - 2]) {
+        why = fmt::format("its axis before the last has {} elements, the result's {}: its rows "
+                          "would repeat one by one",
+                          n < 2 ? 1 : sp[n - 2], n < 2 ? 1 : o[n - 2]);
+        return std::nullopt;
+    }
+    RowRepeat rep;
+    rep.lead.assign(o.begin(), o.end() - 1);
+    rep.strides.assign(n - 1, 0);
+    int64_t stride = 1;
+    // Periodic when every broadcast axis comes before every kept one.
+    bool periodic = true, broadcast = false;
+    for (size_t d = n - 1; d-- > 0;) {
+        if (o[d] == 1)
+            continue;
+        if (sp[d] != o[d]) {
+            broadcast = true;
+            continue;
+        }
+        periodic &= !broadcast;
+        rep.strides[d] = stride;
+        stride *= o[d];
+    }
+    rep.period = periodic ? stride : 0;
+    return rep;
+}
+
 class Lowering {
   public:
     Lowering(const Graph &g, const CompileOptions &o) : g_(g), opt_(o) {}
@@ -185,7 +243,7 @@ class Lowering {
     uint32_t tile_rows(const Buf &b, uint32_t t) const { return std::min(P, b.rows - t * P); }
     void ensure_loaded(uint32_t node);
     void store(uint32_t node);
-    const Buf &replicated(uint32_t node, uint32_t step);
+    const Buf &replicated(uint32_t node, uint32_t step, uint32_t period = 1);
     void require(uint32_t node, const std::string &insn, unsigned minor) const;
     void require(uint32_t node, Activation f) const { require(node, mnemonic(f), isa_minor_of(f)); }
     void check_isa(const Program &p) const;
@@ -665,24 +723,34 @@ void Lowering::store(uint32_t node) {
 // so from memory: one DMA_LOAD with a partition stride of 0. A computed
 // row is copied: one COPY, then copies that double the filled partitions
 // (partition pairing is relative, so a copy may move data across
-// partitions).
-const Buf &Lowering::replicated(uint32_t node, uint32_t step) {
+// partitions). With @p period > 1 (below 128), the value's @p period rows
+// repeat down the partitions instead: partition p holds row p % period.
+// They are loaded (an input or a constant, one DMA_LOAD) or copied to the
+// first partitions, and every doubling copies a multiple of the period,
+// which keeps it.
+const Buf &Lowering::replicated(uint32_t node, uint32_t step, uint32_t period) {
     auto key = std::make_pair(node, step);
     auto it = replicas_.find(key);
     if (it == replicas_.end()) {
         const Buf &src = buf(node);
-        int id = temp(step, g_.node(node).name + ".rows", src.dtype, P, src.cols);
+        int id = temp(step, g_.node(node).name + (period > 1 ? ".period" : ".rows"), src.dtype, P,
+                      src.cols);
         replicas_[key] = id;
         const Node &sn = g_.node(node);
-        if (!planning_ && (sn.op == Op::input || sn.op == Op::constant)) {
+        const bool in_memory = sn.op == Op::input || sn.op == Op::constant;
+        if (!planning_ && in_memory && period == 1) {
             const Buf &r = bufs_[static_cast<size_t>(id)];
             k_->dma_load(rows(r, 0, P, 0, r.cols), args_.at(node).at(0, 0));
         } else if (!planning_) {
             const Buf &r = bufs_[static_cast<size_t>(id)];
             const Buf &s = buf(node);
-            ensure_loaded(node);
-            k_->copy(Engine::vector, rows(r, 0, 1, 0, r.cols), rows(s, 0, 1, 0, s.cols));
-            for (uint32_t have = 1; have < P; have *= 2)
+            if (in_memory)
+                k_->dma_load(rows(r, 0, period, 0, r.cols),
+                             args_.at(node).at(0, r.cols * dtype_size(r.dtype)));
+            else
+                k_->copy(Engine::vector, rows(r, 0, period, 0, r.cols),
+                         rows(s, 0, period, 0, s.cols));
+            for (uint32_t have = period; have < P; have *= 2)
                 k_->copy(Engine::vector, rows(r, have, std::min(have, P - have), 0, r.cols),
                          rows(r, 0, std::min(have, P - have), 0, r.cols));
         }
@@ -913,7 +981,8 @@ void Lowering::emit_binary(uint32_t i) {
                     "against the other's shape");
     uint32_t big = a_big ? a : b, small = a_big ? b : a;
     const Type &st = g_.node(small).type;
-    enum { same, row, column, scalar } form;
+    enum { same, row, column, scalar, repeat } form;
+    std::optional<RowRepeat> rep;
     if (st.elements() == ot.elements())
         form = same; // also equal shapes up to leading 1s
     else if (st.elements() == 1)
@@ -928,15 +997,25 @@ void Lowering::emit_binary(uint32_t i) {
         if (sl != lead)
             unsupported(g_, n, "unsupported broadcast pattern");
         form = column;
+    } else if (std::string why; (rep = row_repeat(st.shape, ot.shape, why))) {
+        form = repeat;
     } else {
         unsupported(g_, n,
-                    "broadcast pattern not lowered: the broadcast operand must be the "
-                    "same shape, a row [.., C], a column [.., 1] or one element");
+                    "broadcast pattern not lowered: the broadcast operand must be the same "
+                    "shape, a row [.., C], a column [.., 1], one element or rows [.., Q, C] "
+                    "repeated over the result's other axes before them; " +
+                        why);
     }
     ensure_loaded(big);
     const Buf *sm = nullptr;
+    // Rows that repeat with a period of fewer than 128 rows are repeated
+    // down the partitions once, so that a row tile reads them in at most
+    // two runs; otherwise the operand's rows are read where they are.
+    const bool periodic = form == repeat && rep->period > 0 && rep->period < P;
     if (form == row || form == scalar)
         sm = &replicated(small, i); // loads or copies what it needs
+    else if (periodic)
+        sm = &replicated(small, i, static_cast<uint32_t>(rep->period));
     else
         ensure_loaded(small);
     if (planning_)
@@ -945,6 +1024,17 @@ void Lowering::emit_binary(uint32_t i) {
         sm = &buf(small);
     const Buf &bg = buf(big), &out = buf(i);
     const bool reverse = !a_big; // the small operand is on the left
+    // repeat: the row of sm that result row r reads.
+    auto source_row = [&](uint32_t r) -> uint32_t {
+        if (!periodic)
+            return static_cast<uint32_t>(rep->row_of(r));
+        // sm holds row p % period in partition p: partition p of the tile
+        // reads from its phase on, and the partitions past the last whole
+        // period read the same phase again from below it.
+        const uint32_t per = static_cast<uint32_t>(rep->period), p = r % P;
+        const uint32_t phase = (r - p) % per, whole = P / per * per;
+        return p < P - phase ? phase + p : p + phase - whole;
+    };
     for (uint32_t t = 0; t < out.tiles(); t++) {
         Tap y = tile(out, t), x = tile(bg, t);
         const uint32_t rt = tile_rows(out, t);
@@ -964,6 +1054,22 @@ void Lowering::emit_binary(uint32_t i) {
         case scalar:
             k_->tensor_scalar(Engine::vector, y, x, alu(n.op), rows(*sm, 0, rt, 0, 1), AluOp::none,
                               0.0f, reverse);
+            break;
+        case repeat:
+            // One TENSOR_TENSOR per run of result rows that read
+            // consecutive rows of one row tile of sm (elementwise
+            // instructions pair partitions relatively, so the runs need
+            // not start at the same partition).
+            for (uint32_t p0 = 0; p0 < rt;) {
+                const uint32_t r0 = t * P + p0, s0 = source_row(r0);
+                uint32_t len = 1;
+                while (p0 + len < rt && (s0 + len) % P != 0 && source_row(r0 + len) == s0 + len)
+                    len++;
+                Tap m = rows(*sm, s0, len, 0, sm->cols), o = rows(out, r0, len, 0, out.cols),
+                    v = rows(bg, r0, len, 0, bg.cols);
+                k_->tensor_tensor(alu(n.op), o, reverse ? m : v, reverse ? v : m);
+                p0 += len;
+            }
             break;
         }
     }

@@ -714,19 +714,22 @@ def _scaled_dot_product_attention(L: _Lowering) -> None:
     # torch 1.13's torch._C._nn._scaled_dot_product_attention(q, k, v,
     # attn_mask, dropout_p, need_attn_weights, is_causal): softmax(q k^T /
     # sqrt(E) [+ mask]) v; a bool mask is True where a key takes part.
+    # One attention node of the IR, unless the attention weights are used:
+    # they are the softmax of the decomposition, which the node hides.
     q, k, v = (L.tensor(L.arg(i), n) for i, n in enumerate(("query", "key", "value")))
     mask, dropout_p, is_causal = L.arg(3), L.arg(4), L.arg(6)
     if dropout_p:
         raise L.unsupported(f"dropout_p={dropout_p} (trace the model in eval mode)")
     if len(q.shape) < 2 or len(k.shape) != len(q.shape) or q.shape[:-2] != k.shape[:-2]:
         raise L.unsupported("query and key of different batch dimensions")
+    if v.shape[:-1] != k.shape[:-1]:
+        raise L.unsupported(f"value of shape {list(v.shape)} for key of shape {list(k.shape)} "
+                            "(the same batch dimensions and keys)")
     outs = list(L.node.outputs())  # type: ignore[union-attr]
-    w = L.probed[outs[1].debugName()] if outs[1].debugName() in L.probed else None
+    w = L.probed.get(outs[1].debugName())
     shape = tuple(q.shape[:-1]) + (k.shape[-2],)
-    qs = L.emit("div", [q, float(q.shape[-1]) ** 0.5])
-    s = L.emit("matmul", [qs, k], transpose_b=True)
-    s = Tensor(s.name, shape, q.dtype)
     causal = bool(is_causal)
+    additive: Optional[Tensor] = None
     if mask is not None and not causal:
         if isinstance(mask, Weight) and mask.value.dtype == torch.bool:
             if not causal_keep(shape, mask.value):
@@ -735,16 +738,25 @@ def _scaled_dot_product_attention(L: _Lowering) -> None:
         elif _additive_causal(shape, mask):
             causal = True
         else:
-            s = L.emit("add", [s, L.tensor(mask, "attn_mask")])
+            additive = L.tensor(mask, "attn_mask")
     elif mask is not None:
         raise L.unsupported("is_causal together with an attn_mask")
-    if causal:
-        p = L.emit("softmax", [s], axis=-1, causal=True)
-    else:
-        p = L.emit("softmax", [s], axis=-1)
+    scale = 1.0 / float(q.shape[-1]) ** 0.5
+    weights_used = (isinstance(w, torch.Tensor) and tuple(w.shape) == shape
+                    and bool(outs[1].uses()))
+    if not weights_used:
+        L.emit("attention", [q, k, v] + ([additive] if additive is not None else []), outs[0],
+               causal=causal, scale=repr(scale))
+        return
+    qs = L.emit("div", [q, float(q.shape[-1]) ** 0.5])
+    s = L.emit("matmul", [qs, k], transpose_b=True)
+    s = Tensor(s.name, shape, q.dtype)
+    if additive is not None:
+        s = L.emit("add", [s, additive])
+    p = L.emit("softmax", [s], axis=-1, causal=True) if causal else \
+        L.emit("softmax", [s], axis=-1)
     p = Tensor(p.name, shape, q.dtype)
-    if w is not None and isinstance(w, torch.Tensor) and tuple(w.shape) == shape:
-        L.bind(outs[1], p)
+    L.bind(outs[1], p)
     L.emit("matmul", [p, v], outs[0])
 
 

@@ -230,6 +230,54 @@ void elementwise_bf16(void **) {
     elementwise_ops(DType::bf16);
 }
 
+// An operand whose rows repeat over the result's leading axes: a [Q, K]
+// mask shared by the heads of [H, Q, K] and [B, H, Q, K] values, and a
+// [B, 1, Q, K] mask shared by the heads of each batch, on either side of
+// add, sub, mul and div. Q of 1, 77, 128, 200 and 300 puts the mask's rows
+// at every phase of a row tile (a tile of 128 rows wraps around 77 or 200
+// of them); K of 1, 77 and 129.
+void repeated_rows(DType dt) {
+    uint64_t seed = 150;
+    for (int64_t Q : {1, 77, 128, 200, 300})
+        for (int64_t K : {1, 77, 129}) {
+            Graph g("rows_" + std::to_string(Q) + "x" + std::to_string(K) + "_" + to_string(dt));
+            uint32_t x3 = g.input("x3", T(dt, {3, Q, K})), x4 = g.input("x4", T(dt, {2, 2, Q, K}));
+            uint32_t m = g.input("m", T(dt, {Q, K})), mb = g.input("mb", T(dt, {2, 1, Q, K}));
+            uint32_t den = g.input("den", T(dt, {Q, K}));
+            g.add(Op::add, "heads", {x3, m});
+            g.add(Op::sub, "heads_l", {m, x3});
+            g.add(Op::add, "batch_heads", {x4, m});
+            g.add(Op::mul, "batch_heads_l", {m, x4});
+            g.add(Op::div, "div", {x4, den});
+            g.add(Op::add, "per_batch", {x4, mb});
+            g.add(Op::sub, "per_batch_l", {mb, x4});
+            check(g, seed++, g.name());
+            // A row tile reads the mask in a few runs, not row by row: at
+            // most three TENSOR_TENSORs per tile (the mask's wrap and a
+            // row tile boundary of the mask), two when the mask is
+            // repeated down the partitions (Q below 128).
+            Graph one("rows_one");
+            one.mark_output(one.add(
+                Op::add, "y", {one.input("x", T(dt, {3, Q, K})), one.input("m", T(dt, {Q, K}))}));
+            const std::string text = disassemble(compile(one).program);
+            size_t tt = 0;
+            for (size_t at = text.find("tensor_tensor"); at != std::string::npos;
+                 at = text.find("tensor_tensor", at + 1))
+                tt++;
+            const size_t tiles = static_cast<size_t>((3 * Q + 127) / 128);
+            if (tt > (Q < 128 ? 2 : 3) * tiles)
+                fail_msg("%s: %zu TENSOR_TENSORs for %zu row tiles:\n%s", g.name().c_str(), tt,
+                         tiles, text.c_str());
+        }
+}
+
+void repeated_rows_fp32(void **) {
+    repeated_rows(DType::fp32);
+}
+void repeated_rows_bf16(void **) {
+    repeated_rows(DType::bf16);
+}
+
 // matmul: K and N across 128 and 512, partial row tiles, transposes of
 // inputs and of constants, batch dimensions.
 void matmul_ops(DType dt) {
@@ -789,6 +837,19 @@ void compile_errors(void **) {
         expect_compile_error(g, "'c' (add of a: fp32[4, 1], b: fp32[1, 5] -> fp32[4, 5]): both");
     }
     {
+        // a column that repeats over a leading axis: neither a column of
+        // every row nor rows of the last axis
+        Graph g("repeated_column");
+        uint32_t a = g.input("a", T(DType::fp32, {2, 3, 4, 5})),
+                 b = g.input("b", T(DType::fp32, {3, 4, 1}));
+        g.mark_output(g.add(Op::mul, "c", {a, b}));
+        expect_compile_error(g, "'c' (mul of a: fp32[2, 3, 4, 5], b: fp32[3, 4, 1] -> fp32[2, 3, "
+                                "4, 5]): broadcast pattern not lowered: the broadcast operand "
+                                "must be the same shape, a row [.., C], a column [.., 1], one "
+                                "element or rows [.., Q, C] repeated over the result's other axes "
+                                "before them; its last axis has 1 elements, the result's 5");
+    }
+    {
         Graph g("perm");
         uint32_t a = g.input("a", T(DType::fp32, {2, 3, 4}));
         Attrs p;
@@ -896,9 +957,15 @@ std::vector<double> direct_attention(const Node &n, const std::vector<const Type
                     d += (*x[0])[static_cast<size_t>((b * Q + i) * D + e)] *
                          (*x[1])[static_cast<size_t>(((kb ? b * K : 0) + j) * D + e)];
                 d *= n.scale;
-                if (x.size() > 3) { // the mask broadcast to [B, Q, K]
+                if (x.size() > 3) { // the mask broadcast to the scores [.., Q, K]
                     const Shape &ms = t[3]->shape;
-                    Shape idx = {b, i, j}, full = {B, Q, K};
+                    Shape full(qs.begin(), qs.end() - 2), idx(full.size());
+                    for (size_t a = full.size(), r = static_cast<size_t>(b); a-- > 0;) {
+                        idx[a] = static_cast<int64_t>(r) % full[a];
+                        r /= static_cast<size_t>(full[a]);
+                    }
+                    full.insert(full.end(), {Q, K});
+                    idx.insert(idx.end(), {i, j});
                     int64_t f = 0;
                     for (size_t a = 0; a < ms.size(); a++) {
                         const size_t o = full.size() - ms.size() + a;
@@ -931,7 +998,9 @@ std::vector<double> direct_attention(const Node &n, const std::vector<const Type
 // from the inputs (evaluate_bounded()), and the reference against a
 // direct computation in double.
 void attention_ops(DType dt) {
-    enum Mask { none, scores, keys };
+    // shared: one [Q, K] mask for every batch index and head; per_batch:
+    // [B, 1, Q, K], one for the heads of each batch index.
+    enum Mask { none, scores, keys, shared, per_batch };
     struct Case {
         Shape batch;
         int64_t Q, K, D, Dv;
@@ -940,11 +1009,19 @@ void attention_ops(DType dt) {
         std::optional<float> scale;
     };
     const std::vector<Case> cases = {
-        {{1}, 1, 1, 64, 64, none, false, {}},     {{2}, 2, 2, 16, 8, scores, false, {}},
-        {{}, 77, 129, 64, 48, keys, false, {}},   {{2}, 127, 200, 32, 64, none, true, 0.2f},
-        {{1}, 129, 77, 64, 64, scores, true, {}}, {{}, 200, 127, 40, 24, none, false, 1.0f},
-        {{2}, 200, 200, 64, 64, keys, true, {}},  {{1}, 200, 1, 8, 8, scores, false, {}},
+        {{1}, 1, 1, 64, 64, none, false, {}},
+        {{2}, 2, 2, 16, 8, scores, false, {}},
+        {{}, 77, 129, 64, 48, keys, false, {}},
+        {{2}, 127, 200, 32, 64, none, true, 0.2f},
+        {{1}, 129, 77, 64, 64, scores, true, {}},
+        {{}, 200, 127, 40, 24, none, false, 1.0f},
+        {{2}, 200, 200, 64, 64, keys, true, {}},
+        {{1}, 200, 1, 8, 8, scores, false, {}},
         {{}, 1, 200, 129, 2, keys, false, {}},
+        {{3}, 77, 129, 32, 32, shared, false, {}},
+        {{2, 3}, 200, 77, 16, 8, shared, true, {}},
+        {{4}, 2, 5, 8, 8, shared, false, {}},
+        {{2, 2}, 129, 200, 16, 16, per_batch, false, {}},
     };
     uint64_t seed = 1000;
     for (const Case &c : cases) {
@@ -958,8 +1035,15 @@ void attention_ops(DType dt) {
         std::vector<uint32_t> ops = {g.input("q", T(dt, shape(c.Q, c.D))),
                                      g.input("k", T(dt, shape(c.K, c.D))),
                                      g.input("v", T(dt, shape(c.K, c.Dv)))};
+        Shape mask_shape = {c.K};
+        if (c.mask == scores)
+            mask_shape = shape(c.Q, c.K);
+        else if (c.mask == shared)
+            mask_shape = {c.Q, c.K};
+        else if (c.mask == per_batch)
+            mask_shape = {c.batch[0], 1, c.Q, c.K};
         if (c.mask != none)
-            ops.push_back(g.input("mask", T(dt, c.mask == scores ? shape(c.Q, c.K) : Shape{c.K})));
+            ops.push_back(g.input("mask", T(dt, mask_shape)));
         Attrs a;
         a.causal = c.causal;
         a.scale = c.scale;
@@ -1049,13 +1133,25 @@ void attention_text(void **) {
                  "takes 3 to 4 operands");
     expect_error("input q: fp32[4, 8]\ninput k: fp32[5, 8]\no = matmul(q, k, scale=2)", 3,
                  "scale is an attribute of attention only");
-    // A mask the lowering cannot broadcast: the error names the node of
-    // the decomposition, its shapes and why.
+    // A mask shared by the batch compiles; one whose rows would repeat one
+    // by one (a key mask per batch index) is refused: the error names the
+    // node of the decomposition, its shapes and why.
+    try {
+        compile(parse("graph s\ninput q: fp32[2, 4, 8]\ninput k: fp32[2, 5, 8]\n"
+                      "input v: fp32[2, 5, 3]\ninput m: fp32[4, 5]\n"
+                      "o = attention(q, k, v, m)\noutput o\n"));
+    } catch (const GraphError &e) {
+        fail_msg("a [4, 5] mask over 2 heads: %s", e.what());
+    }
     Graph b = parse("graph b\ninput q: fp32[2, 4, 8]\ninput k: fp32[2, 5, 8]\n"
-                    "input v: fp32[2, 5, 3]\ninput m: fp32[4, 5]\n"
+                    "input v: fp32[2, 5, 3]\ninput m: fp32[2, 1, 5]\n"
                     "o = attention(q, k, v, m)\noutput o\n");
-    expect_compile_error(b, "'o.masked' (add of o.scaled: fp32[2, 4, 5], m: fp32[4, 5] -> "
-                            "fp32[2, 4, 5]): broadcast pattern not lowered");
+    expect_compile_error(b, "'o.masked' (add of o.scaled: fp32[2, 4, 5], m: fp32[2, 1, 5] -> "
+                            "fp32[2, 4, 5]): broadcast pattern not lowered: the broadcast "
+                            "operand must be the same shape, a row [.., C], a column [.., 1], "
+                            "one element or rows [.., Q, C] repeated over the result's other "
+                            "axes before them; its axis before the last has 1 elements, the "
+                            "result's 4: its rows would repeat one by one");
 }
 
 // --- ISA revisions -------------------------------------------------------------
@@ -1104,16 +1200,28 @@ void isa_targets(void **) {
 
 int main(int argc, char **argv) {
     const CMUnitTest tests[] = {
-        cmocka_unit_test(text_round_trip),  cmocka_unit_test(text_errors),
-        cmocka_unit_test(elementwise_fp32), cmocka_unit_test(elementwise_bf16),
-        cmocka_unit_test(matmul_fp32),      cmocka_unit_test(matmul_bf16),
-        cmocka_unit_test(fp16_ops),         cmocka_unit_test(data_movement),
-        cmocka_unit_test(fused_linear),     cmocka_unit_test(fused_linear_late_bias),
-        cmocka_unit_test(fused_chains),     cmocka_unit_test(random_graphs),
-        cmocka_unit_test(corpus),           cmocka_unit_test(container_file),
-        cmocka_unit_test(compile_errors),   cmocka_unit_test(isa_targets),
-        cmocka_unit_test(causal_softmax),   cmocka_unit_test(split_pieces),
-        cmocka_unit_test(attention_fp32),   cmocka_unit_test(attention_bf16),
+        cmocka_unit_test(text_round_trip),
+        cmocka_unit_test(text_errors),
+        cmocka_unit_test(elementwise_fp32),
+        cmocka_unit_test(elementwise_bf16),
+        cmocka_unit_test(repeated_rows_fp32),
+        cmocka_unit_test(repeated_rows_bf16),
+        cmocka_unit_test(matmul_fp32),
+        cmocka_unit_test(matmul_bf16),
+        cmocka_unit_test(fp16_ops),
+        cmocka_unit_test(data_movement),
+        cmocka_unit_test(fused_linear),
+        cmocka_unit_test(fused_linear_late_bias),
+        cmocka_unit_test(fused_chains),
+        cmocka_unit_test(random_graphs),
+        cmocka_unit_test(corpus),
+        cmocka_unit_test(container_file),
+        cmocka_unit_test(compile_errors),
+        cmocka_unit_test(isa_targets),
+        cmocka_unit_test(causal_softmax),
+        cmocka_unit_test(split_pieces),
+        cmocka_unit_test(attention_fp32),
+        cmocka_unit_test(attention_bf16),
         cmocka_unit_test(attention_text),
     };
     const CMUnitTest encoder[] = {cmocka_unit_test(encoder_768)};

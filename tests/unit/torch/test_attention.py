@@ -1,0 +1,146 @@
+# SPDX-License-Identifier: MIT
+"""Attention with an additive mask on the simulator device
+(NEURON_DEVICE=sim): torch 1.13's scaled dot-product attention lowers to
+one attention node of the IR (the decomposed form only when its attention
+weights are used), and a 2-D mask shared by several heads, through it or
+through nn.MultiheadAttention's baddbmm, runs on the device; results
+against torch on the CPU in double precision within hw/isa.md's bounds
+(tolerance.py)."""
+
+import copy
+import math
+import re
+from pathlib import Path
+from typing import Optional, Tuple
+
+import pytest
+import torch
+
+import torch_neuronx
+import tolerance as tol
+from attention import columns, heads, merge, transposed
+
+SEQUENCE_LENGTHS = [1, 77, 128, 200]
+
+
+def sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+         mask: Optional[torch.Tensor] = None) -> torch.Tensor:
+    return torch._C._nn._scaled_dot_product_attention(q, k, v, mask, 0.0, False, False)[0]
+
+
+def sdpa_with_weights(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                      mask: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    out, weights = torch._C._nn._scaled_dot_product_attention(q, k, v, mask, 0.0, True, False)
+    return out, weights
+
+
+def attention_bound(q: tol.Bounded, k: tol.Bounded, v: tol.Bounded, mask: Optional[torch.Tensor],
+                    scale_first: bool) -> Tuple[tol.Bounded, tol.Bounded]:
+    """softmax(q k^T / sqrt(d) [+ mask]) v of [.., T, d] values, and the
+    probabilities: the scale on the scores as they leave PSUM (the
+    attention node) or on q before the matmul (nn.MultiheadAttention),
+    the mask added by TENSOR_TENSOR."""
+    factor = 1.0 / math.sqrt(q[0].shape[-1])
+    if scale_first:
+        scores = tol.matmul(tol.scale(q, factor), transposed(k))
+    else:
+        scores = tol.scale(tol.matmul(q, transposed(k)), factor)
+    if mask is not None:
+        scores = tol.add(scores, tol.exact(mask))
+    p = tol.softmax(scores)
+    return tol.matmul(p, v), p
+
+
+def ir_ops(workdir: Path) -> list:
+    """The operators of the traced program's IR, in order."""
+    ir = (workdir / "model.nir").read_text()
+    return re.findall(r"^[^#\n]*= (\w+)\(", ir, re.M)
+
+
+def key_mask(Q: int, K: int) -> torch.Tensor:
+    """An additive float mask: small values, and every seventh key a
+    padding key at -10000."""
+    m = 0.5 * torch.randn(Q, K)
+    m[:, 3::7] = -10000.0
+    return m
+
+
+@pytest.mark.parametrize("T", SEQUENCE_LENGTHS)
+@pytest.mark.parametrize("masked", [True, False])
+def test_sdpa_is_one_attention_node(T: int, masked: bool, tmp_path: Path) -> None:
+    torch.manual_seed(T)
+    q, k, v = (torch.randn(2, 3, T, 64) for _ in range(3))
+    if masked:  # one [T, T] mask for the 2 x 3 heads, an input of the call
+        traced = torch_neuronx.trace(sdpa, (q, k, v, key_mask(T, T)), compiler_workdir=tmp_path)
+    else:
+        traced = torch_neuronx.trace(sdpa, (q, k, v), compiler_workdir=tmp_path)
+    ops = ir_ops(tmp_path)
+    assert ops.count("attention") == 1 and "softmax" not in ops, ops
+    q, k, v = (torch.randn(2, 3, T, 64) for _ in range(3))
+    mask = key_mask(T, T) if masked else None
+    out = traced(q, k, v, mask) if masked else traced(q, k, v)
+    expected, _ = attention_bound(tol.exact(q), tol.exact(k), tol.exact(v), mask,
+                                  scale_first=False)
+    reference = sdpa(q.double(), k.double(), v.double(), mask.double() if masked else None)
+    assert torch.allclose(expected[0], reference, atol=1e-12)
+    tol.check(out, expected)
+
+
+def test_sdpa_weights_keep_the_decomposition(tmp_path: Path) -> None:
+    # The attention weights are the softmax of the decomposition: used,
+    # they are an output of the program.
+    T = 77
+    torch.manual_seed(5)
+    q, k, v = (torch.randn(2, 3, T, 64) for _ in range(3))
+    traced = torch_neuronx.trace(sdpa_with_weights, (q, k, v, key_mask(T, T)),
+                                 compiler_workdir=tmp_path)
+    ops = ir_ops(tmp_path)
+    assert "attention" not in ops and ops.count("softmax") == 1, ops
+    q, k, v = (torch.randn(2, 3, T, 64) for _ in range(3))
+    mask = key_mask(T, T)
+    out, weights = traced(q, k, v, mask)
+    # the decomposed form divides q by sqrt(d) before the scores' matmul
+    expected, probabilities = attention_bound(tol.exact(q), tol.exact(k), tol.exact(v), mask,
+                                              scale_first=True)
+    tol.check(out, expected)
+    tol.check(weights, probabilities)
+
+
+class MaskedMultiheadAttention(torch.nn.Module):
+    """nn.MultiheadAttention (batch_first) with one [T, T] float attn_mask
+    for every head, a buffer of the module."""
+
+    def __init__(self, d: int, n_heads: int, mask: torch.Tensor) -> None:
+        super().__init__()
+        self.attn = torch.nn.MultiheadAttention(d, n_heads, batch_first=True)
+        self.register_buffer("mask", mask)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.attn(x, x, x, attn_mask=self.mask, need_weights=False)[0]
+
+
+def multihead_bound(model: MaskedMultiheadAttention, x: tol.Bounded) -> tol.Bounded:
+    """in_proj (bias in PSUM), heads, q / sqrt(d), scores + mask, softmax,
+    the values, out_proj."""
+    attn = model.attn
+    d = x[0].shape[-1]
+    qkv = tol.linear_of(x, attn.in_proj_weight, attn.in_proj_bias)
+    q, k, v = (heads(columns(qkv, i * d, (i + 1) * d), attn.num_heads) for i in range(3))
+    y, _ = attention_bound(q, k, v, model.mask.double(), scale_first=True)
+    return tol.linear_of(merge(y), attn.out_proj.weight, attn.out_proj.bias)
+
+
+@pytest.mark.parametrize("T", [50, 200])
+def test_multihead_attention_with_a_2d_mask(T: int, tmp_path: Path) -> None:
+    torch.manual_seed(T)
+    model = MaskedMultiheadAttention(64, 4, key_mask(T, T)).eval()
+    x = torch.randn(2, T, 64)
+    traced = torch_neuronx.trace(model, (x,), compiler_workdir=tmp_path)
+    ops = ir_ops(tmp_path)
+    assert ops.count("softmax") == 1, ops  # on the device, no partition
+    x = torch.randn(2, T, 64)
+    with torch.no_grad():
+        out = traced(x)
+        expected = multihead_bound(copy.deepcopy(model), tol.exact(x))
+        assert torch.allclose(expected[0], copy.deepcopy(model).double()(x.double()), atol=1e-10)
+    tol.check(out, expected)
