@@ -741,14 +741,14 @@ def _scaled_dot_product_attention(L: _Lowering) -> None:
             additive = L.tensor(mask, "attn_mask")
     elif mask is not None:
         raise L.unsupported("is_causal together with an attn_mask")
-    scale = 1.0 / float(q.shape[-1]) ** 0.5
+    root = float(q.shape[-1]) ** 0.5
     weights_used = (isinstance(w, torch.Tensor) and tuple(w.shape) == shape
                     and bool(outs[1].uses()))
     if not weights_used:
         L.emit("attention", [q, k, v] + ([additive] if additive is not None else []), outs[0],
-               causal=causal, scale=repr(scale))
+               causal=causal, scale=repr(1.0 / root))
         return
-    qs = L.emit("div", [q, float(q.shape[-1]) ** 0.5])
+    qs = L.emit("div", [q, root])
     s = L.emit("matmul", [qs, k], transpose_b=True)
     s = Tensor(s.name, shape, q.dtype)
     if additive is not None:
