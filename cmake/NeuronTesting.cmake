@@ -5,7 +5,7 @@
 #
 # neuron_add_vm_test(NAME n COMMAND cmd args... [TIMEOUT s] [DEVICES k]
 #                    [DEVICE_PROPS key=val...] [MEMORY size]
-#                    [OWN_BOOT [NO_NEURON] [HARNESS_ARGS a...] [LABELS l...]]
+#                    [OWN_BOOT [NO_NEURON] [TIMED] [HARNESS_ARGS a...] [LABELS l...]]
 #                    [VARIANTS v...] [ALLOW_TAINT flags]
 #                    [ALLOW_KNOWN_SPLAT name...])
 #   A test that runs inside a VM (tests/vm/neuron-vm) with neuron.ko loaded,
@@ -31,7 +31,10 @@
 #   of their own: one plain test that runs `neuron-vm run -- COMMAND`; with
 #   NO_NEURON that boot loads no neuron.ko (for tests that load it
 #   themselves, e.g. with modprobe), HARNESS_ARGS added to its
-#   `neuron-vm run` (e.g. --nvme 1G) and LABELS added to "vm".
+#   `neuron-vm run` (e.g. --nvme 1G) and LABELS added to "vm". An OWN_BOOT
+#   test takes one CTest processor and may run beside another test; a TIMED
+#   one (job timeouts, unplugs, races: timed against the host) takes both,
+#   so nothing else runs while it does.
 #   ALLOW_TAINT names kernel taint flags (letters of /proc/sys/kernel/tainted,
 #   e.g. N: a KUnit suite ran) that the test may raise without failing the
 #   boot's kernel-log verdict (`neuron-vm run --allow-taint`); raised by any
@@ -128,7 +131,7 @@ function(_neuron_vm_shell_quote out arg)
 endfunction()
 
 function(neuron_add_vm_test)
-  cmake_parse_arguments(ARG "OWN_BOOT;NO_NEURON" "NAME;TIMEOUT;DEVICES;MEMORY;ALLOW_TAINT"
+  cmake_parse_arguments(ARG "OWN_BOOT;NO_NEURON;TIMED" "NAME;TIMEOUT;DEVICES;MEMORY;ALLOW_TAINT"
                         "COMMAND;VARIANTS;DEVICE_PROPS;HARNESS_ARGS;LABELS;ALLOW_KNOWN_SPLAT"
                         ${ARGN})
   if(NOT ARG_NAME OR NOT ARG_COMMAND)
@@ -137,8 +140,9 @@ function(neuron_add_vm_test)
   if(NOT ARG_NAME MATCHES "^[A-Za-z0-9_][A-Za-z0-9_.+-]*$")
     message(FATAL_ERROR "neuron_add_vm_test: bad test name '${ARG_NAME}'")
   endif()
-  if((ARG_NO_NEURON OR ARG_HARNESS_ARGS OR ARG_LABELS) AND NOT ARG_OWN_BOOT)
-    message(FATAL_ERROR "neuron_add_vm_test: NO_NEURON, HARNESS_ARGS and LABELS need OWN_BOOT")
+  if((ARG_NO_NEURON OR ARG_TIMED OR ARG_HARNESS_ARGS OR ARG_LABELS) AND NOT ARG_OWN_BOOT)
+    message(FATAL_ERROR
+            "neuron_add_vm_test: NO_NEURON, TIMED, HARNESS_ARGS and LABELS need OWN_BOOT")
   endif()
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 120)
@@ -177,7 +181,8 @@ function(neuron_add_vm_test)
     foreach(_variant IN LISTS _variants)
       _neuron_vm_add_own_boot_test(${_variant} ${ARG_NAME} ${ARG_TIMEOUT} ${ARG_DEVICES}
                                    "${_command}" "${ARG_DEVICE_PROPS}" "${ARG_MEMORY}"
-                                   "${ARG_NO_NEURON}" "${_harness_args}" "${ARG_LABELS}")
+                                   "${ARG_NO_NEURON}" "${ARG_TIMED}" "${_harness_args}"
+                                   "${ARG_LABELS}")
     endforeach()
     return()
   endif()
@@ -227,7 +232,7 @@ function(neuron_add_vm_test)
 endfunction()
 
 function(_neuron_vm_add_own_boot_test variant name timeout devices command props memory
-                                     no_neuron harness_args labels)
+                                     no_neuron timed harness_args labels)
   string(REGEX REPLACE "-iommu$" "" _flavour ${variant})
   math(EXPR _boot_timeout "${timeout} + ${_neuron_vm_boot_allowance_${_flavour}}")
   math(EXPR _ctest_timeout "${_boot_timeout} + 60")
@@ -241,8 +246,13 @@ function(_neuron_vm_add_own_boot_test variant name timeout devices command props
   add_test(NAME vm.${variant}.${name}
            COMMAND ${NEURON_VM_HARNESS} run ${_args} ${harness_args} --test-timeout ${timeout}
                    --timeout ${_boot_timeout} -- /bin/sh -c "${command}")
+  set(_processors 1)
+  if(timed)
+    set(_processors 2)
+  endif()
   set_tests_properties(vm.${variant}.${name} PROPERTIES
-    LABELS "vm;${labels}" TIMEOUT ${_ctest_timeout} PROCESSORS 2 REQUIRED_FILES "${_args_files}")
+    LABELS "vm;${labels}" TIMEOUT ${_ctest_timeout} PROCESSORS ${_processors}
+    REQUIRED_FILES "${_args_files}")
 endfunction()
 
 # Deferred to the end of the top-level directory: one boot per group.
@@ -278,8 +288,7 @@ function(_neuron_vm_add_boots)
                      --results ${_results} --verdict boot --timeout ${_boot_timeout})
     # One processor, so that the host tests run beside a boot. Two boots
     # at once each ran about 1.4x slower than alone (2026-12-03), no faster
-    # in sum. OWN_BOOT tests keep the machine to themselves (timeouts,
-    # resets and unplugs timed against the host).
+    # in sum. TIMED OWN_BOOT tests keep the machine to themselves.
     set_tests_properties(vm.${_group}.boot PROPERTIES
       LABELS vm FIXTURES_SETUP ${_fixture} TIMEOUT ${_ctest_timeout} PROCESSORS 1
       REQUIRED_FILES "${_args_files}")
