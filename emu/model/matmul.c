@@ -29,6 +29,9 @@ typedef struct mm_path_desc {
     const char *name;
     uint32_t mr, nr;
     mm_kernel *kernel;
+    /* Optional: a last panel pair_nr wide, two whole tiles of A at a time. */
+    uint32_t pair_nr;
+    mm_kernel *pair;
 } mm_path_desc;
 
 #define PORTABLE_MR 4
@@ -56,9 +59,14 @@ static void kernel_portable(const float *restrict ap, const float *restrict bp, 
 #ifdef MM_X86
 /*
  * An x86 kernel: an MR x NV*W tile of C in MR * NV vector registers of W
- * floats; per k, NV loads of B, MR broadcasts of A, MR * NV FMAs.
+ * floats; per k, NV loads of B, MR broadcasts of A, MR * NV FMAs. A's rows
+ * come from panels AMR wide (consecutive, K * AMR apart) and B's panel rows
+ * are BS floats apart, so a kernel can also cover part of a wider panel of
+ * B, or the rows of more than one panel of A. The loop over k is unrolled
+ * UNROLL times (same order of operations, so the same bits).
  */
-#define MM_X86_KERNEL(fn, isa, vec, MR, NV, W, load, store, set1, zero, fmadd)                     \
+#define MM_PRAGMA(x) _Pragma(#x)
+#define MM_X86_KERNEL(fn, isa, vec, MR, NV, W, AMR, BS, UNROLL, load, store, set1, zero, fmadd)    \
     __attribute__((target(isa))) static void fn(const float *restrict ap,                          \
                                                 const float *restrict bp, float *restrict c,       \
                                                 size_t ldc, uint32_t k, bool accumulate) {         \
@@ -66,12 +74,14 @@ static void kernel_portable(const float *restrict ap, const float *restrict bp, 
         for (int r = 0; r < MR; r++)                                                               \
             for (int h = 0; h < NV; h++)                                                           \
                 t[r][h] = accumulate ? load(c + r * ldc + W * h) : zero();                         \
+        MM_PRAGMA(GCC unroll UNROLL)                                                               \
         for (uint32_t kk = 0; kk < k; kk++) {                                                      \
             vec bv[NV];                                                                            \
             for (int h = 0; h < NV; h++)                                                           \
-                bv[h] = load(bp + (size_t)kk * NV * W + W * h);                                    \
+                bv[h] = load(bp + (size_t)kk * (BS) + W * h);                                      \
             for (int r = 0; r < MR; r++) {                                                         \
-                const vec a = set1(ap[(size_t)kk * MR + r]);                                       \
+                const vec a =                                                                      \
+                    set1(ap[(size_t)(r / (AMR)) * k * (AMR) + (size_t)kk * (AMR) + r % (AMR)]);    \
                 for (int h = 0; h < NV; h++)                                                       \
                     t[r][h] = fmadd(a, bv[h], t[r][h]);                                            \
             }                                                                                      \
@@ -84,24 +94,38 @@ static void kernel_portable(const float *restrict ap, const float *restrict bp, 
 /*
  * 4 x 24 in ymm registers: 12 accumulators, 3 vectors of B and a broadcast,
  * all 16 registers. M = 128 is 32 whole tiles (a 6-row tile left a
- * partial one) and a bf16 panel row of A is 8 bytes.
+ * partial one) and a bf16 panel row of A is 8 bytes. Unrolled 4 times, the
+ * fastest of 1, 2, 4 and 8 on an AMD EPYC (Zen 3; docs/performance.md).
  */
 #define AVX2_MR 4
 #define AVX2_NR 24
-MM_X86_KERNEL(kernel_avx2, "avx2,fma", __m256, AVX2_MR, 3, 8, _mm256_loadu_ps, _mm256_storeu_ps,
-              _mm256_set1_ps, _mm256_setzero_ps, _mm256_fmadd_ps)
+#define AVX2_UNROLL 4
+MM_X86_KERNEL(kernel_avx2, "avx2,fma", __m256, AVX2_MR, 3, 8, AVX2_MR, AVX2_NR, AVX2_UNROLL,
+              _mm256_loadu_ps, _mm256_storeu_ps, _mm256_set1_ps, _mm256_setzero_ps, _mm256_fmadd_ps)
+
+/*
+ * The first 8 columns of a B panel for two tiles of A at once: 8
+ * accumulators, as many as two FMA units with a 4-cycle latency keep busy,
+ * where one 4 x 8 tile would leave them half idle. N = 512 is 21 panels of
+ * 24 and one of 8; through the 4 x 24 kernel that last panel cost as much
+ * as a full one.
+ */
+#define AVX2_PAIR_NR 8
+MM_X86_KERNEL(kernel_avx2_pair, "avx2,fma", __m256, 2 * AVX2_MR, 1, 8, AVX2_MR, AVX2_NR,
+              AVX2_UNROLL, _mm256_loadu_ps, _mm256_storeu_ps, _mm256_set1_ps, _mm256_setzero_ps,
+              _mm256_fmadd_ps)
 
 /* 8 x 32 in zmm registers: 16 accumulators. */
 #define AVX512_MR 8
 #define AVX512_NR 32
-MM_X86_KERNEL(kernel_avx512, "avx512f", __m512, AVX512_MR, 2, 16, _mm512_loadu_ps, _mm512_storeu_ps,
-              _mm512_set1_ps, _mm512_setzero_ps, _mm512_fmadd_ps)
+MM_X86_KERNEL(kernel_avx512, "avx512f", __m512, AVX512_MR, 2, 16, AVX512_MR, AVX512_NR, 1,
+              _mm512_loadu_ps, _mm512_storeu_ps, _mm512_set1_ps, _mm512_setzero_ps, _mm512_fmadd_ps)
 #endif
 
 static const mm_path_desc paths[NM_MM_PATHS] = {
     [NM_MM_PORTABLE] = {"portable", PORTABLE_MR, PORTABLE_NR, kernel_portable},
 #ifdef MM_X86
-    [NM_MM_AVX2_FMA] = {"avx2-fma", AVX2_MR, AVX2_NR, kernel_avx2},
+    [NM_MM_AVX2_FMA] = {"avx2-fma", AVX2_MR, AVX2_NR, kernel_avx2, AVX2_PAIR_NR, kernel_avx2_pair},
     [NM_MM_AVX512] = {"avx512", AVX512_MR, AVX512_NR, kernel_avx512},
 #endif
 };
@@ -342,6 +366,12 @@ static inline __attribute__((always_inline)) void mm_tiles(const mm_path_desc *p
                         __builtin_prefetch(cn + r * ldc + x, 1, 2);
             if (mb == mr && nb == nr) {
                 p->kernel(ap, bp, ct, ldc, K, accumulate);
+                continue;
+            }
+            /* A last panel pair_nr wide, two whole tiles at once (A is packed by now). */
+            if (nb == p->pair_nr && M - i0 >= 2 * mr && !(a_lazy && j0 == 0)) {
+                p->pair(ap, bp, ct, ldc, K, accumulate);
+                i0 += mr, i++;
                 continue;
             }
             /* A partial tile goes through a full one on the stack. */
