@@ -18,6 +18,8 @@
 
 #include <fmt/format.h>
 
+#include "index.hpp"
+
 namespace neuron::compiler {
 
 namespace {
@@ -169,11 +171,10 @@ struct RowRepeat {
     int64_t period = 0; // when only the leading axes are broadcast: the
                         // operand's rows, and row r reads row r % period
     int64_t row_of(int64_t r) const {
+        const Shape idx = unravel(r, lead);
         int64_t s = 0;
-        for (size_t d = lead.size(); d-- > 0;) {
-            s += r % lead[d] * strides[d];
-            r /= lead[d];
-        }
+        for (size_t d = 0; d < idx.size(); d++)
+            s += idx[d] * strides[d];
         return s;
     }
 };
@@ -1176,14 +1177,6 @@ void Lowering::emit_norm(uint32_t i) {
 std::pair<uint32_t, int64_t> Lowering::source(uint32_t node, int64_t f) const {
     const Node &n = g_.node(node);
     const Shape &os = n.type.shape;
-    auto unravel = [](int64_t x, const Shape &s) {
-        Shape idx(s.size());
-        for (size_t d = s.size(); d-- > 0;) {
-            idx[d] = x % s[d];
-            x /= s[d];
-        }
-        return idx;
-    };
     auto ravel = [](const Shape &idx, const Shape &s) {
         int64_t x = 0;
         for (size_t d = 0; d < s.size(); d++)
