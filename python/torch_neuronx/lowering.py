@@ -715,7 +715,10 @@ def _scaled_dot_product_attention(L: _Lowering) -> None:
     # attn_mask, dropout_p, need_attn_weights, is_causal): softmax(q k^T /
     # sqrt(E) [+ mask]) v; a bool mask is True where a key takes part.
     # One attention node of the IR, unless the attention weights are used:
-    # they are the softmax of the decomposition, which the node hides.
+    # they are the softmax of the decomposition, which the node hides, and
+    # the bridge writes out the node's own decomposition (docs/compiler.md):
+    # the scores scaled by the same 1/sqrt(E) as the node's scale, so that
+    # both forms round alike.
     q, k, v = (L.tensor(L.arg(i), n) for i, n in enumerate(("query", "key", "value")))
     mask, dropout_p, is_causal = L.arg(3), L.arg(4), L.arg(6)
     if dropout_p:
@@ -741,16 +744,16 @@ def _scaled_dot_product_attention(L: _Lowering) -> None:
             additive = L.tensor(mask, "attn_mask")
     elif mask is not None:
         raise L.unsupported("is_causal together with an attn_mask")
-    root = float(q.shape[-1]) ** 0.5
+    scale = 1.0 / float(q.shape[-1]) ** 0.5
     weights_used = (isinstance(w, torch.Tensor) and tuple(w.shape) == shape
                     and bool(outs[1].uses()))
     if not weights_used:
         L.emit("attention", [q, k, v] + ([additive] if additive is not None else []), outs[0],
-               causal=causal, scale=repr(1.0 / root))
+               causal=causal, scale=repr(scale))
         return
-    qs = L.emit("div", [q, root])
-    s = L.emit("matmul", [qs, k], transpose_b=True)
+    s = L.emit("matmul", [q, k], transpose_b=True)
     s = Tensor(s.name, shape, q.dtype)
+    s = L.emit("mul", [s, scale])
     if additive is not None:
         s = L.emit("add", [s, additive])
     p = L.emit("softmax", [s], axis=-1, causal=True) if causal else \

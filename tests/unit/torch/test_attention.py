@@ -94,14 +94,40 @@ def test_sdpa_weights_keep_the_decomposition(tmp_path: Path) -> None:
     q, k, v = (torch.randn(2, 3, T, 64) for _ in range(3))
     traced = torch_neuronx.trace(sdpa_with_weights, (q, k, v, key_mask(T, T)),
                                  compiler_workdir=tmp_path)
-    ops = ir_ops(tmp_path)
-    assert "attention" not in ops and ops.count("softmax") == 1, ops
+    # the attention node's decomposition: the scores scaled, masked
+    assert ir_ops(tmp_path) == ["matmul", "mul", "add", "softmax", "matmul"]
     q, k, v = (torch.randn(2, 3, T, 64) for _ in range(3))
     mask = key_mask(T, T)
     out, weights = traced(q, k, v, mask)
-    # the decomposed form divides q by sqrt(d) before the scores' matmul
     expected, probabilities = attention_bound(tol.exact(q), tol.exact(k), tol.exact(v), mask,
-                                              scale_first=True)
+                                              scale_first=False)
+    tol.check(out, expected)
+    tol.check(weights, probabilities)
+
+
+@pytest.mark.parametrize("T", [77, 200])
+def test_sdpa_with_and_without_weights_agree(T: int, tmp_path: Path) -> None:
+    # Whether the attention weights are used or not, the scores are
+    # scaled by the same 1/sqrt(d) as they leave the matmul: the two
+    # programs compute the same output, bit for bit. With d = 48, whose
+    # square root is not a power of two, dividing q by it instead would
+    # round differently.
+    torch.manual_seed(T + 1)
+    d = 48
+    q, k, v = (torch.randn(2, 3, T, d) for _ in range(3))
+    mask = key_mask(T, T)
+    node = torch_neuronx.trace(sdpa, (q, k, v, mask), compiler_workdir=tmp_path / "node")
+    weighted = torch_neuronx.trace(sdpa_with_weights, (q, k, v, mask),
+                                   compiler_workdir=tmp_path / "weights")
+    assert ir_ops(tmp_path / "node") == ["attention"]
+    assert "attention" not in ir_ops(tmp_path / "weights")
+    q, k, v = (torch.randn(2, 3, T, d) for _ in range(3))
+    mask = key_mask(T, T)
+    out = node(q, k, v, mask)
+    out_w, weights = weighted(q, k, v, mask)
+    assert torch.equal(out, out_w), f"max difference {(out - out_w).abs().max().item():.3g}"
+    expected, probabilities = attention_bound(tol.exact(q), tol.exact(k), tol.exact(v), mask,
+                                              scale_first=False)
     tol.check(out, expected)
     tol.check(weights, probabilities)
 
