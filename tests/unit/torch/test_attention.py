@@ -2,10 +2,10 @@
 """Attention with an additive mask on the simulator device
 (NEURON_DEVICE=sim): torch 1.13's scaled dot-product attention lowers to
 one attention node of the IR (the decomposed form only when its attention
-weights are used), and a 2-D mask shared by several heads, through it or
-through nn.MultiheadAttention's baddbmm, runs on the device; results
-against torch on the CPU in double precision within hw/isa.md's bounds
-(tolerance.py)."""
+weights are used, scaled alike), and a 2-D mask shared by several heads,
+through it or through nn.MultiheadAttention's baddbmm, and a [B, 1, 1, K]
+key padding mask run on the device; results against torch on the CPU in
+double precision within hw/isa.md's bounds (tolerance.py)."""
 
 import copy
 import math
@@ -65,6 +65,47 @@ def key_mask(Q: int, K: int) -> torch.Tensor:
     return m
 
 
+def padding_mask(B: int, T: int) -> torch.Tensor:
+    """A key padding mask as torch users pass it, [B, 1, 1, T]: batch
+    index b keeps its first T - b T // 3 keys (at least one), the others
+    at -10000, for every head and query."""
+    m = torch.zeros(B, 1, 1, T)
+    for b in range(B):
+        m[b, ..., max(1, T - b * T // 3):] = -10000.0
+    return m
+
+
+def sdpa_keep(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+              keep: torch.Tensor) -> torch.Tensor:
+    """SDPA with a [B, K] padding mask of 1 (a key) and 0 (padding), made
+    additive and viewed as [B, 1, 1, K] in the model (on the device)."""
+    mask = (1.0 - keep[:, None, None, :]) * -10000.0
+    return sdpa(q, k, v, mask)
+
+
+@pytest.mark.parametrize("T", SEQUENCE_LENGTHS)
+@pytest.mark.parametrize("form", ["mask", "keep"])
+def test_sdpa_with_a_padding_mask(T: int, form: str, tmp_path: Path) -> None:
+    # [2, 1, 1, T] over the 2 x 3 heads and T queries: an input of the
+    # call, or computed on the device from a [2, T] input of ones and zeros.
+    torch.manual_seed(T + 2)
+    q, k, v = (torch.randn(2, 3, T, 64) for _ in range(3))
+    mask = padding_mask(2, T)
+    keep = (mask == 0).float().reshape(2, T)
+    fn, arg = (sdpa, mask) if form == "mask" else (sdpa_keep, keep)
+    traced = torch_neuronx.trace(fn, (q, k, v, arg), compiler_workdir=tmp_path)
+    ops = ir_ops(tmp_path)
+    assert ops.count("attention") == 1 and "softmax" not in ops, ops
+    q, k, v = (torch.randn(2, 3, T, 64) for _ in range(3))
+    out = traced(q, k, v, arg)
+    expected, _ = attention_bound(tol.exact(q), tol.exact(k), tol.exact(v), mask,
+                                  scale_first=False)
+    reference = sdpa(q.double(), k.double(), v.double(), mask.double())
+    assert torch.allclose(expected[0], reference, atol=1e-12)
+    assert torch.allclose(fn(q, k, v, arg).double(), reference, atol=1e-5)
+    tol.check(out, expected)
+
+
 @pytest.mark.parametrize("T", SEQUENCE_LENGTHS)
 @pytest.mark.parametrize("masked", [True, False])
 def test_sdpa_is_one_attention_node(T: int, masked: bool, tmp_path: Path) -> None:
@@ -106,7 +147,8 @@ def test_sdpa_weights_keep_the_decomposition(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("T", [77, 200])
-def test_sdpa_with_and_without_weights_agree(T: int, tmp_path: Path) -> None:
+@pytest.mark.parametrize("padding", [False, True])
+def test_sdpa_with_and_without_weights_agree(T: int, padding: bool, tmp_path: Path) -> None:
     # Whether the attention weights are used or not, the scores are
     # scaled by the same 1/sqrt(d) as they leave the matmul: the two
     # programs compute the same output, bit for bit. With d = 48, whose
@@ -115,14 +157,13 @@ def test_sdpa_with_and_without_weights_agree(T: int, tmp_path: Path) -> None:
     torch.manual_seed(T + 1)
     d = 48
     q, k, v = (torch.randn(2, 3, T, d) for _ in range(3))
-    mask = key_mask(T, T)
+    mask = padding_mask(2, T) if padding else key_mask(T, T)
     node = torch_neuronx.trace(sdpa, (q, k, v, mask), compiler_workdir=tmp_path / "node")
     weighted = torch_neuronx.trace(sdpa_with_weights, (q, k, v, mask),
                                    compiler_workdir=tmp_path / "weights")
     assert ir_ops(tmp_path / "node") == ["attention"]
     assert "attention" not in ir_ops(tmp_path / "weights")
     q, k, v = (torch.randn(2, 3, T, d) for _ in range(3))
-    mask = key_mask(T, T)
     out = node(q, k, v, mask)
     out_w, weights = weighted(q, k, v, mask)
     assert torch.equal(out, out_w), f"max difference {(out - out_w).abs().max().item():.3g}"
@@ -170,3 +211,4 @@ def test_multihead_attention_with_a_2d_mask(T: int, tmp_path: Path) -> None:
         expected = multihead_bound(copy.deepcopy(model), tol.exact(x))
         assert torch.allclose(expected[0], copy.deepcopy(model).double()(x.double()), atol=1e-10)
     tol.check(out, expected)
+
