@@ -6,6 +6,7 @@ and dtype it had when the graph ran on the example inputs."""
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from dataclasses import dataclass, field
@@ -642,6 +643,32 @@ _MASK_HINT = ("only a causal mask known when the model is traced is lowered (bui
               "buffer), as softmax(causal=true)")
 
 
+def _shape_of(v: Any) -> Optional[Tuple[int, ...]]:
+    """The shape of a tensor operand as the trace fixed it, else None."""
+    if isinstance(v, Tensor):
+        return v.shape
+    if isinstance(v, (External, Weight)):
+        return tuple(v.value.shape)
+    return None
+
+
+def _check_mask_shape(L: _Lowering, mask: Sequence[int], scores: Sequence[int], what: str) -> None:
+    """Refuses an additive attention mask of shape @p mask that the device
+    does not add to scores of shape @p scores ([.., Q, K]), naming both
+    shapes and why, before anything is compiled. torch has checked, when
+    the model was traced, that the mask broadcasts to the scores; the
+    device broadcasts it over the keys (a last axis of 1) only as one
+    value for all the scores or one per row of them."""
+    m, sc = [int(d) for d in mask], [int(d) for d in scores]
+    lead = [1] * (len(sc) - len(m)) + m[:-1]
+    if m and m[-1] != sc[-1] and math.prod(m) != 1 and lead != sc[:-1]:
+        raise L.unsupported(
+            f"{what} of shape {m} against attention scores of shape {sc}: it is broadcast over "
+            f"the {sc[-1]} keys (its last axis is 1), which the device adds only as one value "
+            f"for all the scores or one per row of them ({sc[:-1] + [1]}); give the mask the "
+            f"keys' axis ([..., {sc[-1]}])")
+
+
 def _require_causal_fill(L: _Lowering, fill: Optional[float]) -> None:
     """Refuses a masking op whose fill (argument 2) would not hide a key."""
     if not _masks_causally(fill):
@@ -694,6 +721,9 @@ def _baddbmm(L: _Lowering) -> None:
     if len(a.shape) != 3 or len(b.shape) != 3:
         raise L.unsupported("baddbmm of operands of rank other than 3")
     out = L.probed[L.out().debugName()]
+    mask_shape = _shape_of(mask)
+    if beta != 0 and mask_shape is not None:
+        _check_mask_shape(L, mask_shape, out.shape, "the mask (baddbmm's self)")
     h = L.emit("matmul", [a, b])
     h = Tensor(h.name, tuple(out.shape), a.dtype)
     if alpha != 1:
@@ -741,6 +771,9 @@ def _scaled_dot_product_attention(L: _Lowering) -> None:
         elif _additive_causal(shape, mask):
             causal = True
         else:
+            mask_shape = _shape_of(mask)
+            if mask_shape is not None:
+                _check_mask_shape(L, mask_shape, shape, "attn_mask")
             additive = L.tensor(mask, "attn_mask")
     elif mask is not None:
         raise L.unsupported("is_causal together with an attn_mask")

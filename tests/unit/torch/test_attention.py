@@ -5,7 +5,9 @@ one attention node of the IR (the decomposed form only when its attention
 weights are used, scaled alike), and a 2-D mask shared by several heads,
 through it or through nn.MultiheadAttention's baddbmm, and a [B, 1, 1, K]
 key padding mask run on the device; results against torch on the CPU in
-double precision within hw/isa.md's bounds (tolerance.py)."""
+double precision within hw/isa.md's bounds (tolerance.py). A mask the
+device does not add is refused before compiling, naming its shape and
+the scores'."""
 
 import copy
 import math
@@ -212,3 +214,45 @@ def test_multihead_attention_with_a_2d_mask(T: int, tmp_path: Path) -> None:
         assert torch.allclose(expected[0], copy.deepcopy(model).double()(x.double()), atol=1e-10)
     tol.check(out, expected)
 
+
+@pytest.mark.parametrize("mask_shape", [(77, 1), (2, 1, 77, 1)])
+@pytest.mark.parametrize("weights", [False, True])
+def test_a_mask_the_device_does_not_add_is_refused(mask_shape: Tuple[int, ...], weights: bool,
+                                                   tmp_path: Path) -> None:
+    # torch broadcasts a mask over the keys; the device does not (only one
+    # value, or one per row of scores): refused before compiling, naming
+    # the mask's shape, the scores' and why, and with a partitioner the
+    # attention runs on the CPU.
+    q, k, v = (torch.randn(2, 3, 77, 64) for _ in range(3))
+    mask = torch.randn(mask_shape)
+    fn = sdpa_with_weights if weights else sdpa
+    shape = ", ".join(str(n) for n in mask_shape)
+    with pytest.raises(torch_neuronx.UnsupportedOperatorError,
+                       match=re.escape(f"aten::_scaled_dot_product_attention is not supported on "
+                                       f"the neuron device: attn_mask of shape [{shape}] against "
+                                       "attention scores of shape [2, 3, 77, 77]: it is broadcast "
+                                       "over the 77 keys")):
+        torch_neuronx.trace(fn, (q, k, v, mask), compiler_workdir=tmp_path)
+    assert not (tmp_path / "model.nir").exists()  # nothing compiled
+    with pytest.warns(torch_neuronx.PartitionWarning, match="_scaled_dot_product_attention"):
+        traced = torch_neuronx.trace(fn, (q, k, v, mask),
+                                     partitioner_config=torch_neuronx.PartitionerConfig(
+                                         model_support_percentage_threshold=0.0))
+    q, k, v = (torch.randn(2, 3, 77, 64) for _ in range(3))
+    got, want = traced(q, k, v, mask), fn(q, k, v, mask)
+    for g, w in zip(got if weights else (got,), want if weights else (want,)):
+        assert torch.equal(g, w)
+
+
+def test_a_mask_the_device_does_not_add_through_baddbmm() -> None:
+    # The same check for a mask added to baddbmm's scores.
+    def scores(mask: torch.Tensor, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(torch.baddbmm(mask, q, k.transpose(1, 2)), -1)
+
+    q, k = torch.randn(6, 77, 64), torch.randn(6, 50, 64)
+    with pytest.raises(torch_neuronx.UnsupportedOperatorError,
+                       match=re.escape("aten::baddbmm is not supported on the neuron device: the "
+                                       "mask (baddbmm's self) of shape [77, 1] against attention "
+                                       "scores of shape [6, 77, 50]: it is broadcast over the 50 "
+                                       "keys")):
+        torch_neuronx.trace(scores, (torch.zeros(77, 1), q, k))
