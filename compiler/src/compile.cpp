@@ -18,6 +18,8 @@
 
 #include <fmt/format.h>
 
+#include "index.hpp"
+
 namespace neuron::compiler {
 
 namespace {
@@ -158,22 +160,25 @@ bool is_view(const Node &n) {
 }
 
 // A binary operand [.., C] whose rows repeat over some of the result's
-// axes before the last: its shape, padded with leading 1s, has each of
-// those axes the result's or 1, and the axis before the last the result's
-// (so that consecutive result rows read consecutive operand rows, in runs
-// of at least that axis). A [Q, K] mask against [B, H, Q, K] scores, or
-// [B, 1, Q, K].
+// axes before the last: its last axis is the result's, and its shape,
+// padded with leading 1s, has each other axis the result's or 1. Result
+// row r reads operand row row_of(r). When the axis before the last is
+// kept (a [Q, K] mask against [B, H, Q, K] scores, or [B, 1, Q, K]),
+// consecutive result rows read consecutive operand rows, in runs of at
+// least that axis; when it is broadcast (a [B, 1, 1, K] key padding mask),
+// runs of `run` consecutive result rows read the same operand row.
 struct RowRepeat {
     Shape lead;         // the result's axes before the last
     Shape strides;      // operand rows per index of each; 0 where broadcast
     int64_t period = 0; // when only the leading axes are broadcast: the
                         // operand's rows, and row r reads row r % period
+    int64_t run = 1;    // the product of the broadcast axes after the
+                        // last kept one (of more than one element)
     int64_t row_of(int64_t r) const {
+        const Shape idx = unravel(r, lead);
         int64_t s = 0;
-        for (size_t d = lead.size(); d-- > 0;) {
-            s += r % lead[d] * strides[d];
-            r /= lead[d];
-        }
+        for (size_t d = 0; d < idx.size(); d++)
+            s += idx[d] * strides[d];
         return s;
     }
 };
@@ -188,26 +193,23 @@ std::optional<RowRepeat> row_repeat(const Shape &s, const Shape &o, std::string 
     }
     Shape sp(n - s.size(), 1);
     sp.insert(sp.end(), s.begin(), s.end());
-    if (n < 2 || sp[n - 2] != o[n - 2]) {
-        why = fmt::format("its axis before the last has {} elements, the result's {}: its rows "
-                          "would repeat one by one",
-                          n < 2 ? 1 : sp[n - 2], n < 2 ? 1 : o[n - 2]);
-        return std::nullopt;
-    }
     RowRepeat rep;
     rep.lead.assign(o.begin(), o.end() - 1);
     rep.strides.assign(n - 1, 0);
     int64_t stride = 1;
     // Periodic when every broadcast axis comes before every kept one.
-    bool periodic = true, broadcast = false;
+    bool periodic = true, broadcast = false, kept = false;
     for (size_t d = n - 1; d-- > 0;) {
         if (o[d] == 1)
             continue;
         if (sp[d] != o[d]) {
             broadcast = true;
+            if (!kept)
+                rep.run *= o[d];
             continue;
         }
         periodic &= !broadcast;
+        kept = true;
         rep.strides[d] = stride;
         stride *= o[d];
     }
@@ -251,6 +253,7 @@ class Lowering {
     void emit_matmul(uint32_t i, const Plan &p);
     void emit_elementwise(uint32_t i, const Plan &p);
     void emit_binary(uint32_t i);
+    void emit_spread(uint32_t i, uint32_t big, uint32_t small, const RowRepeat &rep);
     void emit_softmax(uint32_t i);
     void emit_norm(uint32_t i);
     void emit_gather(uint32_t i);
@@ -981,7 +984,7 @@ void Lowering::emit_binary(uint32_t i) {
                     "against the other's shape");
     uint32_t big = a_big ? a : b, small = a_big ? b : a;
     const Type &st = g_.node(small).type;
-    enum { same, row, column, scalar, repeat } form;
+    enum { same, row, column, scalar, repeat, spread } form;
     std::optional<RowRepeat> rep;
     if (st.elements() == ot.elements())
         form = same; // also equal shapes up to leading 1s
@@ -998,15 +1001,19 @@ void Lowering::emit_binary(uint32_t i) {
             unsupported(g_, n, "unsupported broadcast pattern");
         form = column;
     } else if (std::string why; (rep = row_repeat(st.shape, ot.shape, why))) {
-        form = repeat;
+        form = rep->run > 1 ? spread : repeat;
     } else {
         unsupported(g_, n,
                     "broadcast pattern not lowered: the broadcast operand must be the same "
-                    "shape, a row [.., C], a column [.., 1], one element or rows [.., Q, C] "
-                    "repeated over the result's other axes before them; " +
+                    "shape, a row [.., C], a column [.., 1], one element or rows [.., C] "
+                    "repeated over the result's axes before the last; " +
                         why);
     }
     ensure_loaded(big);
+    if (form == spread) {
+        emit_spread(i, big, small, *rep);
+        return;
+    }
     const Buf *sm = nullptr;
     // Rows that repeat with a period of fewer than 128 rows are repeated
     // down the partitions once, so that a row tile reads them in at most
@@ -1055,6 +1062,8 @@ void Lowering::emit_binary(uint32_t i) {
             k_->tensor_scalar(Engine::vector, y, x, alu(n.op), rows(*sm, 0, rt, 0, 1), AluOp::none,
                               0.0f, reverse);
             break;
+        case spread: // emit_spread()
+            break;
         case repeat:
             // One TENSOR_TENSOR per run of result rows that read
             // consecutive rows of one row tile of sm (elementwise
@@ -1072,6 +1081,71 @@ void Lowering::emit_binary(uint32_t i) {
             }
             break;
         }
+    }
+}
+
+// Binary node @p i whose operand @p small has rows that each repeat over
+// runs of consecutive result rows (RowRepeat::run > 1: a [B, 1, 1, K] key
+// padding mask against [B, H, Q, K] scores). Per row tile of the result,
+// a temporary tile holds in each partition the operand row that the
+// result row there reads, each run's row spread down its partitions (one
+// DMA_LOAD with a partition stride of 0 for an input or a constant; for a
+// computed value a COPY of the row, then COPYs that double the filled
+// partitions, on the Scalar engine); then one TENSOR_TENSOR computes the
+// tile. Two temporaries alternate, so that filling one overlaps the
+// instruction that reads the other; a tile whose rows read the same
+// operand rows as the previous tile's reuses its temporary unfilled.
+void Lowering::emit_spread(uint32_t i, uint32_t big, uint32_t small, const RowRepeat &rep) {
+    const Node &n = g_.node(i), &sn = g_.node(small);
+    const uint32_t C = static_cast<uint32_t>(n.type.shape.back());
+    const int spread[2] = {temp(i, sn.name + ".spread0", sn.type.dtype, P, C),
+                           temp(i, sn.name + ".spread1", sn.type.dtype, P, C)};
+    if (planning_)
+        return;
+    // An input or a constant is read from memory, never loaded whole.
+    const bool in_memory = sn.op == Op::input || sn.op == Op::constant;
+    const bool reverse = n.operands[0] == small; // the small operand is on the left
+    const Buf &bg = buf(big), &out = buf(i);
+    struct Piece {
+        uint32_t p0, len;
+        int64_t row;
+        bool operator==(const Piece &) const = default;
+    };
+    std::vector<Piece> filled; // what the current temporary holds
+    unsigned slot = 1;
+    for (uint32_t t = 0; t < out.tiles(); t++) {
+        const uint32_t rt = tile_rows(out, t);
+        std::vector<Piece> pieces;
+        for (uint32_t p0 = 0; p0 < rt;) {
+            const int64_t r0 = int64_t{t} * P + p0;
+            const auto len =
+                static_cast<uint32_t>(std::min<int64_t>(rt - p0, rep.run - r0 % rep.run));
+            pieces.push_back({p0, len, rep.row_of(r0)});
+            p0 += len;
+        }
+        if (pieces != filled) {
+            slot ^= 1;
+            const Buf &E = bufs_[static_cast<size_t>(spread[slot])];
+            for (const Piece &pc : pieces) {
+                if (in_memory) {
+                    const uint64_t pitch = uint64_t{C} * dtype_size(E.dtype);
+                    k_->dma_load(rows(E, pc.p0, pc.len, 0, C),
+                                 args_.at(small).at(static_cast<uint64_t>(pc.row) * pitch, 0));
+                    continue;
+                }
+                k_->copy(Engine::scalar, rows(E, pc.p0, 1, 0, C),
+                         rows(buf(small), static_cast<uint32_t>(pc.row), 1, 0, C));
+                for (uint32_t have = 1; have < pc.len; have *= 2) {
+                    const uint32_t cnt = std::min(have, pc.len - have);
+                    k_->copy(Engine::scalar, rows(E, pc.p0 + have, cnt, 0, C),
+                             rows(E, pc.p0, cnt, 0, C));
+                }
+            }
+            filled = pieces;
+        }
+        const Tap m = rows(bufs_[static_cast<size_t>(spread[slot])], 0, rt, 0, C);
+        const Tap x = tile(bg, t);
+        k_->tensor_tensor(alu(n.op), tile(out, t), reverse ? m : x, reverse ? x : m);
     }
 }
 
@@ -1176,14 +1250,6 @@ void Lowering::emit_norm(uint32_t i) {
 std::pair<uint32_t, int64_t> Lowering::source(uint32_t node, int64_t f) const {
     const Node &n = g_.node(node);
     const Shape &os = n.type.shape;
-    auto unravel = [](int64_t x, const Shape &s) {
-        Shape idx(s.size());
-        for (size_t d = s.size(); d-- > 0;) {
-            idx[d] = x % s[d];
-            x /= s[d];
-        }
-        return idx;
-    };
     auto ravel = [](const Shape &idx, const Shape &s) {
         int64_t x = 0;
         for (size_t d = 0; d < s.size(); d++)

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "index.hpp"
+
 namespace neuron::compiler {
 
 namespace {
@@ -18,15 +20,6 @@ int64_t broadcast_index(const Shape &idx, const Shape &s) {
     for (size_t d = 0; d < s.size(); d++)
         f = f * s[d] + (s[d] == 1 ? 0 : idx[d + off]);
     return f;
-}
-
-Shape unravel(int64_t f, const Shape &s) {
-    Shape idx(s.size());
-    for (size_t d = s.size(); d-- > 0;) {
-        idx[d] = f % s[d];
-        f /= s[d];
-    }
-    return idx;
 }
 
 double act(Op op, double z) {

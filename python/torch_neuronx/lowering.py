@@ -6,6 +6,7 @@ and dtype it had when the graph ran on the example inputs."""
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from dataclasses import dataclass, field
@@ -642,6 +643,32 @@ _MASK_HINT = ("only a causal mask known when the model is traced is lowered (bui
               "buffer), as softmax(causal=true)")
 
 
+def _shape_of(v: Any) -> Optional[Tuple[int, ...]]:
+    """The shape of a tensor operand as the trace fixed it, else None."""
+    if isinstance(v, Tensor):
+        return v.shape
+    if isinstance(v, (External, Weight)):
+        return tuple(v.value.shape)
+    return None
+
+
+def _check_mask_shape(L: _Lowering, mask: Sequence[int], scores: Sequence[int], what: str) -> None:
+    """Refuses an additive attention mask of shape @p mask that the device
+    does not add to scores of shape @p scores ([.., Q, K]), naming both
+    shapes and why, before anything is compiled. torch has checked, when
+    the model was traced, that the mask broadcasts to the scores; the
+    device broadcasts it over the keys (a last axis of 1) only as one
+    value for all the scores or one per row of them."""
+    m, sc = [int(d) for d in mask], [int(d) for d in scores]
+    lead = [1] * (len(sc) - len(m)) + m[:-1]
+    if m and m[-1] != sc[-1] and math.prod(m) != 1 and lead != sc[:-1]:
+        raise L.unsupported(
+            f"{what} of shape {m} against attention scores of shape {sc}: it is broadcast over "
+            f"the {sc[-1]} keys (its last axis is 1), which the device adds only as one value "
+            f"for all the scores or one per row of them ({sc[:-1] + [1]}); give the mask the "
+            f"keys' axis ([..., {sc[-1]}])")
+
+
 def _require_causal_fill(L: _Lowering, fill: Optional[float]) -> None:
     """Refuses a masking op whose fill (argument 2) would not hide a key."""
     if not _masks_causally(fill):
@@ -694,6 +721,9 @@ def _baddbmm(L: _Lowering) -> None:
     if len(a.shape) != 3 or len(b.shape) != 3:
         raise L.unsupported("baddbmm of operands of rank other than 3")
     out = L.probed[L.out().debugName()]
+    mask_shape = _shape_of(mask)
+    if beta != 0 and mask_shape is not None:
+        _check_mask_shape(L, mask_shape, out.shape, "the mask (baddbmm's self)")
     h = L.emit("matmul", [a, b])
     h = Tensor(h.name, tuple(out.shape), a.dtype)
     if alpha != 1:
@@ -715,7 +745,10 @@ def _scaled_dot_product_attention(L: _Lowering) -> None:
     # attn_mask, dropout_p, need_attn_weights, is_causal): softmax(q k^T /
     # sqrt(E) [+ mask]) v; a bool mask is True where a key takes part.
     # One attention node of the IR, unless the attention weights are used:
-    # they are the softmax of the decomposition, which the node hides.
+    # they are the softmax of the decomposition, which the node hides, and
+    # the bridge writes out the node's own decomposition (docs/compiler.md):
+    # the scores scaled by the same 1/sqrt(E) as the node's scale, so that
+    # both forms round alike.
     q, k, v = (L.tensor(L.arg(i), n) for i, n in enumerate(("query", "key", "value")))
     mask, dropout_p, is_causal = L.arg(3), L.arg(4), L.arg(6)
     if dropout_p:
@@ -738,19 +771,22 @@ def _scaled_dot_product_attention(L: _Lowering) -> None:
         elif _additive_causal(shape, mask):
             causal = True
         else:
+            mask_shape = _shape_of(mask)
+            if mask_shape is not None:
+                _check_mask_shape(L, mask_shape, shape, "attn_mask")
             additive = L.tensor(mask, "attn_mask")
     elif mask is not None:
         raise L.unsupported("is_causal together with an attn_mask")
-    root = float(q.shape[-1]) ** 0.5
+    scale = 1.0 / float(q.shape[-1]) ** 0.5
     weights_used = (isinstance(w, torch.Tensor) and tuple(w.shape) == shape
                     and bool(outs[1].uses()))
     if not weights_used:
         L.emit("attention", [q, k, v] + ([additive] if additive is not None else []), outs[0],
-               causal=causal, scale=repr(1.0 / root))
+               causal=causal, scale=repr(scale))
         return
-    qs = L.emit("div", [q, root])
-    s = L.emit("matmul", [qs, k], transpose_b=True)
+    s = L.emit("matmul", [q, k], transpose_b=True)
     s = Tensor(s.name, shape, q.dtype)
+    s = L.emit("mul", [s, scale])
     if additive is not None:
         s = L.emit("add", [s, additive])
     p = L.emit("softmax", [s], axis=-1, causal=True) if causal else \

@@ -235,7 +235,12 @@ void elementwise_bf16(void **) {
 // [B, 1, Q, K] mask shared by the heads of each batch, on either side of
 // add, sub, mul and div. Q of 1, 77, 128, 200 and 300 puts the mask's rows
 // at every phase of a row tile (a tile of 128 rows wraps around 77 or 200
-// of them); K of 1, 77 and 129.
+// of them); K of 1, 77 and 129. And rows that repeat over the axis before
+// the last, each over a run of result rows: a [B, 1, 1, K] key padding
+// mask over the heads and queries of [B, H, Q, K] (an input, a [B, K]
+// input viewed as one, a computed value, on either side), [B, H, 1, K]
+// per head, [1, H, 1, K] whose rows come round again for every batch
+// index, and [B, 1, K] over the queries of [B, Q, K].
 void repeated_rows(DType dt) {
     uint64_t seed = 150;
     for (int64_t Q : {1, 77, 128, 200, 300})
@@ -251,6 +256,25 @@ void repeated_rows(DType dt) {
             g.add(Op::div, "div", {x4, den});
             g.add(Op::add, "per_batch", {x4, mb});
             g.add(Op::sub, "per_batch_l", {mb, x4});
+            uint32_t pad = g.input("pad", T(dt, {2, 1, 1, K}));
+            uint32_t keys = g.input("keys", T(dt, {2, K}));
+            uint32_t head_keys = g.input("head_keys", T(dt, {2, 2, 1, K}));
+            uint32_t cycling = g.input("cycling", T(dt, {1, 2, 1, K}));
+            uint32_t keys3 = g.input("keys3", T(dt, {3, 1, K}));
+            uint32_t den_keys = g.input("den_keys", T(dt, {2, 1, 1, K}));
+            Attrs view;
+            view.dims = {2, 1, 1, K};
+            Attrs half;
+            half.scalar = 0.5f;
+            g.add(Op::add, "padding", {x4, pad});
+            g.add(Op::sub, "padding_l", {pad, x4});
+            g.add(Op::add, "padding_view", {x4, g.add(Op::reshape, "keys_view", {keys}, view)});
+            g.add(Op::mul, "padding_computed",
+                  {g.add(Op::mul, "pad_half", {pad}, half), x4}); // in SBUF
+            g.add(Op::div, "padding_div", {x4, den_keys});
+            g.add(Op::add, "per_head_keys", {x4, head_keys});
+            g.add(Op::sub, "cycling_keys", {x4, cycling});
+            g.add(Op::add, "query_keys", {x3, keys3});
             check(g, seed++, g.name());
             // A row tile reads the mask in a few runs, not row by row: at
             // most three TENSOR_TENSORs per tile (the mask's wrap and a
@@ -268,6 +292,27 @@ void repeated_rows(DType dt) {
             if (tt > (Q < 128 ? 2 : 3) * tiles)
                 fail_msg("%s: %zu TENSOR_TENSORs for %zu row tiles:\n%s", g.name().c_str(), tt,
                          tiles, text.c_str());
+            // A key padding mask: one TENSOR_TENSOR per row tile; its rows
+            // loaded once per run of 3 Q rows and once more per tile that
+            // starts inside a run after another; when the runs are whole
+            // tiles, once per batch index.
+            Graph pg("padding_one");
+            pg.mark_output(
+                pg.add(Op::add, "y",
+                       {pg.input("x", T(dt, {2, 3, Q, K})), pg.input("m", T(dt, {2, 1, 1, K}))}));
+            const std::string pt = disassemble(compile(pg).program);
+            auto count = [&](const char *what) {
+                size_t c = 0;
+                for (size_t at = pt.find(what); at != std::string::npos; at = pt.find(what, at + 1))
+                    c++;
+                return c;
+            };
+            const size_t ptiles = static_cast<size_t>((6 * Q + 127) / 128);
+            const size_t loads = count("<- slot1 (m)");
+            if (count("tensor_tensor") != ptiles || loads > ptiles + 1 ||
+                (3 * Q % 128 == 0 && loads != 2))
+                fail_msg("%s: %zu TENSOR_TENSORs and %zu loads of the mask for %zu row tiles:\n%s",
+                         g.name().c_str(), count("tensor_tensor"), loads, ptiles, pt.c_str());
         }
 }
 
@@ -846,8 +891,8 @@ void compile_errors(void **) {
         expect_compile_error(g, "'c' (mul of a: fp32[2, 3, 4, 5], b: fp32[3, 4, 1] -> fp32[2, 3, "
                                 "4, 5]): broadcast pattern not lowered: the broadcast operand "
                                 "must be the same shape, a row [.., C], a column [.., 1], one "
-                                "element or rows [.., Q, C] repeated over the result's other axes "
-                                "before them; its last axis has 1 elements, the result's 5");
+                                "element or rows [.., C] repeated over the result's axes before "
+                                "the last; its last axis has 1 elements, the result's 5");
     }
     {
         Graph g("perm");
@@ -999,8 +1044,9 @@ std::vector<double> direct_attention(const Node &n, const std::vector<const Type
 // direct computation in double.
 void attention_ops(DType dt) {
     // shared: one [Q, K] mask for every batch index and head; per_batch:
-    // [B, 1, Q, K], one for the heads of each batch index.
-    enum Mask { none, scores, keys, shared, per_batch };
+    // [B, 1, Q, K], one for the heads of each batch index; padding:
+    // [B, 1, 1, K], one row of keys for the heads and queries of each.
+    enum Mask { none, scores, keys, shared, per_batch, padding };
     struct Case {
         Shape batch;
         int64_t Q, K, D, Dv;
@@ -1022,6 +1068,9 @@ void attention_ops(DType dt) {
         {{2, 3}, 200, 77, 16, 8, shared, true, {}},
         {{4}, 2, 5, 8, 8, shared, false, {}},
         {{2, 2}, 129, 200, 16, 16, per_batch, false, {}},
+        {{2, 3}, 77, 129, 32, 32, padding, false, {}},
+        {{3, 2}, 200, 200, 16, 16, padding, true, {}},
+        {{2, 4}, 1, 77, 8, 8, padding, false, 0.3f},
     };
     uint64_t seed = 1000;
     for (const Case &c : cases) {
@@ -1042,6 +1091,8 @@ void attention_ops(DType dt) {
             mask_shape = {c.Q, c.K};
         else if (c.mask == per_batch)
             mask_shape = {c.batch[0], 1, c.Q, c.K};
+        else if (c.mask == padding)
+            mask_shape = {c.batch[0], 1, 1, c.K};
         if (c.mask != none)
             ops.push_back(g.input("mask", T(dt, mask_shape)));
         Attrs a;
@@ -1133,25 +1184,25 @@ void attention_text(void **) {
                  "takes 3 to 4 operands");
     expect_error("input q: fp32[4, 8]\ninput k: fp32[5, 8]\no = matmul(q, k, scale=2)", 3,
                  "scale is an attribute of attention only");
-    // A mask shared by the batch compiles; one whose rows would repeat one
-    // by one (a key mask per batch index) is refused: the error names the
-    // node of the decomposition, its shapes and why.
-    try {
-        compile(parse("graph s\ninput q: fp32[2, 4, 8]\ninput k: fp32[2, 5, 8]\n"
-                      "input v: fp32[2, 5, 3]\ninput m: fp32[4, 5]\n"
-                      "o = attention(q, k, v, m)\noutput o\n"));
-    } catch (const GraphError &e) {
-        fail_msg("a [4, 5] mask over 2 heads: %s", e.what());
-    }
+    // A mask shared by the batch and a key mask per batch index compile;
+    // one broadcast over the keys is refused: the error names the node of
+    // the decomposition, its shapes and why.
+    for (const char *m : {"fp32[4, 5]", "fp32[2, 1, 5]"})
+        try {
+            compile(parse(std::string("graph s\ninput q: fp32[2, 4, 8]\ninput k: fp32[2, 5, 8]\n"
+                                      "input v: fp32[2, 5, 3]\ninput m: ") +
+                          m + "\no = attention(q, k, v, m)\noutput o\n"));
+        } catch (const GraphError &e) {
+            fail_msg("a %s mask of [2, 4, 5] scores: %s", m, e.what());
+        }
     Graph b = parse("graph b\ninput q: fp32[2, 4, 8]\ninput k: fp32[2, 5, 8]\n"
-                    "input v: fp32[2, 5, 3]\ninput m: fp32[2, 1, 5]\n"
+                    "input v: fp32[2, 5, 3]\ninput m: fp32[4, 1]\n"
                     "o = attention(q, k, v, m)\noutput o\n");
-    expect_compile_error(b, "'o.masked' (add of o.scaled: fp32[2, 4, 5], m: fp32[2, 1, 5] -> "
+    expect_compile_error(b, "'o.masked' (add of o.scaled: fp32[2, 4, 5], m: fp32[4, 1] -> "
                             "fp32[2, 4, 5]): broadcast pattern not lowered: the broadcast "
                             "operand must be the same shape, a row [.., C], a column [.., 1], "
-                            "one element or rows [.., Q, C] repeated over the result's other "
-                            "axes before them; its axis before the last has 1 elements, the "
-                            "result's 4: its rows would repeat one by one");
+                            "one element or rows [.., C] repeated over the result's axes before "
+                            "the last; its last axis has 1 elements, the result's 5");
 }
 
 // --- ISA revisions -------------------------------------------------------------

@@ -2,10 +2,12 @@
 """Attention with an additive mask on the simulator device
 (NEURON_DEVICE=sim): torch 1.13's scaled dot-product attention lowers to
 one attention node of the IR (the decomposed form only when its attention
-weights are used), and a 2-D mask shared by several heads, through it or
-through nn.MultiheadAttention's baddbmm, runs on the device; results
-against torch on the CPU in double precision within hw/isa.md's bounds
-(tolerance.py)."""
+weights are used, scaled alike), and a 2-D mask shared by several heads,
+through it or through nn.MultiheadAttention's baddbmm, and a [B, 1, 1, K]
+key padding mask run on the device; results against torch on the CPU in
+double precision within hw/isa.md's bounds (tolerance.py). A mask the
+device does not add is refused before compiling, naming its shape and
+the scores'."""
 
 import copy
 import math
@@ -65,6 +67,47 @@ def key_mask(Q: int, K: int) -> torch.Tensor:
     return m
 
 
+def padding_mask(B: int, T: int) -> torch.Tensor:
+    """A key padding mask as torch users pass it, [B, 1, 1, T]: batch
+    index b keeps its first T - b T // 3 keys (at least one), the others
+    at -10000, for every head and query."""
+    m = torch.zeros(B, 1, 1, T)
+    for b in range(B):
+        m[b, ..., max(1, T - b * T // 3):] = -10000.0
+    return m
+
+
+def sdpa_keep(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+              keep: torch.Tensor) -> torch.Tensor:
+    """SDPA with a [B, K] padding mask of 1 (a key) and 0 (padding), made
+    additive and viewed as [B, 1, 1, K] in the model (on the device)."""
+    mask = (1.0 - keep[:, None, None, :]) * -10000.0
+    return sdpa(q, k, v, mask)
+
+
+@pytest.mark.parametrize("T", SEQUENCE_LENGTHS)
+@pytest.mark.parametrize("form", ["mask", "keep"])
+def test_sdpa_with_a_padding_mask(T: int, form: str, tmp_path: Path) -> None:
+    # [2, 1, 1, T] over the 2 x 3 heads and T queries: an input of the
+    # call, or computed on the device from a [2, T] input of ones and zeros.
+    torch.manual_seed(T + 2)
+    q, k, v = (torch.randn(2, 3, T, 64) for _ in range(3))
+    mask = padding_mask(2, T)
+    keep = (mask == 0).float().reshape(2, T)
+    fn, arg = (sdpa, mask) if form == "mask" else (sdpa_keep, keep)
+    traced = torch_neuronx.trace(fn, (q, k, v, arg), compiler_workdir=tmp_path)
+    ops = ir_ops(tmp_path)
+    assert ops.count("attention") == 1 and "softmax" not in ops, ops
+    q, k, v = (torch.randn(2, 3, T, 64) for _ in range(3))
+    out = traced(q, k, v, arg)
+    expected, _ = attention_bound(tol.exact(q), tol.exact(k), tol.exact(v), mask,
+                                  scale_first=False)
+    reference = sdpa(q.double(), k.double(), v.double(), mask.double())
+    assert torch.allclose(expected[0], reference, atol=1e-12)
+    assert torch.allclose(fn(q, k, v, arg).double(), reference, atol=1e-5)
+    tol.check(out, expected)
+
+
 @pytest.mark.parametrize("T", SEQUENCE_LENGTHS)
 @pytest.mark.parametrize("masked", [True, False])
 def test_sdpa_is_one_attention_node(T: int, masked: bool, tmp_path: Path) -> None:
@@ -94,14 +137,40 @@ def test_sdpa_weights_keep_the_decomposition(tmp_path: Path) -> None:
     q, k, v = (torch.randn(2, 3, T, 64) for _ in range(3))
     traced = torch_neuronx.trace(sdpa_with_weights, (q, k, v, key_mask(T, T)),
                                  compiler_workdir=tmp_path)
-    ops = ir_ops(tmp_path)
-    assert "attention" not in ops and ops.count("softmax") == 1, ops
+    # the attention node's decomposition: the scores scaled, masked
+    assert ir_ops(tmp_path) == ["matmul", "mul", "add", "softmax", "matmul"]
     q, k, v = (torch.randn(2, 3, T, 64) for _ in range(3))
     mask = key_mask(T, T)
     out, weights = traced(q, k, v, mask)
-    # the decomposed form divides q by sqrt(d) before the scores' matmul
     expected, probabilities = attention_bound(tol.exact(q), tol.exact(k), tol.exact(v), mask,
-                                              scale_first=True)
+                                              scale_first=False)
+    tol.check(out, expected)
+    tol.check(weights, probabilities)
+
+
+@pytest.mark.parametrize("T", [77, 200])
+@pytest.mark.parametrize("padding", [False, True])
+def test_sdpa_with_and_without_weights_agree(T: int, padding: bool, tmp_path: Path) -> None:
+    # Whether the attention weights are used or not, the scores are
+    # scaled by the same 1/sqrt(d) as they leave the matmul: the two
+    # programs compute the same output, bit for bit. With d = 48, whose
+    # square root is not a power of two, dividing q by it instead would
+    # round differently.
+    torch.manual_seed(T + 1)
+    d = 48
+    q, k, v = (torch.randn(2, 3, T, d) for _ in range(3))
+    mask = padding_mask(2, T) if padding else key_mask(T, T)
+    node = torch_neuronx.trace(sdpa, (q, k, v, mask), compiler_workdir=tmp_path / "node")
+    weighted = torch_neuronx.trace(sdpa_with_weights, (q, k, v, mask),
+                                   compiler_workdir=tmp_path / "weights")
+    assert ir_ops(tmp_path / "node") == ["attention"]
+    assert "attention" not in ir_ops(tmp_path / "weights")
+    q, k, v = (torch.randn(2, 3, T, d) for _ in range(3))
+    out = node(q, k, v, mask)
+    out_w, weights = weighted(q, k, v, mask)
+    assert torch.equal(out, out_w), f"max difference {(out - out_w).abs().max().item():.3g}"
+    expected, probabilities = attention_bound(tol.exact(q), tol.exact(k), tol.exact(v), mask,
+                                              scale_first=False)
     tol.check(out, expected)
     tol.check(weights, probabilities)
 
@@ -144,3 +213,46 @@ def test_multihead_attention_with_a_2d_mask(T: int, tmp_path: Path) -> None:
         expected = multihead_bound(copy.deepcopy(model), tol.exact(x))
         assert torch.allclose(expected[0], copy.deepcopy(model).double()(x.double()), atol=1e-10)
     tol.check(out, expected)
+
+
+@pytest.mark.parametrize("mask_shape", [(77, 1), (2, 1, 77, 1)])
+@pytest.mark.parametrize("weights", [False, True])
+def test_a_mask_the_device_does_not_add_is_refused(mask_shape: Tuple[int, ...], weights: bool,
+                                                   tmp_path: Path) -> None:
+    # torch broadcasts a mask over the keys; the device does not (only one
+    # value, or one per row of scores): refused before compiling, naming
+    # the mask's shape, the scores' and why, and with a partitioner the
+    # attention runs on the CPU.
+    q, k, v = (torch.randn(2, 3, 77, 64) for _ in range(3))
+    mask = torch.randn(mask_shape)
+    fn = sdpa_with_weights if weights else sdpa
+    shape = ", ".join(str(n) for n in mask_shape)
+    with pytest.raises(torch_neuronx.UnsupportedOperatorError,
+                       match=re.escape(f"aten::_scaled_dot_product_attention is not supported on "
+                                       f"the neuron device: attn_mask of shape [{shape}] against "
+                                       "attention scores of shape [2, 3, 77, 77]: it is broadcast "
+                                       "over the 77 keys")):
+        torch_neuronx.trace(fn, (q, k, v, mask), compiler_workdir=tmp_path)
+    assert not (tmp_path / "model.nir").exists()  # nothing compiled
+    with pytest.warns(torch_neuronx.PartitionWarning, match="_scaled_dot_product_attention"):
+        traced = torch_neuronx.trace(fn, (q, k, v, mask),
+                                     partitioner_config=torch_neuronx.PartitionerConfig(
+                                         model_support_percentage_threshold=0.0))
+    q, k, v = (torch.randn(2, 3, 77, 64) for _ in range(3))
+    got, want = traced(q, k, v, mask), fn(q, k, v, mask)
+    for g, w in zip(got if weights else (got,), want if weights else (want,)):
+        assert torch.equal(g, w)
+
+
+def test_a_mask_the_device_does_not_add_through_baddbmm() -> None:
+    # The same check for a mask added to baddbmm's scores.
+    def scores(mask: torch.Tensor, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(torch.baddbmm(mask, q, k.transpose(1, 2)), -1)
+
+    q, k = torch.randn(6, 77, 64), torch.randn(6, 50, 64)
+    with pytest.raises(torch_neuronx.UnsupportedOperatorError,
+                       match=re.escape("aten::baddbmm is not supported on the neuron device: the "
+                                       "mask (baddbmm's self) of shape [77, 1] against attention "
+                                       "scores of shape [6, 77, 50]: it is broadcast over the 50 "
+                                       "keys")):
+        torch_neuronx.trace(scores, (torch.zeros(77, 1), q, k))
