@@ -66,6 +66,19 @@ class Masked:
     scores: Tensor
 
 
+@dataclass(frozen=True)
+class Expanded:
+    """A device tensor broadcast by aten::expand and not materialised:
+    @p source broadcast to @p shape, seen as @p view, which is @p shape or
+    @p shape with its leading axes merged by a reshape (nn.MultiheadAttention
+    expands a [B, 1, 1, K] key padding mask over the heads and views it as
+    [B * H, 1, K]). Binary operators and baddbmm's mask take it as an
+    operand that the device broadcasts."""
+    source: Tensor
+    shape: Tuple[int, ...]
+    view: Tuple[int, ...]
+
+
 @dataclass
 class External:
     """A tensor computed outside the part of the graph being lowered (a graph
@@ -248,6 +261,11 @@ class _Lowering:
         if isinstance(v, Masked):
             raise self.unsupported(f"{what} is causally masked and not the operand of a softmax "
                                    "(the device applies causal masks in softmax only)")
+        if isinstance(v, Expanded):
+            raise self.unsupported(f"{what} is a tensor expanded from {list(v.source.shape)} to "
+                                   f"{list(v.view)}, which the device takes only as an operand "
+                                   "of add, sub, mul, div or baddbmm's mask (it broadcasts it "
+                                   "there instead of copying it)")
         if not isinstance(v, Tensor):
             raise self.unsupported(f"{what} must be a tensor, not {v!r}")
         return v
@@ -486,7 +504,8 @@ class _Lowering:
             return False
         for v in (self.env[v.debugName()] for v in n.inputs()):
             items = v if isinstance(v, (list, tuple)) else [v]
-            if any(isinstance(i, (Tensor, External, ExternalList, Masked)) for i in items):
+            if any(isinstance(i, (Tensor, External, ExternalList, Masked, Expanded))
+                   for i in items):
                 return False
         r = self.probed.get(n.output().debugName()) if n.outputsSize() == 1 else None
         if not isinstance(r, torch.Tensor) or r.dim() == 0:
@@ -533,13 +552,18 @@ def _matmul(L: _Lowering) -> None:
 
 def _binary(op: str) -> Callable[[_Lowering], None]:
     def lower(L: _Lowering) -> None:
+        n_in = len(list(L.node.inputs()))  # type: ignore[union-attr]
+        if isinstance(L.arg(0), Expanded) or isinstance(L.arg(1), Expanded):
+            if op in ("add", "sub") and n_in > 2 and L.arg(2) != 1:
+                raise L.unsupported(f"alpha={L.arg(2)!r} with an expanded operand")
+            _broadcast_binary(L, op, L.arg(0), L.arg(1))
+            return
         a, b = L.operand(L.arg(0)), L.operand(L.arg(1))
         if not isinstance(a, Tensor) and not isinstance(b, Tensor):
             # Arithmetic on sizes (head_dim = embed_dim // heads): fixed by
             # the trace, its value is the example run's.
             L.env[L.out().debugName()] = L.probed[L.out().debugName()].item()
             return
-        n_in = len(list(L.node.inputs()))  # type: ignore[union-attr]
         if op in ("add", "sub") and n_in > 2:
             alpha = L.arg(2)
             if alpha != 1:
@@ -548,6 +572,48 @@ def _binary(op: str) -> Callable[[_Lowering], None]:
             raise L.unsupported(f"rounding_mode={L.arg(2)!r}")
         L.emit(op, [a, b], L.out())
     return lower
+
+
+def _broadcast_binary(L: _Lowering, op: str, a: Any, b: Any) -> None:
+    """@p op of @p a and @p b, one of them Expanded, into the node's
+    result: the other operand has the result's shape, and the expanded one
+    is broadcast by the device from its source. A view that merged leading
+    axes is undone on the other operand for the operation and redone on
+    the result (reshapes are free in the row layout)."""
+    e, y = (a, b) if isinstance(a, Expanded) else (b, a)
+    y = L.tensor(y, "the other operand")
+    out = tuple(L.probed[L.out().debugName()].shape)
+    if y.shape != out:
+        raise L.unsupported(f"an operand expanded to {list(e.view)} with another of shape "
+                            f"{list(y.shape)}: the device broadcasts only the expanded one, "
+                            f"so the other must have the result's shape {list(out)}")
+    merged = len(e.shape) - len(e.view) + 1
+    if merged > 1 and (len(y.shape) != len(e.view) or y.shape[0] != e.view[0]):
+        raise L.unsupported(f"an operand expanded to {list(e.shape)} and viewed as "
+                            f"{list(e.view)} with another of shape {list(y.shape)}: the device "
+                            "splits the other's first axis as the view merged them, so it must "
+                            f"have the view's rank and first axis ({e.view[0]})")
+    unmerged = tuple(e.shape[:merged]) + y.shape[1:]
+    if merged > 1:
+        y = L.emit("reshape", [y], shape=list(unmerged))
+        y = Tensor(y.name, unmerged, y.dtype)
+    operands = [e.source, y] if e is a else [y, e.source]
+    if merged == 1:
+        L.emit(op, operands, L.out())
+        return
+    r = L.emit(op, operands)
+    L.emit("reshape", [Tensor(r.name, unmerged, r.dtype)], L.out(), shape=list(out))
+
+
+def _expand(L: _Lowering) -> None:
+    # x.expand(sizes): a broadcast the device does in the operator that
+    # uses it (see Expanded); constants are folded when traced.
+    x = L.tensor(L.arg(0), "self")
+    shape = tuple(L.probed[L.out().debugName()].shape)
+    if shape == x.shape:
+        L.bind(L.out(), x)
+        return
+    L.env[L.out().debugName()] = Expanded(x, shape, shape)
 
 
 def _floor_divide(L: _Lowering) -> None:
@@ -649,6 +715,8 @@ def _shape_of(v: Any) -> Optional[Tuple[int, ...]]:
         return v.shape
     if isinstance(v, (External, Weight)):
         return tuple(v.value.shape)
+    if isinstance(v, Expanded):
+        return v.view
     return None
 
 
@@ -734,6 +802,11 @@ def _baddbmm(L: _Lowering) -> None:
     if beta == 0:
         L.bind(L.out(), h)
         return
+    if isinstance(mask, Expanded):
+        if beta != 1:
+            raise L.unsupported(f"beta={beta!r} with an expanded mask")
+        _broadcast_binary(L, "add", h, mask)
+        return
     m = L.tensor(mask, "self")
     if beta != 1:
         m = L.emit("mul", [m, float(beta)])
@@ -811,6 +884,15 @@ def _layer_norm(L: _Lowering) -> None:
 
 def _reshape(L: _Lowering) -> None:
     # view, reshape, flatten, squeeze, unsqueeze: the traced result's shape.
+    e = L.arg(0)
+    if isinstance(e, Expanded):
+        new = tuple(L.probed[L.out().debugName()].shape)
+        for merged in range(1, len(e.shape) + 1):
+            if (math.prod(e.shape[:merged]),) + e.shape[merged:] == new:
+                L.env[L.out().debugName()] = Expanded(e.source, e.shape, new)
+                return
+        raise L.unsupported(f"a reshape of a tensor expanded to {list(e.shape)} into "
+                            f"{list(new)}: only merging its leading axes is lowered")
     x = L.tensor(L.arg(0), "self")
     L.emit("reshape", [x], L.out(), shape=list(L.probed[L.out().debugName()].shape))
 
@@ -923,6 +1005,7 @@ _HANDLERS: Dict[str, Callable[[_Lowering], None]] = {
     "aten::add": _add,
     "aten::baddbmm": _baddbmm,
     "aten::masked_fill": _masked_fill,
+    "aten::expand": _expand,
     "aten::where": _where,
     "aten::_scaled_dot_product_attention": _scaled_dot_product_attention,
     "aten::split": _split,
