@@ -156,6 +156,15 @@ class Lowered:
     outputs: List[str]
     tuple_output: bool  # the traced function returns a tuple
     log: List[str] = field(default_factory=list)
+    # Positions of the bool inputs: the device takes them as fp32 0 and 1
+    # (the caller's wrapper converts them, see BOOL_INPUT_DTYPE).
+    bool_inputs: Tuple[int, ...] = ()
+
+
+# The device has no bool: a bool input of the traced function is an fp32
+# input of 0 and 1, which only masked_fill takes (as its mask).
+BOOL_INPUT_DTYPE = torch.float32
+_BOOL_MOVES = frozenset({"reshape", "transpose", "slice", "concat", "split"})
 
 
 def probe(graph: torch._C.Graph, example_inputs: Sequence[torch.Tensor]) -> Dict[str, Any]:
@@ -284,6 +293,11 @@ class _Lowering:
 
     def emit(self, op: str, operands: Sequence[Operand], out: Optional[torch._C.Value] = None,
              **attrs: Any) -> Tensor:
+        if op not in _BOOL_MOVES and any(isinstance(o, Tensor) and o.dtype == torch.bool
+                                         for o in operands):
+            raise self.unsupported(f"a bool operand of {op}: the device has no bool, and takes "
+                                   "a bool input only as the mask of masked_fill (made additive "
+                                   "there)")
         args = [o.name if isinstance(o, Tensor) else repr(float(o)) for o in operands]
         for k, a in attrs.items():
             if isinstance(a, bool):
@@ -331,10 +345,14 @@ class _Lowering:
         inputs: List[str] = []
         graph_inputs = [v for v in self.graph.inputs()
                         if not isinstance(v.type(), torch._C.ClassType)]
-        for v, x in zip(graph_inputs, example_inputs):
+        bool_inputs: List[int] = []
+        for i, (v, x) in enumerate(zip(graph_inputs, example_inputs)):
             self.node = v.node()
             name = self.fresh(v.debugName())
-            self.lines.append(f"input {name}: {self.ir_type(x.shape, x.dtype)}")
+            if x.dtype == torch.bool:
+                bool_inputs.append(i)
+            ir_dtype = BOOL_INPUT_DTYPE if x.dtype == torch.bool else x.dtype
+            self.lines.append(f"input {name}: {self.ir_type(x.shape, ir_dtype)}")
             self.env[v.debugName()] = Tensor(name, tuple(x.shape), x.dtype)
             inputs.append(name)
         for n in self.graph.nodes():
@@ -346,7 +364,7 @@ class _Lowering:
         outputs, tuple_output = self.outputs(inputs)
         self.lines.append(f"output {', '.join(outputs)}")
         return Lowered("\n".join(self.lines) + "\n", self.weight_names, self.weights,
-                       inputs, outputs, tuple_output, self.log)
+                       inputs, outputs, tuple_output, self.log, tuple(bool_inputs))
 
     # --- parts of the graph (the partitioner) -----------------------------
     def bind_inputs_as_externals(self, example_inputs: Sequence[torch.Tensor]) -> None:
@@ -446,6 +464,10 @@ class _Lowering:
             if not isinstance(t, Tensor):
                 raise RuntimeError(f"torch_neuronx.trace: the traced function returns {t!r}; "
                                    "only tensors (or a tuple of tensors) are supported")
+            if t.dtype == torch.bool:
+                raise RuntimeError("torch_neuronx.trace: the traced function returns a bool "
+                                   "tensor; the device has no bool (it takes bool inputs only "
+                                   "as the mask of masked_fill)")
             if t.name in inputs or t.name in self.weight_names or t.name in names:
                 # An output must be a value the program computes.
                 t = self.emit("mul", [t, 1.0])
@@ -503,6 +525,8 @@ class _Lowering:
         if any(v.debugName() not in self.env for v in n.inputs()):
             return False
         for v in (self.env[v.debugName()] for v in n.inputs()):
+            if n.kind() in _SHAPE_ONLY_KINDS:
+                break  # its value depends on the operand's shape alone
             items = v if isinstance(v, (list, tuple)) else [v]
             if any(isinstance(i, (Tensor, External, ExternalList, Masked, Expanded))
                    for i in items):
@@ -744,7 +768,50 @@ def _require_causal_fill(L: _Lowering, fill: Optional[float]) -> None:
                             f"value <= {MASK_FILL_MAX:g})")
 
 
+def _is_bool_input(v: Any) -> bool:
+    src = v.source if isinstance(v, Expanded) else v
+    return isinstance(src, Tensor) and src.dtype == torch.bool
+
+
+def _additive_from_bool(L: _Lowering) -> None:
+    """zeros.masked_fill(mask, fill) with @p mask from a bool input (fp32 0
+    and 1 on the device): mask * fill, the mask made additive, as
+    nn.MultiheadAttention makes a bool key_padding_mask. An infinite fill
+    is the dtype's largest value times 2, which overflows to exactly -inf
+    (or inf) where the mask is 1 and leaves -0 (or 0) where it is 0; a
+    product with the infinity itself would be NaN there."""
+    x, mask, fill = L.arg(0), L.arg(1), _fill_value(L.arg(2))
+    if not isinstance(x, Weight) or bool(x.value.count_nonzero()):
+        raise L.unsupported("masked_fill of a tensor other than zeros by a mask from the inputs "
+                            "(the device makes such a mask additive: zeros filled where it is "
+                            "True, e.g. torch.zeros_like(m, dtype=torch.float).masked_fill_(m, "
+                            "float('-inf')))")
+    if x.value.dtype != BOOL_INPUT_DTYPE:
+        raise L.unsupported(f"a {x.value.dtype} fill of a bool input's mask (the device takes "
+                            f"bool inputs as {BOOL_INPUT_DTYPE} 0 and 1)")
+    if fill is None or math.isnan(fill):
+        raise L.unsupported(f"a fill of {L.arg(2)!r} (a number is needed)")
+    src = mask.source if isinstance(mask, Expanded) else mask
+    m = Tensor(src.name, src.shape, BOOL_INPUT_DTYPE)  # the same IR value, read as 0 and 1
+    if math.isinf(fill):
+        largest = float(torch.finfo(BOOL_INPUT_DTYPE).max)
+        m = L.emit("mul", [m, math.copysign(largest, fill)])
+        m = L.emit("mul", [m, 2.0])
+    else:
+        m = L.emit("mul", [m, fill])
+    out = tuple(L.probed[L.out().debugName()].shape)
+    if isinstance(mask, Expanded):
+        L.env[L.out().debugName()] = Expanded(m, mask.shape, mask.view)
+    elif m.shape != out:
+        L.env[L.out().debugName()] = Expanded(m, out, out)
+    else:
+        L.bind(L.out(), m)
+
+
 def _masked_fill(L: _Lowering) -> None:
+    if _is_bool_input(L.arg(1)):
+        _additive_from_bool(L)
+        return
     x = L.tensor(L.arg(0), "self")
     mask, fill = L.arg(1), _fill_value(L.arg(2))
     if not isinstance(mask, Weight):
@@ -1050,6 +1117,10 @@ _FOLDED_KINDS = frozenset({
     "aten::transpose", "aten::contiguous", "aten::add", "aten::sub", "aten::mul", "aten::neg",
     "aten::zero_", "aten::fill_",
 })
+
+# Operators whose value depends only on their operand's shape (fixed by the
+# trace), folded even when the operand is computed on the device.
+_SHAPE_ONLY_KINDS = frozenset({"aten::zeros_like", "aten::ones_like", "aten::full_like"})
 
 # The operators that take int32 tensors (hw/isa.md: integers are exact in
 # the vector engine's add, sub and mul below 2^24, and data movement copies

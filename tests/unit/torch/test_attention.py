@@ -5,7 +5,7 @@ one attention node of the IR (the decomposed form only when its attention
 weights are used, scaled alike), and a 2-D mask shared by several heads,
 through it or through nn.MultiheadAttention's baddbmm, and a [B, 1, 1, K]
 key padding mask run on the device, also nn.MultiheadAttention's
-key_padding_mask, expanded over the heads; results against torch on the CPU in
+key_padding_mask (float or bool), expanded over the heads; results against torch on the CPU in
 double precision within hw/isa.md's bounds (tolerance.py). A mask the
 device does not add is refused before compiling, naming its shape and
 the scores'."""
@@ -262,6 +262,58 @@ def test_multihead_attention_with_a_key_padding_mask(T: int, tmp_path: Path) -> 
         reference = copy.deepcopy(model).double()(x.double(), padding.double())
         assert torch.allclose(expected[0], reference, atol=1e-10)
     tol.check(out, expected)
+
+
+@pytest.mark.parametrize("T", SEQUENCE_LENGTHS)
+def test_multihead_attention_with_a_bool_key_padding_mask(T: int, tmp_path: Path) -> None:
+    # A bool key_padding_mask (True at padding) is an fp32 input of 0 and
+    # 1 on the device; torch makes it additive with masked_fill(-inf),
+    # the device with two products that overflow to -inf. The output is
+    # the float mask's at -10000, bit for bit, and is saved and loaded.
+    torch.manual_seed(T + 4)
+    model = PaddedMultiheadAttention(64, 4).eval()
+    x = torch.randn(2, T, 64)
+    padding = padding_mask(2, T).reshape(2, T)
+    padded = padding != 0
+    traced = torch_neuronx.trace(model, (x, padded), compiler_workdir=tmp_path / "bool")
+    additive = torch_neuronx.trace(model, (x, padding), compiler_workdir=tmp_path / "float")
+    assert ir_ops(tmp_path / "bool").count("softmax") == 1
+    x = torch.randn(2, T, 64)
+    out = traced(x, padded)
+    assert torch.equal(out, additive(x, padding)), "the bool mask's output differs"
+    with torch.no_grad():
+        expected = padded_multihead_bound(copy.deepcopy(model), tol.exact(x), padding)
+    tol.check(out, expected)
+    torch.jit.save(traced, str(tmp_path / "model.pt"))
+    assert torch.equal(torch.jit.load(str(tmp_path / "model.pt"))(x, padded), out)
+    with pytest.raises(torch.jit.Error, match=re.escape("neuron: input 1 was traced as "
+                                                        "torch.bool (a mask); pass a bool tensor")):
+        traced(x, padding)
+
+
+def test_a_bool_input_only_masks() -> None:
+    # The device has no bool: a bool input is taken only as the mask of
+    # masked_fill on zeros; anything else is refused, saying why.
+    x, m = torch.randn(4, 5), torch.rand(4, 5) > 0.5
+
+    def product(x: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
+        return x * m
+
+    def filled(x: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
+        return x.masked_fill(m, float("-inf"))
+
+    def returned(x: torch.Tensor, m: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        return torch.relu(x), m.transpose(0, 1)
+
+    with pytest.raises(torch_neuronx.UnsupportedOperatorError,
+                       match=re.escape("a bool operand of mul: the device has no bool")):
+        torch_neuronx.trace(product, (x, m))
+    with pytest.raises(torch_neuronx.UnsupportedOperatorError,
+                       match=re.escape("masked_fill of a tensor other than zeros by a mask from "
+                                       "the inputs")):
+        torch_neuronx.trace(filled, (x, m))
+    with pytest.raises(RuntimeError, match="returns a bool tensor; the device has no bool"):
+        torch_neuronx.trace(returned, (x, m))
 
 
 def test_an_expanded_tensor_is_not_copied() -> None:
