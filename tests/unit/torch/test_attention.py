@@ -242,53 +242,37 @@ def padded_multihead_bound(model: PaddedMultiheadAttention, x: tol.Bounded,
 
 @pytest.mark.parametrize("T", SEQUENCE_LENGTHS)
 def test_multihead_attention_with_a_key_padding_mask(T: int, tmp_path: Path) -> None:
-    # The expanded mask is not copied: the device adds the [B, 1, 1, T]
-    # input to the scores seen as [B, H, T, T]. A padding key at -inf and
-    # at -10000 gives the same bits (exp underflows to 0 for both), and
-    # the -10000 form is checked against the bound.
+    # A float mask: the expanded mask is not copied, the device adds the
+    # [B, 1, 1, T] input to the scores seen as [B, H, T, T]. A padding key
+    # at -inf and at -10000 gives the same bits (exp underflows to 0 for
+    # both), and the -10000 form is checked against the bound. A bool mask
+    # (True at padding) is an fp32 input of 0 and 1 on the device, made
+    # additive by two products that overflow to -inf: the same bits again,
+    # also once saved and loaded.
     torch.manual_seed(T + 3)
     model = PaddedMultiheadAttention(64, 4).eval()
     x = torch.randn(2, T, 64)
     padding = padding_mask(2, T).reshape(2, T)
-    traced = torch_neuronx.trace(model, (x, padding), compiler_workdir=tmp_path)
-    ops = ir_ops(tmp_path)
-    assert ops.count("softmax") == 1 and ops.count("add") >= 1, ops  # on the device
+    padded = padding != 0
+    traced = torch_neuronx.trace(model, (x, padding), compiler_workdir=tmp_path / "float")
+    traced_bool = torch_neuronx.trace(model, (x, padded), compiler_workdir=tmp_path / "bool")
+    for form in ("float", "bool"):
+        ops = ir_ops(tmp_path / form)
+        assert ops.count("softmax") == 1 and ops.count("add") >= 1, ops  # on the device
     x = torch.randn(2, T, 64)
     out = traced(x, padding)
-    out_inf = traced(x, padding.masked_fill(padding != 0, float("-inf")))
-    assert torch.equal(out, out_inf), f"max difference {(out - out_inf).abs().max().item():.3g}"
+    for other in (traced(x, padding.masked_fill(padded, float("-inf"))), traced_bool(x, padded)):
+        assert torch.equal(out, other), f"max difference {(out - other).abs().max().item():.3g}"
     with torch.no_grad():
         expected = padded_multihead_bound(copy.deepcopy(model), tol.exact(x), padding)
         reference = copy.deepcopy(model).double()(x.double(), padding.double())
         assert torch.allclose(expected[0], reference, atol=1e-10)
     tol.check(out, expected)
-
-
-@pytest.mark.parametrize("T", SEQUENCE_LENGTHS)
-def test_multihead_attention_with_a_bool_key_padding_mask(T: int, tmp_path: Path) -> None:
-    # A bool key_padding_mask (True at padding) is an fp32 input of 0 and
-    # 1 on the device; torch makes it additive with masked_fill(-inf),
-    # the device with two products that overflow to -inf. The output is
-    # the float mask's at -10000, bit for bit, and is saved and loaded.
-    torch.manual_seed(T + 4)
-    model = PaddedMultiheadAttention(64, 4).eval()
-    x = torch.randn(2, T, 64)
-    padding = padding_mask(2, T).reshape(2, T)
-    padded = padding != 0
-    traced = torch_neuronx.trace(model, (x, padded), compiler_workdir=tmp_path / "bool")
-    additive = torch_neuronx.trace(model, (x, padding), compiler_workdir=tmp_path / "float")
-    assert ir_ops(tmp_path / "bool").count("softmax") == 1
-    x = torch.randn(2, T, 64)
-    out = traced(x, padded)
-    assert torch.equal(out, additive(x, padding)), "the bool mask's output differs"
-    with torch.no_grad():
-        expected = padded_multihead_bound(copy.deepcopy(model), tol.exact(x), padding)
-    tol.check(out, expected)
-    torch.jit.save(traced, str(tmp_path / "model.pt"))
+    torch.jit.save(traced_bool, str(tmp_path / "model.pt"))
     assert torch.equal(torch.jit.load(str(tmp_path / "model.pt"))(x, padded), out)
     with pytest.raises(torch.jit.Error, match=re.escape("neuron: input 1 was traced as "
                                                         "torch.bool (a mask); pass a bool tensor")):
-        traced(x, padding)
+        traced_bool(x, padding)
 
 
 def test_a_bool_input_only_masks() -> None:
