@@ -56,13 +56,8 @@ std::string shape_text(const Shape &s) {
 }
 
 void Splitter::refuse(uint32_t node, const std::string &why) const {
-    const Node &n = g_.node(node);
-    std::vector<std::string> ts;
-    for (uint32_t o : n.operands)
-        ts.push_back(fmt::format("{}: {}", g_.node(o).name, to_string(g_.node(o).type)));
-    throw GraphError(fmt::format(
-        "'{}' ({} of {} -> {}): not split along the leading axis: {}", n.name, to_string(n.op),
-        ts.empty() ? "nothing" : fmt::format("{}", fmt::join(ts, ", ")), to_string(n.type), why));
+    throw GraphError(
+        fmt::format("{}: not split along the leading axis: {}", describe(g_, g_.node(node)), why));
 }
 
 void Splitter::align(uint32_t n, uint32_t o, int64_t per_row, int64_t full) {
