@@ -40,6 +40,7 @@ class Splitter {
     /// result whose leading extent is @p full: a constant is cut from then
     /// on; anything else that is not split itself is refused.
     void align(uint32_t n, uint32_t o, int64_t per_row, int64_t full);
+    /// Operand @p o of node @p n is needed whole in every part.
     void use_whole(uint32_t n, uint32_t o);
     void elementwise(uint32_t n);
     void matmul(uint32_t n);
@@ -47,7 +48,7 @@ class Splitter {
 
     const Graph &g_;
     std::vector<Role> roles_;
-    std::vector<bool> used_whole_; // constants used as they are
+    std::vector<bool> used_whole_; // constants an operator took uncut
     int64_t rows_ = 0;
 };
 
@@ -87,7 +88,6 @@ void Splitter::use_whole(uint32_t n, uint32_t o) {
     if (role(o).split())
         refuse(n,
                fmt::format("'{}' is split along an axis this operator combines", g_.node(o).name));
-    used_whole_[o] = true;
 }
 
 void Splitter::elementwise(uint32_t n) {
@@ -227,6 +227,10 @@ int64_t Splitter::analyse() {
             elementwise(i);
             break;
         }
+        // A constant this operator took uncut must not be cut later.
+        for (uint32_t o : n.operands)
+            if (g_.node(o).op == Op::constant && !role(o).split())
+                used_whole_[o] = true;
     }
     if (!rows_)
         throw GraphError(fmt::format("graph '{}' has no inputs to split", g_.name()));

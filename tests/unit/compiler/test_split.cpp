@@ -195,6 +195,13 @@ void split_refusals(void **) {
     expect_refused("graph g\ninput x: fp32[6, 6]\nconst c: fp32[6, 6] = uniform(seed=2)\n"
                    "y = matmul(x, c)\nz = add(y, c)\noutput z\n",
                    2, "constant 'c' is also used whole, so it cannot be cut");
+    // Broadcast whole over y's rows first, then lined up with x's rows.
+    expect_refused("graph g\ninput x: fp32[4, 6]\ninput y: fp32[4, 4, 6]\n"
+                   "const c: fp32[4, 6] = uniform(seed=2)\na = add(y, c)\nb = add(x, c)\n"
+                   "output a, b\n",
+                   2,
+                   "'b' (add of x: fp32[4, 6], c: fp32[4, 6] -> fp32[4, 6]): not split along "
+                   "the leading axis: constant 'c' is also used whole");
     expect_refused(x + "const c: fp32[4, 4] = uniform(seed=2)\ny = add(x, x)\nk = relu(c)\n"
                        "output y, k\n",
                    2,
