@@ -10,6 +10,9 @@
  *    consumes the ring's completions and signals the fences of the jobs
  *    that are done (neuron_ring_irq(), under the ring's spinlock); a
  *    waiter is woken straight from it;
+ *  - a ring's vector follows the CPU that submits to the idle ring
+ *    (neuron_ring_steer_irq()), so the waiter is woken on its own CPU;
+ *    it is the driver's to place (IRQF_NOBALANCING);
  *  - the error vector's hard handler clears its IRQ_STATUS bit (it is
  *    also the record of which cause fired) and wakes its thread, which
  *    logs the cause and queues the recovery work.
@@ -176,13 +179,16 @@ int neuron_irq_init(struct neuron_device *ndev)
 							0, vec->name, vec);
 		else
 			ret = devm_request_irq(&pdev->dev, vec->irq,
-					       neuron_irq_ring_handler, 0,
-					       vec->name, vec);
+					       neuron_irq_ring_handler,
+					       IRQF_NOBALANCING, vec->name,
+					       vec);
 		if (ret) {
 			ndev_err(ndev, "cannot request IRQ %d (%s): %d\n",
 				 vec->irq, vec->name, ret);
 			return ret;
 		}
+		if (vec->ring)
+			vec->ring->irq = vec->irq;
 		ndev->hw.irq_enabled |= vec->status_bit;
 	}
 

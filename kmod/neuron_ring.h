@@ -114,6 +114,10 @@ struct neuron_ring_reg {
  *	device job id and the ioctl's seqno)
  * @resets: resets of this unit done by the driver (read locklessly)
  * @tables: core queue: its jobs' binding-table slots; DMA engine: NULL
+ * @irq: Linux IRQ number of the unit's MSI-X vector, 0 until requested;
+ *	set once by neuron_irq_init()
+ * @irq_cpu: the CPU @irq was last steered to, -1 before the first job
+ *	(neuron_ring_steer_irq(); read and set locklessly)
  * @name: scheduler name
  * @label: the unit in messages ("core 0", "DMA engine 1")
  */
@@ -136,6 +140,8 @@ struct neuron_ring {
 	atomic64_t submit_seqno;
 	atomic_t resets;
 	struct neuron_table_pool *tables;
+	int irq;
+	atomic_t irq_cpu;
 	char name[24];
 	char label[24];
 };
@@ -203,6 +209,7 @@ int neuron_ring_sched_init(struct neuron_ring *ring,
 			   struct workqueue_struct *timeout_wq);
 struct dma_fence *neuron_ring_run_job(struct drm_sched_job *sched_job);
 void neuron_ring_irq(struct neuron_ring *ring);
+void neuron_ring_steer_irq(struct neuron_ring *ring);
 void neuron_ring_signal_locked(struct neuron_ring *ring,
 			       struct neuron_job *job, int error);
 void neuron_ring_clear_locked(struct neuron_ring *ring, int err, bool signal);

@@ -160,6 +160,7 @@ static int neuron_job_push(struct neuron_job *job, struct drm_file *file,
 		atomic64_inc(&job->client->jobs_submitted);
 	else
 		atomic64_inc(&job->client->copies_submitted);
+	neuron_ring_steer_irq(job->ring);
 	drm_sched_entity_push_job(&job->base);
 	mutex_unlock(&fexec->submit_lock);
 

@@ -22,6 +22,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -630,6 +631,113 @@ static void test_submit_latency(void **state) {
     printf("# submit->signal latency (axpb, 128x64 fp32): mean %.0f us over %d jobs\n",
            total / n * 1e6, n);
     job_bufs_fini(fd, &jb);
+}
+
+/* The Linux IRQ number of the vector named @name@<bdf> in /proc/interrupts. */
+static int irq_of(const char *name) {
+    char want[128], line[512];
+    FILE *f = fopen("/proc/interrupts", "r");
+    int irq = -1;
+
+    assert_non_null(f);
+    snprintf(want, sizeof(want), " %s@%s\n", name, tdev.bdf);
+    while (irq < 0 && fgets(line, sizeof(line), f)) {
+        size_t n = strlen(line), w = strlen(want);
+
+        if (n > w && !strcmp(line + n - w, want))
+            irq = atoi(line);
+    }
+    fclose(f);
+    if (irq < 0)
+        fail_msg("no vector %s in /proc/interrupts", want);
+    return irq;
+}
+
+/* Interrupts of @irq taken on @cpu so far (its column in /proc/interrupts). */
+static long irq_count_on(int irq, int cpu) {
+    char line[1024], want[32], *tok, *save;
+    FILE *f = fopen("/proc/interrupts", "r");
+    int col = -1, i = 0;
+    long n = -1;
+
+    assert_non_null(f);
+    assert_non_null(fgets(line, sizeof(line), f));
+    snprintf(want, sizeof(want), "CPU%d", cpu);
+    for (tok = strtok_r(line, " \n", &save); tok; tok = strtok_r(NULL, " \n", &save), i++)
+        if (!strcmp(tok, want))
+            col = i;
+    while (col >= 0 && n < 0 && fgets(line, sizeof(line), f)) {
+        if (atoi(line) != irq || !strchr(line, ':'))
+            continue;
+        tok = strtok_r(strchr(line, ':') + 1, " ", &save);
+        for (i = 0; tok && i < col; i++)
+            tok = strtok_r(NULL, " ", &save);
+        if (tok)
+            n = atol(tok);
+    }
+    fclose(f);
+    if (n < 0)
+        fail_msg("no count of IRQ %d on CPU %d in /proc/interrupts", irq, cpu);
+    return n;
+}
+
+static int irq_effective_cpu(int irq) {
+    char path[64], buf[64] = "";
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/irq/%d/effective_affinity_list", irq);
+    f = fopen(path, "r");
+    assert_non_null(f);
+    assert_non_null(fgets(buf, sizeof(buf), f));
+    fclose(f);
+    /* One CPU: the list is a single number. */
+    assert_null(strpbrk(buf, ",-"));
+    return atoi(buf);
+}
+
+/*
+ * A core queue's vector follows the CPU that submits to the idle queue:
+ * after a job submitted and waited for on each allowed CPU in turn, the
+ * vector's effective affinity is that CPU, and the completion of the
+ * next job there is taken on that CPU (so the waiter is woken on its own
+ * CPU). The first completion after a move may still arrive on the old
+ * CPU (x86 moves a non-remapped MSI at its next interrupt).
+ */
+static void test_irq_follows_submitter(void **state) {
+    int fd = FD(state), irq = irq_of("neuron-q0"), cpu, tried = 0;
+    cpu_set_t allowed, one;
+    long before;
+    struct job_bufs jb;
+    uint32_t out = syncobj_new(fd);
+
+    assert_int_equal(sched_getaffinity(0, sizeof(allowed), &allowed), 0);
+    if (CPU_COUNT(&allowed) < 2)
+        skip();
+    job_bufs_init(fd, &jb, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, 0, 0);
+    for (cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+        if (!CPU_ISSET(cpu, &allowed))
+            continue;
+        CPU_ZERO(&one);
+        CPU_SET(cpu, &one);
+        assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
+        assert_int_equal(submit(fd, &jb, 0, out, NULL), 0);
+        assert_int_equal(syncobj_status(fd, out, 30), 1);
+        if (irq_effective_cpu(irq) != cpu)
+            fail_msg("job submitted on CPU %d, neuron-q0 (IRQ %d) still on CPU %d", cpu, irq,
+                     irq_effective_cpu(irq));
+        assert_int_equal(submit(fd, &jb, 0, out, NULL), 0);
+        assert_int_equal(syncobj_status(fd, out, 30), 1);
+        before = irq_count_on(irq, cpu);
+        assert_int_equal(submit(fd, &jb, 0, out, NULL), 0);
+        assert_int_equal(syncobj_status(fd, out, 30), 1);
+        if (irq_count_on(irq, cpu) == before)
+            fail_msg("job submitted on CPU %d, its completion (IRQ %d) not taken on it", cpu, irq);
+        tried++;
+    }
+    printf("# neuron-q0 (IRQ %d) followed the submitter over %d CPUs\n", irq, tried);
+    assert_int_equal(sched_setaffinity(0, sizeof(allowed), &allowed), 0);
+    job_bufs_fini(fd, &jb);
+    drmSyncobjDestroy(fd, out);
 }
 
 static void test_submit_invalid(void **state) {
@@ -2345,6 +2453,7 @@ static const struct named_test all_tests[] = {
     T(test_submit_invalid),
     T(test_submit_program),
     T(test_submit_latency),
+    T(test_irq_follows_submitter),
     T(test_submit_fault),
     T(test_wait),
     T(test_timeline),
