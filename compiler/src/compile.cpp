@@ -56,6 +56,9 @@ struct Buf {
     // whose lifetime covers the view's; placed with it.
     int view_of = -1;
     uint32_t view_tile = 0;
+    // A matmul's weight left in device memory and streamed through panel
+    // buffers: it takes no SBUF of its own.
+    bool streamed = false;
     uint32_t tiles() const { return (rows + P - 1) / P; }
     uint64_t bytes() const { return (uint64_t{tiles()} * cols * dtype_size(dtype) + 63) / 64 * 64; }
 };
@@ -234,6 +237,9 @@ class Lowering {
     void check();
     void fuse();
     void plan_memory();
+    void place();
+    std::vector<uint32_t> streamable() const;
+    [[noreturn]] void refuse_peak() const;
     void emit();
 
     // --- helpers of emission
@@ -273,6 +279,9 @@ class Lowering {
     std::map<uint32_t, size_t> next_temp_;
     std::map<std::pair<uint32_t, uint32_t>, int> replicas_; // (node, step) -> buffer
     std::map<uint32_t, std::vector<float>> folded_;         // transposed constants
+    std::vector<bool> streamed_;                            // weights streamed from device memory
+    int peak_buf_ = -1;                                     // the buffer that ends at the peak
+    uint64_t ones_at_ = 0;                                  // the row of ones' offset in the arena
     uint64_t peak_ = 0;
     bool planning_ = true; // temp() records during planning, replays during emission
 
@@ -570,8 +579,89 @@ int Lowering::temp(uint32_t step, const std::string &what, DType dt, uint32_t ro
     return id;
 }
 
+// Memory planning: every buffer placed by liveness. When the peak does
+// not fit the core's SBUF, the largest matmul weight live at the peak is
+// left in device memory and streamed (emit_matmul), and the plan is made
+// again, until it fits or nothing live at the peak can be streamed.
 void Lowering::plan_memory() {
+    streamed_.assign(g_.nodes().size(), false);
+    for (;;) {
+        place();
+        if (peak_ <= opt_.limits.sbuf_bytes)
+            return;
+        const std::vector<uint32_t> c = streamable();
+        if (c.empty())
+            refuse_peak();
+        streamed_[c.front()] = true;
+    }
+}
+
+// The weights that streaming would take out of SBUF at the peak, largest
+// first: graph inputs and constants live then whose every use is a matmul
+// reading them as its right operand in [.., K, N] form (or a constant read
+// transposed, which is stored so), not outputs, not streamed yet.
+std::vector<uint32_t> Lowering::streamable() const {
     const auto &nodes = g_.nodes();
+    const Buf &peak = bufs_[static_cast<size_t>(peak_buf_)];
+    std::vector<uint32_t> c;
+    for (uint32_t v = 0; v < nodes.size(); v++) {
+        const Node &n = nodes[v];
+        if ((n.op != Op::input && n.op != Op::constant) || streamed_[v] || is_output_[v] ||
+            uses_[v] == 0 || value_buf_[v] < 0)
+            continue;
+        const Buf &b = buf(v);
+        if (b.last < peak.first || b.first > peak.last)
+            continue;
+        bool ok = true;
+        for (const Node &u : nodes)
+            for (size_t k = 0; k < u.operands.size(); k++)
+                if (u.operands[k] == v)
+                    ok &= u.op == Op::matmul && k == 1 && (!u.transpose_b || folded_.count(v) != 0);
+        if (ok)
+            c.push_back(v);
+    }
+    std::stable_sort(c.begin(), c.end(),
+                     [&](uint32_t a, uint32_t b) { return buf(a).bytes() > buf(b).bytes(); });
+    return c;
+}
+
+// Nothing live at the peak can be streamed: name the step, its buffers and why.
+void Lowering::refuse_peak() const {
+    const Buf &peak = bufs_[static_cast<size_t>(peak_buf_)];
+    const int step = peak.first;
+    std::vector<const Buf *> live;
+    for (const Buf &b : bufs_)
+        if (b.view_of < 0 && !b.streamed && b.first <= step && b.last >= step)
+            live.push_back(&b);
+    std::stable_sort(live.begin(), live.end(),
+                     [](const Buf *a, const Buf *b) { return a->bytes() > b->bytes(); });
+    std::vector<std::string> names;
+    for (size_t j = 0; j < live.size() && j < 6; j++)
+        names.push_back(fmt::format("{} {} bytes", live[j]->what, live[j]->bytes()));
+    if (live.size() > 6)
+        names.push_back(fmt::format("{} more", live.size() - 6));
+    std::vector<std::string> streamed;
+    for (uint32_t v = 0; v < streamed_.size(); v++)
+        if (streamed_[v])
+            streamed.push_back(g_.node(v).name);
+    unsupported(
+        g_, g_.node(static_cast<uint32_t>(step)),
+        fmt::format("graph '{}' needs {} bytes of SBUF per partition at its peak, the core has "
+                    "{}; live then: {}{}. Only a matmul's weight (a graph input or constant "
+                    "that only matmuls read as [K, N]) is streamed from device memory; nothing "
+                    "else live then can be, and values are not split into chunks of rows",
+                    g_.name(), peak_, opt_.limits.sbuf_bytes, fmt::join(names, ", "),
+                    streamed.empty() ? std::string()
+                                     : fmt::format(" (streamed: {})", fmt::join(streamed, ", "))));
+}
+
+void Lowering::place() {
+    const auto &nodes = g_.nodes();
+    bufs_.clear();
+    temps_.clear();
+    next_temp_.clear();
+    replicas_.clear();
+    ones_ = -1;
     value_buf_.assign(nodes.size(), -1);
     // The group's result gets the buffer; aliases share their operand's.
     std::vector<int> group_step(nodes.size());
@@ -595,6 +685,7 @@ void Lowering::plan_memory() {
                 b.cols = static_cast<uint32_t>(n.type.shape[n.type.shape.size() - 2]);
                 b.rows = static_cast<uint32_t>(n.type.elements() / b.cols);
             }
+            b.streamed = streamed_[i];
             bufs_.push_back(b);
             value_buf_[i] = static_cast<int>(bufs_.size() - 1);
             continue;
@@ -648,9 +739,10 @@ void Lowering::plan_memory() {
                      [&](size_t a, size_t b) { return bufs_[a].first < bufs_[b].first; });
     std::vector<size_t> placed;
     peak_ = 0;
+    peak_buf_ = -1;
     for (size_t id : order) {
         Buf &x = bufs_[id];
-        if (x.view_of >= 0)
+        if (x.view_of >= 0 || x.streamed)
             continue;
         std::vector<std::pair<uint64_t, uint64_t>> busy;
         for (size_t y : placed) {
@@ -666,18 +758,20 @@ void Lowering::plan_memory() {
             off = std::max(off, b1);
         }
         x.offset = off;
-        peak_ = std::max(peak_, off + x.bytes());
+        if (off + x.bytes() > peak_ || peak_buf_ < 0) {
+            peak_ = std::max(peak_, off + x.bytes());
+            peak_buf_ = static_cast<int>(id);
+        }
         placed.push_back(id);
     }
     for (Buf &b : bufs_)
         if (b.view_of >= 0)
             b.offset = bufs_[static_cast<size_t>(b.view_of)].offset +
                        uint64_t{b.view_tile} * b.cols * dtype_size(b.dtype);
-    if (peak_ > opt_.limits.sbuf_bytes)
-        throw GraphError(fmt::format(
-            "graph '{}' needs {} bytes of SBUF per partition at its peak, the core has {} "
-            "(streaming tensors from device memory is not implemented)",
-            g_.name(), peak_, opt_.limits.sbuf_bytes));
+    // After every buffer, the row of ones that adds a bias in PSUM.
+    ones_at_ = peak_;
+    if (ones_ == -2)
+        peak_ += uint64_t{P} * 4;
 }
 
 Tap Lowering::rows(const Buf &b, uint32_t r0, uint32_t n, uint32_t c0, uint32_t cn) const {
@@ -699,7 +793,7 @@ Tap Lowering::tile(const Buf &b, uint32_t t) const {
 }
 
 void Lowering::ensure_loaded(uint32_t node) {
-    if (planning_ || loaded_[node])
+    if (planning_ || loaded_[node] || streamed_[node])
         return;
     const Node &n = g_.node(node);
     if (n.op != Op::input && n.op != Op::constant)
@@ -832,6 +926,15 @@ void Lowering::emit_matmul(uint32_t i, const Plan &p) {
     const uint32_t nk_max = (K + P - 1) / P + 1; // pieces of K, at most one more than blocks
     int at[2] = {temp(i, n.name + ".lhsT0", A.dtype, P, nk_max * P),
                  temp(i, n.name + ".lhsT1", A.dtype, P, nk_max * P)};
+    // A streamed weight: panels of one piece of K by one block of N pass
+    // through two buffers, the load of the next panel issued before the
+    // MATMUL that reads the current one.
+    const bool stream = streamed_[bi];
+    int panel[2] = {-1, -1};
+    if (stream)
+        for (int j = 0; j < 2; j++)
+            panel[j] = temp(i, fmt::format("{}.panel{}", bn.name, j), B.dtype, P,
+                            std::min(static_cast<uint32_t>(n.type.shape.back()), bank_elems));
     if (p.bias && ones_ < 0 && planning_)
         ones_ = -2; // allocated in emit() before the first step
     if (p.bias)
@@ -841,6 +944,45 @@ void Lowering::emit_matmul(uint32_t i, const Plan &p) {
     if (planning_)
         return;
     const Buf &O = buf(p.result);
+    // The panels in the order the MATMULs read them: (row piece, block of
+    // N, piece of K), the resident order, so that PSUM accumulates alike.
+    struct Panel {
+        uint32_t gb, kc, n0, nn;
+    };
+    std::vector<Panel> panels;
+    if (stream)
+        for (uint32_t bt = 0; bt < batches; bt++)
+            for (uint32_t r = 0; r < M;) {
+                const uint32_t ga = bt * M + r, cnt = std::min(P - ga % P, M - r);
+                for (uint32_t n0 = 0; n0 < N; n0 += bank_elems)
+                    for (uint32_t kk = 0; kk < K;) {
+                        uint32_t gb = (batched_b ? bt * K : 0) + kk;
+                        uint32_t kc = std::min(P - gb % P, K - kk);
+                        panels.push_back({gb, kc, n0, std::min(bank_elems, N - n0)});
+                        kk += kc;
+                    }
+                r += cnt;
+            }
+    const uint64_t esize = dtype_size(B.dtype);
+    auto load_panel = [&](size_t idx) {
+        const Panel &q = panels[idx];
+        const Buf &pb = bufs_[static_cast<size_t>(panel[idx % 2])];
+        k_->dma_load(rows(pb, 0, q.kc, 0, q.nn),
+                     args_.at(bi).at((uint64_t{q.gb} * N + q.n0) * esize,
+                                     static_cast<uint32_t>(uint64_t{N} * esize)));
+    };
+    size_t next_panel = 0;
+    if (stream && !panels.empty())
+        load_panel(0);
+    // The moving operand of piece @p j of K for the columns [n0, n0 + nn).
+    auto moving = [&](uint32_t gb, uint32_t kc, uint32_t n0, uint32_t nn) {
+        if (!stream)
+            return rows(B, gb, kc, n0, nn);
+        const size_t idx = next_panel++;
+        if (idx + 1 < panels.size())
+            load_panel(idx + 1);
+        return rows(bufs_[static_cast<size_t>(panel[idx % 2])], 0, kc, 0, nn);
+    };
     unsigned flip = 0;
     for (uint32_t bt = 0; bt < batches; bt++) {
         for (uint32_t r = 0; r < M;) {
@@ -873,7 +1015,7 @@ void Lowering::emit_matmul(uint32_t i, const Plan &p) {
                 }
                 for (size_t j = 0; j < pieces.size(); j++) {
                     k_->matmul(bank, rows(T, 0, pieces[j].kc, static_cast<uint32_t>(j) * P, cnt),
-                               rows(B, pieces[j].gb, pieces[j].kc, n0, nn), !first);
+                               moving(pieces[j].gb, pieces[j].kc, n0, nn), !first);
                     first = false;
                 }
                 Tap dst = rows(O, ga, cnt, n0, nn);
@@ -1429,7 +1571,7 @@ void Lowering::emit() {
 void Lowering::live_ranges() {
     for (size_t id = 0; id < bufs_.size(); id++) {
         const Buf &b = bufs_[id];
-        if (b.view_of >= 0) // inside its buffer's range
+        if (b.view_of >= 0 || b.streamed) // inside its buffer's range; in memory
             continue;
         const bool ones = static_cast<int>(id) == ones_;
         const size_t from = ones ? 0 : step_from_[static_cast<size_t>(b.first)];
@@ -1507,8 +1649,9 @@ Compiled Lowering::run() {
             args_.emplace(i, b_->constant(n.name, n.type.dtype, shape, bytes));
         }
         // The arena: every buffer, and after them the row of ones that adds
-        // a bias in PSUM.
-        arena_ = b_->sbuf("arena", DType::fp32, static_cast<uint32_t>((peak_ + P * 4) / 4));
+        // a bias in PSUM (counted in the peak).
+        arena_ =
+            b_->sbuf("arena", DType::fp32, static_cast<uint32_t>(std::max<uint64_t>(peak_, 4) / 4));
         psum_ = b_->psum("acc", DType::fp32, psum_banks * bank_elems);
         k_.emplace(*b_);
         if (ones_ == -2) {
@@ -1516,7 +1659,7 @@ Compiled Lowering::run() {
             ones.what = "ones";
             ones.rows = 1;
             ones.cols = P;
-            ones.offset = peak_;
+            ones.offset = ones_at_;
             bufs_.push_back(ones);
             ones_ = static_cast<int>(bufs_.size() - 1);
             k_->memset(Engine::vector, rows(bufs_.back(), 0, 1, 0, P), 1.0f);
@@ -1541,12 +1684,12 @@ Compiled Lowering::run() {
         for (uint32_t x : p.fused)
             f.push_back(g_.node(x).name);
         int bid = value_buf_[p.result];
-        plan +=
-            fmt::format("{:<20} {:<12} {}{}\n", g_.node(i).name, to_string(g_.node(i).op),
-                        bid >= 0 ? fmt::format("@{} +{}", bufs_[static_cast<size_t>(bid)].offset,
-                                               bufs_[static_cast<size_t>(bid)].bytes())
-                                 : "",
-                        f.empty() ? "" : fmt::format("  fused: {}", fmt::join(f, ", ")));
+        const Buf *pb = bid >= 0 ? &bufs_[static_cast<size_t>(bid)] : nullptr;
+        plan += fmt::format("{:<20} {:<12} {}{}\n", g_.node(i).name, to_string(g_.node(i).op),
+                            !pb            ? std::string()
+                            : pb->streamed ? std::string("streamed from device memory")
+                                           : fmt::format("@{} +{}", pb->offset, pb->bytes()),
+                            f.empty() ? "" : fmt::format("  fused: {}", fmt::join(f, ", ")));
     }
     return Compiled{std::move(*program), times_, plan, stats};
 }
