@@ -909,7 +909,11 @@ void compile_errors(void **) {
         uint32_t c = g.add(Op::softmax, "c", {b});
         g.mark_output(c);
         g.mark_output(b);
-        expect_compile_error(g, "bytes of SBUF per partition at its peak");
+        expect_compile_error(g, "'c' (softmax of b: fp32[128, 16384] -> fp32[128, 16384]): "
+                                "graph 'big' needs 196736 bytes of SBUF per partition at its "
+                                "peak, the core has 196608; live then: b 65536 bytes, c 65536 "
+                                "bytes, c.exp 65536 bytes, c.max 64 bytes, c.sum 64 bytes. Only "
+                                "a matmul's weight");
     }
     {
         Graph g("none");
