@@ -31,7 +31,7 @@ int main(int argc, char **argv) {
     uint32_t sbuf_bytes = CompileOptions{}.limits.sbuf_bytes;
     app.add_option("--sbuf-bytes", sbuf_bytes,
                    "SBUF bytes per partition of the target core; matmul weights that do not "
-                   "fit are streamed from device memory")
+                   "fit are streamed from device memory, rows computed in chunks")
         ->capture_default_str()
         ->check(CLI::PositiveNumber);
     CLI11_PARSE(app, argc, argv);

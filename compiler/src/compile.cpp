@@ -59,6 +59,10 @@ struct Buf {
     // A matmul's weight left in device memory and streamed through panel
     // buffers: it takes no SBUF of its own.
     bool streamed = false;
+    // A value of the row space of a graph computed in chunks of rows: it
+    // holds the current chunk's rows (rows is set per chunk); whole: a
+    // weight or row operand, live for the whole program.
+    bool chunked = false, whole = false;
     uint32_t tiles() const { return (rows + P - 1) / P; }
     uint64_t bytes() const { return (uint64_t{tiles()} * cols * dtype_size(dtype) + 63) / 64 * 64; }
 };
@@ -239,8 +243,9 @@ class Lowering {
     void plan_memory();
     void place();
     std::vector<uint32_t> streamable() const;
-    [[noreturn]] void refuse_peak() const;
+    [[noreturn]] void refuse_peak(const std::string &chunk_why) const;
     void emit();
+    void emit_steps();
 
     // --- helpers of emission
     int buf_of(uint32_t node) const { return value_buf_.at(node); }
@@ -294,6 +299,14 @@ class Lowering {
     int ones_ = -1;
     std::string plan_text_;
     std::vector<size_t> step_from_; // per step: the Kernel's instructions before it
+    // Rows in chunks: chunk_rows_ rows of the row space (rows_ rows) at a
+    // time, 0 when not chunked; the current chunk's first row; the values
+    // of the row space and the weights and row operands (params).
+    uint32_t chunk_rows_ = 0, row0_ = 0;
+    int64_t rows_ = 0;
+    std::vector<bool> rowspace_, param_;
+    std::vector<std::vector<size_t>> chunk_steps_; // step_from_ of every chunk
+    bool chunkable(std::string &why);
     void live_ranges();
 };
 
@@ -585,15 +598,133 @@ int Lowering::temp(uint32_t step, const std::string &what, DType dt, uint32_t ro
 // again, until it fits or nothing live at the peak can be streamed.
 void Lowering::plan_memory() {
     streamed_.assign(g_.nodes().size(), false);
+    chunk_rows_ = 0;
     for (;;) {
         place();
         if (peak_ <= opt_.limits.sbuf_bytes)
             return;
         const std::vector<uint32_t> c = streamable();
         if (c.empty())
-            refuse_peak();
+            break;
         streamed_[c.front()] = true;
     }
+    // Then the rows in chunks: the most row tiles per chunk that fit.
+    std::string why;
+    if (!chunkable(why))
+        refuse_peak(why);
+    const auto tiles = static_cast<uint32_t>((rows_ + P - 1) / P);
+    for (uint32_t t = tiles - 1; t >= 1; t--) {
+        chunk_rows_ = t * P;
+        place();
+        if (peak_ <= opt_.limits.sbuf_bytes)
+            return;
+    }
+    refuse_peak("it does not fit in chunks of 128 rows either");
+}
+
+// Whether the graph can run in chunks of rows: every computed value and
+// every output is [R, C] in the row layout with the same R (above 128),
+// and each row of a value depends on the same row of its operands alone,
+// or on weights and row operands (graph inputs or constants: a matmul's
+// right operand [K, N], a row [C] or one element of a binary operator,
+// layer_norm's and rms_norm's weight and bias), which stay resident. Else
+// @p why names the node that is not.
+bool Lowering::chunkable(std::string &why) {
+    const auto &nodes = g_.nodes();
+    rowspace_.assign(nodes.size(), false);
+    param_.assign(nodes.size(), false);
+    rows_ = rows_of(nodes[g_.outputs().front()].type);
+    if (rows_ <= P) {
+        why = fmt::format("rows are not split into chunks: the outputs have {} rows, one row tile",
+                          rows_);
+        return false;
+    }
+    auto fail = [&](const Node &n, const std::string &r) {
+        why = fmt::format("rows are not split into chunks: {}: {}", describe(g_, n), r);
+        return false;
+    };
+    for (uint32_t i = 0; i < nodes.size(); i++) {
+        const Node &n = nodes[i];
+        for (size_t k = 0; k < n.operands.size(); k++) {
+            const uint32_t o = n.operands[k];
+            const Type &ot = nodes[o].type;
+            bool param = false;
+            if (n.op == Op::matmul)
+                param = k == 1;
+            else if (n.op == Op::layer_norm || n.op == Op::rms_norm)
+                param = k >= 1;
+            else if (is_binary(n.op) && n.operands.size() == 2)
+                param = rows_of(ot) == 1 && ot.elements() != n.type.elements();
+            if (param)
+                param_[o] = true;
+            else
+                rowspace_[o] = true;
+        }
+        if (n.op != Op::input && n.op != Op::constant)
+            rowspace_[i] = true;
+    }
+    for (uint32_t o : g_.outputs())
+        rowspace_[o] = true;
+    // What each operator does to rows first, then the rows of every value.
+    for (uint32_t i = 0; i < nodes.size(); i++) {
+        const Node &n = nodes[i];
+        if (!rowspace_[i])
+            continue;
+        switch (n.op) {
+        case Op::input:
+        case Op::constant:
+        case Op::relu:
+        case Op::gelu:
+        case Op::gelu_tanh:
+        case Op::silu:
+        case Op::sigmoid:
+        case Op::tanh:
+        case Op::exp:
+        case Op::layer_norm:
+        case Op::rms_norm:
+            break;
+        case Op::add:
+        case Op::sub:
+        case Op::mul:
+        case Op::div:
+            if (!n.scalar) {
+                const Type &a = nodes[n.operands[0]].type, &b = nodes[n.operands[1]].type;
+                const auto ok = [&](const Type &t) {
+                    return t.elements() == n.type.elements() || rows_of(t) == 1 ||
+                           (t.shape.back() == 1 && rows_of(t) == rows_);
+                };
+                if (!ok(a) || !ok(b))
+                    return fail(n, "an operand whose rows repeat");
+            }
+            break;
+        case Op::softmax:
+            if (n.causal)
+                return fail(n, "the causal mask depends on the row's place");
+            break;
+        case Op::matmul: {
+            const Type &b = nodes[n.operands[1]].type;
+            if (n.transpose_a || b.shape.size() != 2)
+                return fail(n, "its rows mix (a transposed or batched operand)");
+            break;
+        }
+        case Op::reshape:
+            if (nodes[n.operands[0]].type.shape.back() != n.type.shape.back())
+                return fail(n, "it moves elements between rows");
+            break;
+        default:
+            return fail(n, "it moves elements between rows");
+        }
+    }
+    for (uint32_t i = 0; i < nodes.size(); i++) {
+        const Node &n = nodes[i];
+        if (param_[i] && rowspace_[i])
+            return fail(n, "a value read both row by row and whole (a weight or row operand)");
+        if (param_[i] && n.op != Op::input && n.op != Op::constant)
+            return fail(n, "a computed weight or row operand");
+        if (rowspace_[i] && rows_of(n.type) != rows_)
+            return fail(n, fmt::format("its rows are {}, the outputs' {}", rows_of(n.type), rows_));
+    }
+    return true;
 }
 
 // The weights that streaming would take out of SBUF at the peak, largest
@@ -625,8 +756,9 @@ std::vector<uint32_t> Lowering::streamable() const {
     return c;
 }
 
-// Nothing live at the peak can be streamed: name the step, its buffers and why.
-void Lowering::refuse_peak() const {
+// Nothing live at the peak can be streamed, and the rows cannot be split
+// (@p chunk_why): name the step, its buffers and why.
+void Lowering::refuse_peak(const std::string &chunk_why) const {
     const Buf &peak = bufs_[static_cast<size_t>(peak_buf_)];
     const int step = peak.first;
     std::vector<const Buf *> live;
@@ -647,12 +779,14 @@ void Lowering::refuse_peak() const {
     unsupported(
         g_, g_.node(static_cast<uint32_t>(step)),
         fmt::format("graph '{}' needs {} bytes of SBUF per partition at its peak, the core has "
-                    "{}; live then: {}{}. Only a matmul's weight (a graph input or constant "
-                    "that only matmuls read as [K, N]) is streamed from device memory; nothing "
-                    "else live then can be, and values are not split into chunks of rows",
+                    "{}; live then: {}{}{}. Only a matmul's weight (a graph input or constant "
+                    "that only matmuls read as [K, N]) is streamed from device memory, and "
+                    "nothing else live then can be; {}",
                     g_.name(), peak_, opt_.limits.sbuf_bytes, fmt::join(names, ", "),
                     streamed.empty() ? std::string()
-                                     : fmt::format(" (streamed: {})", fmt::join(streamed, ", "))));
+                                     : fmt::format(" (streamed: {})", fmt::join(streamed, ", ")),
+                    chunk_rows_ ? fmt::format(" (in chunks of {} rows)", chunk_rows_) : "",
+                    chunk_why));
 }
 
 void Lowering::place() {
@@ -686,6 +820,12 @@ void Lowering::place() {
                 b.rows = static_cast<uint32_t>(n.type.elements() / b.cols);
             }
             b.streamed = streamed_[i];
+            if (chunk_rows_ && rowspace_[i]) {
+                b.rows = chunk_rows_;
+                b.chunked = true;
+            } else if (chunk_rows_) {
+                b.whole = true;
+            }
             bufs_.push_back(b);
             value_buf_[i] = static_cast<int>(bufs_.size() - 1);
             continue;
@@ -707,6 +847,10 @@ void Lowering::place() {
             continue;
         }
         bufs_.push_back(value_buffer(nodes[p.result], static_cast<int>(i)));
+        if (chunk_rows_) {
+            bufs_.back().rows = chunk_rows_;
+            bufs_.back().chunked = true;
+        }
         value_buf_[p.result] = static_cast<int>(bufs_.size() - 1);
         for (uint32_t f : p.fused)
             if (f != p.result)
@@ -725,6 +869,13 @@ void Lowering::place() {
             Buf &o = bufs_[static_cast<size_t>(b.view_of)];
             o.first = std::min(o.first, b.first);
             o.last = std::max(o.last, b.last);
+        }
+    // In chunks of rows, weights and row operands are loaded once and live
+    // through every chunk.
+    for (Buf &b : bufs_)
+        if (b.whole) {
+            b.first = 0;
+            b.last = static_cast<int>(nodes.size()) - 1;
         }
     // Temporaries: a dry run of the emission records them per step.
     planning_ = true;
@@ -802,8 +953,10 @@ void Lowering::ensure_loaded(uint32_t node) {
     const Buf &b = buf(node);
     const ArgRef &a = args_.at(node);
     const uint64_t pitch = uint64_t{b.cols} * dtype_size(b.dtype);
+    const uint64_t row0 = b.chunked ? row0_ : 0;
     for (uint32_t t = 0; t < b.tiles(); t++)
-        k_->dma_load(tile(b, t), a.at(uint64_t{t} * P * pitch, static_cast<uint32_t>(pitch)));
+        k_->dma_load(tile(b, t),
+                     a.at((row0 + uint64_t{t} * P) * pitch, static_cast<uint32_t>(pitch)));
 }
 
 void Lowering::store(uint32_t node) {
@@ -812,8 +965,10 @@ void Lowering::store(uint32_t node) {
     const Buf &b = buf(node);
     const ArgRef &a = args_.at(node);
     const uint64_t pitch = uint64_t{b.cols} * dtype_size(b.dtype);
+    const uint64_t row0 = b.chunked ? row0_ : 0;
     for (uint32_t t = 0; t < b.tiles(); t++)
-        k_->dma_store(a.at(uint64_t{t} * P * pitch, static_cast<uint32_t>(pitch)), tile(b, t));
+        k_->dma_store(a.at((row0 + uint64_t{t} * P) * pitch, static_cast<uint32_t>(pitch)),
+                      tile(b, t));
 }
 
 // A one-row value on all 128 partitions. An input or a constant is read
@@ -918,10 +1073,13 @@ void Lowering::emit_matmul(uint32_t i, const Plan &p) {
         Bp = &oriented(bi, n.transpose_b, "t");
     }
     const Buf &B = *Bp;
-    const uint32_t M = static_cast<uint32_t>(n.type.shape[n.type.shape.size() - 2]);
+    // In chunks of rows (a 2-d right operand), the chunk's rows of A as one batch.
+    const uint32_t M =
+        A.chunked ? A.rows : static_cast<uint32_t>(n.type.shape[n.type.shape.size() - 2]);
     const uint32_t N = static_cast<uint32_t>(n.type.shape.back());
     const uint32_t K = static_cast<uint32_t>(n.transpose_a ? as[ra - 2] : as[ra - 1]);
-    const uint32_t batches = static_cast<uint32_t>(n.type.elements() / (int64_t{M} * N));
+    const uint32_t batches =
+        A.chunked ? 1 : static_cast<uint32_t>(n.type.elements() / (int64_t{M} * N));
     const bool batched_b = bs.size() > 2;
     const uint32_t nk_max = (K + P - 1) / P + 1; // pieces of K, at most one more than blocks
     int at[2] = {temp(i, n.name + ".lhsT0", A.dtype, P, nk_max * P),
@@ -1490,9 +1648,32 @@ void Lowering::emit_gather(uint32_t i) {
 void Lowering::emit() {
     const auto &nodes = g_.nodes();
     if (!planning_) {
+        loaded_.assign(nodes.size(), false);
+        chunk_steps_.clear();
+    }
+    // In chunks of rows, the steps once per chunk (the plan: the first).
+    const uint32_t chunks = chunk_rows_ && !planning_
+                                ? static_cast<uint32_t>((rows_ + chunk_rows_ - 1) / chunk_rows_)
+                                : 1;
+    for (uint32_t c = 0; c < chunks; c++) {
+        if (chunk_rows_) {
+            row0_ = c * chunk_rows_;
+            for (Buf &b : bufs_)
+                if (b.chunked)
+                    b.rows = static_cast<uint32_t>(std::min<int64_t>(chunk_rows_, rows_ - row0_));
+            for (uint32_t v = 0; v < nodes.size() && !planning_; v++)
+                if (rowspace_[v])
+                    loaded_[v] = false;
+        }
+        emit_steps();
+    }
+}
+
+void Lowering::emit_steps() {
+    const auto &nodes = g_.nodes();
+    if (!planning_) {
         next_temp_.clear();
         replicas_.clear();
-        loaded_.assign(nodes.size(), false);
         step_from_.assign(nodes.size() + 1, 0);
     }
     for (uint32_t i = 0; i < nodes.size(); i++) {
@@ -1558,8 +1739,10 @@ void Lowering::emit() {
             store(p.result);
         }
     }
-    if (!planning_)
+    if (!planning_) {
         step_from_[nodes.size()] = k_->recorded();
+        chunk_steps_.push_back(step_from_);
+    }
 }
 
 // Each row tile of an SBUF buffer is in use during the steps of the
@@ -1574,14 +1757,25 @@ void Lowering::live_ranges() {
         if (b.view_of >= 0 || b.streamed) // inside its buffer's range; in memory
             continue;
         const bool ones = static_cast<int>(id) == ones_;
-        const size_t from = ones ? 0 : step_from_[static_cast<size_t>(b.first)];
-        const size_t to = ones ? k_->recorded() : step_from_[static_cast<size_t>(b.last) + 1];
         const uint32_t pitch = b.cols * dtype_size(b.dtype);
-        for (uint32_t t = 0; t < b.tiles(); t++)
-            k_->live_range(b.tiles() > 1 ? fmt::format("{}[{}]", b.what, t) : b.what, Space::sbuf,
-                           0, tile_rows(b, t),
-                           arena_.offset + static_cast<uint32_t>(b.offset) + t * pitch, pitch, from,
-                           to);
+        // Once per chunk of rows, but a weight or row operand once for all.
+        const size_t chunks = ones || b.whole ? 1 : chunk_steps_.size();
+        for (size_t c = 0; c < chunks; c++) {
+            const auto &first = chunk_steps_[c], &last = b.whole ? chunk_steps_.back() : first;
+            const size_t from = ones ? 0 : first[static_cast<size_t>(b.first)];
+            const size_t to = ones ? k_->recorded() : last[static_cast<size_t>(b.last) + 1];
+            // The chunk's rows (the last chunk may have fewer).
+            const uint32_t rows =
+                b.chunked ? static_cast<uint32_t>(std::min<int64_t>(
+                                chunk_rows_, rows_ - static_cast<int64_t>(c) * chunk_rows_))
+                          : b.rows;
+            const uint32_t tiles = (rows + P - 1) / P;
+            for (uint32_t t = 0; t < tiles; t++)
+                k_->live_range(tiles > 1 ? fmt::format("{}[{}]", b.what, t) : b.what, Space::sbuf,
+                               0, std::min(P, rows - t * P),
+                               arena_.offset + static_cast<uint32_t>(b.offset) + t * pitch, pitch,
+                               from, to);
+        }
     }
 }
 
@@ -1676,6 +1870,9 @@ Compiled Lowering::run() {
     });
     // The plan, for --dump-plan and docs.
     std::string plan = fmt::format("SBUF: {} bytes per partition at the peak\n", peak_);
+    if (chunk_rows_)
+        plan += fmt::format("rows in chunks of {}: {} chunks of the {} rows\n", chunk_rows_,
+                            (rows_ + chunk_rows_ - 1) / chunk_rows_, rows_);
     for (uint32_t i = 0; i < g_.nodes().size(); i++) {
         const Plan &p = plans_[i];
         if (p.kind == Kind::none && !g_.node(i).operands.empty())

@@ -1331,6 +1331,94 @@ void streamed_weights(void **) {
         }
 }
 
+// Activations that do not fit: the rows computed in chunks. Graphs whose
+// rows depend on the same rows of their operands (a Linear with bias and
+// GELU, layer_norm with weight and bias, softmax, a literal; a product of
+// two inputs, a column operand, rms_norm, a matmul with its residual),
+// compiled resident and with one byte less than the resident peak: the
+// rows in chunks (300 rows: two chunks, 1000 and 1001: a last partial
+// tile), the same bits, within the bound carried from the inputs.
+void chunked_rows(void **) {
+    uint64_t seed = 950;
+    for (DType dt : {DType::fp32, DType::bf16})
+        for (int64_t R : {300, 1000, 1001})
+            for (int kind = 0; kind < 2; kind++) {
+                Graph g("rows" + std::to_string(kind) + "_" + std::to_string(R) + "_" +
+                        to_string(dt));
+                uint32_t y = 0;
+                if (kind == 0) {
+                    uint32_t x = g.input("x", T(dt, {R, 129}));
+                    uint32_t w = g.constant("w", T(dt, {129, 200}), ConstantInit{{}, seed, 0.088f});
+                    uint32_t b = g.constant("b", T(dt, {200}), ConstantInit{{}, seed + 1, 0.1f});
+                    uint32_t ga = g.constant("g", T(dt, {200}), ConstantInit{{}, seed + 2, 1.0f});
+                    uint32_t be = g.constant("be", T(dt, {200}), ConstantInit{{}, seed + 3, 0.5f});
+                    uint32_t h = g.add(Op::matmul, "h", {x, w});
+                    uint32_t a = g.add(Op::gelu, "a", {g.add(Op::add, "z", {h, b})});
+                    uint32_t n = g.add(Op::layer_norm, "n", {a, ga, be});
+                    uint32_t sm = g.add(Op::softmax, "s", {n});
+                    Attrs lit;
+                    lit.scalar = 3.0f;
+                    y = g.add(Op::mul, "y", {sm}, lit);
+                } else {
+                    // [2, R/2 .., 77]: the rows of two leading axes
+                    const Shape sh = R % 2 ? Shape{R, 77} : Shape{2, R / 2, 77};
+                    Shape col = sh;
+                    col.back() = 1;
+                    uint32_t x = g.input("x", T(dt, sh)), u = g.input("u", T(dt, sh));
+                    uint32_t c = g.input("c", T(dt, col));
+                    uint32_t wn = g.constant("wn", T(dt, {77}), ConstantInit{{}, seed, 1.0f});
+                    uint32_t w =
+                        g.constant("w", T(dt, {77, 77}), ConstantInit{{}, seed + 1, 0.11f});
+                    uint32_t t = g.add(Op::mul, "t", {x, u});
+                    uint32_t q = g.add(Op::add, "q", {t, c});
+                    uint32_t r = g.add(Op::rms_norm, "r", {q, wn});
+                    uint32_t m = g.add(Op::matmul, "m", {r, w});
+                    y = g.add(Op::add, "y", {m, x});
+                }
+                g.mark_output(y);
+                auto in = harness::make_inputs(g, seed++);
+                auto resident = harness::run(g, in);
+                CompileOptions small;
+                small.limits.sbuf_bytes = static_cast<uint32_t>(plan_peak(resident.compiled) - 1);
+                auto chunked = harness::run(g, in, small);
+                if (chunked.compiled.plan.find("rows in chunks of") == std::string::npos)
+                    fail_msg("%s: the rows are not in chunks:\n%s", g.name().c_str(),
+                             chunked.compiled.plan.c_str());
+                const auto &a = resident.outputs.at("y"), &b = chunked.outputs.at("y");
+                for (size_t e = 0; e < a.size(); e++)
+                    if (std::memcmp(&a[e], &b[e], sizeof(float)) != 0)
+                        fail_msg("%s: in chunks %.9g, resident %.9g at element %zu",
+                                 g.name().c_str(), static_cast<double>(b[e]),
+                                 static_cast<double>(a[e]), e);
+                harness::check_carried(g, in, chunked, g.name());
+                const std::string &pl = chunked.compiled.plan;
+                const size_t l1 = pl.find('\n') + 1;
+                print_message("%s: SBUF %llu -> %llu bytes per partition, %s\n", g.name().c_str(),
+                              static_cast<unsigned long long>(plan_peak(resident.compiled)),
+                              static_cast<unsigned long long>(plan_peak(chunked.compiled)),
+                              pl.substr(l1, pl.find('\n', l1) - l1).c_str());
+            }
+    // A graph that moves elements between rows is not split, and says so.
+    Graph g("moves_rows");
+    uint32_t x = g.input("x", T(DType::fp32, {300, 200}));
+    Attrs p;
+    p.dims = {1, 0};
+    uint32_t t = g.add(Op::transpose, "t", {x}, p);
+    g.mark_output(g.add(Op::exp, "e", {t}));
+    CompileOptions small;
+    small.limits.sbuf_bytes = 2000;
+    try {
+        compile(g, small);
+        fail_msg("moves_rows compiled");
+    } catch (const GraphError &e) {
+        const std::string want =
+            "nothing else live then can be; rows are not split into chunks: 't' (transpose of x: "
+            "fp32[300, 200] -> fp32[200, 300]): it moves elements between rows";
+        if (std::string(e.what()).find(want) == std::string::npos)
+            fail_msg("got '%s', want '%s'", e.what(), want.c_str());
+    }
+}
+
 // A Linear whose 32 MiB of fp32 weights cannot be resident in the core's
 // 24 MiB of SBUF: [128, 4096] x [4096, 2048], streamed at the default limit.
 void streamed_linear_4096(void **) {
@@ -1378,6 +1466,7 @@ int main(int argc, char **argv) {
     if (argc > 1 && std::string(argv[1]) == "encoder")
         return cmocka_run_group_tests(encoder, nullptr, nullptr);
     const CMUnitTest streaming[] = {cmocka_unit_test(streamed_weights),
+                                    cmocka_unit_test(chunked_rows),
                                     cmocka_unit_test(streamed_linear_4096)};
     if (argc > 1 && std::string(argv[1]) == "streaming")
         return cmocka_run_group_tests(streaming, nullptr, nullptr);
