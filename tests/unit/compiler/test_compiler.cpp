@@ -1335,14 +1335,15 @@ void streamed_weights(void **) {
 // rows depend on the same rows of their operands (a Linear with bias and
 // GELU, layer_norm with weight and bias, softmax, a literal; a product of
 // two inputs, a column operand, rms_norm, a matmul with its residual),
-// compiled resident and with one byte less than the resident peak: the
-// rows in chunks (300 rows: two chunks, 1000 and 1001: a last partial
-// tile), the same bits, within the bound carried from the inputs.
+// compiled resident and with one byte less than the resident peak, and a
+// Linear + bias + GELU on 1000 and 1001 rows with 20000 bytes per
+// partition (10000 in bf16; its weight streamed too): the rows in chunks (300 rows: two chunks,
+// 1000 and 1001: a last partial tile), the same bits, within the bound carried from the inputs.
 void chunked_rows(void **) {
     uint64_t seed = 950;
     for (DType dt : {DType::fp32, DType::bf16})
         for (int64_t R : {300, 1000, 1001})
-            for (int kind = 0; kind < 2; kind++) {
+            for (int kind = 0; kind < (R > 300 ? 3 : 2); kind++) {
                 Graph g("rows" + std::to_string(kind) + "_" + std::to_string(R) + "_" +
                         to_string(dt));
                 uint32_t y = 0;
@@ -1359,6 +1360,13 @@ void chunked_rows(void **) {
                     Attrs lit;
                     lit.scalar = 3.0f;
                     y = g.add(Op::mul, "y", {sm}, lit);
+                } else if (kind == 2) {
+                    // a weight streamed and the rows in chunks
+                    uint32_t x = g.input("x", T(dt, {R, 512}));
+                    uint32_t w = g.constant("w", T(dt, {512, 600}), ConstantInit{{}, seed, 0.044f});
+                    uint32_t b = g.constant("b", T(dt, {600}), ConstantInit{{}, seed + 1, 0.1f});
+                    uint32_t h = g.add(Op::matmul, "h", {x, w});
+                    y = g.add(Op::gelu, "y", {g.add(Op::add, "z", {h, b})});
                 } else {
                     // [2, R/2 .., 77]: the rows of two leading axes
                     const Shape sh = R % 2 ? Shape{R, 77} : Shape{2, R / 2, 77};
@@ -1379,9 +1387,13 @@ void chunked_rows(void **) {
                 auto in = harness::make_inputs(g, seed++);
                 auto resident = harness::run(g, in);
                 CompileOptions small;
-                small.limits.sbuf_bytes = static_cast<uint32_t>(plan_peak(resident.compiled) - 1);
+                small.limits.sbuf_bytes =
+                    kind == 2 ? (dt == DType::fp32 ? 20000 : 10000)
+                              : static_cast<uint32_t>(plan_peak(resident.compiled) - 1);
                 auto chunked = harness::run(g, in, small);
-                if (chunked.compiled.plan.find("rows in chunks of") == std::string::npos)
+                if (chunked.compiled.plan.find("rows in chunks of") == std::string::npos ||
+                    (kind == 2 && chunked.compiled.plan.find("w                    const        "
+                                                             "streamed") == std::string::npos))
                     fail_msg("%s: the rows are not in chunks:\n%s", g.name().c_str(),
                              chunked.compiled.plan.c_str());
                 const auto &a = resident.outputs.at("y"), &b = chunked.outputs.at("y");
