@@ -32,15 +32,6 @@ int64_t rows_of(const Type &t) {
     return t.elements() / t.shape.back();
 }
 
-std::string describe(const Graph &g, const Node &n) {
-    std::vector<std::string> ts;
-    for (uint32_t o : n.operands)
-        ts.push_back(fmt::format("{}: {}", g.node(o).name, to_string(g.node(o).type)));
-    return fmt::format("'{}' ({} of {} -> {})", n.name, to_string(n.op),
-                       ts.empty() ? "nothing" : fmt::format("{}", fmt::join(ts, ", ")),
-                       to_string(n.type));
-}
-
 [[noreturn]] void unsupported(const Graph &g, const Node &n, const std::string &why) {
     throw GraphError(fmt::format("{}: {}", describe(g, n), why));
 }

@@ -607,6 +607,15 @@ std::vector<uint32_t> Graph::split(const std::vector<std::string> &names, uint32
     return ids;
 }
 
+std::string describe(const Graph &g, const Node &n) {
+    std::vector<std::string> ts;
+    for (uint32_t o : n.operands)
+        ts.push_back(fmt::format("{}: {}", g.node(o).name, to_string(g.node(o).type)));
+    return fmt::format("'{}' ({} of {} -> {})", n.name, to_string(n.op),
+                       ts.empty() ? "nothing" : fmt::format("{}", fmt::join(ts, ", ")),
+                       to_string(n.type));
+}
+
 Graph Graph::decomposed() const {
     Graph d(name_);
     std::vector<uint32_t> at(nodes_.size()); // this graph's node -> d's

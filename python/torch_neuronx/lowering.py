@@ -66,6 +66,19 @@ class Masked:
     scores: Tensor
 
 
+@dataclass(frozen=True)
+class Expanded:
+    """A device tensor broadcast by aten::expand and not materialised:
+    @p source broadcast to @p shape, seen as @p view, which is @p shape or
+    @p shape with its leading axes merged by a reshape (nn.MultiheadAttention
+    expands a [B, 1, 1, K] key padding mask over the heads and views it as
+    [B * H, 1, K]). Binary operators and baddbmm's mask take it as an
+    operand that the device broadcasts."""
+    source: Tensor
+    shape: Tuple[int, ...]
+    view: Tuple[int, ...]
+
+
 @dataclass
 class External:
     """A tensor computed outside the part of the graph being lowered (a graph
@@ -143,6 +156,15 @@ class Lowered:
     outputs: List[str]
     tuple_output: bool  # the traced function returns a tuple
     log: List[str] = field(default_factory=list)
+    # Positions of the bool inputs: the device takes them as fp32 0 and 1
+    # (the caller's wrapper converts them, see BOOL_INPUT_DTYPE).
+    bool_inputs: Tuple[int, ...] = ()
+
+
+# The device has no bool: a bool input of the traced function is an fp32
+# input of 0 and 1, which only masked_fill takes (as its mask).
+BOOL_INPUT_DTYPE = torch.float32
+_BOOL_MOVES = frozenset({"reshape", "transpose", "slice", "concat", "split"})
 
 
 def probe(graph: torch._C.Graph, example_inputs: Sequence[torch.Tensor]) -> Dict[str, Any]:
@@ -248,6 +270,11 @@ class _Lowering:
         if isinstance(v, Masked):
             raise self.unsupported(f"{what} is causally masked and not the operand of a softmax "
                                    "(the device applies causal masks in softmax only)")
+        if isinstance(v, Expanded):
+            raise self.unsupported(f"{what} is a tensor expanded from {list(v.source.shape)} to "
+                                   f"{list(v.view)}, which the device takes only as an operand "
+                                   "of add, sub, mul, div or baddbmm's mask (it broadcasts it "
+                                   "there instead of copying it)")
         if not isinstance(v, Tensor):
             raise self.unsupported(f"{what} must be a tensor, not {v!r}")
         return v
@@ -266,6 +293,11 @@ class _Lowering:
 
     def emit(self, op: str, operands: Sequence[Operand], out: Optional[torch._C.Value] = None,
              **attrs: Any) -> Tensor:
+        if op not in _BOOL_MOVES and any(isinstance(o, Tensor) and o.dtype == torch.bool
+                                         for o in operands):
+            raise self.unsupported(f"a bool operand of {op}: the device has no bool, and takes "
+                                   "a bool input only as the mask of masked_fill (made additive "
+                                   "there)")
         args = [o.name if isinstance(o, Tensor) else repr(float(o)) for o in operands]
         for k, a in attrs.items():
             if isinstance(a, bool):
@@ -313,10 +345,14 @@ class _Lowering:
         inputs: List[str] = []
         graph_inputs = [v for v in self.graph.inputs()
                         if not isinstance(v.type(), torch._C.ClassType)]
-        for v, x in zip(graph_inputs, example_inputs):
+        bool_inputs: List[int] = []
+        for i, (v, x) in enumerate(zip(graph_inputs, example_inputs)):
             self.node = v.node()
             name = self.fresh(v.debugName())
-            self.lines.append(f"input {name}: {self.ir_type(x.shape, x.dtype)}")
+            if x.dtype == torch.bool:
+                bool_inputs.append(i)
+            ir_dtype = BOOL_INPUT_DTYPE if x.dtype == torch.bool else x.dtype
+            self.lines.append(f"input {name}: {self.ir_type(x.shape, ir_dtype)}")
             self.env[v.debugName()] = Tensor(name, tuple(x.shape), x.dtype)
             inputs.append(name)
         for n in self.graph.nodes():
@@ -328,7 +364,7 @@ class _Lowering:
         outputs, tuple_output = self.outputs(inputs)
         self.lines.append(f"output {', '.join(outputs)}")
         return Lowered("\n".join(self.lines) + "\n", self.weight_names, self.weights,
-                       inputs, outputs, tuple_output, self.log)
+                       inputs, outputs, tuple_output, self.log, tuple(bool_inputs))
 
     # --- parts of the graph (the partitioner) -----------------------------
     def bind_inputs_as_externals(self, example_inputs: Sequence[torch.Tensor]) -> None:
@@ -428,6 +464,10 @@ class _Lowering:
             if not isinstance(t, Tensor):
                 raise RuntimeError(f"torch_neuronx.trace: the traced function returns {t!r}; "
                                    "only tensors (or a tuple of tensors) are supported")
+            if t.dtype == torch.bool:
+                raise RuntimeError("torch_neuronx.trace: the traced function returns a bool "
+                                   "tensor; the device has no bool (it takes bool inputs only "
+                                   "as the mask of masked_fill)")
             if t.name in inputs or t.name in self.weight_names or t.name in names:
                 # An output must be a value the program computes.
                 t = self.emit("mul", [t, 1.0])
@@ -485,8 +525,11 @@ class _Lowering:
         if any(v.debugName() not in self.env for v in n.inputs()):
             return False
         for v in (self.env[v.debugName()] for v in n.inputs()):
+            if n.kind() in _SHAPE_ONLY_KINDS:
+                break  # its value depends on the operand's shape alone
             items = v if isinstance(v, (list, tuple)) else [v]
-            if any(isinstance(i, (Tensor, External, ExternalList, Masked)) for i in items):
+            if any(isinstance(i, (Tensor, External, ExternalList, Masked, Expanded))
+                   for i in items):
                 return False
         r = self.probed.get(n.output().debugName()) if n.outputsSize() == 1 else None
         if not isinstance(r, torch.Tensor) or r.dim() == 0:
@@ -533,13 +576,18 @@ def _matmul(L: _Lowering) -> None:
 
 def _binary(op: str) -> Callable[[_Lowering], None]:
     def lower(L: _Lowering) -> None:
+        n_in = len(list(L.node.inputs()))  # type: ignore[union-attr]
+        if isinstance(L.arg(0), Expanded) or isinstance(L.arg(1), Expanded):
+            if op in ("add", "sub") and n_in > 2 and L.arg(2) != 1:
+                raise L.unsupported(f"alpha={L.arg(2)!r} with an expanded operand")
+            _broadcast_binary(L, op, L.arg(0), L.arg(1))
+            return
         a, b = L.operand(L.arg(0)), L.operand(L.arg(1))
         if not isinstance(a, Tensor) and not isinstance(b, Tensor):
             # Arithmetic on sizes (head_dim = embed_dim // heads): fixed by
             # the trace, its value is the example run's.
             L.env[L.out().debugName()] = L.probed[L.out().debugName()].item()
             return
-        n_in = len(list(L.node.inputs()))  # type: ignore[union-attr]
         if op in ("add", "sub") and n_in > 2:
             alpha = L.arg(2)
             if alpha != 1:
@@ -548,6 +596,48 @@ def _binary(op: str) -> Callable[[_Lowering], None]:
             raise L.unsupported(f"rounding_mode={L.arg(2)!r}")
         L.emit(op, [a, b], L.out())
     return lower
+
+
+def _broadcast_binary(L: _Lowering, op: str, a: Any, b: Any) -> None:
+    """@p op of @p a and @p b, one of them Expanded, into the node's
+    result: the other operand has the result's shape, and the expanded one
+    is broadcast by the device from its source. A view that merged leading
+    axes is undone on the other operand for the operation and redone on
+    the result (reshapes are free in the row layout)."""
+    e, y = (a, b) if isinstance(a, Expanded) else (b, a)
+    y = L.tensor(y, "the other operand")
+    out = tuple(L.probed[L.out().debugName()].shape)
+    if y.shape != out:
+        raise L.unsupported(f"an operand expanded to {list(e.view)} with another of shape "
+                            f"{list(y.shape)}: the device broadcasts only the expanded one, "
+                            f"so the other must have the result's shape {list(out)}")
+    merged = len(e.shape) - len(e.view) + 1
+    if merged > 1 and (len(y.shape) != len(e.view) or y.shape[0] != e.view[0]):
+        raise L.unsupported(f"an operand expanded to {list(e.shape)} and viewed as "
+                            f"{list(e.view)} with another of shape {list(y.shape)}: the device "
+                            "splits the other's first axis as the view merged them, so it must "
+                            f"have the view's rank and first axis ({e.view[0]})")
+    unmerged = tuple(e.shape[:merged]) + y.shape[1:]
+    if merged > 1:
+        y = L.emit("reshape", [y], shape=list(unmerged))
+        y = Tensor(y.name, unmerged, y.dtype)
+    operands = [e.source, y] if e is a else [y, e.source]
+    if merged == 1:
+        L.emit(op, operands, L.out())
+        return
+    r = L.emit(op, operands)
+    L.emit("reshape", [Tensor(r.name, unmerged, r.dtype)], L.out(), shape=list(out))
+
+
+def _expand(L: _Lowering) -> None:
+    # x.expand(sizes): a broadcast the device does in the operator that
+    # uses it (see Expanded); constants are folded when traced.
+    x = L.tensor(L.arg(0), "self")
+    shape = tuple(L.probed[L.out().debugName()].shape)
+    if shape == x.shape:
+        L.bind(L.out(), x)
+        return
+    L.env[L.out().debugName()] = Expanded(x, shape, shape)
 
 
 def _floor_divide(L: _Lowering) -> None:
@@ -649,6 +739,8 @@ def _shape_of(v: Any) -> Optional[Tuple[int, ...]]:
         return v.shape
     if isinstance(v, (External, Weight)):
         return tuple(v.value.shape)
+    if isinstance(v, Expanded):
+        return v.view
     return None
 
 
@@ -676,7 +768,50 @@ def _require_causal_fill(L: _Lowering, fill: Optional[float]) -> None:
                             f"value <= {MASK_FILL_MAX:g})")
 
 
+def _is_bool_input(v: Any) -> bool:
+    src = v.source if isinstance(v, Expanded) else v
+    return isinstance(src, Tensor) and src.dtype == torch.bool
+
+
+def _additive_from_bool(L: _Lowering) -> None:
+    """zeros.masked_fill(mask, fill) with @p mask from a bool input (fp32 0
+    and 1 on the device): mask * fill, the mask made additive, as
+    nn.MultiheadAttention makes a bool key_padding_mask. An infinite fill
+    is the dtype's largest value times 2, which overflows to exactly -inf
+    (or inf) where the mask is 1 and leaves -0 (or 0) where it is 0; a
+    product with the infinity itself would be NaN there."""
+    x, mask, fill = L.arg(0), L.arg(1), _fill_value(L.arg(2))
+    if not isinstance(x, Weight) or bool(x.value.count_nonzero()):
+        raise L.unsupported("masked_fill of a tensor other than zeros by a mask from the inputs "
+                            "(the device makes such a mask additive: zeros filled where it is "
+                            "True, e.g. torch.zeros_like(m, dtype=torch.float).masked_fill_(m, "
+                            "float('-inf')))")
+    if x.value.dtype != BOOL_INPUT_DTYPE:
+        raise L.unsupported(f"a {x.value.dtype} fill of a bool input's mask (the device takes "
+                            f"bool inputs as {BOOL_INPUT_DTYPE} 0 and 1)")
+    if fill is None or math.isnan(fill):
+        raise L.unsupported(f"a fill of {L.arg(2)!r} (a number is needed)")
+    src = mask.source if isinstance(mask, Expanded) else mask
+    m = Tensor(src.name, src.shape, BOOL_INPUT_DTYPE)  # the same IR value, read as 0 and 1
+    if math.isinf(fill):
+        largest = float(torch.finfo(BOOL_INPUT_DTYPE).max)
+        m = L.emit("mul", [m, math.copysign(largest, fill)])
+        m = L.emit("mul", [m, 2.0])
+    else:
+        m = L.emit("mul", [m, fill])
+    out = tuple(L.probed[L.out().debugName()].shape)
+    if isinstance(mask, Expanded):
+        L.env[L.out().debugName()] = Expanded(m, mask.shape, mask.view)
+    elif m.shape != out:
+        L.env[L.out().debugName()] = Expanded(m, out, out)
+    else:
+        L.bind(L.out(), m)
+
+
 def _masked_fill(L: _Lowering) -> None:
+    if _is_bool_input(L.arg(1)):
+        _additive_from_bool(L)
+        return
     x = L.tensor(L.arg(0), "self")
     mask, fill = L.arg(1), _fill_value(L.arg(2))
     if not isinstance(mask, Weight):
@@ -733,6 +868,11 @@ def _baddbmm(L: _Lowering) -> None:
         return
     if beta == 0:
         L.bind(L.out(), h)
+        return
+    if isinstance(mask, Expanded):
+        if beta != 1:
+            raise L.unsupported(f"beta={beta!r} with an expanded mask")
+        _broadcast_binary(L, "add", h, mask)
         return
     m = L.tensor(mask, "self")
     if beta != 1:
@@ -811,6 +951,15 @@ def _layer_norm(L: _Lowering) -> None:
 
 def _reshape(L: _Lowering) -> None:
     # view, reshape, flatten, squeeze, unsqueeze: the traced result's shape.
+    e = L.arg(0)
+    if isinstance(e, Expanded):
+        new = tuple(L.probed[L.out().debugName()].shape)
+        for merged in range(1, len(e.shape) + 1):
+            if (math.prod(e.shape[:merged]),) + e.shape[merged:] == new:
+                L.env[L.out().debugName()] = Expanded(e.source, e.shape, new)
+                return
+        raise L.unsupported(f"a reshape of a tensor expanded to {list(e.shape)} into "
+                            f"{list(new)}: only merging its leading axes is lowered")
     x = L.tensor(L.arg(0), "self")
     L.emit("reshape", [x], L.out(), shape=list(L.probed[L.out().debugName()].shape))
 
@@ -923,6 +1072,7 @@ _HANDLERS: Dict[str, Callable[[_Lowering], None]] = {
     "aten::add": _add,
     "aten::baddbmm": _baddbmm,
     "aten::masked_fill": _masked_fill,
+    "aten::expand": _expand,
     "aten::where": _where,
     "aten::_scaled_dot_product_attention": _scaled_dot_product_attention,
     "aten::split": _split,
@@ -967,6 +1117,10 @@ _FOLDED_KINDS = frozenset({
     "aten::transpose", "aten::contiguous", "aten::add", "aten::sub", "aten::mul", "aten::neg",
     "aten::zero_", "aten::fill_",
 })
+
+# Operators whose value depends only on their operand's shape (fixed by the
+# trace), folded even when the operand is computed on the device.
+_SHAPE_ONLY_KINDS = frozenset({"aten::zeros_like", "aten::ones_like", "aten::full_like"})
 
 # The operators that take int32 tensors (hw/isa.md: integers are exact in
 # the vector engine's add, sub and mul below 2^24, and data movement copies

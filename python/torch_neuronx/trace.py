@@ -11,7 +11,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 
-from .lowering import lower
+from .lowering import BOOL_INPUT_DTYPE, lower
 from .partition import PartitionerConfig, partition
 
 ExampleInputs = Union[torch.Tensor, Sequence[torch.Tensor]]
@@ -37,25 +37,34 @@ def _as_tuple(example_inputs: ExampleInputs) -> Tuple[torch.Tensor, ...]:
     return inputs
 
 
-_wrapper_classes: Dict[Tuple[int, Optional[int]], type] = {}
+_wrapper_classes: Dict[Tuple[int, Optional[int], Tuple[int, ...]], type] = {}
 
 
-def _wrapper_class(num_inputs: int, tuple_outputs: Optional[int]) -> type:
+def _wrapper_class(num_inputs: int, tuple_outputs: Optional[int],
+                   bool_inputs: Tuple[int, ...] = ()) -> type:
     """The TorchScript module class whose forward takes @p num_inputs
-    tensors and returns one tensor, or a tuple of @p tuple_outputs. Its
-    source is made here, once per form: TorchScript compiles a class from
-    its source, which it reads through linecache."""
-    key = (num_inputs, tuple_outputs)
+    tensors and returns one tensor, or a tuple of @p tuple_outputs; the
+    inputs at @p bool_inputs must be bool and reach the device as 0 and 1
+    of BOOL_INPUT_DTYPE. Its source is made here, once per form:
+    TorchScript compiles a class from its source, which it reads through
+    linecache."""
+    key = (num_inputs, tuple_outputs, bool_inputs)
     if key in _wrapper_classes:
         return _wrapper_classes[key]
     params = ", ".join(f"input{i}: torch.Tensor" for i in range(num_inputs))
     args = ", ".join(f"input{i}" for i in range(num_inputs))
+    suffix = "".join(f"b{i}" for i in bool_inputs)
     if tuple_outputs is None:
-        name, ret, result = f"NeuronModule{num_inputs}", "torch.Tensor", "outputs[0]"
+        name, ret, result = f"NeuronModule{num_inputs}{suffix}", "torch.Tensor", "outputs[0]"
     else:
-        name = f"NeuronModule{num_inputs}x{tuple_outputs}"
+        name = f"NeuronModule{num_inputs}x{tuple_outputs}{suffix}"
         ret = f"Tuple[{', '.join(['torch.Tensor'] * tuple_outputs)}]"
         result = f"({''.join(f'outputs[{i}], ' for i in range(tuple_outputs))})"
+    conversions = "".join(
+        f"        if input{i}.dtype != torch.bool:\n"
+        f"            raise RuntimeError(\"neuron: input {i} was traced as torch.bool (a mask); "
+        f"pass a bool tensor\")\n"
+        f"        input{i} = input{i}.to({BOOL_INPUT_DTYPE})\n" for i in bool_inputs)
     source = (
         f"class {name}(torch.nn.Module):\n"
         f"    def __init__(self, model: Any) -> None:\n"
@@ -63,6 +72,7 @@ def _wrapper_class(num_inputs: int, tuple_outputs: Optional[int]) -> type:
         f"        self.model = model\n"
         f"\n"
         f"    def forward(self, {params}) -> {ret}:\n"
+        f"{conversions}"
         f"        outputs = torch.ops.neuron.forward_v2([{args}], self.model)\n"
         f"        return {result}\n")
     filename = f"<torch_neuronx wrapper {name}>"
@@ -144,5 +154,6 @@ def trace(func: Union[torch.nn.Module, Callable[..., Any]], example_inputs: Exam
         workdir = str(wd)
     model = torch.ops.neuron.compile(lowered.ir, lowered.weight_names, lowered.weights,
                                      lowered.inputs, lowered.outputs, workdir, args)
-    wrapper = _wrapper_class(len(inputs), len(lowered.outputs) if lowered.tuple_output else None)(model)
+    wrapper = _wrapper_class(len(inputs), len(lowered.outputs) if lowered.tuple_output else None,
+                             lowered.bool_inputs)(model)
     return torch.jit.script(wrapper)

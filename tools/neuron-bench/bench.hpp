@@ -160,6 +160,8 @@ std::string size_label(uint64_t bytes);
 void run_dma(const Options &o, Report &r);
 void run_submit(const Options &o, Report &r);
 void run_compute(const Options &o, Report &r);
+/// The compute section's split table: a compiled graph over every core.
+void run_compute_split(const Options &o, const neuron::Device &dev, Report &r);
 void run_alloc(const Options &o, Report &r);
 void run_e2e(const Options &o, Report &r);
 

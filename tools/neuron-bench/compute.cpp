@@ -638,8 +638,10 @@ void run_compute(const Options &o, Report &r) {
     }
     if (device && !device->describe_reps().empty())
         t.note(device->describe_reps());
-    if (auto dev = open_device(o))
+    if (auto dev = open_device(o)) {
         run_compiled(o, *dev, r);
+        run_compute_split(o, *dev, r);
+    }
 }
 
 } // namespace nbench

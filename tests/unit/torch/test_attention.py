@@ -4,7 +4,8 @@
 one attention node of the IR (the decomposed form only when its attention
 weights are used, scaled alike), and a 2-D mask shared by several heads,
 through it or through nn.MultiheadAttention's baddbmm, and a [B, 1, 1, K]
-key padding mask run on the device; results against torch on the CPU in
+key padding mask run on the device, also nn.MultiheadAttention's
+key_padding_mask (float or bool), expanded over the heads; results against torch on the CPU in
 double precision within hw/isa.md's bounds (tolerance.py). A mask the
 device does not add is refused before compiling, naming its shape and
 the scores'."""
@@ -213,6 +214,104 @@ def test_multihead_attention_with_a_2d_mask(T: int, tmp_path: Path) -> None:
         expected = multihead_bound(copy.deepcopy(model), tol.exact(x))
         assert torch.allclose(expected[0], copy.deepcopy(model).double()(x.double()), atol=1e-10)
     tol.check(out, expected)
+
+
+class PaddedMultiheadAttention(torch.nn.Module):
+    """nn.MultiheadAttention (batch_first) with a float key_padding_mask
+    [B, T], an input of the call: torch views it as [B, 1, 1, T], expands
+    it over the heads and adds it to every query's scores through
+    baddbmm as [B * H, 1, T]."""
+
+    def __init__(self, d: int, n_heads: int) -> None:
+        super().__init__()
+        self.attn = torch.nn.MultiheadAttention(d, n_heads, batch_first=True)
+
+    def forward(self, x: torch.Tensor, padding: torch.Tensor) -> torch.Tensor:
+        return self.attn(x, x, x, key_padding_mask=padding, need_weights=False)[0]
+
+
+def padded_multihead_bound(model: PaddedMultiheadAttention, x: tol.Bounded,
+                           padding: torch.Tensor) -> tol.Bounded:
+    attn = model.attn
+    d = x[0].shape[-1]
+    qkv = tol.linear_of(x, attn.in_proj_weight, attn.in_proj_bias)
+    q, k, v = (heads(columns(qkv, i * d, (i + 1) * d), attn.num_heads) for i in range(3))
+    y, _ = attention_bound(q, k, v, padding[:, None, None, :].double(), scale_first=True)
+    return tol.linear_of(merge(y), attn.out_proj.weight, attn.out_proj.bias)
+
+
+@pytest.mark.parametrize("T", SEQUENCE_LENGTHS)
+def test_multihead_attention_with_a_key_padding_mask(T: int, tmp_path: Path) -> None:
+    # A float mask: the expanded mask is not copied, the device adds the
+    # [B, 1, 1, T] input to the scores seen as [B, H, T, T]. A padding key
+    # at -inf and at -10000 gives the same bits (exp underflows to 0 for
+    # both), and the -10000 form is checked against the bound. A bool mask
+    # (True at padding) is an fp32 input of 0 and 1 on the device, made
+    # additive by two products that overflow to -inf: the same bits again,
+    # also once saved and loaded.
+    torch.manual_seed(T + 3)
+    model = PaddedMultiheadAttention(64, 4).eval()
+    x = torch.randn(2, T, 64)
+    padding = padding_mask(2, T).reshape(2, T)
+    padded = padding != 0
+    traced = torch_neuronx.trace(model, (x, padding), compiler_workdir=tmp_path / "float")
+    traced_bool = torch_neuronx.trace(model, (x, padded), compiler_workdir=tmp_path / "bool")
+    for form in ("float", "bool"):
+        ops = ir_ops(tmp_path / form)
+        assert ops.count("softmax") == 1 and ops.count("add") >= 1, ops  # on the device
+    x = torch.randn(2, T, 64)
+    out = traced(x, padding)
+    for other in (traced(x, padding.masked_fill(padded, float("-inf"))), traced_bool(x, padded)):
+        assert torch.equal(out, other), f"max difference {(out - other).abs().max().item():.3g}"
+    with torch.no_grad():
+        expected = padded_multihead_bound(copy.deepcopy(model), tol.exact(x), padding)
+        reference = copy.deepcopy(model).double()(x.double(), padding.double())
+        assert torch.allclose(expected[0], reference, atol=1e-10)
+    tol.check(out, expected)
+    torch.jit.save(traced_bool, str(tmp_path / "model.pt"))
+    assert torch.equal(torch.jit.load(str(tmp_path / "model.pt"))(x, padded), out)
+    with pytest.raises(torch.jit.Error, match=re.escape("neuron: input 1 was traced as "
+                                                        "torch.bool (a mask); pass a bool tensor")):
+        traced_bool(x, padding)
+
+
+def test_a_bool_input_only_masks() -> None:
+    # The device has no bool: a bool input is taken only as the mask of
+    # masked_fill on zeros; anything else is refused, saying why.
+    x, m = torch.randn(4, 5), torch.rand(4, 5) > 0.5
+
+    def product(x: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
+        return x * m
+
+    def filled(x: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
+        return x.masked_fill(m, float("-inf"))
+
+    def returned(x: torch.Tensor, m: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        return torch.relu(x), m.transpose(0, 1)
+
+    with pytest.raises(torch_neuronx.UnsupportedOperatorError,
+                       match=re.escape("a bool operand of mul: the device has no bool")):
+        torch_neuronx.trace(product, (x, m))
+    with pytest.raises(torch_neuronx.UnsupportedOperatorError,
+                       match=re.escape("masked_fill of a tensor other than zeros by a mask from "
+                                       "the inputs")):
+        torch_neuronx.trace(filled, (x, m))
+    with pytest.raises(RuntimeError, match="returns a bool tensor; the device has no bool"):
+        torch_neuronx.trace(returned, (x, m))
+
+
+def test_an_expanded_tensor_is_not_copied() -> None:
+    # An expand whose result an operator would need in memory is refused,
+    # naming the shapes and where the device takes it.
+    def f(x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x.expand(3, 4, 5))
+
+    with pytest.raises(torch_neuronx.UnsupportedOperatorError,
+                       match=re.escape("aten::relu is not supported on the neuron device: self is "
+                                       "a tensor expanded from [4, 1] to [3, 4, 5], which the "
+                                       "device takes only as an operand of add, sub, mul, div or "
+                                       "baddbmm's mask")):
+        torch_neuronx.trace(f, (torch.randn(4, 1),))
 
 
 @pytest.mark.parametrize("mask_shape", [(77, 1), (2, 1, 77, 1)])

@@ -169,6 +169,10 @@ class Graph {
     std::vector<uint32_t> outputs_;
 };
 
+/// Node @p n of @p g as errors name it: "'h' (matmul of x: fp32[200, 96],
+/// w1: fp32[96, 300] -> fp32[200, 300])".
+std::string describe(const Graph &g, const Node &n);
+
 /// The values of a constant, generated if it has a seed.
 std::vector<float> constant_values(const Node &constant);
 
