@@ -28,6 +28,12 @@ int main(int argc, char **argv) {
         fmt::format("{}.{}", neuron::isa_version() >> 16, neuron::isa_version() & 0xffff);
     app.add_option("--isa", isa, "the target device's ISA version MAJOR.MINOR")
         ->capture_default_str();
+    uint32_t sbuf_bytes = CompileOptions{}.limits.sbuf_bytes;
+    app.add_option("--sbuf-bytes", sbuf_bytes,
+                   "SBUF bytes per partition of the target core; matmul weights that do not "
+                   "fit are streamed from device memory, rows computed in chunks")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
     CLI11_PARSE(app, argc, argv);
     unsigned isa_major = 0, isa_minor = 0;
     if (char end; std::sscanf(isa.c_str(), "%u.%u%c", &isa_major, &isa_minor, &end) != 2 ||
@@ -55,6 +61,7 @@ int main(int argc, char **argv) {
         CompileOptions opt;
         opt.fuse = !no_fuse;
         opt.isa_version = isa_major << 16 | isa_minor;
+        opt.limits.sbuf_bytes = sbuf_bytes;
         Compiled c = compile(g, opt);
         if (dump_plan)
             std::fputs(c.plan.c_str(), stdout);

@@ -47,6 +47,13 @@ struct Buf {
     // whose lifetime covers the view's; placed with it.
     int view_of = -1;
     uint32_t view_tile = 0;
+    // A matmul's weight left in device memory and streamed through panel
+    // buffers: it takes no SBUF of its own.
+    bool streamed = false;
+    // A value of the row space of a graph computed in chunks of rows: it
+    // holds the current chunk's rows (rows is set per chunk); whole: a
+    // weight or row operand, live for the whole program.
+    bool chunked = false, whole = false;
     uint32_t tiles() const { return (rows + P - 1) / P; }
     uint64_t bytes() const { return (uint64_t{tiles()} * cols * dtype_size(dtype) + 63) / 64 * 64; }
 };
@@ -225,7 +232,11 @@ class Lowering {
     void check();
     void fuse();
     void plan_memory();
+    void place();
+    std::vector<uint32_t> streamable() const;
+    [[noreturn]] void refuse_peak(const std::string &chunk_why) const;
     void emit();
+    void emit_steps();
 
     // --- helpers of emission
     int buf_of(uint32_t node) const { return value_buf_.at(node); }
@@ -264,6 +275,9 @@ class Lowering {
     std::map<uint32_t, size_t> next_temp_;
     std::map<std::pair<uint32_t, uint32_t>, int> replicas_; // (node, step) -> buffer
     std::map<uint32_t, std::vector<float>> folded_;         // transposed constants
+    std::vector<bool> streamed_;                            // weights streamed from device memory
+    int peak_buf_ = -1;                                     // the buffer that ends at the peak
+    uint64_t ones_at_ = 0;                                  // the row of ones' offset in the arena
     uint64_t peak_ = 0;
     bool planning_ = true; // temp() records during planning, replays during emission
 
@@ -276,6 +290,14 @@ class Lowering {
     int ones_ = -1;
     std::string plan_text_;
     std::vector<size_t> step_from_; // per step: the Kernel's instructions before it
+    // Rows in chunks: chunk_rows_ rows of the row space (rows_ rows) at a
+    // time, 0 when not chunked; the current chunk's first row; the values
+    // of the row space and the weights and row operands (params).
+    uint32_t chunk_rows_ = 0, row0_ = 0;
+    int64_t rows_ = 0;
+    std::vector<bool> rowspace_, param_;
+    std::vector<std::vector<size_t>> chunk_steps_; // step_from_ of every chunk
+    bool chunkable(std::string &why);
     void live_ranges();
 };
 
@@ -561,8 +583,210 @@ int Lowering::temp(uint32_t step, const std::string &what, DType dt, uint32_t ro
     return id;
 }
 
+// Memory planning: every buffer placed by liveness. When the peak does
+// not fit the core's SBUF, the largest matmul weight live at the peak is
+// left in device memory and streamed (emit_matmul), and the plan is made
+// again, until it fits or nothing live at the peak can be streamed.
 void Lowering::plan_memory() {
+    streamed_.assign(g_.nodes().size(), false);
+    chunk_rows_ = 0;
+    for (;;) {
+        place();
+        if (peak_ <= opt_.limits.sbuf_bytes)
+            return;
+        const std::vector<uint32_t> c = streamable();
+        if (c.empty())
+            break;
+        streamed_[c.front()] = true;
+    }
+    // Then the rows in chunks: the most row tiles per chunk that fit.
+    std::string why;
+    if (!chunkable(why))
+        refuse_peak(why);
+    const auto tiles = static_cast<uint32_t>((rows_ + P - 1) / P);
+    for (uint32_t t = tiles - 1; t >= 1; t--) {
+        chunk_rows_ = t * P;
+        place();
+        if (peak_ <= opt_.limits.sbuf_bytes)
+            return;
+    }
+    refuse_peak("it does not fit in chunks of 128 rows either");
+}
+
+// Whether the graph can run in chunks of rows: every computed value and
+// every output is [R, C] in the row layout with the same R (above 128),
+// and each row of a value depends on the same row of its operands alone,
+// or on weights and row operands (graph inputs or constants: a matmul's
+// right operand [K, N], a row [C] or one element of a binary operator,
+// layer_norm's and rms_norm's weight and bias), which stay resident. Else
+// @p why names the node that is not.
+bool Lowering::chunkable(std::string &why) {
     const auto &nodes = g_.nodes();
+    rowspace_.assign(nodes.size(), false);
+    param_.assign(nodes.size(), false);
+    rows_ = rows_of(nodes[g_.outputs().front()].type);
+    if (rows_ <= P) {
+        why = fmt::format("rows are not split into chunks: the outputs have {} rows, one row tile",
+                          rows_);
+        return false;
+    }
+    auto fail = [&](const Node &n, const std::string &r) {
+        why = fmt::format("rows are not split into chunks: {}: {}", describe(g_, n), r);
+        return false;
+    };
+    for (uint32_t i = 0; i < nodes.size(); i++) {
+        const Node &n = nodes[i];
+        for (size_t k = 0; k < n.operands.size(); k++) {
+            const uint32_t o = n.operands[k];
+            const Type &ot = nodes[o].type;
+            bool param = false;
+            if (n.op == Op::matmul)
+                param = k == 1;
+            else if (n.op == Op::layer_norm || n.op == Op::rms_norm)
+                param = k >= 1;
+            else if (is_binary(n.op) && n.operands.size() == 2)
+                param = rows_of(ot) == 1 && ot.elements() != n.type.elements();
+            if (param)
+                param_[o] = true;
+            else
+                rowspace_[o] = true;
+        }
+        if (n.op != Op::input && n.op != Op::constant)
+            rowspace_[i] = true;
+    }
+    for (uint32_t o : g_.outputs())
+        rowspace_[o] = true;
+    // What each operator does to rows first, then the rows of every value.
+    for (uint32_t i = 0; i < nodes.size(); i++) {
+        const Node &n = nodes[i];
+        if (!rowspace_[i])
+            continue;
+        switch (n.op) {
+        case Op::input:
+        case Op::constant:
+        case Op::relu:
+        case Op::gelu:
+        case Op::gelu_tanh:
+        case Op::silu:
+        case Op::sigmoid:
+        case Op::tanh:
+        case Op::exp:
+        case Op::layer_norm:
+        case Op::rms_norm:
+            break;
+        case Op::add:
+        case Op::sub:
+        case Op::mul:
+        case Op::div:
+            if (!n.scalar) {
+                const Type &a = nodes[n.operands[0]].type, &b = nodes[n.operands[1]].type;
+                const auto ok = [&](const Type &t) {
+                    return t.elements() == n.type.elements() || rows_of(t) == 1 ||
+                           (t.shape.back() == 1 && rows_of(t) == rows_);
+                };
+                if (!ok(a) || !ok(b))
+                    return fail(n, "an operand whose rows repeat");
+            }
+            break;
+        case Op::softmax:
+            if (n.causal)
+                return fail(n, "the causal mask depends on the row's place");
+            break;
+        case Op::matmul: {
+            const Type &b = nodes[n.operands[1]].type;
+            if (n.transpose_a || b.shape.size() != 2)
+                return fail(n, "its rows mix (a transposed or batched operand)");
+            break;
+        }
+        case Op::reshape:
+            if (nodes[n.operands[0]].type.shape.back() != n.type.shape.back())
+                return fail(n, "it moves elements between rows");
+            break;
+        default:
+            return fail(n, "it moves elements between rows");
+        }
+    }
+    for (uint32_t i = 0; i < nodes.size(); i++) {
+        const Node &n = nodes[i];
+        if (param_[i] && rowspace_[i])
+            return fail(n, "a value read both row by row and whole (a weight or row operand)");
+        if (param_[i] && n.op != Op::input && n.op != Op::constant)
+            return fail(n, "a computed weight or row operand");
+        if (rowspace_[i] && rows_of(n.type) != rows_)
+            return fail(n, fmt::format("its rows are {}, the outputs' {}", rows_of(n.type), rows_));
+    }
+    return true;
+}
+
+// The weights that streaming would take out of SBUF at the peak, largest
+// first: graph inputs and constants live then whose every use is a matmul
+// reading them as its right operand in [.., K, N] form (or a constant read
+// transposed, which is stored so), not outputs, not streamed yet.
+std::vector<uint32_t> Lowering::streamable() const {
+    const auto &nodes = g_.nodes();
+    const Buf &peak = bufs_[static_cast<size_t>(peak_buf_)];
+    std::vector<uint32_t> c;
+    for (uint32_t v = 0; v < nodes.size(); v++) {
+        const Node &n = nodes[v];
+        if ((n.op != Op::input && n.op != Op::constant) || streamed_[v] || is_output_[v] ||
+            uses_[v] == 0 || value_buf_[v] < 0)
+            continue;
+        const Buf &b = buf(v);
+        if (b.last < peak.first || b.first > peak.last)
+            continue;
+        bool ok = true;
+        for (const Node &u : nodes)
+            for (size_t k = 0; k < u.operands.size(); k++)
+                if (u.operands[k] == v)
+                    ok &= u.op == Op::matmul && k == 1 && (!u.transpose_b || folded_.count(v) != 0);
+        if (ok)
+            c.push_back(v);
+    }
+    std::stable_sort(c.begin(), c.end(),
+                     [&](uint32_t a, uint32_t b) { return buf(a).bytes() > buf(b).bytes(); });
+    return c;
+}
+
+// Nothing live at the peak can be streamed, and the rows cannot be split
+// (@p chunk_why): name the step, its buffers and why.
+void Lowering::refuse_peak(const std::string &chunk_why) const {
+    const Buf &peak = bufs_[static_cast<size_t>(peak_buf_)];
+    const int step = peak.first;
+    std::vector<const Buf *> live;
+    for (const Buf &b : bufs_)
+        if (b.view_of < 0 && !b.streamed && b.first <= step && b.last >= step)
+            live.push_back(&b);
+    std::stable_sort(live.begin(), live.end(),
+                     [](const Buf *a, const Buf *b) { return a->bytes() > b->bytes(); });
+    std::vector<std::string> names;
+    for (size_t j = 0; j < live.size() && j < 6; j++)
+        names.push_back(fmt::format("{} {} bytes", live[j]->what, live[j]->bytes()));
+    if (live.size() > 6)
+        names.push_back(fmt::format("{} more", live.size() - 6));
+    std::vector<std::string> streamed;
+    for (uint32_t v = 0; v < streamed_.size(); v++)
+        if (streamed_[v])
+            streamed.push_back(g_.node(v).name);
+    unsupported(
+        g_, g_.node(static_cast<uint32_t>(step)),
+        fmt::format("graph '{}' needs {} bytes of SBUF per partition at its peak, the core has "
+                    "{}; live then: {}{}{}. Only a matmul's weight (a graph input or constant "
+                    "that only matmuls read as [K, N]) is streamed from device memory, and "
+                    "nothing else live then can be; {}",
+                    g_.name(), peak_, opt_.limits.sbuf_bytes, fmt::join(names, ", "),
+                    streamed.empty() ? std::string()
+                                     : fmt::format(" (streamed: {})", fmt::join(streamed, ", ")),
+                    chunk_rows_ ? fmt::format(" (in chunks of {} rows)", chunk_rows_) : "",
+                    chunk_why));
+}
+
+void Lowering::place() {
+    const auto &nodes = g_.nodes();
+    bufs_.clear();
+    temps_.clear();
+    next_temp_.clear();
+    replicas_.clear();
+    ones_ = -1;
     value_buf_.assign(nodes.size(), -1);
     // The group's result gets the buffer; aliases share their operand's.
     std::vector<int> group_step(nodes.size());
@@ -586,6 +810,13 @@ void Lowering::plan_memory() {
                 b.cols = static_cast<uint32_t>(n.type.shape[n.type.shape.size() - 2]);
                 b.rows = static_cast<uint32_t>(n.type.elements() / b.cols);
             }
+            b.streamed = streamed_[i];
+            if (chunk_rows_ && rowspace_[i]) {
+                b.rows = chunk_rows_;
+                b.chunked = true;
+            } else if (chunk_rows_) {
+                b.whole = true;
+            }
             bufs_.push_back(b);
             value_buf_[i] = static_cast<int>(bufs_.size() - 1);
             continue;
@@ -607,6 +838,10 @@ void Lowering::plan_memory() {
             continue;
         }
         bufs_.push_back(value_buffer(nodes[p.result], static_cast<int>(i)));
+        if (chunk_rows_) {
+            bufs_.back().rows = chunk_rows_;
+            bufs_.back().chunked = true;
+        }
         value_buf_[p.result] = static_cast<int>(bufs_.size() - 1);
         for (uint32_t f : p.fused)
             if (f != p.result)
@@ -626,6 +861,13 @@ void Lowering::plan_memory() {
             o.first = std::min(o.first, b.first);
             o.last = std::max(o.last, b.last);
         }
+    // In chunks of rows, weights and row operands are loaded once and live
+    // through every chunk.
+    for (Buf &b : bufs_)
+        if (b.whole) {
+            b.first = 0;
+            b.last = static_cast<int>(nodes.size()) - 1;
+        }
     // Temporaries: a dry run of the emission records them per step.
     planning_ = true;
     emit();
@@ -639,9 +881,10 @@ void Lowering::plan_memory() {
                      [&](size_t a, size_t b) { return bufs_[a].first < bufs_[b].first; });
     std::vector<size_t> placed;
     peak_ = 0;
+    peak_buf_ = -1;
     for (size_t id : order) {
         Buf &x = bufs_[id];
-        if (x.view_of >= 0)
+        if (x.view_of >= 0 || x.streamed)
             continue;
         std::vector<std::pair<uint64_t, uint64_t>> busy;
         for (size_t y : placed) {
@@ -657,18 +900,20 @@ void Lowering::plan_memory() {
             off = std::max(off, b1);
         }
         x.offset = off;
-        peak_ = std::max(peak_, off + x.bytes());
+        if (off + x.bytes() > peak_ || peak_buf_ < 0) {
+            peak_ = std::max(peak_, off + x.bytes());
+            peak_buf_ = static_cast<int>(id);
+        }
         placed.push_back(id);
     }
     for (Buf &b : bufs_)
         if (b.view_of >= 0)
             b.offset = bufs_[static_cast<size_t>(b.view_of)].offset +
                        uint64_t{b.view_tile} * b.cols * dtype_size(b.dtype);
-    if (peak_ > opt_.limits.sbuf_bytes)
-        throw GraphError(fmt::format(
-            "graph '{}' needs {} bytes of SBUF per partition at its peak, the core has {} "
-            "(streaming tensors from device memory is not implemented)",
-            g_.name(), peak_, opt_.limits.sbuf_bytes));
+    // After every buffer, the row of ones that adds a bias in PSUM.
+    ones_at_ = peak_;
+    if (ones_ == -2)
+        peak_ += uint64_t{P} * 4;
 }
 
 Tap Lowering::rows(const Buf &b, uint32_t r0, uint32_t n, uint32_t c0, uint32_t cn) const {
@@ -690,7 +935,7 @@ Tap Lowering::tile(const Buf &b, uint32_t t) const {
 }
 
 void Lowering::ensure_loaded(uint32_t node) {
-    if (planning_ || loaded_[node])
+    if (planning_ || loaded_[node] || streamed_[node])
         return;
     const Node &n = g_.node(node);
     if (n.op != Op::input && n.op != Op::constant)
@@ -699,8 +944,10 @@ void Lowering::ensure_loaded(uint32_t node) {
     const Buf &b = buf(node);
     const ArgRef &a = args_.at(node);
     const uint64_t pitch = uint64_t{b.cols} * dtype_size(b.dtype);
+    const uint64_t row0 = b.chunked ? row0_ : 0;
     for (uint32_t t = 0; t < b.tiles(); t++)
-        k_->dma_load(tile(b, t), a.at(uint64_t{t} * P * pitch, static_cast<uint32_t>(pitch)));
+        k_->dma_load(tile(b, t),
+                     a.at((row0 + uint64_t{t} * P) * pitch, static_cast<uint32_t>(pitch)));
 }
 
 void Lowering::store(uint32_t node) {
@@ -709,8 +956,10 @@ void Lowering::store(uint32_t node) {
     const Buf &b = buf(node);
     const ArgRef &a = args_.at(node);
     const uint64_t pitch = uint64_t{b.cols} * dtype_size(b.dtype);
+    const uint64_t row0 = b.chunked ? row0_ : 0;
     for (uint32_t t = 0; t < b.tiles(); t++)
-        k_->dma_store(a.at(uint64_t{t} * P * pitch, static_cast<uint32_t>(pitch)), tile(b, t));
+        k_->dma_store(a.at((row0 + uint64_t{t} * P) * pitch, static_cast<uint32_t>(pitch)),
+                      tile(b, t));
 }
 
 // A one-row value on all 128 partitions. An input or a constant is read
@@ -815,14 +1064,26 @@ void Lowering::emit_matmul(uint32_t i, const Plan &p) {
         Bp = &oriented(bi, n.transpose_b, "t");
     }
     const Buf &B = *Bp;
-    const uint32_t M = static_cast<uint32_t>(n.type.shape[n.type.shape.size() - 2]);
+    // In chunks of rows (a 2-d right operand), the chunk's rows of A as one batch.
+    const uint32_t M =
+        A.chunked ? A.rows : static_cast<uint32_t>(n.type.shape[n.type.shape.size() - 2]);
     const uint32_t N = static_cast<uint32_t>(n.type.shape.back());
     const uint32_t K = static_cast<uint32_t>(n.transpose_a ? as[ra - 2] : as[ra - 1]);
-    const uint32_t batches = static_cast<uint32_t>(n.type.elements() / (int64_t{M} * N));
+    const uint32_t batches =
+        A.chunked ? 1 : static_cast<uint32_t>(n.type.elements() / (int64_t{M} * N));
     const bool batched_b = bs.size() > 2;
     const uint32_t nk_max = (K + P - 1) / P + 1; // pieces of K, at most one more than blocks
     int at[2] = {temp(i, n.name + ".lhsT0", A.dtype, P, nk_max * P),
                  temp(i, n.name + ".lhsT1", A.dtype, P, nk_max * P)};
+    // A streamed weight: panels of one piece of K by one block of N pass
+    // through two buffers, the load of the next panel issued before the
+    // MATMUL that reads the current one.
+    const bool stream = streamed_[bi];
+    int panel[2] = {-1, -1};
+    if (stream)
+        for (int j = 0; j < 2; j++)
+            panel[j] = temp(i, fmt::format("{}.panel{}", bn.name, j), B.dtype, P,
+                            std::min(static_cast<uint32_t>(n.type.shape.back()), bank_elems));
     if (p.bias && ones_ < 0 && planning_)
         ones_ = -2; // allocated in emit() before the first step
     if (p.bias)
@@ -832,6 +1093,45 @@ void Lowering::emit_matmul(uint32_t i, const Plan &p) {
     if (planning_)
         return;
     const Buf &O = buf(p.result);
+    // The panels in the order the MATMULs read them: (row piece, block of
+    // N, piece of K), the resident order, so that PSUM accumulates alike.
+    struct Panel {
+        uint32_t gb, kc, n0, nn;
+    };
+    std::vector<Panel> panels;
+    if (stream)
+        for (uint32_t bt = 0; bt < batches; bt++)
+            for (uint32_t r = 0; r < M;) {
+                const uint32_t ga = bt * M + r, cnt = std::min(P - ga % P, M - r);
+                for (uint32_t n0 = 0; n0 < N; n0 += bank_elems)
+                    for (uint32_t kk = 0; kk < K;) {
+                        uint32_t gb = (batched_b ? bt * K : 0) + kk;
+                        uint32_t kc = std::min(P - gb % P, K - kk);
+                        panels.push_back({gb, kc, n0, std::min(bank_elems, N - n0)});
+                        kk += kc;
+                    }
+                r += cnt;
+            }
+    const uint64_t esize = dtype_size(B.dtype);
+    auto load_panel = [&](size_t idx) {
+        const Panel &q = panels[idx];
+        const Buf &pb = bufs_[static_cast<size_t>(panel[idx % 2])];
+        k_->dma_load(rows(pb, 0, q.kc, 0, q.nn),
+                     args_.at(bi).at((uint64_t{q.gb} * N + q.n0) * esize,
+                                     static_cast<uint32_t>(uint64_t{N} * esize)));
+    };
+    size_t next_panel = 0;
+    if (stream && !panels.empty())
+        load_panel(0);
+    // The moving operand of piece @p j of K for the columns [n0, n0 + nn).
+    auto moving = [&](uint32_t gb, uint32_t kc, uint32_t n0, uint32_t nn) {
+        if (!stream)
+            return rows(B, gb, kc, n0, nn);
+        const size_t idx = next_panel++;
+        if (idx + 1 < panels.size())
+            load_panel(idx + 1);
+        return rows(bufs_[static_cast<size_t>(panel[idx % 2])], 0, kc, 0, nn);
+    };
     unsigned flip = 0;
     for (uint32_t bt = 0; bt < batches; bt++) {
         for (uint32_t r = 0; r < M;) {
@@ -864,7 +1164,7 @@ void Lowering::emit_matmul(uint32_t i, const Plan &p) {
                 }
                 for (size_t j = 0; j < pieces.size(); j++) {
                     k_->matmul(bank, rows(T, 0, pieces[j].kc, static_cast<uint32_t>(j) * P, cnt),
-                               rows(B, pieces[j].gb, pieces[j].kc, n0, nn), !first);
+                               moving(pieces[j].gb, pieces[j].kc, n0, nn), !first);
                     first = false;
                 }
                 Tap dst = rows(O, ga, cnt, n0, nn);
@@ -1339,9 +1639,32 @@ void Lowering::emit_gather(uint32_t i) {
 void Lowering::emit() {
     const auto &nodes = g_.nodes();
     if (!planning_) {
+        loaded_.assign(nodes.size(), false);
+        chunk_steps_.clear();
+    }
+    // In chunks of rows, the steps once per chunk (the plan: the first).
+    const uint32_t chunks = chunk_rows_ && !planning_
+                                ? static_cast<uint32_t>((rows_ + chunk_rows_ - 1) / chunk_rows_)
+                                : 1;
+    for (uint32_t c = 0; c < chunks; c++) {
+        if (chunk_rows_) {
+            row0_ = c * chunk_rows_;
+            for (Buf &b : bufs_)
+                if (b.chunked)
+                    b.rows = static_cast<uint32_t>(std::min<int64_t>(chunk_rows_, rows_ - row0_));
+            for (uint32_t v = 0; v < nodes.size() && !planning_; v++)
+                if (rowspace_[v])
+                    loaded_[v] = false;
+        }
+        emit_steps();
+    }
+}
+
+void Lowering::emit_steps() {
+    const auto &nodes = g_.nodes();
+    if (!planning_) {
         next_temp_.clear();
         replicas_.clear();
-        loaded_.assign(nodes.size(), false);
         step_from_.assign(nodes.size() + 1, 0);
     }
     for (uint32_t i = 0; i < nodes.size(); i++) {
@@ -1407,8 +1730,10 @@ void Lowering::emit() {
             store(p.result);
         }
     }
-    if (!planning_)
+    if (!planning_) {
         step_from_[nodes.size()] = k_->recorded();
+        chunk_steps_.push_back(step_from_);
+    }
 }
 
 // Each row tile of an SBUF buffer is in use during the steps of the
@@ -1420,17 +1745,28 @@ void Lowering::emit() {
 void Lowering::live_ranges() {
     for (size_t id = 0; id < bufs_.size(); id++) {
         const Buf &b = bufs_[id];
-        if (b.view_of >= 0) // inside its buffer's range
+        if (b.view_of >= 0 || b.streamed) // inside its buffer's range; in memory
             continue;
         const bool ones = static_cast<int>(id) == ones_;
-        const size_t from = ones ? 0 : step_from_[static_cast<size_t>(b.first)];
-        const size_t to = ones ? k_->recorded() : step_from_[static_cast<size_t>(b.last) + 1];
         const uint32_t pitch = b.cols * dtype_size(b.dtype);
-        for (uint32_t t = 0; t < b.tiles(); t++)
-            k_->live_range(b.tiles() > 1 ? fmt::format("{}[{}]", b.what, t) : b.what, Space::sbuf,
-                           0, tile_rows(b, t),
-                           arena_.offset + static_cast<uint32_t>(b.offset) + t * pitch, pitch, from,
-                           to);
+        // Once per chunk of rows, but a weight or row operand once for all.
+        const size_t chunks = ones || b.whole ? 1 : chunk_steps_.size();
+        for (size_t c = 0; c < chunks; c++) {
+            const auto &first = chunk_steps_[c], &last = b.whole ? chunk_steps_.back() : first;
+            const size_t from = ones ? 0 : first[static_cast<size_t>(b.first)];
+            const size_t to = ones ? k_->recorded() : last[static_cast<size_t>(b.last) + 1];
+            // The chunk's rows (the last chunk may have fewer).
+            const uint32_t rows =
+                b.chunked ? static_cast<uint32_t>(std::min<int64_t>(
+                                chunk_rows_, rows_ - static_cast<int64_t>(c) * chunk_rows_))
+                          : b.rows;
+            const uint32_t tiles = (rows + P - 1) / P;
+            for (uint32_t t = 0; t < tiles; t++)
+                k_->live_range(tiles > 1 ? fmt::format("{}[{}]", b.what, t) : b.what, Space::sbuf,
+                               0, std::min(P, rows - t * P),
+                               arena_.offset + static_cast<uint32_t>(b.offset) + t * pitch, pitch,
+                               from, to);
+        }
     }
 }
 
@@ -1498,8 +1834,9 @@ Compiled Lowering::run() {
             args_.emplace(i, b_->constant(n.name, n.type.dtype, shape, bytes));
         }
         // The arena: every buffer, and after them the row of ones that adds
-        // a bias in PSUM.
-        arena_ = b_->sbuf("arena", DType::fp32, static_cast<uint32_t>((peak_ + P * 4) / 4));
+        // a bias in PSUM (counted in the peak).
+        arena_ =
+            b_->sbuf("arena", DType::fp32, static_cast<uint32_t>(std::max<uint64_t>(peak_, 4) / 4));
         psum_ = b_->psum("acc", DType::fp32, psum_banks * bank_elems);
         k_.emplace(*b_);
         if (ones_ == -2) {
@@ -1507,7 +1844,7 @@ Compiled Lowering::run() {
             ones.what = "ones";
             ones.rows = 1;
             ones.cols = P;
-            ones.offset = peak_;
+            ones.offset = ones_at_;
             bufs_.push_back(ones);
             ones_ = static_cast<int>(bufs_.size() - 1);
             k_->memset(Engine::vector, rows(bufs_.back(), 0, 1, 0, P), 1.0f);
@@ -1524,6 +1861,9 @@ Compiled Lowering::run() {
     });
     // The plan, for --dump-plan and docs.
     std::string plan = fmt::format("SBUF: {} bytes per partition at the peak\n", peak_);
+    if (chunk_rows_)
+        plan += fmt::format("rows in chunks of {}: {} chunks of the {} rows\n", chunk_rows_,
+                            (rows_ + chunk_rows_ - 1) / chunk_rows_, rows_);
     for (uint32_t i = 0; i < g_.nodes().size(); i++) {
         const Plan &p = plans_[i];
         if (p.kind == Kind::none && !g_.node(i).operands.empty())
@@ -1532,12 +1872,12 @@ Compiled Lowering::run() {
         for (uint32_t x : p.fused)
             f.push_back(g_.node(x).name);
         int bid = value_buf_[p.result];
-        plan +=
-            fmt::format("{:<20} {:<12} {}{}\n", g_.node(i).name, to_string(g_.node(i).op),
-                        bid >= 0 ? fmt::format("@{} +{}", bufs_[static_cast<size_t>(bid)].offset,
-                                               bufs_[static_cast<size_t>(bid)].bytes())
-                                 : "",
-                        f.empty() ? "" : fmt::format("  fused: {}", fmt::join(f, ", ")));
+        const Buf *pb = bid >= 0 ? &bufs_[static_cast<size_t>(bid)] : nullptr;
+        plan += fmt::format("{:<20} {:<12} {}{}\n", g_.node(i).name, to_string(g_.node(i).op),
+                            !pb            ? std::string()
+                            : pb->streamed ? std::string("streamed from device memory")
+                                           : fmt::format("@{} +{}", pb->offset, pb->bytes()),
+                            f.empty() ? "" : fmt::format("  fused: {}", fmt::join(f, ", ")));
     }
     return Compiled{std::move(*program), times_, plan, stats};
 }

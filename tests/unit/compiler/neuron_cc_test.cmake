@@ -60,6 +60,20 @@ if(NOT err MATCHES "--isa 'one': expected MAJOR.MINOR")
   message(FATAL_ERROR "--isa one: ${err}")
 endif()
 
+# --sbuf-bytes: a core with less SBUF. At 6000 bytes per partition the
+# MLP's second weight, live at the peak, stays in device memory; at 5000
+# it does not fit with that weight streamed and its 200 rows in chunks of
+# 128 either, and the step at the peak is named.
+run(0 ${NEURON_CC} --sbuf-bytes 6000 --dump-plan ${CORPUS}/mlp_bf16.nir)
+if(NOT out MATCHES "SBUF: 5824 bytes" OR NOT out MATCHES "w2 +const +streamed from device memory"
+   OR out MATCHES "w1 +const +streamed" OR out MATCHES "chunks")
+  message(FATAL_ERROR "--sbuf-bytes 6000:\n${out}")
+endif()
+run(1 ${NEURON_CC} --sbuf-bytes 5000 ${CORPUS}/mlp_bf16.nir -o ${WORK}/small.nprog)
+if(NOT err MATCHES "'o' \\(matmul of a: bf16\\[200, 300\\], w2: bf16\\[300, 129\\] -> bf16\\[200, 129\\]\\): graph 'mlp_bf16' needs 6336 bytes of SBUF per partition at its peak, the core has 5000; live then: w1 1216 bytes, .* \\(streamed: w2\\) \\(in chunks of 128 rows\\)\\. .* it does not fit in chunks of 128 rows either")
+  message(FATAL_ERROR "--sbuf-bytes 5000: ${err}")
+endif()
+
 # The man page's OPTIONS name the long options of --help, no more, no less.
 function(long_options text var)
   string(REPLACE "\\-" "-" text "${text}")

@@ -55,6 +55,12 @@ foreach(g ${graphs})
   endif()
 endforeach()
 
+# The MLP compiled for a core with 6000 bytes of SBUF per partition: its
+# second weight streamed from device memory, checked the same way.
+run(0 ${NEURON_CC} --sbuf-bytes 6000 ${CORPUS}/mlp_bf16.nir -o ${WORK}/mlp_streamed.nprog)
+run(0 ${NEURON_RUN} ${WORK}/mlp_streamed.nprog --device sim --seed 1 --check ${CORPUS}/mlp_bf16.nir)
+expect("${out}" "PASS: every output within its bound")
+
 set(mlp ${WORK}/mlp_bf16.nprog)
 set(ir ${CORPUS}/mlp_bf16.nir)
 run(0 ${NEURON_RUN} ${mlp} -d sim --seed 1 --check ${ir} -o ${WORK}/first)

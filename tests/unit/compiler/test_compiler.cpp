@@ -909,7 +909,11 @@ void compile_errors(void **) {
         uint32_t c = g.add(Op::softmax, "c", {b});
         g.mark_output(c);
         g.mark_output(b);
-        expect_compile_error(g, "bytes of SBUF per partition at its peak");
+        expect_compile_error(g, "'c' (softmax of b: fp32[128, 16384] -> fp32[128, 16384]): "
+                                "graph 'big' needs 196736 bytes of SBUF per partition at its "
+                                "peak, the core has 196608; live then: b 65536 bytes, c 65536 "
+                                "bytes, c.exp 65536 bytes, c.max 64 bytes, c.sum 64 bytes. Only "
+                                "a matmul's weight");
     }
     {
         Graph g("none");
@@ -1249,6 +1253,201 @@ void isa_targets(void **) {
 
 } // namespace
 
+// --- weights streamed from device memory ----------------------------------------
+
+// The bytes per partition of the plan's peak (`SBUF: N bytes ...`).
+uint64_t plan_peak(const Compiled &c) {
+    return std::strtoull(c.plan.c_str() + std::strlen("SBUF: "), nullptr, 10);
+}
+
+// A matmul whose weight does not fit stays in device memory and passes
+// through two panel buffers. Each graph is compiled with the core's SBUF
+// (resident) and with one byte less than the resident plan's peak, which
+// leaves the weight in memory: the results must be the same bits (the
+// same MATMULs accumulate in the same order) and within the bound carried
+// from the inputs; the streams pass the synchronisation check (run()).
+void streamed_weights(void **) {
+    struct Case {
+        Shape a, b;
+        bool tb, b_const, bias_gelu;
+    };
+    const std::vector<Case> cases = {
+        {{77, 300}, {300, 129}, false, true, false},
+        {{200, 300}, {300, 600}, false, true, true}, // N > 512, bias and GELU fused
+        {{1, 300}, {300, 77}, false, false, false},  // an input weight, one row
+        {{300, 300}, {127, 300}, true, true, false}, // torch's linear: W [out, in], folded
+        {{129, 300}, {300, 200}, false, false, false},
+        {{2, 77, 300}, {2, 300, 129}, false, false, false}, // batched weight
+        {{2, 127, 200}, {200, 1200}, false, true, false},   // batch x 2-d, three blocks of N
+    };
+    uint64_t seed = 900;
+    for (DType dt : {DType::fp32, DType::bf16})
+        for (const Case &c : cases) {
+            Graph g("stream_" + shape_name(c.a) + "_" + shape_name(c.b) + "_" + to_string(dt));
+            uint32_t a = g.input("x", T(dt, c.a));
+            const int64_t k = c.b[c.b.size() - (c.tb ? 1 : 2)],
+                          n = c.b[c.b.size() - (c.tb ? 2 : 1)];
+            uint32_t w = c.b_const ? g.constant("w", T(dt, c.b),
+                                                ConstantInit{{}, seed, 1.0f / std::sqrt(float(k))})
+                                   : g.input("w", T(dt, c.b));
+            Attrs at;
+            at.transpose_b = c.tb;
+            uint32_t y = g.add(Op::matmul, "h", {a, w}, at);
+            if (c.bias_gelu) {
+                uint32_t bias = g.constant("b", T(dt, {n}), ConstantInit{{}, seed + 1, 0.1f});
+                y = g.add(Op::gelu, "y", {g.add(Op::add, "z", {y, bias})});
+            }
+            g.mark_output(y);
+            auto in = harness::make_inputs(g, seed++);
+            auto resident = harness::run(g, in);
+            assert_true(resident.compiled.plan.find("streamed") == std::string::npos);
+            CompileOptions small;
+            small.limits.sbuf_bytes = static_cast<uint32_t>(plan_peak(resident.compiled) - 1);
+            auto streamed = harness::run(g, in, small);
+            if (streamed.compiled.plan.find(
+                    "w                    " + std::string(c.b_const ? "const" : "input") +
+                    "        streamed from device memory") == std::string::npos)
+                fail_msg("%s: the weight is not streamed:\n%s", g.name().c_str(),
+                         streamed.compiled.plan.c_str());
+            assert_true(plan_peak(streamed.compiled) <= small.limits.sbuf_bytes);
+            const auto &r = resident.outputs.at(g.node(y).name),
+                       &s = streamed.outputs.at(g.node(y).name);
+            assert_int_equal(r.size(), s.size());
+            if (std::memcmp(r.data(), s.data(), r.size() * sizeof(float)) != 0) {
+                size_t e = 0;
+                while (std::memcmp(&r[e], &s[e], sizeof(float)) == 0)
+                    e++;
+                fail_msg("%s: streamed %.9g, resident %.9g at element %zu", g.name().c_str(),
+                         static_cast<double>(s[e]), static_cast<double>(r[e]), e);
+            }
+            harness::check_carried(g, in, streamed, g.name());
+            print_message("%s: SBUF %llu -> %llu bytes per partition, %llu cycles resident, %llu "
+                          "streamed\n",
+                          g.name().c_str(),
+                          static_cast<unsigned long long>(plan_peak(resident.compiled)),
+                          static_cast<unsigned long long>(plan_peak(streamed.compiled)),
+                          static_cast<unsigned long long>(resident.cycles),
+                          static_cast<unsigned long long>(streamed.cycles));
+        }
+}
+
+// Activations that do not fit: the rows computed in chunks. Graphs whose
+// rows depend on the same rows of their operands (a Linear with bias and
+// GELU, layer_norm with weight and bias, softmax, a literal; a product of
+// two inputs, a column operand, rms_norm, a matmul with its residual),
+// compiled resident and with one byte less than the resident peak, and a
+// Linear + bias + GELU on 1000 and 1001 rows with 20000 bytes per
+// partition (10000 in bf16; its weight streamed too): the rows in chunks (300 rows: two chunks,
+// 1000 and 1001: a last partial tile), the same bits, within the bound carried from the inputs.
+void chunked_rows(void **) {
+    uint64_t seed = 950;
+    for (DType dt : {DType::fp32, DType::bf16})
+        for (int64_t R : {300, 1000, 1001})
+            for (int kind = 0; kind < (R > 300 ? 3 : 2); kind++) {
+                Graph g("rows" + std::to_string(kind) + "_" + std::to_string(R) + "_" +
+                        to_string(dt));
+                uint32_t y = 0;
+                if (kind == 0) {
+                    uint32_t x = g.input("x", T(dt, {R, 129}));
+                    uint32_t w = g.constant("w", T(dt, {129, 200}), ConstantInit{{}, seed, 0.088f});
+                    uint32_t b = g.constant("b", T(dt, {200}), ConstantInit{{}, seed + 1, 0.1f});
+                    uint32_t ga = g.constant("g", T(dt, {200}), ConstantInit{{}, seed + 2, 1.0f});
+                    uint32_t be = g.constant("be", T(dt, {200}), ConstantInit{{}, seed + 3, 0.5f});
+                    uint32_t h = g.add(Op::matmul, "h", {x, w});
+                    uint32_t a = g.add(Op::gelu, "a", {g.add(Op::add, "z", {h, b})});
+                    uint32_t n = g.add(Op::layer_norm, "n", {a, ga, be});
+                    uint32_t sm = g.add(Op::softmax, "s", {n});
+                    Attrs lit;
+                    lit.scalar = 3.0f;
+                    y = g.add(Op::mul, "y", {sm}, lit);
+                } else if (kind == 2) {
+                    // a weight streamed and the rows in chunks
+                    uint32_t x = g.input("x", T(dt, {R, 512}));
+                    uint32_t w = g.constant("w", T(dt, {512, 600}), ConstantInit{{}, seed, 0.044f});
+                    uint32_t b = g.constant("b", T(dt, {600}), ConstantInit{{}, seed + 1, 0.1f});
+                    uint32_t h = g.add(Op::matmul, "h", {x, w});
+                    y = g.add(Op::gelu, "y", {g.add(Op::add, "z", {h, b})});
+                } else {
+                    // [2, R/2 .., 77]: the rows of two leading axes
+                    const Shape sh = R % 2 ? Shape{R, 77} : Shape{2, R / 2, 77};
+                    Shape col = sh;
+                    col.back() = 1;
+                    uint32_t x = g.input("x", T(dt, sh)), u = g.input("u", T(dt, sh));
+                    uint32_t c = g.input("c", T(dt, col));
+                    uint32_t wn = g.constant("wn", T(dt, {77}), ConstantInit{{}, seed, 1.0f});
+                    uint32_t w =
+                        g.constant("w", T(dt, {77, 77}), ConstantInit{{}, seed + 1, 0.11f});
+                    uint32_t t = g.add(Op::mul, "t", {x, u});
+                    uint32_t q = g.add(Op::add, "q", {t, c});
+                    uint32_t r = g.add(Op::rms_norm, "r", {q, wn});
+                    uint32_t m = g.add(Op::matmul, "m", {r, w});
+                    y = g.add(Op::add, "y", {m, x});
+                }
+                g.mark_output(y);
+                auto in = harness::make_inputs(g, seed++);
+                auto resident = harness::run(g, in);
+                CompileOptions small;
+                small.limits.sbuf_bytes =
+                    kind == 2 ? (dt == DType::fp32 ? 20000 : 10000)
+                              : static_cast<uint32_t>(plan_peak(resident.compiled) - 1);
+                auto chunked = harness::run(g, in, small);
+                if (chunked.compiled.plan.find("rows in chunks of") == std::string::npos ||
+                    (kind == 2 && chunked.compiled.plan.find("w                    const        "
+                                                             "streamed") == std::string::npos))
+                    fail_msg("%s: the rows are not in chunks:\n%s", g.name().c_str(),
+                             chunked.compiled.plan.c_str());
+                const auto &a = resident.outputs.at("y"), &b = chunked.outputs.at("y");
+                for (size_t e = 0; e < a.size(); e++)
+                    if (std::memcmp(&a[e], &b[e], sizeof(float)) != 0)
+                        fail_msg("%s: in chunks %.9g, resident %.9g at element %zu",
+                                 g.name().c_str(), static_cast<double>(b[e]),
+                                 static_cast<double>(a[e]), e);
+                harness::check_carried(g, in, chunked, g.name());
+                const std::string &pl = chunked.compiled.plan;
+                const size_t l1 = pl.find('\n') + 1;
+                print_message("%s: SBUF %llu -> %llu bytes per partition, %s\n", g.name().c_str(),
+                              static_cast<unsigned long long>(plan_peak(resident.compiled)),
+                              static_cast<unsigned long long>(plan_peak(chunked.compiled)),
+                              pl.substr(l1, pl.find('\n', l1) - l1).c_str());
+            }
+    // A graph that moves elements between rows is not split, and says so.
+    Graph g("moves_rows");
+    uint32_t x = g.input("x", T(DType::fp32, {300, 200}));
+    Attrs p;
+    p.dims = {1, 0};
+    uint32_t t = g.add(Op::transpose, "t", {x}, p);
+    g.mark_output(g.add(Op::exp, "e", {t}));
+    CompileOptions small;
+    small.limits.sbuf_bytes = 2000;
+    try {
+        compile(g, small);
+        fail_msg("moves_rows compiled");
+    } catch (const GraphError &e) {
+        const std::string want =
+            "nothing else live then can be; rows are not split into chunks: 't' (transpose of x: "
+            "fp32[300, 200] -> fp32[200, 300]): it moves elements between rows";
+        if (std::string(e.what()).find(want) == std::string::npos)
+            fail_msg("got '%s', want '%s'", e.what(), want.c_str());
+    }
+}
+
+// A Linear whose 32 MiB of fp32 weights cannot be resident in the core's
+// 24 MiB of SBUF: [128, 4096] x [4096, 2048], streamed at the default limit.
+void streamed_linear_4096(void **) {
+    Graph g("linear_4096x2048");
+    uint32_t x = g.input("x", T(DType::fp32, {128, 4096}));
+    uint32_t w = g.constant("w", T(DType::fp32, {4096, 2048}), ConstantInit{{}, 77, 1.0f / 64});
+    g.mark_output(g.add(Op::matmul, "y", {x, w}));
+    auto in = harness::make_inputs(g, 78);
+    auto o = harness::run(g, in);
+    assert_true(o.compiled.plan.find("streamed from device memory") != std::string::npos);
+    const size_t checked = harness::check_carried(g, in, o, g.name());
+    assert_int_equal(checked, 128 * 2048);
+    print_message("%s: SBUF %llu bytes per partition, %llu cycles\n", g.name().c_str(),
+                  static_cast<unsigned long long>(plan_peak(o.compiled)),
+                  static_cast<unsigned long long>(o.cycles));
+}
+
 int main(int argc, char **argv) {
     const CMUnitTest tests[] = {
         cmocka_unit_test(text_round_trip),
@@ -1278,5 +1477,10 @@ int main(int argc, char **argv) {
     const CMUnitTest encoder[] = {cmocka_unit_test(encoder_768)};
     if (argc > 1 && std::string(argv[1]) == "encoder")
         return cmocka_run_group_tests(encoder, nullptr, nullptr);
+    const CMUnitTest streaming[] = {cmocka_unit_test(streamed_weights),
+                                    cmocka_unit_test(chunked_rows),
+                                    cmocka_unit_test(streamed_linear_4096)};
+    if (argc > 1 && std::string(argv[1]) == "streaming")
+        return cmocka_run_group_tests(streaming, nullptr, nullptr);
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
