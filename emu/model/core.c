@@ -236,7 +236,7 @@ static void trace_record(nm_exec *ex, const nm_stream *s, uint32_t pc, const str
         rec->wait = nm_le64(wait);
         if (ex->sem_signalled[in->func]) {
             rec->flags = NEURON_TRACE_R_SIGNAL;
-            rec->signal = nm_le32((uint32_t)ex->sem_seq[in->func]);
+            rec->signal = nm_le32((uint32_t)ex->wait_seq);
         }
     }
     rec->sbuf_high = nm_le32(ex->core->sbuf_dirty);
@@ -336,6 +336,13 @@ static enum step exec_control(nm_exec *ex, nm_stream *s, const struct neuron_ins
             ex->sem_seq[in->func] = ex->job->instructions;
             ex->sem_signalled[in->func] = true;
         }
+        {
+            struct nm_sem_signal *h =
+                &ex->sem_hist[in->func][ex->sem_hist_n[in->func]++ % NM_SEM_HISTORY];
+            h->count = ex->sem[in->func];
+            h->time = ex->sem_time[in->func];
+            h->seq = ex->job->instructions;
+        }
         s->pc++;
         return STEP_RAN;
     case NEURON_OP_SEM_WAIT:
@@ -348,10 +355,26 @@ static enum step exec_control(nm_exec *ex, nm_stream *s, const struct neuron_ins
             return STEP_BLOCKED;
         }
         s->blocked = false;
-        if (in->flags & NEURON_SEM_F_DECREMENT)
+        {
+            /* The oldest remembered signal that reached the count. */
+            uint64_t t = ex->sem_time[in->func];
+            ex->wait_seq = ex->sem_seq[in->func];
+            const uint32_t n = ex->sem_hist_n[in->func];
+            for (uint32_t k = 0; k < n && k < NM_SEM_HISTORY; k++) {
+                const struct nm_sem_signal *h =
+                    &ex->sem_hist[in->func][(n - 1 - k) % NM_SEM_HISTORY];
+                if (h->count < arg)
+                    break;
+                t = h->time;
+                ex->wait_seq = h->seq;
+            }
+            if (t > s->clock)
+                s->clock = t;
+        }
+        if (in->flags & NEURON_SEM_F_DECREMENT) {
             ex->sem[in->func] -= arg;
-        if (ex->sem_time[in->func] > s->clock)
-            s->clock = ex->sem_time[in->func];
+            ex->sem_hist_n[in->func] = 0; /* counts fell: the latest signal's time */
+        }
         s->pc++;
         return STEP_RAN;
     case NEURON_OP_LOOP: {

@@ -109,6 +109,8 @@ typedef struct nm_trace {
     struct neuron_trace_record stage[NM_TRACE_STAGE];
 } nm_trace;
 
+#define NM_SEM_HISTORY 64
+
 /* One run of one job on one core. */
 typedef struct nm_exec {
     nm_core *core;
@@ -119,6 +121,18 @@ typedef struct nm_exec {
     /* The instruction number of the signal that set sem_time, if any. */
     uint64_t sem_seq[NEURON_NUM_SEMAPHORES];
     bool sem_signalled[NEURON_NUM_SEMAPHORES];
+    /*
+     * The last NM_SEM_HISTORY signals of each semaphore: its count after
+     * the signal, the latest time of any signal up to it and the signal's
+     * instruction number. A wait for a count takes the time of the signal
+     * that reached it, not of the semaphore's latest one.
+     */
+    struct nm_sem_signal {
+        uint32_t count;
+        uint64_t time, seq;
+    } sem_hist[NEURON_NUM_SEMAPHORES][NM_SEM_HISTORY];
+    uint32_t sem_hist_n[NEURON_NUM_SEMAPHORES];
+    uint64_t wait_seq; /* the signal that released the last SEM_WAIT */
     uint64_t insn_limit;
     nm_trace *trace; /* NULL unless the job is profiled */
     /* Set by a fault: the info value to report. */
