@@ -364,12 +364,12 @@ struct neuron_trace_header {
  * @index: the instruction's index in its engine's stream
  * @start: the stream's cycle clock when the instruction started
  * @end: the stream's clock after it (hw/isa.md section 7)
- * @wait: SEM_WAIT: cycles the stream's clock moved to the semaphore's
- *	last signal, i.e. cycles spent waiting; else 0
+ * @wait: SEM_WAIT: cycles the stream's clock moved to the signal that
+ *	released it (hw/isa.md section 7), i.e. cycles spent waiting; else 0
  * @bytes: DMA_LOAD, DMA_STORE: bytes moved; else 0
  * @signal: SEM_WAIT with NEURON_TRACE_R_SIGNAL: the record number (its
  *	position in the trace, 0-based) of the SEM_SIGNAL whose time the wait
- *	took: the latest signal of the semaphore
+ *	took: the one that brought the count to the value waited for
  * @sbuf_high: neuron_trace_header.sbuf_high after this instruction
  * @psum_high: neuron_trace_header.psum_high after this instruction
  */
