@@ -659,18 +659,11 @@ bool Lowering::chunkable(std::string &why) {
     // What each operator does to rows first, then the rows of every value.
     for (uint32_t i = 0; i < nodes.size(); i++) {
         const Node &n = nodes[i];
-        if (!rowspace_[i])
+        if (!rowspace_[i] || is_activation(n.op))
             continue;
         switch (n.op) {
         case Op::input:
         case Op::constant:
-        case Op::relu:
-        case Op::gelu:
-        case Op::gelu_tanh:
-        case Op::silu:
-        case Op::sigmoid:
-        case Op::tanh:
-        case Op::exp:
         case Op::layer_norm:
         case Op::rms_norm:
             break;
