@@ -48,6 +48,10 @@ using Rounds = std::map<std::string, std::vector<double>>;
 /// speed moves between and within processes).
 Rounds interleaved_rounds(unsigned repeat, const std::vector<Figure> &figures);
 
+/// The driver resets a core whose job runs longer than its job_timeout_ms
+/// (module parameter; 5 s when it cannot be read).
+double job_timeout_s();
+
 /// Seconds since an arbitrary epoch, monotonic.
 inline double now_s() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())

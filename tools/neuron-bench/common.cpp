@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include <algorithm>
 #include <deque>
+#include <fstream>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -36,6 +37,15 @@ Rounds interleaved_rounds(unsigned repeat, const std::vector<Figure> &figures) {
         for (const auto &f : figures)
             values[f.column].push_back(f.once());
     return values;
+}
+
+double job_timeout_s() {
+    static const double seconds = [] {
+        std::ifstream f("/sys/module/neuron/parameters/job_timeout_ms");
+        unsigned ms = 0;
+        return f >> ms && ms > 0 ? ms / 1000.0 : 5.0; // else the module's default
+    }();
+    return seconds;
 }
 
 bool Options::wants(const std::string &section) const {

@@ -28,6 +28,7 @@
 
 #include "bench.hpp"
 #include "common/numerics.hpp"
+#include "device_graph.hpp"
 #include "neuron_isa.h"
 
 namespace nbench {
@@ -244,16 +245,6 @@ void check_result(const MatmulShape &s, neuron::DType dt, const Operands &in,
 
 // ---- the device run ----
 
-/// The driver resets a core whose job runs longer than job_timeout_ms.
-double job_timeout_s() {
-    static const double seconds = [] {
-        std::ifstream f("/sys/module/neuron/parameters/job_timeout_ms");
-        unsigned ms = 0;
-        return f >> ms && ms > 0 ? ms / 1000.0 : 5.0; // else the module's default
-    }();
-    return seconds;
-}
-
 /// One shape and dtype on one core: the operands uploaded once into device
 /// buffers, the program loaded for a repetition count, jobs timed from
 /// submit to the fence.
@@ -437,83 +428,6 @@ neuron::compiler::Graph matmul_graph(const MatmulShape &s, neuron::DType dt, boo
     g.mark_output(y);
     return g;
 }
-
-/// One compiled graph loaded on core 0 with its input uploaded.
-class DeviceGraph {
-  public:
-    DeviceGraph(const neuron::Device &dev, const neuron::compiler::Graph &g, uint64_t seed)
-        : graph_(g), program_(neuron::compiler::compile(g).program), loaded_(dev.load(program_)),
-          queue_(dev.queue(0)) {
-        namespace nc = neuron::compiler;
-        const auto region =
-            dev.info().device_memory_size ? neuron::Region::device : neuron::Region::host;
-        inputs_ = nc::seeded_inputs(g, seed);
-        for (const nc::Node &n : g.nodes())
-            if (n.op == nc::Op::input) {
-                const auto bytes = nc::pack(n.type.dtype, inputs_.at(n.name));
-                buffers_.push_back(dev.allocate(bytes.size(), region));
-                buffers_.back().write(0, bytes);
-                args_.bind(n.name, buffers_.back().range(0, bytes.size()));
-            }
-        const nc::Node &out = g.node(g.outputs().at(0));
-        out_bytes_ =
-            static_cast<uint64_t>(out.type.elements()) * neuron::dtype_size(out.type.dtype);
-        buffers_.push_back(dev.allocate(out_bytes_, region));
-        out_ = buffers_.size() - 1;
-        args_.bind(out.name, buffers_.back().range(0, out_bytes_));
-    }
-
-    double run_seconds() const {
-        const auto limit = std::chrono::duration<double>(job_timeout_s() + 5.0);
-        const double t0 = now_s();
-        const neuron::Fence done = queue_.submit(loaded_, args_);
-        if (!done.wait_for(std::chrono::duration_cast<std::chrono::nanoseconds>(limit)))
-            throw std::runtime_error(fmt::format("{} did not finish", done.label()));
-        return now_s() - t0;
-    }
-
-    /// Cycles of the model's clock (hw/isa.md §7) of one profiled job.
-    uint64_t cycles(const neuron::Device &dev) const {
-        const neuron::Profile prof(dev, 1);
-        queue_.submit(loaded_, args_, prof).wait();
-        return prof.read().cycles;
-    }
-
-    /// The output against the compiler's double-precision reference within
-    /// hw/isa.md's bounds (neuron::compiler::evaluate_bounded); throws
-    /// std::runtime_error naming the worst element.
-    void check() const {
-        namespace nc = neuron::compiler;
-        std::vector<std::byte> bytes(out_bytes_);
-        buffers_[out_].write(0, std::vector<std::byte>(out_bytes_, std::byte{0xff}));
-        run_seconds();
-        buffers_[out_].read(0, bytes);
-        const uint32_t o = graph_.outputs().at(0);
-        const nc::Node &n = graph_.node(o);
-        const auto got =
-            nc::unpack(n.type.dtype, bytes.data(), static_cast<size_t>(n.type.elements()));
-        const auto ref = nc::evaluate_bounded(graph_, inputs_);
-        const nc::Comparison c = nc::compare(got, ref[o].value, ref[o].bound);
-        if (c.beyond || c.unchecked)
-            throw std::runtime_error(fmt::format(
-                "compiled {}: {} of {} elements beyond the bound{}; element {} is {} on the "
-                "device, {} in the reference (bound {})",
-                graph_.name(), c.beyond, got.size(),
-                c.unchecked ? fmt::format(", {} without a finite bound", c.unchecked) : "", c.worst,
-                got[c.worst], ref[o].value[c.worst], ref[o].bound[c.worst]));
-    }
-
-  private:
-    neuron::compiler::Graph graph_;
-    neuron::Program program_;
-    neuron::LoadedProgram loaded_;
-    neuron::Queue queue_;
-    std::map<std::string, std::vector<float>> inputs_;
-    std::deque<neuron::Buffer> buffers_; // the bindings point at them
-    neuron::Arguments args_;
-    size_t out_ = 0;
-    uint64_t out_bytes_ = 0;
-};
 
 /// Compiled matmul-bound graphs next to the compute table's device matmul
 /// of the same shape and dtype, the two measured in alternation.

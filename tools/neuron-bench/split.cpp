@@ -3,18 +3,14 @@
 // (neuron::compiler::split_rows), next to the same graph as one job on one
 // core: the compute section's table compute-split.
 #include <cmath>
-#include <deque>
-#include <map>
 #include <stdexcept>
-#include <vector>
 
 #include <fmt/format.h>
 
-#include <neuron/compiler/compile.hpp>
-#include <neuron/compiler/reference.hpp>
-#include <neuron/compiler/split.hpp>
+#include <neuron/compiler/graph.hpp>
 
 #include "bench.hpp"
+#include "device_graph.hpp"
 
 namespace nbench {
 
@@ -44,67 +40,6 @@ nc::Graph ffn_graph(int64_t tokens, int64_t d, int64_t ff) {
     return g;
 }
 
-/// @p g's parts loaded one per core, over whole input and output buffers
-/// (each part binds its rows of them); one parts count of 1 is the whole
-/// graph on core 0.
-class SplitJobs {
-  public:
-    SplitJobs(const neuron::Device &dev, const nc::Graph &g, int parts, uint64_t seed)
-        : split_(nc::split_rows(g, parts)) {
-        const auto region =
-            dev.info().device_memory_size ? neuron::Region::device : neuron::Region::host;
-        std::map<std::string, size_t> buffer_of;
-        for (const nc::Node &n : g.nodes())
-            if (n.op == nc::Op::input) {
-                const auto bytes = nc::pack(n.type.dtype, nc::seeded_inputs(g, seed).at(n.name));
-                buffers_.push_back(dev.allocate(bytes.size(), region));
-                buffers_.back().write(0, bytes);
-                buffer_of[n.name] = buffers_.size() - 1;
-            }
-        const nc::Node &out = g.node(g.outputs().at(0));
-        out_elements_ = static_cast<size_t>(out.type.elements());
-        buffers_.push_back(dev.allocate(out_elements_ * sizeof(float), region));
-        buffer_of[out.name] = out_ = buffers_.size() - 1;
-        for (size_t k = 0; k < split_.parts.size(); k++) {
-            const nc::SplitPart &p = split_.parts[k];
-            loaded_.push_back(dev.load(nc::compile(p.graph).program));
-            queues_.push_back(dev.queue(static_cast<unsigned>(k)));
-            neuron::Arguments args;
-            for (const auto &[name, b] : buffer_of) {
-                const uint64_t row = static_cast<uint64_t>(split_.row_elements.at(name)) * 4;
-                args.bind(name, buffers_[b].range(static_cast<uint64_t>(p.first_row) * row,
-                                                  static_cast<uint64_t>(p.rows) * row));
-            }
-            args_.push_back(std::move(args));
-        }
-    }
-
-    /// Every part submitted on its core, then all waited for.
-    double run_seconds() const {
-        const double t0 = now_s();
-        std::vector<neuron::Fence> done;
-        for (size_t k = 0; k < loaded_.size(); k++)
-            done.push_back(queues_[k].submit(loaded_[k], args_[k]));
-        for (const neuron::Fence &f : done)
-            f.wait();
-        return now_s() - t0;
-    }
-
-    std::vector<float> output() const {
-        std::vector<std::byte> bytes(out_elements_ * sizeof(float));
-        buffers_[out_].read(0, bytes);
-        return nc::unpack(neuron::DType::fp32, bytes.data(), out_elements_);
-    }
-
-  private:
-    nc::Split split_;
-    std::deque<neuron::Buffer> buffers_; // the arguments point at them
-    std::vector<neuron::LoadedProgram> loaded_;
-    std::vector<neuron::Queue> queues_;
-    std::vector<neuron::Arguments> args_;
-    size_t out_ = 0, out_elements_ = 0;
-};
-
 } // namespace
 
 void run_compute_split(const Options &o, const neuron::Device &dev, Report &r) {
@@ -128,7 +63,7 @@ void run_compute_split(const Options &o, const neuron::Device &dev, Report &r) {
         return;
     }
     const nc::Graph g = o.quick ? ffn_graph(128, 256, 1024) : ffn_graph(512, 768, 3072);
-    const SplitJobs one(dev, g, 1, 5), split(dev, g, static_cast<int>(cores), 5);
+    const DeviceGraph one(dev, g, 5), split(dev, g, 5, static_cast<int>(cores));
     one.run_seconds();
     split.run_seconds();
     if (one.output() != split.output())
