@@ -56,16 +56,39 @@ DeviceGraph::DeviceGraph(const neuron::Device &dev, const nc::Graph &g, uint64_t
     }
 }
 
-double DeviceGraph::run_seconds() const {
+namespace {
+
+void wait_or_throw(const neuron::Fence &f) {
     const auto limit = std::chrono::duration_cast<std::chrono::nanoseconds>(
         std::chrono::duration<double>(job_timeout_s() + 5.0));
+    if (!f.wait_for(limit))
+        throw std::runtime_error(fmt::format("{} did not finish", f.label()));
+}
+
+} // namespace
+
+double DeviceGraph::run_seconds() const {
+    return run_queued_seconds(1, 1);
+}
+
+double DeviceGraph::run_queued_seconds(unsigned jobs, unsigned depth) const {
+    if (jobs == 0 || depth == 0)
+        throw std::invalid_argument("DeviceGraph::run_queued_seconds: no jobs or no depth");
     const double t0 = now_s();
-    std::vector<neuron::Fence> done;
-    for (const Part &p : parts_)
-        done.push_back(p.queue.submit(p.loaded, p.args));
-    for (const neuron::Fence &f : done)
-        if (!f.wait_for(limit))
-            throw std::runtime_error(fmt::format("{} did not finish", f.label()));
+    std::deque<std::vector<neuron::Fence>> in_flight;
+    for (unsigned j = 0; j < jobs; j++) {
+        if (in_flight.size() == depth) {
+            for (const neuron::Fence &f : in_flight.front())
+                wait_or_throw(f);
+            in_flight.pop_front();
+        }
+        std::vector<neuron::Fence> &run = in_flight.emplace_back();
+        for (const Part &p : parts_)
+            run.push_back(p.queue.submit(p.loaded, p.args));
+    }
+    for (const auto &run : in_flight)
+        for (const neuron::Fence &f : run)
+            wait_or_throw(f);
     return now_s() - t0;
 }
 

@@ -26,6 +26,11 @@ class DeviceGraph {
     /// Every part submitted on its core, then all waited for; seconds from
     /// the first submit to the last fence.
     double run_seconds() const;
+    /// @p jobs runs back to back with up to @p depth in flight: each run is
+    /// submitted before the fences of the one @p depth runs earlier are
+    /// waited for, so the device never waits for the host's round trip.
+    /// Seconds from the first submit to the last fence.
+    double run_queued_seconds(unsigned jobs, unsigned depth) const;
     /// The output after the last run, as floats.
     std::vector<float> output() const;
     /// Cycles of the model's clock (hw/isa.md §7) of one profiled job of
