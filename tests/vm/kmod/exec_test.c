@@ -695,20 +695,37 @@ static int irq_effective_cpu(int irq) {
     return atoi(buf);
 }
 
+/* One unit of work on the ring under test, waited for: a job or a copy. */
+struct ring_work {
+    const char *vector; /* its MSI-X vector's name, without "@<bdf>" */
+    int (*run)(int fd, const struct job_bufs *jb, uint32_t out);
+};
+
+static int run_job(int fd, const struct job_bufs *jb, uint32_t out) {
+    return submit(fd, jb, 0, out, NULL);
+}
+
+/* A 4 KiB copy between device buffers on DMA engine 0. */
+static int run_copy(int fd, const struct job_bufs *jb, uint32_t out) {
+    return copy(fd, jb->in, 0, jb->out, 0, 4096, out, 0, NULL);
+}
+
 /*
- * A core queue's vector follows the CPU that submits to the idle queue:
- * after jobs submitted and waited for on each allowed CPU in turn, the
- * vector's effective affinity is that CPU, and the completion of the
- * next job there is taken on that CPU (so the waiter is woken on its own
- * CPU). A submit moves the vector only when the queue is idle, and the
- * queue forgets a finished job a little after its fence signals (more so
- * on a loaded host), so a few jobs may go by before the move. The first
- * completion after a move may still arrive on the old CPU (x86 moves a
- * non-remapped MSI at its next interrupt).
+ * A ring's vector follows the CPU that submits to the idle ring: after
+ * work submitted and waited for on each allowed CPU in turn, the vector's
+ * effective affinity is that CPU, and the completion of the next piece of
+ * work there is taken on that CPU (so the waiter is woken on its own
+ * CPU). A submit moves the vector only when the ring is idle, and the
+ * ring forgets a finished job a little after its fence signals (more so
+ * on a loaded host), so a few submits may go by before the move. The
+ * first completion after a move may still arrive on the old CPU (x86
+ * moves a non-remapped MSI at its next interrupt), and x86 refuses a move
+ * while the previous one is in progress; the driver tries again at the
+ * next submit to the idle ring.
  */
-static void test_irq_follows_submitter(void **state) {
-    int fd = FD(state), irq = irq_of("neuron-q0"), cpu, tried = 0, jobs, on = -1;
-    const int max_jobs = 50;
+static void irq_follows_submitter(int fd, const struct ring_work *w) {
+    int irq = irq_of(w->vector), cpu, tried = 0, n, on = -1;
+    const int max_submits = 50;
     cpu_set_t allowed, one;
     long before = 0, after = 0;
     struct job_bufs jb;
@@ -724,8 +741,8 @@ static void test_irq_follows_submitter(void **state) {
         CPU_ZERO(&one);
         CPU_SET(cpu, &one);
         assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
-        for (jobs = 0; jobs < max_jobs; jobs++) {
-            assert_int_equal(submit(fd, &jb, 0, out, NULL), 0);
+        for (n = 0; n < max_submits; n++) {
+            assert_int_equal(w->run(fd, &jb, out), 0);
             assert_int_equal(syncobj_status(fd, out, 30), 1);
             on = irq_effective_cpu(irq);
             if (on == cpu)
@@ -733,10 +750,10 @@ static void test_irq_follows_submitter(void **state) {
             usleep(1000);
         }
         if (on == cpu) {
-            assert_int_equal(submit(fd, &jb, 0, out, NULL), 0);
+            assert_int_equal(w->run(fd, &jb, out), 0);
             assert_int_equal(syncobj_status(fd, out, 30), 1);
             before = irq_count_on(irq, cpu);
-            assert_int_equal(submit(fd, &jb, 0, out, NULL), 0);
+            assert_int_equal(w->run(fd, &jb, out), 0);
             assert_int_equal(syncobj_status(fd, out, 30), 1);
             after = irq_count_on(irq, cpu);
         }
@@ -745,16 +762,25 @@ static void test_irq_follows_submitter(void **state) {
         if (on != cpu || after == before)
             job_bufs_fini(fd, &jb);
         if (on != cpu)
-            fail_msg("%d jobs submitted on CPU %d, neuron-q0 (IRQ %d) still on CPU %d", max_jobs,
-                     cpu, irq, on);
+            fail_msg("%d submits on CPU %d, %s (IRQ %d) still on CPU %d", max_submits, cpu,
+                     w->vector, irq, on);
         if (after == before)
-            fail_msg("job submitted on CPU %d, its completion (IRQ %d) not taken on it", cpu, irq);
-        printf("# CPU %d: neuron-q0 moved after %d job(s)\n", cpu, jobs + 1);
+            fail_msg("submitted on CPU %d, the completion (%s, IRQ %d) not taken on it", cpu,
+                     w->vector, irq);
+        printf("# CPU %d: %s moved after %d submit(s)\n", cpu, w->vector, n + 1);
         tried++;
     }
-    printf("# neuron-q0 (IRQ %d) followed the submitter over %d CPUs\n", irq, tried);
+    printf("# %s (IRQ %d) followed the submitter over %d CPUs\n", w->vector, irq, tried);
     job_bufs_fini(fd, &jb);
     drmSyncobjDestroy(fd, out);
+}
+
+static void test_irq_follows_submitter(void **state) {
+    irq_follows_submitter(FD(state), &(struct ring_work){"neuron-q0", run_job});
+}
+
+static void test_dma_irq_follows_submitter(void **state) {
+    irq_follows_submitter(FD(state), &(struct ring_work){"neuron-dma0", run_copy});
 }
 
 static void test_submit_invalid(void **state) {
@@ -2471,6 +2497,7 @@ static const struct named_test all_tests[] = {
     T(test_submit_program),
     T(test_submit_latency),
     T(test_irq_follows_submitter),
+    T(test_dma_irq_follows_submitter),
     T(test_submit_fault),
     T(test_wait),
     T(test_timeline),
