@@ -47,9 +47,11 @@ struct Buf {
     // whose lifetime covers the view's; placed with it.
     int view_of = -1;
     uint32_t view_tile = 0;
-    // A matmul's weight left in device memory and streamed through panel
-    // buffers: it takes no SBUF of its own.
-    bool streamed = false;
+    // An input or a constant that takes no SBUF of its own: a matmul's
+    // weight left in device memory and streamed through panel buffers, or
+    // a value that every use reads from memory into its own temporaries
+    // (a row spread down the partitions by DMA).
+    bool in_memory = false;
     // A value of the row space of a graph computed in chunks of rows: it
     // holds the current chunk's rows (rows is set per chunk); whole: a
     // weight or row operand, live for the whole program.
@@ -285,6 +287,8 @@ class Lowering {
     std::optional<Kernel> k_;
     std::map<uint32_t, ArgRef> args_;
     std::vector<bool> loaded_;
+    // Inputs and constants that the plan's dry run loaded into SBUF.
+    std::vector<bool> sbuf_read_;
     Tile arena_{}, psum_{};
     uint32_t next_bank_ = 0;
     int ones_ = -1;
@@ -747,7 +751,7 @@ void Lowering::refuse_peak(const std::string &chunk_why) const {
     const int step = peak.first;
     std::vector<const Buf *> live;
     for (const Buf &b : bufs_)
-        if (b.view_of < 0 && !b.streamed && b.first <= step && b.last >= step)
+        if (b.view_of < 0 && !b.in_memory && b.first <= step && b.last >= step)
             live.push_back(&b);
     std::stable_sort(live.begin(), live.end(),
                      [](const Buf *a, const Buf *b) { return a->bytes() > b->bytes(); });
@@ -803,7 +807,7 @@ void Lowering::place() {
                 b.cols = static_cast<uint32_t>(n.type.shape[n.type.shape.size() - 2]);
                 b.rows = static_cast<uint32_t>(n.type.elements() / b.cols);
             }
-            b.streamed = streamed_[i];
+            b.in_memory = streamed_[i];
             if (chunk_rows_ && rowspace_[i]) {
                 b.rows = chunk_rows_;
                 b.chunked = true;
@@ -861,10 +865,15 @@ void Lowering::place() {
             b.first = 0;
             b.last = static_cast<int>(nodes.size()) - 1;
         }
-    // Temporaries: a dry run of the emission records them per step.
+    // Temporaries: a dry run of the emission records them per step, and
+    // which inputs and constants are loaded into SBUF.
+    sbuf_read_.assign(nodes.size(), false);
     planning_ = true;
     emit();
     planning_ = false;
+    for (uint32_t i = 0; i < nodes.size(); i++)
+        if ((nodes[i].op == Op::input || nodes[i].op == Op::constant) && !sbuf_read_[i])
+            bufs_[static_cast<size_t>(value_buf_[i])].in_memory = true;
 
     // First fit by offset among the buffers whose lifetimes overlap.
     std::vector<size_t> order(bufs_.size());
@@ -877,7 +886,7 @@ void Lowering::place() {
     peak_buf_ = -1;
     for (size_t id : order) {
         Buf &x = bufs_[id];
-        if (x.view_of >= 0 || x.streamed)
+        if (x.view_of >= 0 || x.in_memory)
             continue;
         std::vector<std::pair<uint64_t, uint64_t>> busy;
         for (size_t y : placed) {
@@ -910,6 +919,10 @@ void Lowering::place() {
 }
 
 Tap Lowering::rows(const Buf &b, uint32_t r0, uint32_t n, uint32_t c0, uint32_t cn) const {
+    if (b.in_memory)
+        throw std::logic_error(fmt::format(
+            "neuron::compiler: {} is read from SBUF, where the memory plan gave it no buffer",
+            b.what));
     const uint32_t t = r0 / P;
     Tap tap;
     tap.space = Space::sbuf;
@@ -928,6 +941,8 @@ Tap Lowering::tile(const Buf &b, uint32_t t) const {
 }
 
 void Lowering::ensure_loaded(uint32_t node) {
+    if (planning_)
+        sbuf_read_[node] = true;
     if (planning_ || loaded_[node] || streamed_[node])
         return;
     const Node &n = g_.node(node);
@@ -1042,10 +1057,9 @@ void Lowering::emit_matmul(uint32_t i, const Plan &p) {
         uint32_t x = static_cast<uint32_t>(s[s.size() - 2]), y = static_cast<uint32_t>(s.back());
         uint32_t batch = static_cast<uint32_t>(vn.type.elements() / (int64_t{x} * y));
         int id = temp(i, vn.name + "." + tag, vn.type.dtype, batch * y, x);
-        if (!planning_) {
-            ensure_loaded(v);
+        ensure_loaded(v);
+        if (!planning_)
             emit_transpose2(v, buf(v), bufs_[static_cast<size_t>(id)], batch, x, y);
-        }
         return bufs_[static_cast<size_t>(id)];
     };
     const Buf &A = oriented(ai, n.transpose_a, "t");
@@ -1738,7 +1752,7 @@ void Lowering::emit_steps() {
 void Lowering::live_ranges() {
     for (size_t id = 0; id < bufs_.size(); id++) {
         const Buf &b = bufs_[id];
-        if (b.view_of >= 0 || b.streamed) // inside its buffer's range; in memory
+        if (b.view_of >= 0 || b.in_memory) // inside its buffer's range; in memory
             continue;
         const bool ones = static_cast<int>(id) == ones_;
         const uint32_t pitch = b.cols * dtype_size(b.dtype);
@@ -1867,9 +1881,10 @@ Compiled Lowering::run() {
         int bid = value_buf_[p.result];
         const Buf *pb = bid >= 0 ? &bufs_[static_cast<size_t>(bid)] : nullptr;
         plan += fmt::format("{:<20} {:<12} {}{}\n", g_.node(i).name, to_string(g_.node(i).op),
-                            !pb            ? std::string()
-                            : pb->streamed ? std::string("streamed from device memory")
-                                           : fmt::format("@{} +{}", pb->offset, pb->bytes()),
+                            !pb                   ? std::string()
+                            : streamed_[p.result] ? std::string("streamed from device memory")
+                            : pb->in_memory       ? std::string("read from memory where used")
+                                                  : fmt::format("@{} +{}", pb->offset, pb->bytes()),
                             f.empty() ? "" : fmt::format("  fused: {}", fmt::join(f, ", ")));
     }
     return Compiled{std::move(*program), times_, plan, stats};

@@ -295,12 +295,21 @@ void repeated_rows(DType dt) {
             // A key padding mask: one TENSOR_TENSOR per row tile; its rows
             // loaded once per run of 3 Q rows and once more per tile that
             // starts inside a run after another; when the runs are whole
-            // tiles, once per batch index.
+            // tiles, once per batch index. Read from memory where used, the
+            // mask has no SBUF buffer of its own.
             Graph pg("padding_one");
             pg.mark_output(
                 pg.add(Op::add, "y",
                        {pg.input("x", T(dt, {2, 3, Q, K})), pg.input("m", T(dt, {2, 1, 1, K}))}));
-            const std::string pt = disassemble(compile(pg).program);
+            const Compiled pc = compile(pg);
+            const std::string pt = disassemble(pc.program);
+            const size_t m_at = pc.plan.find("\nm ");
+            const std::string m_line =
+                m_at == std::string::npos
+                    ? std::string()
+                    : pc.plan.substr(m_at + 1, pc.plan.find('\n', m_at + 1) - m_at - 1);
+            if (m_line.find("read from memory where used") == std::string::npos)
+                fail_msg("%s: the mask has an SBUF buffer:\n%s", g.name().c_str(), pc.plan.c_str());
             auto count = [&](const char *what) {
                 size_t c = 0;
                 for (size_t at = pt.find(what); at != std::string::npos; at = pt.find(what, at + 1))
