@@ -23,13 +23,21 @@
  * allowing it could deadlock; peer-to-peer DMA is not part of the device.
  *
  * Interrupts: workers never take the BQL. raise_irq() records the vector
- * in an atomic mask and schedules a bottom half, which runs in the main
- * loop with the BQL held and calls msix_notify(). Taking the BQL on the
- * worker instead would make every completion contend with the vCPUs, and
- * would forbid waiting for the workers while holding the BQL.
+ * in an atomic mask and has a thread that holds the BQL call msix_notify():
+ * the vCPU that rang the unit's doorbell last, through async_run_on_cpu(),
+ * or, when there is none (a reset, the error vector) or "x-irq-on-vcpu" is
+ * off, a bottom half in the main loop. Both drain the whole mask. The vCPU
+ * is the one that must be woken for the interrupt anyway when the driver
+ * steers a ring's vector to its submitting CPU, so the completion reaches
+ * it in one host-thread hand-off (worker -> vCPU) instead of two (worker
+ * -> main loop -> vCPU); if the vector targets another CPU, msix_notify()
+ * kicks that one as before. The work item holds a reference to the device
+ * and does nothing once unrealize has run. Taking the BQL on the worker
+ * instead would make every completion contend with the vCPUs, and would
+ * forbid waiting for the workers while holding the BQL.
  *
  * Usage: -device neuron[,cores=2][,dma-engines=2][,mem-size=256M]
- *                      [,sbuf-size=24M][,clock-mhz=1400]
+ *                      [,sbuf-size=24M][,clock-mhz=1400][,x-irq-on-vcpu=on]
  */
 
 #include "qemu/osdep.h"
@@ -42,6 +50,7 @@
 #include "qemu/units.h"
 #include "qapi/error.h"
 #include "exec/memory.h"
+#include "hw/core/cpu.h"
 #include "hw/pci/pci_device.h"
 #include "hw/pci/pcie.h"
 #include "hw/pci/msix.h"
@@ -85,6 +94,7 @@ typedef struct NeuronWorker {
     bool kicked;
     bool stop;          /* atomic: set once by unrealize */
     bool started;
+    int cpu_index;      /* atomic: vCPU that rang the doorbell last, or -1 */
 } NeuronWorker;
 
 struct NeuronPCIState {
@@ -99,14 +109,20 @@ struct NeuronPCIState {
     uint64_t mem_size;
     uint64_t sbuf_size;
     uint32_t clock_mhz;
+    bool irq_on_vcpu;
 
     nm_device *dev;
     NeuronWorker workers[NEURON_MAX_CORES + NEURON_MAX_DMA_ENGINES];
     unsigned nworkers;
     unsigned nvectors;
 
-    /* MSI-X vectors to signal, set by any thread, drained by irq_bh. */
+    /*
+     * MSI-X vectors to signal, set by any thread, drained by irq_bh or by
+     * neuron_irq_work on a vCPU; irq_work_queued: such a work item is
+     * queued and has not started draining yet.
+     */
     uint32_t irq_pending;
+    bool irq_work_queued;
     QEMUBH *irq_bh;
 };
 
@@ -177,22 +193,9 @@ static int neuron_host_write(void *opaque, uint64_t addr, const void *buf,
     return 0;
 }
 
-static void neuron_raise_irq(void *opaque, uint32_t vector)
+/* BQL held: signal every pending vector. */
+static void neuron_irq_drain(NeuronPCIState *s)
 {
-    NeuronPCIState *s = opaque;
-
-    if (vector >= s->nvectors) {
-        return;
-    }
-    trace_neuron_irq_raise(vector);
-    qatomic_or(&s->irq_pending, 1u << vector);
-    qemu_bh_schedule(s->irq_bh);
-}
-
-/* Main loop, BQL held. */
-static void neuron_irq_bh(void *opaque)
-{
-    NeuronPCIState *s = opaque;
     PCIDevice *pdev = PCI_DEVICE(s);
     uint32_t pending = qatomic_xchg(&s->irq_pending, 0);
 
@@ -204,6 +207,72 @@ static void neuron_irq_bh(void *opaque)
                                 msix_is_masked(pdev, vector));
         msix_notify(pdev, vector);
     }
+}
+
+/* Main loop, BQL held. */
+static void neuron_irq_bh(void *opaque)
+{
+    neuron_irq_drain(opaque);
+}
+
+/*
+ * On the vCPU thread that rang the doorbell, BQL held. The work item holds
+ * a reference to the device; unrealize may have run since it was queued.
+ */
+static void neuron_irq_work(CPUState *cpu, run_on_cpu_data data)
+{
+    NeuronPCIState *s = data.host_ptr;
+
+    qatomic_set_mb(&s->irq_work_queued, false);
+    if (s->dev) {
+        neuron_irq_drain(s);
+    }
+    object_unref(OBJECT(s));
+}
+
+/*
+ * Have vCPU @cpu_index drain the pending vectors. False if there is no
+ * such vCPU: the caller falls back to the bottom half.
+ */
+static bool neuron_irq_queue_on_cpu(NeuronPCIState *s, int cpu_index)
+{
+    CPUState *cpu;
+
+    if (cpu_index < 0) {
+        return false;
+    }
+    if (qatomic_xchg(&s->irq_work_queued, true)) {
+        /* The queued item has not drained yet: it will see this vector. */
+        return true;
+    }
+    WITH_RCU_READ_LOCK_GUARD() {
+        cpu = qemu_get_cpu(cpu_index);
+        if (cpu) {
+            trace_neuron_irq_queue_cpu(cpu_index);
+            object_ref(OBJECT(s));
+            async_run_on_cpu(cpu, neuron_irq_work, RUN_ON_CPU_HOST_PTR(s));
+            return true;
+        }
+    }
+    qatomic_set(&s->irq_work_queued, false);
+    return false;
+}
+
+static void neuron_raise_irq(void *opaque, uint32_t vector)
+{
+    NeuronPCIState *s = opaque;
+
+    if (vector >= s->nvectors) {
+        return;
+    }
+    trace_neuron_irq_raise(vector);
+    qatomic_or(&s->irq_pending, 1u << vector);
+    /* Vector i < nworkers is worker i's: queue i, then DMA engine i - cores. */
+    if (s->irq_on_vcpu && vector < s->nworkers &&
+        neuron_irq_queue_on_cpu(s, qatomic_read(&s->workers[vector].cpu_index))) {
+        return;
+    }
+    qemu_bh_schedule(s->irq_bh);
 }
 
 static void neuron_kick(void *opaque, nm_unit_kind kind, uint32_t index)
@@ -332,15 +401,24 @@ static void neuron_reg_write(void *opaque, hwaddr addr, uint64_t val,
                              unsigned size)
 {
     NeuronPCIState *s = opaque;
+    int cpu_index = current_cpu ? current_cpu->cpu_index : -1;
 
     trace_neuron_reg_write(addr, val);
     if (addr >= NEURON_QUEUE_BASE(0) && addr < NEURON_QUEUE_BASE(s->cores) &&
         (addr & 0xff) == NEURON_Q_TAIL) {
-        trace_neuron_queue_doorbell((addr - NEURON_QUEUE_BASE(0)) >> 8, val);
+        uint64_t core = (addr - NEURON_QUEUE_BASE(0)) >> 8;
+
+        trace_neuron_queue_doorbell(core, val);
+        qatomic_set(&neuron_worker(s, NM_UNIT_CORE, core)->cpu_index,
+                    cpu_index);
     } else if (addr >= NEURON_DMA_BASE(0) &&
                addr < NEURON_DMA_BASE(s->dma_engines) &&
                (addr & 0xff) == NEURON_DMA_TAIL) {
-        trace_neuron_dma_doorbell((addr - NEURON_DMA_BASE(0)) >> 8, val);
+        uint64_t engine = (addr - NEURON_DMA_BASE(0)) >> 8;
+
+        trace_neuron_dma_doorbell(engine, val);
+        qatomic_set(&neuron_worker(s, NM_UNIT_DMA, engine)->cpu_index,
+                    cpu_index);
     } else if (addr == NEURON_REG_DEV_CTRL && (val & NEURON_DEV_CTRL_RESET)) {
         trace_neuron_device_reset("DEV_CTRL");
     }
@@ -468,6 +546,7 @@ static void neuron_pci_realize(PCIDevice *pdev, Error **errp)
         w->index = i < s->cores ? i : i - s->cores;
         w->kicked = false;
         w->stop = false;
+        w->cpu_index = -1;
         qemu_mutex_init(&w->lock);
         qemu_cond_init(&w->cond);
         snprintf(name, sizeof(name), "neuron-%s%u",
@@ -529,6 +608,7 @@ static const Property neuron_pci_props[] = {
                      NM_DEFAULT_SBUF_SIZE),
     DEFINE_PROP_UINT32("clock-mhz", NeuronPCIState, clock_mhz,
                        NM_DEFAULT_CLOCK_MHZ),
+    DEFINE_PROP_BOOL("x-irq-on-vcpu", NeuronPCIState, irq_on_vcpu, true),
 };
 
 static const VMStateDescription neuron_pci_vmstate = {
