@@ -987,6 +987,18 @@ const Buf &Lowering::replicated(uint32_t node, uint32_t step, uint32_t period) {
         int id = temp(step, g_.node(node).name + (period > 1 ? ".period" : ".rows"), src.dtype, P,
                       src.cols);
         replicas_[key] = id;
+        // In chunks of rows, a row operand's replica is filled by the
+        // first chunk and kept for the others.
+        if (chunk_rows_ && param_[node]) {
+            Buf &r = bufs_[static_cast<size_t>(id)];
+            if (planning_) {
+                r.whole = true;
+                r.first = 0;
+                r.last = static_cast<int>(g_.nodes().size()) - 1;
+            }
+            if (row0_ > 0)
+                return r;
+        }
         const Node &sn = g_.node(node);
         const bool in_memory = sn.op == Op::input || sn.op == Op::constant;
         if (!planning_ && in_memory && period == 1) {

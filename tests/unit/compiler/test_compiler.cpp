@@ -1347,7 +1347,8 @@ void streamed_weights(void **) {
 // compiled resident and with one byte less than the resident peak, and a
 // Linear + bias + GELU on 1000 and 1001 rows with 20000 bytes per
 // partition (10000 in bf16; its weight streamed too): the rows in chunks (300 rows: two chunks,
-// 1000 and 1001: a last partial tile), the same bits, within the bound carried from the inputs.
+// 1000 and 1001: a last partial tile), the same bits, within the bound carried from the inputs;
+// row operands loaded once for all the chunks.
 void chunked_rows(void **) {
     uint64_t seed = 950;
     for (DType dt : {DType::fp32, DType::bf16})
@@ -1412,6 +1413,28 @@ void chunked_rows(void **) {
                                  g.name().c_str(), static_cast<double>(b[e]),
                                  static_cast<double>(a[e]), e);
                 harness::check_carried(g, in, chunked, g.name());
+                // The row operands (layer_norm's weight and bias) are
+                // spread down the partitions once, not once per chunk.
+                if (kind == 0) {
+                    const std::string text = disassemble(chunked.compiled.program);
+                    for (const char *operand : {"g", "be"}) {
+                        // The constant's offset in the container's header,
+                        // then its loads: "<- slotN (constants)[+OFFSET".
+                        const std::string decl = std::string(" ") + operand + " @const+";
+                        const size_t d = text.find(decl);
+                        assert_true(d != std::string::npos);
+                        const size_t o = d + decl.size();
+                        const std::string load =
+                            "(constants)[+" + text.substr(o, text.find_first_of(" \n", o) - o);
+                        size_t loads = 0;
+                        for (size_t at = text.find(load); at != std::string::npos;
+                             at = text.find(load, at + 1))
+                            loads++;
+                        if (loads != 1)
+                            fail_msg("%s: %zu loads of %s:\n%s", g.name().c_str(), loads, operand,
+                                     text.c_str());
+                    }
+                }
                 const std::string &pl = chunked.compiled.plan;
                 const size_t l1 = pl.find('\n') + 1;
                 print_message("%s: SBUF %llu -> %llu bytes per partition, %s\n", g.name().c_str(),
