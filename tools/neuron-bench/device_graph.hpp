@@ -27,8 +27,9 @@ class DeviceGraph {
     /// the first submit to the last fence.
     double run_seconds() const;
     /// @p jobs runs back to back with up to @p depth in flight: each run is
-    /// submitted before the fences of the one @p depth runs earlier are
-    /// waited for, so the device never waits for the host's round trip.
+    /// submitted once the run @p depth earlier has finished, before the
+    /// later ones are waited for, so with @p depth 2 the device need not
+    /// wait for the host's round trip between runs.
     /// Seconds from the first submit to the last fence.
     double run_queued_seconds(unsigned jobs, unsigned depth) const;
     /// The output after the last run, as floats.
