@@ -487,7 +487,7 @@ void run_compiled(const Options &o, const neuron::Device &dev, Report &r) {
                 job_counts.push_back(fmt::format("{} {}", row, jobs));
                 auto compiled_at = [&](unsigned depth) {
                     return [&graph, &s, jobs, depth] {
-                        return s.flops() * jobs / graph.run_queued_seconds(jobs, depth) * 1e-9;
+                        return s.flops() * graph.runs_per_second(jobs, depth) * 1e-9;
                     };
                 };
                 const Rounds rounds = interleaved_rounds(

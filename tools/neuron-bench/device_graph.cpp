@@ -56,40 +56,24 @@ DeviceGraph::DeviceGraph(const neuron::Device &dev, const nc::Graph &g, uint64_t
     }
 }
 
-namespace {
-
-void wait_or_throw(const neuron::Fence &f) {
+double DeviceGraph::run_seconds() const {
     const auto limit = std::chrono::duration_cast<std::chrono::nanoseconds>(
         std::chrono::duration<double>(job_timeout_s() + 5.0));
-    if (!f.wait_for(limit))
-        throw std::runtime_error(fmt::format("{} did not finish", f.label()));
-}
-
-} // namespace
-
-double DeviceGraph::run_seconds() const {
-    return run_queued_seconds(1, 1);
-}
-
-double DeviceGraph::run_queued_seconds(unsigned jobs, unsigned depth) const {
-    if (jobs == 0 || depth == 0)
-        throw std::invalid_argument("DeviceGraph::run_queued_seconds: no jobs or no depth");
     const double t0 = now_s();
-    std::deque<std::vector<neuron::Fence>> in_flight;
-    for (unsigned j = 0; j < jobs; j++) {
-        if (in_flight.size() == depth) {
-            for (const neuron::Fence &f : in_flight.front())
-                wait_or_throw(f);
-            in_flight.pop_front();
-        }
-        std::vector<neuron::Fence> &run = in_flight.emplace_back();
-        for (const Part &p : parts_)
-            run.push_back(p.queue.submit(p.loaded, p.args));
-    }
-    for (const auto &run : in_flight)
-        for (const neuron::Fence &f : run)
-            wait_or_throw(f);
+    std::vector<neuron::Fence> done;
+    for (const Part &p : parts_)
+        done.push_back(p.queue.submit(p.loaded, p.args));
+    for (const neuron::Fence &f : done)
+        if (!f.wait_for(limit))
+            throw std::runtime_error(fmt::format("{} did not finish", f.label()));
     return now_s() - t0;
+}
+
+double DeviceGraph::runs_per_second(unsigned runs, unsigned depth) const {
+    if (parts_.size() != 1)
+        throw std::logic_error("DeviceGraph::runs_per_second: runs of a split graph");
+    const Part &p = parts_[0];
+    return rate_in_flight(depth, runs, [&](unsigned) { return p.queue.submit(p.loaded, p.args); });
 }
 
 std::vector<float> DeviceGraph::output() const {

@@ -26,12 +26,11 @@ class DeviceGraph {
     /// Every part submitted on its core, then all waited for; seconds from
     /// the first submit to the last fence.
     double run_seconds() const;
-    /// @p jobs runs back to back with up to @p depth in flight: each run is
-    /// submitted once the run @p depth earlier has finished, before the
-    /// later ones are waited for, so with @p depth 2 the device need not
-    /// wait for the host's round trip between runs.
-    /// Seconds from the first submit to the last fence.
-    double run_queued_seconds(unsigned jobs, unsigned depth) const;
+    /// Runs per second of @p runs runs of the whole graph back to back with
+    /// up to @p depth in flight (rate_in_flight: each submitted once the run
+    /// @p depth earlier has finished), so with @p depth 2 the device need
+    /// not wait for the host's round trip between runs.
+    double runs_per_second(unsigned runs, unsigned depth) const;
     /// The output after the last run, as floats.
     std::vector<float> output() const;
     /// Cycles of the model's clock (hw/isa.md §7) of one profiled job of
