@@ -89,9 +89,7 @@ typedef struct NeuronWorker {
     nm_unit_kind kind;
     uint32_t index;
     QemuThread thread;
-    QemuMutex lock;     /* protects kicked */
-    QemuCond cond;      /* signalled on kick and stop */
-    bool kicked;
+    QemuEvent kick;     /* set on a doorbell and on stop */
     bool stop;          /* atomic: set once by unrealize */
     bool started;
     int cpu_index;      /* atomic: vCPU that rang the doorbell last, or -1 */
@@ -280,10 +278,8 @@ static void neuron_kick(void *opaque, nm_unit_kind kind, uint32_t index)
     NeuronPCIState *s = opaque;
     NeuronWorker *w = neuron_worker(s, kind, index);
 
-    qemu_mutex_lock(&w->lock);
-    w->kicked = true;
-    qemu_cond_signal(&w->cond);
-    qemu_mutex_unlock(&w->lock);
+    /* A futex wake only when the worker sleeps, and no lock to hand over. */
+    qemu_event_set(&w->kick);
 }
 
 static uint64_t neuron_clock_ns(void *opaque)
@@ -337,12 +333,9 @@ static void *neuron_worker_thread(void *opaque)
 
     rcu_register_thread();
     for (;;) {
-        qemu_mutex_lock(&w->lock);
-        while (!w->kicked && !qatomic_read(&w->stop)) {
-            qemu_cond_wait(&w->cond, &w->lock);
-        }
-        w->kicked = false;
-        qemu_mutex_unlock(&w->lock);
+        qemu_event_wait(&w->kick);
+        /* Before the steps: a kick after this point is seen by them. */
+        qemu_event_reset(&w->kick);
         if (qatomic_read(&w->stop)) {
             break;
         }
@@ -368,10 +361,8 @@ static void neuron_workers_stop(NeuronPCIState *s)
     for (i = 0; i < s->nworkers; i++) {
         NeuronWorker *w = &s->workers[i];
 
-        qemu_mutex_lock(&w->lock);
         qatomic_set(&w->stop, true);
-        qemu_cond_signal(&w->cond);
-        qemu_mutex_unlock(&w->lock);
+        qemu_event_set(&w->kick);
     }
     for (i = 0; i < s->nworkers; i++) {
         NeuronWorker *w = &s->workers[i];
@@ -380,8 +371,7 @@ static void neuron_workers_stop(NeuronPCIState *s)
             qemu_thread_join(&w->thread);
             w->started = false;
         }
-        qemu_cond_destroy(&w->cond);
-        qemu_mutex_destroy(&w->lock);
+        qemu_event_destroy(&w->kick);
     }
     s->nworkers = 0;
 }
@@ -544,11 +534,9 @@ static void neuron_pci_realize(PCIDevice *pdev, Error **errp)
         w->s = s;
         w->kind = i < s->cores ? NM_UNIT_CORE : NM_UNIT_DMA;
         w->index = i < s->cores ? i : i - s->cores;
-        w->kicked = false;
         w->stop = false;
         w->cpu_index = -1;
-        qemu_mutex_init(&w->lock);
-        qemu_cond_init(&w->cond);
+        qemu_event_init(&w->kick, false);
         snprintf(name, sizeof(name), "neuron-%s%u",
                  w->kind == NM_UNIT_CORE ? "core" : "dma", w->index);
         qemu_thread_create(&w->thread, name, neuron_worker_thread, w,
