@@ -16,6 +16,8 @@
 #include <drm/drm_file.h>
 #include <drm/drm_print.h>
 #include <linux/atomic.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
 #include <linux/pci.h>
 #include <linux/types.h>
 #include <linux/wait.h>
@@ -50,6 +52,10 @@ struct neuron_telemetry;
  *	index (neuron_telemetry.h)
  * @jobs_alive: jobs created and not yet freed
  * @jobs_idle: woken when @jobs_alive drops to zero
+ * @host_bos_lock: protects @host_bos; taken before a buffer's
+ *	&neuron_bo.pin_lock
+ * @host_bos: the %DRM_NEURON_BO_HOST buffers of the device, whose
+ *	mappings for the device neuron_gem_unplug() undoes
  *
  * The parts behind pointers are drmm-allocated in probe, so they live as
  * long as the DRM device. Hardware may only be touched between
@@ -70,6 +76,9 @@ struct neuron_device {
 	struct neuron_telemetry *telemetry;
 	atomic_t jobs_alive;
 	wait_queue_head_t jobs_idle;
+	/* Protects host_bos. */
+	struct mutex host_bos_lock;
+	struct list_head host_bos;
 };
 
 /**

@@ -13,6 +13,7 @@
 #include <drm/drm_file.h>
 #include <drm/drm_gem.h>
 #include <drm/drm_gem_shmem_helper.h>
+#include <drm/drm_managed.h>
 #include <drm/drm_prime.h>
 #include <drm/drm_print.h>
 #include <drm/drm_vma_manager.h>
@@ -241,7 +242,8 @@ static void neuron_host_map_destroy(struct neuron_host_map *map)
 	struct neuron_device *ndev = to_neuron_device(bo->base.dev);
 	u64 bytes = (u64)map->count << PAGE_SHIFT;
 
-	dma_unmap_sgtable(ndev->drm.dev, map->sgt, DMA_BIDIRECTIONAL, 0);
+	if (map->dma_mapped)
+		dma_unmap_sgtable(ndev->drm.dev, map->sgt, DMA_BIDIRECTIONAL, 0);
 	sg_free_table(map->sgt);
 	kfree(map->sgt);
 	if (map->fresh)
@@ -307,6 +309,7 @@ static struct neuron_host_map *neuron_host_map_new(struct neuron_bo *bo,
 	ret = dma_map_sgtable(ndev->drm.dev, map->sgt, DMA_BIDIRECTIONAL, 0);
 	if (ret)
 		goto err_sg;
+	map->dma_mapped = true;
 	map->bo = bo;
 	kref_get(&client->ref);
 	map->client = client;
@@ -379,9 +382,13 @@ static void neuron_bo_dma_release_work(struct work_struct *work)
 
 static void neuron_host_bo_free(struct drm_gem_object *obj)
 {
+	struct neuron_device *ndev = to_neuron_device(obj->dev);
 	struct neuron_bo *bo = to_neuron_bo(obj);
 	struct neuron_host_map *map, *tmp;
 
+	mutex_lock(&ndev->host_bos_lock);
+	list_del(&bo->host_node);
+	mutex_unlock(&ndev->host_bos_lock);
 	cancel_delayed_work_sync(&bo->dma_release);
 	mutex_lock(&bo->dma_lock);
 	list_for_each_entry_safe(map, tmp, &bo->dma_maps, node) {
@@ -446,6 +453,7 @@ static const struct drm_gem_object_funcs neuron_host_bo_funcs = {
 struct drm_gem_object *neuron_gem_create_object(struct drm_device *drm,
 						size_t size)
 {
+	struct neuron_device *ndev = to_neuron_device(drm);
 	struct neuron_bo *bo;
 
 	bo = kzalloc(sizeof(*bo), GFP_KERNEL);
@@ -457,7 +465,55 @@ struct drm_gem_object *neuron_gem_create_object(struct drm_device *drm,
 	mutex_init(&bo->pin_lock);
 	INIT_LIST_HEAD(&bo->dma_maps);
 	INIT_DELAYED_WORK(&bo->dma_release, neuron_bo_dma_release_work);
+	mutex_lock(&ndev->host_bos_lock);
+	list_add_tail(&bo->host_node, &ndev->host_bos);
+	mutex_unlock(&ndev->host_bos_lock);
 	return &bo->base;
+}
+
+/**
+ * neuron_gem_init() - the device's list of host buffers
+ * @ndev: the device, in probe before any buffer exists
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int neuron_gem_init(struct neuron_device *ndev)
+{
+	INIT_LIST_HEAD(&ndev->host_bos);
+	return drmm_mutex_init(&ndev->drm, &ndev->host_bos_lock);
+}
+
+/**
+ * neuron_gem_unplug() - undo the host buffers' mappings for the device
+ * @ndev: the device, unplugged and reset: no DMA can still use them
+ *
+ * The PCI device is released when remove returns, but files may keep
+ * buffers, and jobs the mappings, for longer; the DMA API wants every
+ * mapping of a device gone before then. The pages stay pinned until their
+ * mappings are freed as usual. Taking each buffer's pin_lock waits for a
+ * neuron_bo_dma_get() that is making mappings; one that starts later sees
+ * the unplug and fails.
+ */
+void neuron_gem_unplug(struct neuron_device *ndev)
+{
+	struct neuron_host_map *map;
+	struct neuron_bo *bo;
+
+	mutex_lock(&ndev->host_bos_lock);
+	list_for_each_entry(bo, &ndev->host_bos, host_node) {
+		mutex_lock(&bo->pin_lock);
+		mutex_lock(&bo->dma_lock);
+		list_for_each_entry(map, &bo->dma_maps, node) {
+			if (!map->dma_mapped)
+				continue;
+			dma_unmap_sgtable(ndev->drm.dev, map->sgt,
+					  DMA_BIDIRECTIONAL, 0);
+			map->dma_mapped = false;
+		}
+		mutex_unlock(&bo->dma_lock);
+		mutex_unlock(&bo->pin_lock);
+	}
+	mutex_unlock(&ndev->host_bos_lock);
 }
 
 /*
@@ -613,6 +669,11 @@ struct neuron_host_range *neuron_bo_dma_get(struct neuron_bo *bo,
 	 */
 	if (mutex_lock_interruptible(&bo->pin_lock))
 		return ERR_PTR(-ERESTARTSYS);
+	/* neuron_gem_unplug() has run or waits for pin_lock. */
+	if (drm_dev_is_unplugged(bo->base.dev)) {
+		ret = -ENODEV;
+		goto err_unlock;
+	}
 	mutex_lock(&bo->dma_lock);
 	missing = neuron_host_range_scan_locked(bo, first, last, NULL, &maps,
 						&gaps);

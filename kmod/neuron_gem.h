@@ -17,6 +17,7 @@
 struct drm_device;
 struct drm_file;
 struct neuron_client;
+struct neuron_device;
 
 /**
  * struct neuron_host_map - a run of pages of a host buffer, pinned and
@@ -28,7 +29,8 @@ struct neuron_client;
  * @count: pages
  * @users: ranges (&struct neuron_host_range) that use the mapping now
  * @idle_since: jiffies when @users last dropped to zero
- * @sgt: the pages' DMA-mapped SG table
+ * @sgt: the pages' SG table, DMA-mapped while @dma_mapped
+ * @dma_mapped: false once neuron_gem_unplug() unmapped @sgt
  * @fresh: while the range that makes the mapping is not complete: a
  *	bitmap of the pages its pin allocated, given back if that range
  *	fails; NULL once the mapping is listed
@@ -46,6 +48,7 @@ struct neuron_host_map {
 	unsigned int users;
 	unsigned long idle_since;
 	struct sg_table *sgt;
+	bool dma_mapped;
 	unsigned long *fresh;
 	struct page *pages[];
 };
@@ -84,6 +87,7 @@ struct neuron_host_range {
  *	pinned and DMA-mapped now, by page, never overlapping
  * @dma_release: host buffers: unmaps and unpins the mappings that have
  *	been idle for %NEURON_HOST_UNMAP_DELAY_MS
+ * @host_node: host buffers: entry in &neuron_device.host_bos
  *
  * Host buffers are shmem objects: their pages are allocated on first use.
  * Only the pages a job or copy uses are pinned and DMA-mapped, while it
@@ -108,6 +112,7 @@ struct neuron_bo {
 	struct mutex pin_lock;
 	struct list_head dma_maps;
 	struct delayed_work dma_release;
+	struct list_head host_node;
 };
 
 /* How long an idle host mapping stays pinned and mapped for the device. */
@@ -124,6 +129,8 @@ struct neuron_host_range *neuron_bo_dma_get(struct neuron_bo *bo,
 					    struct neuron_client *client,
 					    u64 offset, u64 size);
 void neuron_bo_dma_put(struct neuron_host_range *range);
+int neuron_gem_init(struct neuron_device *ndev);
+void neuron_gem_unplug(struct neuron_device *ndev);
 u64 neuron_host_pinned(void);
 u64 neuron_host_pin_limit(void);
 u64 neuron_host_pin_file_limit(void);

@@ -243,6 +243,9 @@ static int neuron_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		return PTR_ERR(ndev);
 	ndev->pdev = pdev;
 	pci_set_drvdata(pdev, ndev);
+	ret = neuron_gem_init(ndev);
+	if (ret)
+		return ret;
 	ret = neuron_telemetry_init(ndev);
 	if (ret)
 		return ret;
@@ -308,6 +311,7 @@ static void neuron_remove(struct pci_dev *pdev)
 	 */
 	drm_dev_unplug(&ndev->drm);
 	neuron_exec_unplug(ndev);
+	neuron_gem_unplug(ndev);
 }
 
 static const struct pci_device_id neuron_pci_ids[] = {
