@@ -161,27 +161,26 @@ static void neuron_dma_complete_locked(struct neuron_dma_engine *eng,
 	neuron_ring_signal_locked(ring, job, err);
 }
 
-/* Consumes descriptors the engine passed, then refills the ring. */
+/*
+ * Consumes the descriptors the engine passed, then refills the ring. The
+ * engine writes a descriptor's status after its copy, and the pump cleared
+ * it, so DONE in the status means done: no read of DMA_HEAD, an MMIO exit
+ * per interrupt, is needed.
+ */
 static void neuron_dma_process(struct neuron_ring *ring)
 {
 	struct neuron_dma_engine *eng = to_neuron_dma(ring);
-	u32 hw_head;
 
 	lockdep_assert_held(&ring->irq_lock);
-	hw_head = neuron_rd32(&ring->ndev->hw, neuron_dma_reg(eng, NEURON_DMA_HEAD));
-	if (hw_head - eng->head > eng->tail - eng->head) {
-		drm_err_ratelimited(&ring->ndev->drm,
-				    "%s: HEAD %u outside [%u, %u]\n",
-				    ring->label, hw_head, eng->head, eng->tail);
-		return;
-	}
-	/* The statuses were written before HEAD moved. */
-	dma_rmb();
-	while (eng->head != hw_head) {
+	while (eng->head != eng->tail) {
 		u32 slot = eng->head & (NEURON_DMA_ENTRIES - 1);
-		struct neuron_job *job = eng->slot_job[slot];
 		u32 status = le32_to_cpu(READ_ONCE(eng->desc[slot].status));
+		struct neuron_job *job = eng->slot_job[slot];
 
+		if (!(status & NEURON_DMA_DONE))
+			break;
+		/* The copy's data was written before its status. */
+		dma_rmb();
 		eng->slot_job[slot] = NULL;
 		eng->head++;
 		if (WARN_ON_ONCE(!job))
