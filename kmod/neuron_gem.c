@@ -387,7 +387,7 @@ static void neuron_host_bo_free(struct drm_gem_object *obj)
 	struct neuron_host_map *map, *tmp;
 
 	mutex_lock(&ndev->host_bos_lock);
-	list_del(&bo->host_node);
+	list_del_init(&bo->host_node);
 	mutex_unlock(&ndev->host_bos_lock);
 	cancel_delayed_work_sync(&bo->dma_release);
 	mutex_lock(&bo->dma_lock);
@@ -453,7 +453,6 @@ static const struct drm_gem_object_funcs neuron_host_bo_funcs = {
 struct drm_gem_object *neuron_gem_create_object(struct drm_device *drm,
 						size_t size)
 {
-	struct neuron_device *ndev = to_neuron_device(drm);
 	struct neuron_bo *bo;
 
 	bo = kzalloc(sizeof(*bo), GFP_KERNEL);
@@ -465,9 +464,11 @@ struct drm_gem_object *neuron_gem_create_object(struct drm_device *drm,
 	mutex_init(&bo->pin_lock);
 	INIT_LIST_HEAD(&bo->dma_maps);
 	INIT_DELAYED_WORK(&bo->dma_release, neuron_bo_dma_release_work);
-	mutex_lock(&ndev->host_bos_lock);
-	list_add_tail(&bo->host_node, &ndev->host_bos);
-	mutex_unlock(&ndev->host_bos_lock);
+	/*
+	 * Listed only once the shmem object exists (neuron_host_bo_create()):
+	 * a failed drm_gem_shmem_create() kfree()s it without the free hook.
+	 */
+	INIT_LIST_HEAD(&bo->host_node);
 	return &bo->base;
 }
 
@@ -918,6 +919,9 @@ static struct neuron_bo *neuron_host_bo_create(struct neuron_device *ndev,
 	shmem->map_wc = !!(flags & DRM_NEURON_BO_WC);
 	bo = to_neuron_bo(&shmem->base);
 	bo->flags = flags;
+	mutex_lock(&ndev->host_bos_lock);
+	list_add_tail(&bo->host_node, &ndev->host_bos);
+	mutex_unlock(&ndev->host_bos_lock);
 	return bo;
 }
 
