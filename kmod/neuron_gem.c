@@ -231,6 +231,16 @@ static int neuron_host_pin_pages(struct neuron_bo *bo, pgoff_t first,
 	return ret;
 }
 
+/* Undoes the mapping's DMA mapping, once: unplug may have done it. */
+static void neuron_host_map_dma_unmap(struct neuron_host_map *map)
+{
+	if (!map->dma_mapped)
+		return;
+	dma_unmap_sgtable(map->bo->base.dev->dev, map->sgt, DMA_BIDIRECTIONAL,
+			  0);
+	map->dma_mapped = false;
+}
+
 /*
  * Unmaps and unpins a host mapping that is not listed, and frees it. A
  * mapping still being made (@map->fresh set: the range that needs it
@@ -242,8 +252,7 @@ static void neuron_host_map_destroy(struct neuron_host_map *map)
 	struct neuron_device *ndev = to_neuron_device(bo->base.dev);
 	u64 bytes = (u64)map->count << PAGE_SHIFT;
 
-	if (map->dma_mapped)
-		dma_unmap_sgtable(ndev->drm.dev, map->sgt, DMA_BIDIRECTIONAL, 0);
+	neuron_host_map_dma_unmap(map);
 	sg_free_table(map->sgt);
 	kfree(map->sgt);
 	if (map->fresh)
@@ -504,13 +513,8 @@ void neuron_gem_unplug(struct neuron_device *ndev)
 	list_for_each_entry(bo, &ndev->host_bos, host_node) {
 		mutex_lock(&bo->pin_lock);
 		mutex_lock(&bo->dma_lock);
-		list_for_each_entry(map, &bo->dma_maps, node) {
-			if (!map->dma_mapped)
-				continue;
-			dma_unmap_sgtable(ndev->drm.dev, map->sgt,
-					  DMA_BIDIRECTIONAL, 0);
-			map->dma_mapped = false;
-		}
+		list_for_each_entry(map, &bo->dma_maps, node)
+			neuron_host_map_dma_unmap(map);
 		mutex_unlock(&bo->dma_lock);
 		mutex_unlock(&bo->pin_lock);
 	}
