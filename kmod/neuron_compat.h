@@ -36,6 +36,16 @@
 #define neuron_file_mmap(file, vma)	vfs_mmap(file, vma)
 #endif
 
+/*
+ * Host buffers live on a tmpfs mount with huge=within_size. From 7.0 the
+ * DRM device holds such a mount (drm_gem_huge_mnt_create()) and every
+ * shmem object is created on it; before, the driver mounts one itself and
+ * moves each new buffer's shmem file onto it (neuron_gem.c).
+ */
+#if KERNEL_VERSION(7, 0, 0) > LINUX_VERSION_CODE
+#define NEURON_OWN_HUGE_MNT
+#endif
+
 /* LINUX_VERSION_CODE saturates the sublevel at 255. */
 #define NEURON_KV(a, b, c)	KERNEL_VERSION(a, b, c)
 #define NEURON_IN_6_12(from)	(NEURON_KV(6, 12, from) <= LINUX_VERSION_CODE && \

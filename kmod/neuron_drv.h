@@ -33,6 +33,7 @@ struct neuron_exec;
 struct neuron_file_exec;
 struct neuron_irq;
 struct neuron_telemetry;
+struct vfsmount;
 
 /**
  * struct neuron_device - one neuron PCI function
@@ -56,6 +57,9 @@ struct neuron_telemetry;
  *	&neuron_bo.pin_lock
  * @host_bos: the %DRM_NEURON_BO_HOST buffers of the device, whose
  *	mappings for the device neuron_gem_unplug() undoes
+ * @huge_mnt: the tmpfs mount with huge pages that host buffers live on,
+ *	on kernels whose DRM device has none (before 7.0); NULL otherwise,
+ *	or when the mount failed
  *
  * The parts behind pointers are drmm-allocated in probe, so they live as
  * long as the DRM device. Hardware may only be touched between
@@ -79,6 +83,7 @@ struct neuron_device {
 	/* Protects host_bos. */
 	struct mutex host_bos_lock;
 	struct list_head host_bos;
+	struct vfsmount *huge_mnt;
 };
 
 /**

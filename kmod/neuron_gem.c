@@ -23,6 +23,7 @@
 #include <linux/dma-resv.h>
 #include <linux/mm.h>
 #include <linux/moduleparam.h>
+#include <linux/mount.h>
 #include <linux/mutex.h>
 #include <linux/pagemap.h>
 #include <linux/scatterlist.h>
@@ -55,7 +56,8 @@ static struct dma_buf *neuron_gem_prime_export(struct drm_gem_object *obj,
  * Limits of pinned host memory in MiB, read at every pin (0: a fraction of
  * RAM). A pinned page cannot be swapped out or reclaimed, and the OOM killer
  * sees it in no process's memory: without a limit one client could leave the
- * machine to the OOM killer.
+ * machine to the OOM killer. A pinned page holds its whole folio (a huge
+ * page: 2 MiB), and pins are counted so.
  */
 static unsigned int neuron_host_pin_limit_mb;
 module_param_named(host_pin_limit_mb, neuron_host_pin_limit_mb, uint, 0644);
@@ -164,8 +166,9 @@ static void neuron_host_unpin_pages(struct page **pages, pgoff_t count,
  * meanwhile (a fault between that check and the truncation loses what it
  * wrote: only the buffer's owner can race its own failing ioctl so), and
  * none if the shmem helpers hold the pages (vmap), which they take under
- * the reservation lock, taken here too. The buffer's pin_lock is held, so
- * no other pin holds these pages. Clobbers @fresh.
+ * the reservation lock, taken here too. Of a huge page the pin allocated,
+ * only the part within the range is given back. The buffer's pin_lock is
+ * held, so no other pin holds these pages. Clobbers @fresh.
  */
 static void neuron_host_pages_give_back(struct neuron_bo *bo, pgoff_t first,
 					pgoff_t count, struct page **pages,
@@ -202,19 +205,24 @@ static int neuron_host_pin_pages(struct neuron_bo *bo, pgoff_t first,
 {
 	struct address_space *mapping = bo->base.filp->f_mapping;
 	gfp_t gfp = mapping_gfp_mask(mapping) | __GFP_NORETRY | __GFP_NOWARN;
+	struct folio *fresh_folio = NULL;
 	pgoff_t i;
 	int ret = 0;
 
 	for (i = 0; i < count; i++) {
+		bool absent = !xa_load(&mapping->i_pages, first + i);
 		struct folio *folio;
 
-		if (!xa_load(&mapping->i_pages, first + i))
-			__set_bit(i, fresh);
 		folio = shmem_read_folio_gfp(mapping, first + i, gfp);
 		if (IS_ERR(folio)) {
 			ret = PTR_ERR(folio);
 			break;
 		}
+		/* A huge folio allocated here holds the next pages too. */
+		if (absent)
+			fresh_folio = folio;
+		if (folio == fresh_folio)
+			__set_bit(i, fresh);
 		pages[i] = folio_file_page(folio, first + i);
 		if (fatal_signal_pending(current)) {
 			ret = -EINTR;
@@ -250,7 +258,6 @@ static void neuron_host_map_destroy(struct neuron_host_map *map)
 {
 	struct neuron_bo *bo = map->bo;
 	struct neuron_device *ndev = to_neuron_device(bo->base.dev);
-	u64 bytes = (u64)map->count << PAGE_SHIFT;
 
 	neuron_host_map_dma_unmap(map);
 	sg_free_table(map->sgt);
@@ -260,8 +267,9 @@ static void neuron_host_map_destroy(struct neuron_host_map *map)
 					    map->pages, map->fresh);
 	else
 		neuron_host_unpin_pages(map->pages, map->count, true);
-	atomic64_sub(bytes, &ndev->telemetry->host_mapped);
-	neuron_host_uncharge(map->client, bytes);
+	atomic64_sub((u64)map->count << PAGE_SHIFT,
+		     &ndev->telemetry->host_mapped);
+	neuron_host_uncharge(map->client, map->charged);
 	neuron_client_put(map->client);
 	kvfree(map->fresh);
 	kvfree(map);
@@ -324,6 +332,7 @@ static struct neuron_host_map *neuron_host_map_new(struct neuron_bo *bo,
 	map->client = client;
 	map->first = first;
 	map->count = count;
+	map->charged = (u64)count << PAGE_SHIFT;
 	atomic64_add((u64)count << PAGE_SHIFT, &ndev->telemetry->host_mapped);
 	return map;
 
@@ -336,6 +345,49 @@ err_free:
 	kvfree(map->fresh);
 	kvfree(map);
 	return ERR_PTR(ret);
+}
+
+/* Bytes of the folios @map's pages are in, each counted once. */
+static u64 neuron_host_map_footprint(const struct neuron_host_map *map)
+{
+	struct folio *prev = NULL;
+	u64 bytes = 0;
+	pgoff_t i;
+
+	/* A folio's pages are consecutive in the buffer, and so in pages[]. */
+	for (i = 0; i < map->count; i++) {
+		struct folio *folio = page_folio(map->pages[i]);
+
+		if (folio != prev)
+			bytes += folio_size(folio);
+		prev = folio;
+	}
+	return bytes;
+}
+
+/*
+ * New mappings were charged their pages; a pin holds each folio whole, so
+ * charge the rest of their huge pages too. On failure they stay charged
+ * their pages only, as before the call.
+ */
+static int neuron_host_charge_folios(struct neuron_client *client,
+				     struct neuron_host_map **maps,
+				     unsigned int num_maps)
+{
+	u64 extra = 0;
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < num_maps; i++)
+		extra += neuron_host_map_footprint(maps[i]) - maps[i]->charged;
+	if (!extra)
+		return 0;
+	ret = neuron_host_charge(client, extra);
+	if (ret)
+		return ret;
+	for (i = 0; i < num_maps; i++)
+		maps[i]->charged = neuron_host_map_footprint(maps[i]);
+	return 0;
 }
 
 /* The range that needed @map is complete: its pages stay when it is undone. */
@@ -481,15 +533,91 @@ struct drm_gem_object *neuron_gem_create_object(struct drm_device *drm,
 	return &bo->base;
 }
 
+#ifdef NEURON_OWN_HUGE_MNT
+static void neuron_gem_huge_mnt_release(struct drm_device *drm, void *mnt)
+{
+	kern_unmount(mnt);
+}
+
+/* The mount 7.0's drm_gem_huge_mnt_create() makes, made here. */
+static int neuron_gem_huge_mnt_create(struct neuron_device *ndev)
+{
+	char opts[] = "huge=within_size"; /* parsed in place */
+	struct file_system_type *type;
+	struct vfsmount *mnt;
+
+	if (!IS_ENABLED(CONFIG_TRANSPARENT_HUGEPAGE))
+		return 0;
+	/* tmpfs is built in: its type holds no module reference. */
+	type = get_fs_type("tmpfs");
+	if (!type)
+		return -ENODEV;
+	mnt = vfs_kern_mount(type, SB_KERNMOUNT, type->name, opts);
+	if (IS_ERR(mnt))
+		return PTR_ERR(mnt);
+	ndev->huge_mnt = mnt;
+	return drmm_add_action_or_reset(&ndev->drm, neuron_gem_huge_mnt_release,
+					mnt);
+}
+
+/*
+ * Moves a new buffer's shmem file, which has no pages and no users yet,
+ * onto the huge mount: what drm_gem_object_init() does itself from 7.0.
+ */
+static int neuron_gem_use_huge_mnt(struct neuron_device *ndev,
+				   struct drm_gem_object *obj)
+{
+	struct file *filp;
+
+	if (!ndev->huge_mnt)
+		return 0;
+	filp = shmem_file_setup_with_mnt(ndev->huge_mnt, "drm mm object",
+					 obj->size, VM_NORESERVE);
+	if (IS_ERR(filp))
+		return PTR_ERR(filp);
+	mapping_set_gfp_mask(filp->f_mapping,
+			     mapping_gfp_mask(obj->filp->f_mapping));
+	fput(obj->filp);
+	obj->filp = filp;
+	return 0;
+}
+#else
+static int neuron_gem_huge_mnt_create(struct neuron_device *ndev)
+{
+	return drm_gem_huge_mnt_create(&ndev->drm, "within_size");
+}
+
+static int neuron_gem_use_huge_mnt(struct neuron_device *ndev,
+				   struct drm_gem_object *obj)
+{
+	return 0;
+}
+#endif
+
 /**
- * neuron_gem_init() - the device's list of host buffers
+ * neuron_gem_init() - host buffers' mount and the device's list of them
  * @ndev: the device, in probe before any buffer exists
+ *
+ * Host buffers live on a tmpfs mount with huge=within_size: the parts of
+ * a buffer that fill whole huge pages (2 MiB on x86) get them when
+ * memory allows, so a large buffer is a few physically contiguous DMA
+ * segments instead of one per 4 KiB page, and a copy or binding of it
+ * needs that many fewer descriptors. Without the mount (no THP, or it
+ * failed) buffers use the kernel's shmem mount, with small pages.
  *
  * Return: 0 or -ENOMEM.
  */
 int neuron_gem_init(struct neuron_device *ndev)
 {
+	int ret;
+
 	INIT_LIST_HEAD(&ndev->host_bos);
+	ret = neuron_gem_huge_mnt_create(ndev);
+	if (ret == -ENOMEM)
+		return ret;
+	if (ret)
+		ndev_warn(ndev, "host buffers get no huge pages: mounting tmpfs failed (%d)\n",
+			  ret);
 	return drmm_mutex_init(&ndev->drm, &ndev->host_bos_lock);
 }
 
@@ -708,6 +836,8 @@ struct neuron_host_range *neuron_bo_dma_get(struct neuron_bo *bo,
 		if (!ret)
 			ret = neuron_host_range_fill(range, client, first, last,
 						     fresh, &num_fresh);
+		if (!ret)
+			ret = neuron_host_charge_folios(client, fresh, num_fresh);
 		if (ret)
 			goto err_fresh;
 	}
@@ -738,7 +868,7 @@ err_fresh:
 	 * back as well: a range split by an existing mapping fails whole.
 	 */
 	for (i = 0; i < num_fresh; i++) {
-		bytes -= (u64)fresh[i]->count << PAGE_SHIFT;
+		bytes -= fresh[i]->charged;
 		neuron_host_map_destroy(fresh[i]);
 	}
 	kfree(fresh);
@@ -909,6 +1039,7 @@ static struct neuron_bo *neuron_host_bo_create(struct neuron_device *ndev,
 {
 	struct drm_gem_shmem_object *shmem;
 	struct neuron_bo *bo;
+	int ret;
 
 	/* Pages come on first use: refuse what could never be backed. */
 	if (size > (u64)totalram_pages() << PAGE_SHIFT)
@@ -920,6 +1051,11 @@ static struct neuron_bo *neuron_host_bo_create(struct neuron_device *ndev,
 		return ERR_PTR(-ENOMEM);
 	if (IS_ERR(shmem))
 		return ERR_CAST(shmem);
+	ret = neuron_gem_use_huge_mnt(ndev, &shmem->base);
+	if (ret) {
+		drm_gem_object_put(&shmem->base);
+		return ERR_PTR(ret);
+	}
 	shmem->map_wc = !!(flags & DRM_NEURON_BO_WC);
 	bo = to_neuron_bo(&shmem->base);
 	bo->flags = flags;

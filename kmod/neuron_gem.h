@@ -27,6 +27,9 @@ struct neuron_device;
  * @client: the file charged with the pinned bytes (counted reference)
  * @first: index of the first page in the buffer
  * @count: pages
+ * @charged: bytes @client is charged with: those of the pages while the
+ *	mapping is made, then the whole of every folio they are in (a pin
+ *	keeps a huge page from reclaim whole)
  * @users: ranges (&struct neuron_host_range) that use the mapping now
  * @idle_since: jiffies when @users last dropped to zero
  * @sgt: the pages' SG table, DMA-mapped while @dma_mapped
@@ -45,6 +48,7 @@ struct neuron_host_map {
 	struct neuron_client *client;
 	pgoff_t first;
 	pgoff_t count;
+	u64 charged;
 	unsigned int users;
 	unsigned long idle_since;
 	struct sg_table *sgt;

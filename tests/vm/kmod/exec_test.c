@@ -1854,8 +1854,27 @@ static void sentinels_check_alive(const pid_t *pids) {
             fail_msg("sentinel %d died (status %#x)", (int)pids[i], status);
 }
 
+#define SHMEM_HUGE "/sys/kernel/mm/transparent_hugepage/shmem_enabled"
+
+/* The selected value of shmem_enabled ("[never]" -> "never"), or "" without THP. */
+static void shmem_huge_policy(char *buf, size_t n) {
+    char line[256], *open_br, *close_br;
+    FILE *f = fopen(SHMEM_HUGE, "r");
+
+    buf[0] = 0;
+    if (!f)
+        return;
+    if (fgets(line, sizeof(line), f) && (open_br = strchr(line, '[')) &&
+        (close_br = strchr(open_br, ']'))) {
+        *close_br = 0;
+        snprintf(buf, n, "%s", open_br + 1);
+    }
+    fclose(f);
+}
+
 static void test_host_pin(void **state) {
     int fd = FD(state), i;
+    char huge_policy[32];
     uint64_t total = (uint64_t)proc_value("/proc/meminfo", "MemTotal") * 1024;
     uint64_t size = total / 100 * 95 & ~4095ull, mid = size / 2 & ~4095ull;
     uint64_t file_limit, limit;
@@ -1867,6 +1886,10 @@ static void test_host_pin(void **state) {
     int ret;
 
     assert_int_equal(neuron_test_sysfs_wait(&tdev, "host_memory_pinned", 0, 5), 0);
+    /* Page by page: huge pages ("host_huge") would make every figure 2 MiB. */
+    shmem_huge_policy(huge_policy, sizeof(huge_policy));
+    if (huge_policy[0])
+        write_file(SHMEM_HUGE, "deny");
     oom0 = proc_value("/proc/vmstat", "oom_kill");
     shmem0 = proc_value("/proc/meminfo", "Shmem");
     file_limit = read_sysfs_long("host_memory_file_limit");
@@ -1979,6 +2002,78 @@ static void test_host_pin(void **state) {
         kill(pids[i], SIGKILL);
         waitpid(pids[i], NULL, 0);
     }
+    if (huge_policy[0])
+        write_file(SHMEM_HUGE, huge_policy);
+}
+
+/* ------------------------------------------------------------------------
+ * Huge pages ("host_huge"): the parts of a host buffer that fill whole huge
+ * pages get them, a pin is charged whole huge pages, copies through them
+ * move the right bytes
+ */
+
+static void test_host_huge(void **state) {
+    int fd = FD(state);
+    char policy[32];
+    long hpage, huge0, grown;
+    uint64_t size, mid;
+    uint32_t big, dev, back, sync = syncobj_new(fd);
+    uint8_t *pb, *pk;
+    FILE *f;
+
+    shmem_huge_policy(policy, sizeof(policy));
+    f = fopen("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", "r");
+    if (!policy[0] || !f || fscanf(f, "%ld", &hpage) != 1) {
+        printf("# no transparent huge pages in this kernel\n");
+        if (f)
+            fclose(f);
+        skip();
+    }
+    fclose(f);
+    /* "deny" and "force" override every tmpfs mount's own policy. */
+    assert_string_not_equal(policy, "deny");
+    assert_int_equal(neuron_test_sysfs_wait(&tdev, "host_memory_pinned", 0, 5), 0);
+    size = 8 * (uint64_t)hpage;
+    mid = 3 * (uint64_t)hpage + (uint64_t)hpage / 2;
+    big = bo_new(fd, size, DRM_NEURON_BO_HOST);
+    back = bo_new(fd, size, DRM_NEURON_BO_HOST);
+    dev = bo_new(fd, size, DRM_NEURON_BO_DEVICE);
+    /* Free memory in huge pages: a fresh guest has them; compaction makes sure. */
+    write_file("/proc/sys/vm/compact_memory", "1");
+    huge0 = proc_value("/proc/meminfo", "ShmemHugePages");
+
+    /* One page in the middle of a huge page: the pin holds and is charged all of it. */
+    assert_int_equal(copy(fd, dev, 0, big, mid, 4096, sync, DRM_NEURON_ENGINE_ANY, NULL), 0);
+    grown = proc_value("/proc/meminfo", "ShmemHugePages") - huge0;
+    printf("# 4 KiB into a %lld MiB buffer: ShmemHugePages +%ld KiB, %ld bytes pinned\n",
+           (long long)(size / MIB), grown, read_sysfs_long("host_memory_pinned"));
+    assert_int_equal(grown, hpage / 1024);
+    assert_int_equal(read_sysfs_long("host_memory_pinned"), hpage);
+    assert_int_equal(syncobj_status(fd, sync, 60), 1);
+    assert_int_equal(neuron_test_sysfs_wait(&tdev, "host_memory_pinned", 0, 5), 0);
+
+    /* Through huge pages and back, across a huge-page boundary. */
+    pb = bo_map(fd, big, NULL);
+    pk = bo_map(fd, back, NULL);
+    fill(pb, size, 11);
+    memset(pk, 0, size);
+    assert_int_equal(copy(fd, big, (uint64_t)hpage, dev, 0, 5 * (uint64_t)hpage / 2, sync,
+                          DRM_NEURON_ENGINE_ANY, NULL),
+                     0);
+    assert_int_equal(read_sysfs_long("host_memory_pinned"), 3 * hpage);
+    assert_int_equal(syncobj_status(fd, sync, 60), 1);
+    assert_int_equal(copy(fd, dev, 0, back, (uint64_t)hpage, 5 * (uint64_t)hpage / 2, sync,
+                          DRM_NEURON_ENGINE_ANY, NULL),
+                     0);
+    assert_int_equal(syncobj_status(fd, sync, 60), 1);
+    assert_memory_equal(pb + hpage, pk + hpage, 5 * (size_t)hpage / 2);
+    munmap(pb, size);
+    munmap(pk, size);
+    bo_close(fd, big);
+    bo_close(fd, back);
+    bo_close(fd, dev);
+    drmSyncobjDestroy(fd, sync);
+    assert_int_equal(neuron_test_sysfs_wait(&tdev, "host_memory_pinned", 0, 5), 0);
 }
 
 /* ------------------------------------------------------------------------
@@ -2509,18 +2604,20 @@ static const struct named_test all_tests[] = {
     {"isolation", test_isolation, setup, teardown},
     {"copy_large", test_copy_large, setup, teardown},
     {"host_pin", test_host_pin, setup, teardown},
+    {"host_huge", test_host_huge, setup, teardown},
     {"fault_injection", test_fault_injection, setup, teardown},
     {"probe_fault_injection", test_probe_fault_injection, NULL, NULL},
 };
 
 /*
  * Tests run by default; "timeout", "isolation", "copy_large", "host_pin",
- * "fault_injection" and "probe_fault_injection" must be asked for by name.
+ * "host_huge", "fault_injection" and "probe_fault_injection" must be asked
+ * for by name.
  */
 static int default_test(const char *name) {
     return strcmp(name, "timeout") && strcmp(name, "isolation") && strcmp(name, "copy_large") &&
-           strcmp(name, "host_pin") && strcmp(name, "fault_injection") &&
-           strcmp(name, "probe_fault_injection");
+           strcmp(name, "host_pin") && strcmp(name, "host_huge") &&
+           strcmp(name, "fault_injection") && strcmp(name, "probe_fault_injection");
 }
 
 int main(int argc, char **argv) {
