@@ -378,16 +378,19 @@ static int neuron_host_charge_folios(struct neuron_client *client,
 	unsigned int i;
 	int ret;
 
-	for (i = 0; i < num_maps; i++)
-		extra += neuron_host_map_footprint(maps[i]) - maps[i]->charged;
+	for (i = 0; i < num_maps; i++) {
+		u64 footprint = neuron_host_map_footprint(maps[i]);
+
+		extra += footprint - maps[i]->charged;
+		maps[i]->charged = footprint;
+	}
 	if (!extra)
 		return 0;
 	ret = neuron_host_charge(client, extra);
 	if (ret)
-		return ret;
-	for (i = 0; i < num_maps; i++)
-		maps[i]->charged = neuron_host_map_footprint(maps[i]);
-	return 0;
+		for (i = 0; i < num_maps; i++)
+			maps[i]->charged = (u64)maps[i]->count << PAGE_SHIFT;
+	return ret;
 }
 
 /* The range that needed @map is complete: its pages stay when it is undone. */
