@@ -146,7 +146,6 @@ static void neuron_dma_complete_locked(struct neuron_dma_engine *eng,
 	int err = 0;
 
 	lockdep_assert_held(&ring->irq_lock);
-	list_del_init(&job->node);
 	if (job->dma_status) {
 		err = job->dma_status == NEURON_DMA_ERR_ABORTED ? -ECANCELED : -EIO;
 		drm_dbg_driver(&ring->ndev->drm, "%s: copy %llu failed: error %u\n",
@@ -158,7 +157,7 @@ static void neuron_dma_complete_locked(struct neuron_dma_engine *eng,
 	}
 	trace_neuron_copy_complete(ring->ndev, ring->index, job->seqno,
 				   job->bytes, err);
-	neuron_ring_signal_locked(ring, job, err);
+	neuron_ring_complete_locked(ring, job, err);
 }
 
 /*
@@ -231,9 +230,9 @@ static void neuron_dma_show_regs(struct neuron_ring *ring, struct seq_file *m)
 
 static void neuron_dma_show_job(struct neuron_job *job, struct seq_file *m)
 {
-	seq_printf(m, "  seqno %llu bytes %llu segments %u/%u done %u%s\n",
+	seq_printf(m, "  seqno %llu bytes %llu segments %u/%u done %u\n",
 		   job->seqno, job->bytes, job->next_seg, job->num_segs,
-		   job->done_segs, job->guilty_err ? " (guilty)" : "");
+		   job->done_segs);
 }
 
 static const struct neuron_ring_ops neuron_dma_ops = {

@@ -47,7 +47,7 @@ struct vfsmount;
  *	userspace mappings of device buffers
  * @mm: device-memory allocator
  * @irq: MSI-X vectors and their handlers (neuron_irq.c)
- * @exec: core queues, DMA engines, their rings and schedulers
+ * @exec: core queues, DMA engines and their rings
  *	(neuron_ring.h)
  * @telemetry: counters, reset accounting, sysfs directories, netlink
  *	index (neuron_telemetry.h)
@@ -89,7 +89,7 @@ struct neuron_device {
 /**
  * struct neuron_file - per-open-file state
  * @ndev: the device this file was opened on
- * @exec: the file's scheduler entities and job accounting
+ * @exec: the file's lanes of the rings and job accounting
  *
  * Buffer handles live in the drm_file's own handle table.
  */

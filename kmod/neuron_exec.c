@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * neuron: the device's rings and the files' scheduler entities, from
- * probe to the last reference.
+ * neuron: the device's rings and the files' lanes of them, from probe to
+ * the last reference.
  *
- * Every core queue and every DMA engine is a ring with its own
- * drm_gpu_scheduler (neuron_ring.c); each open file has one scheduler
- * entity per ring (plus one spread over all engines).
+ * Every core queue and every DMA engine is a ring (neuron_ring.c); each
+ * open file has one lane per ring.
  */
 #include <drm/drm_drv.h>
 #include <drm/drm_managed.h>
+#include <linux/dma-fence.h>
 #include <linux/dma-mapping.h>
 #include <linux/slab.h>
 
@@ -20,13 +20,6 @@
 #include "neuron_queue.h"
 #include "neuron_reset.h"
 #include "neuron_ring.h"
-
-/* What every ring's scheduler calls. */
-static const struct drm_sched_backend_ops neuron_sched_ops = {
-	.run_job = neuron_ring_run_job,
-	.timedout_job = neuron_reset_timedout_job,
-	.free_job = neuron_job_free,
-};
 
 /* Stops the device before its rings are freed (unbind, failed probe). */
 static void neuron_exec_hw_fini(void *arg)
@@ -49,8 +42,13 @@ static void neuron_exec_fini(struct drm_device *drm, void *arg)
 				msecs_to_jiffies(10000)))
 		ndev_err(ndev, "%d jobs still alive at teardown\n",
 			 atomic_read(&ndev->jobs_alive));
-	for (i = 0; i < exec->num_sched; i++)
-		drm_sched_fini(&exec->rings[i]->sched);
+	/* No timer may fire into a destroyed workqueue. */
+	for (i = 0; i < neuron_exec_num_rings(exec); i++) {
+		cancel_delayed_work_sync(&exec->rings[i]->timeout_work);
+		cancel_work_sync(&exec->rings[i]->run_work);
+	}
+	cancel_delayed_work_sync(&exec->release_work);
+	neuron_ring_reap(exec);
 	if (exec->reset_wq)
 		destroy_workqueue(exec->reset_wq);
 	if (exec->submit_wq)
@@ -61,10 +59,9 @@ static void neuron_exec_fini(struct drm_device *drm, void *arg)
  * neuron_exec_init() - set up the core queues and DMA engines
  * @ndev: the device, identified and reset, interrupts not yet set up
  *
- * Rings (dmam), schedulers (their drm_sched_fini() is a drmm action, so
- * they outlive the PCI binding while files hold entities), then a devm
- * action that resets the device before the rings are freed, then the
- * rings are programmed.
+ * Rings (drmm and dmam: they outlive the PCI binding while files hold
+ * lanes), the workqueues, then a devm action that resets the device
+ * before the rings' DMA memory is freed, then the rings are programmed.
  *
  * Return: 0 or a negative errno.
  */
@@ -87,6 +84,9 @@ int neuron_exec_init(struct neuron_device *ndev)
 		return -ENOMEM;
 	exec->ndev = ndev;
 	neuron_reset_init(exec);
+	init_llist_head(&exec->done);
+	INIT_DELAYED_WORK(&exec->release_work, neuron_ring_release_work);
+	init_waitqueue_head(&exec->lane_drained);
 	ndev->exec = exec;
 
 	for (i = 0; i < hw->num_cores; i++) {
@@ -102,39 +102,30 @@ int neuron_exec_init(struct neuron_device *ndev)
 		if (IS_ERR(ring))
 			return PTR_ERR(ring);
 		exec->rings[exec->num_cores + exec->num_dma++] = ring;
-		exec->dma_scheds[i] = &ring->sched;
 	}
+	n = neuron_exec_num_rings(exec);
+	for (i = 0; i < n; i++)
+		neuron_reset_ring_init(exec->rings[i]);
 
 	/*
 	 * drmm actions run in reverse order: registered after the rings were
-	 * allocated, the schedulers are finished before the rings are freed.
-	 * neuron_exec_fini() skips the workqueues and schedulers not set up.
+	 * allocated, neuron_exec_fini() runs before they are freed. It skips
+	 * the workqueues not set up.
 	 */
 	ret = drmm_add_action_or_reset(&ndev->drm, neuron_exec_fini, exec);
 	if (ret)
 		return ret;
 
 	/*
-	 * The schedulers' work items run on the CPU that queued them (a
-	 * bound workqueue, as nouveau's), not on drm_sched's own unbound
-	 * one: drm_sched_entity_push_job() in SUBMIT queues run_job on the
-	 * submitter's CPU, which runs it when the submitter waits, instead
-	 * of waking another, idle CPU for it. A work item never runs on two
-	 * CPUs at once, so run_job stays serialized per ring; run_job and
-	 * free_job may run at the same time, and share nothing unlocked.
+	 * A job is written from the ioctl when it can run. The work that
+	 * writes the jobs that had to wait runs on the CPU that queued it (a
+	 * bound workqueue): that of the interrupt or fence callback that
+	 * made them runnable, steered to the submitter's.
 	 */
 	exec->submit_wq = alloc_workqueue("neuron-submit", WQ_MEM_RECLAIM, 0);
 	exec->reset_wq = alloc_ordered_workqueue("neuron-reset", 0);
 	if (!exec->submit_wq || !exec->reset_wq)
 		return -ENOMEM;
-	n = neuron_exec_num_rings(exec);
-	for (i = 0; i < n; i++) {
-		ret = neuron_ring_sched_init(exec->rings[i], &neuron_sched_ops,
-					     exec->submit_wq, exec->reset_wq);
-		if (ret)
-			return ret;
-		exec->num_sched++;
-	}
 
 	/* Registered after the rings: runs before they are freed. */
 	ret = devm_add_action_or_reset(ndev->drm.dev, neuron_exec_hw_fini, ndev);
@@ -152,14 +143,15 @@ int neuron_exec_init(struct neuron_device *ndev)
  * @ndev: the device, after drm_dev_unplug()
  *
  * No job runs on the hardware any more: the device is reset and every job
- * on it fails with -ENODEV. Jobs still queued fail as they reach run_job.
+ * on it fails with -ENODEV. Jobs still waiting fail as they become
+ * runnable.
  */
 void neuron_exec_unplug(struct neuron_device *ndev)
 {
 	struct neuron_exec *exec = ndev->exec;
 	u32 i, n;
 
-	if (!exec || !exec->num_sched)
+	if (!exec || !READ_ONCE(exec->ready))
 		return;
 	cancel_work_sync(&exec->recover_work);
 	WRITE_ONCE(exec->ready, false);
@@ -169,10 +161,12 @@ void neuron_exec_unplug(struct neuron_device *ndev)
 	for (i = 0; i < n; i++) {
 		struct neuron_ring *ring = exec->rings[i];
 
+		cancel_delayed_work_sync(&ring->timeout_work);
 		mutex_lock(&ring->lock);
 		spin_lock_irq(&ring->irq_lock);
-		neuron_ring_clear_locked(ring, -ENODEV, true);
+		neuron_ring_clear_locked(ring, -ENODEV);
 		spin_unlock_irq(&ring->irq_lock);
+		neuron_ring_dispatch_locked(ring);
 		mutex_unlock(&ring->lock);
 	}
 }
@@ -201,57 +195,48 @@ struct neuron_file_exec *neuron_exec_file_open(struct neuron_device *ndev)
 	}
 
 	for (i = 0; i < exec->num_cores; i++) {
-		struct drm_gpu_scheduler *sched = &neuron_exec_core(exec, i)->sched;
-
-		ret = drm_sched_entity_init(&fexec->core_entities[i],
-					    DRM_SCHED_PRIORITY_NORMAL, &sched, 1,
-					    NULL);
+		ret = neuron_file_ring_init(&fexec->cores[i],
+					    neuron_exec_core(exec, i));
 		if (ret)
 			goto err;
 		fexec->num_cores++;
 	}
 	for (i = 0; i < exec->num_dma; i++) {
-		ret = drm_sched_entity_init(&fexec->dma_entities[i],
-					    DRM_SCHED_PRIORITY_NORMAL,
-					    &exec->dma_scheds[i], 1, NULL);
+		ret = neuron_file_ring_init(&fexec->dma[i],
+					    neuron_exec_dma(exec, i));
 		if (ret)
 			goto err;
 		fexec->num_dma++;
 	}
-	if (exec->num_dma) {
-		ret = drm_sched_entity_init(&fexec->dma_any,
-					    DRM_SCHED_PRIORITY_NORMAL,
-					    exec->dma_scheds, exec->num_dma,
-					    NULL);
-		if (ret)
-			goto err;
-		fexec->dma_any_init = true;
-	}
 	return fexec;
 
 err:
-	neuron_exec_file_close(fexec);
+	neuron_exec_file_close(ndev, fexec);
 	return ERR_PTR(ret);
 }
 
 /**
  * neuron_exec_file_close() - per-file scheduling state at close
+ * @ndev: the device
  * @fexec: the file's state; freed
  *
- * Waits (a bounded time, not at all for a killed process) for the file's
- * queued jobs to reach the hardware and cancels the rest. Jobs on the
- * hardware finish on their own and then drop their buffers.
+ * Waits (a bounded time for an exiting process, not after it is killed)
+ * for the file's waiting jobs to reach the hardware and cancels the rest
+ * (neuron_file_ring_fini()). Jobs on the hardware finish on their own and
+ * then drop their buffers.
  */
-void neuron_exec_file_close(struct neuron_file_exec *fexec)
+void neuron_exec_file_close(struct neuron_device *ndev,
+			    struct neuron_file_exec *fexec)
 {
 	u32 i;
 
 	for (i = 0; i < fexec->num_cores; i++)
-		drm_sched_entity_destroy(&fexec->core_entities[i]);
+		neuron_file_ring_fini(&fexec->cores[i]);
 	for (i = 0; i < fexec->num_dma; i++)
-		drm_sched_entity_destroy(&fexec->dma_entities[i]);
-	if (fexec->dma_any_init)
-		drm_sched_entity_destroy(&fexec->dma_any);
+		neuron_file_ring_fini(&fexec->dma[i]);
+	dma_fence_put(fexec->any_last);
+	/* The buffers of the jobs that completed go with the file. */
+	neuron_ring_reap(ndev->exec);
 	if (fexec->client)
 		neuron_client_put(fexec->client);
 	mutex_destroy(&fexec->submit_lock);

@@ -1,47 +1,49 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * neuron: setting up and tearing down the device's rings, and the files'
- * scheduler entities.
+ * lanes of them.
  */
 #ifndef __NEURON_EXEC_H__
 #define __NEURON_EXEC_H__
 
-#include <drm/gpu_scheduler.h>
 #include <linux/mutex.h>
 #include <linux/types.h>
 
 #include "neuron_regs.h"
+#include "neuron_ring.h"
 
+struct dma_fence;
 struct neuron_client;
 struct neuron_device;
 
 /**
  * struct neuron_file_exec - per-file scheduling state
- * @submit_lock: makes arming and pushing a job one step, so that jobs of
- *	one entity reach the scheduler in sequence-number order
+ * @submit_lock: makes choosing the engine of a %DRM_NEURON_ENGINE_ANY
+ *	copy and pushing it one step
  * @client: accounting, outlives the file while its jobs run
- * @core_entities: one scheduler entity per core queue
- * @dma_entities: one scheduler entity per DMA engine
- * @dma_any: entity spread over all DMA engines, for %DRM_NEURON_ENGINE_ANY
- * @num_cores: entries of @core_entities that were initialized
- * @num_dma: entries of @dma_entities that were initialized
- * @dma_any_init: @dma_any was initialized
+ * @cores: the file's lane of each core queue
+ * @dma: the file's lane of each DMA engine
+ * @num_cores: entries of @cores that were initialized
+ * @num_dma: entries of @dma that were initialized
+ * @any_last: the fence of the file's last copy to any engine, or NULL
+ * @any_engine: the engine that copy went to
  */
 struct neuron_file_exec {
-	/* Serializes drm_sched_job_arm() and drm_sched_entity_push_job(). */
+	/* Serializes the choice of engine for any-engine copies. */
 	struct mutex submit_lock;
 	struct neuron_client *client;
-	struct drm_sched_entity core_entities[NEURON_MAX_CORES];
-	struct drm_sched_entity dma_entities[NEURON_MAX_DMA_ENGINES];
-	struct drm_sched_entity dma_any;
+	struct neuron_file_ring cores[NEURON_MAX_CORES];
+	struct neuron_file_ring dma[NEURON_MAX_DMA_ENGINES];
 	u32 num_cores;
 	u32 num_dma;
-	bool dma_any_init;
+	struct dma_fence *any_last;
+	u32 any_engine;
 };
 
 int neuron_exec_init(struct neuron_device *ndev);
 void neuron_exec_unplug(struct neuron_device *ndev);
 struct neuron_file_exec *neuron_exec_file_open(struct neuron_device *ndev);
-void neuron_exec_file_close(struct neuron_file_exec *fexec);
+void neuron_exec_file_close(struct neuron_device *ndev,
+			    struct neuron_file_exec *fexec);
 
 #endif /* __NEURON_EXEC_H__ */

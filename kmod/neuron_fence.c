@@ -2,11 +2,11 @@
 /*
  * neuron: hardware fences.
  *
- * Each ring (core queue or DMA engine) has one fence context; run_job()
- * gives a job a fence of its ring's context the first time it runs, and
- * the same fence when an innocent job runs again after a reset. It is
- * signalled under the ring's lock: by the completion interrupt, by a
- * reset, or when the device goes away.
+ * Each file's lane of a ring (core queue or DMA engine) has one fence
+ * context: its jobs complete in order. A job gets its fence when it is
+ * pushed and keeps it when it runs again after a reset of its unit. The
+ * fence is signalled by the completion interrupt, by a reset, when the
+ * device goes away, or when the job is cancelled before it ran.
  */
 #include <linux/dma-fence.h>
 #include <linux/slab.h>
@@ -42,7 +42,7 @@ static const struct dma_fence_ops neuron_fence_ops = {
 
 /**
  * neuron_fence_create() - a new, unsignalled hardware fence
- * @context: the ring's fence context
+ * @context: the fence context of the job's lane
  * @seqno: the next seqno on @context
  *
  * Return: the fence (one reference) or NULL.

@@ -3,8 +3,8 @@
  * neuron: the job object.
  *
  * A job holds a reference on each buffer it uses, and keeps the ranges of
- * host buffers it uses pinned and DMA-mapped, until the scheduler frees it after its fence
- * signalled: no buffer is freed under the device. Every job also holds a
+ * host buffers it uses pinned and DMA-mapped, until it is released after
+ * its fence signalled: no buffer is freed under the device. Every job also holds a
  * reference on its file's accounting, which so outlives the file.
  */
 #include <drm/drm_gem.h>
@@ -21,7 +21,7 @@
 #include "neuron_table.h"
 
 /**
- * neuron_job_alloc() - a new job, not yet known to the scheduler
+ * neuron_job_alloc() - a new job, not yet pushed to a ring
  * @ndev: the device
  * @client: the submitting file's accounting
  * @kind: SUBMIT or COPY
@@ -56,12 +56,20 @@ struct neuron_job *neuron_job_alloc(struct neuron_device *ndev,
 	return job;
 }
 
-/* Drops everything a job holds; the scheduler is done with it. */
-static void neuron_job_release(struct neuron_job *job)
+/**
+ * neuron_job_release() - free a job and drop everything it holds
+ * @job: a job never pushed, or one whose fence signalled
+ *
+ * Process context: it drops buffers and may sleep.
+ */
+void neuron_job_release(struct neuron_job *job)
 {
 	struct neuron_device *ndev = job->ndev;
 	u32 i;
 
+	for (i = 0; i < job->num_deps; i++)
+		dma_fence_put(job->deps[i]);
+	kfree(job->deps);
 	for (i = 0; i < job->num_bos; i++) {
 		if (job->ranges[i])
 			neuron_bo_dma_put(job->ranges[i]);
@@ -75,33 +83,14 @@ static void neuron_job_release(struct neuron_job *job)
 		dma_free_coherent(ndev->drm.dev, job->table_size, job->table,
 				  job->table_dma);
 	kvfree(job->segs);
-	if (job->hw_fence)
-		dma_fence_put(job->hw_fence);
+	if (job->fence)
+		dma_fence_put(job->fence);
 	atomic_dec(&job->client->jobs_inflight);
 	neuron_client_put(job->client);
 	kfree(job);
 
 	if (atomic_dec_and_test(&ndev->jobs_alive))
 		wake_up_all(&ndev->jobs_idle);
-}
-
-/**
- * neuron_job_put_unarmed() - free a job that the scheduler does not know
- * @job: the job, not initialized for the scheduler or cleaned up
- */
-void neuron_job_put_unarmed(struct neuron_job *job)
-{
-	neuron_job_release(job);
-}
-
-/**
- * neuron_job_free() - &drm_sched_backend_ops.free_job of every ring
- * @sched_job: the job, its fences signalled
- */
-void neuron_job_free(struct drm_sched_job *sched_job)
-{
-	drm_sched_job_cleanup(sched_job);
-	neuron_job_release(to_neuron_job(sched_job));
 }
 
 /**

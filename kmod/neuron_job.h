@@ -6,9 +6,9 @@
 #ifndef __NEURON_JOB_H__
 #define __NEURON_JOB_H__
 
-#include <drm/gpu_scheduler.h>
 #include <linux/atomic.h>
 #include <linux/list.h>
+#include <linux/llist.h>
 #include <linux/types.h>
 
 #include "neuron_regs.h"
@@ -36,19 +36,22 @@ enum neuron_job_kind {
 
 /**
  * struct neuron_job - a SUBMIT or COPY job
- * @base: the scheduler job
  * @ndev: the device
  * @client: the submitting file's accounting (counted reference)
  * @kind: &enum neuron_job_kind
- * @ring: the core queue or DMA engine; for a copy to any engine, known
- *	once the job is armed
- * @hw_fence: fence signalled when the hardware is done with the job (or
- *	it failed); created at the first run, reused when an innocent job is
- *	run again after a reset
- * @node: entry in the ring's list of jobs on the hardware
+ * @ring: the core queue or DMA engine, known once the job is pushed
+ * @fence: signalled when the hardware is done with the job (or it
+ *	failed); on the fence context of the submitting file's lane of
+ *	@ring, made when the job is pushed and kept when an innocent job
+ *	runs again after a reset
+ * @node: entry in &neuron_file_ring.waiting until the job is written,
+ *	then in &neuron_ring.inflight until it completes
+ * @done: entry in &neuron_exec.done once its fence signalled, until it
+ *	is released
+ * @deps: fences the job waits for before it is written, one reference
+ *	each; the signalled ones are dropped from the end
+ * @num_deps: entries of @deps still held
  * @seqno: sequence number on its ring; the device job id
- * @guilty_err: if non-zero, the job must not run (again): its hardware
- *	fence is signalled with this error when it is next run
  * @bos: buffers the job uses, one reference each
  * @ranges: for each host buffer in @bos, its pinned range (else NULL)
  * @num_bos: entries in @bos and @ranges
@@ -73,15 +76,16 @@ enum neuron_job_kind {
  * @bytes: COPY: bytes to copy
  */
 struct neuron_job {
-	struct drm_sched_job base;
 	struct neuron_device *ndev;
 	struct neuron_client *client;
 	enum neuron_job_kind kind;
 	struct neuron_ring *ring;
-	struct dma_fence *hw_fence;
+	struct dma_fence *fence;
 	struct list_head node;
+	struct llist_node done;
+	struct dma_fence **deps;
+	u32 num_deps;
 	u64 seqno;
-	int guilty_err;
 	struct neuron_bo **bos;
 	struct neuron_host_range **ranges;
 	u32 num_bos;
@@ -105,11 +109,6 @@ struct neuron_job {
 	u64 bytes;
 };
 
-static inline struct neuron_job *to_neuron_job(struct drm_sched_job *job)
-{
-	return container_of(job, struct neuron_job, base);
-}
-
 struct neuron_job *neuron_job_alloc(struct neuron_device *ndev,
 				    struct neuron_client *client,
 				    enum neuron_job_kind kind, u32 max_bos);
@@ -117,7 +116,6 @@ int neuron_job_add_bo(struct neuron_job *job, struct drm_file *file,
 		      u32 handle, u64 offset, u64 size,
 		      struct neuron_bo **bo_out, struct sg_table **sgt_out,
 		      u64 *sg_offset);
-void neuron_job_put_unarmed(struct neuron_job *job);
-void neuron_job_free(struct drm_sched_job *sched_job);
+void neuron_job_release(struct neuron_job *job);
 
 #endif /* __NEURON_JOB_H__ */

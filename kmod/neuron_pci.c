@@ -65,7 +65,7 @@ static void neuron_postclose(struct drm_device *drm, struct drm_file *file)
 {
 	struct neuron_file *nfile = to_neuron_file(file);
 
-	neuron_exec_file_close(nfile->exec);
+	neuron_exec_file_close(to_neuron_device(drm), nfile->exec);
 	kfree(nfile);
 }
 

@@ -126,7 +126,7 @@ static void neuron_queue_complete_locked(struct neuron_queue *q,
 	int err;
 
 	lockdep_assert_held(&ring->irq_lock);
-	/* A reset aborted the job: it runs again or fails as guilty. */
+	/* A reset aborted the job: it runs again, or fails if guilty. */
 	if (resetting && status == NEURON_JOB_STATUS_ABORTED)
 		return;
 
@@ -141,7 +141,6 @@ static void neuron_queue_complete_locked(struct neuron_queue *q,
 
 found:
 	trace_neuron_complete(ndev, ring->index, job->seqno, status, cycles);
-	list_del_init(&job->node);
 	job->status = status;
 	job->info = info;
 	client = job->client;
@@ -159,7 +158,7 @@ found:
 			       ring->label, job->seqno, status, info,
 			       le16_to_cpu(e->fault_engine));
 	}
-	neuron_ring_signal_locked(ring, job, err);
+	neuron_ring_complete_locked(ring, job, err);
 }
 
 /*
@@ -250,9 +249,8 @@ static void neuron_queue_show_regs(struct neuron_ring *ring, struct seq_file *m)
 
 static void neuron_queue_show_job(struct neuron_job *job, struct seq_file *m)
 {
-	seq_printf(m, "  seqno %llu bindings %u program %u bytes%s\n",
-		   job->seqno, job->num_bindings, job->program_size,
-		   job->guilty_err ? " (guilty)" : "");
+	seq_printf(m, "  seqno %llu bindings %u program %u bytes\n",
+		   job->seqno, job->num_bindings, job->program_size);
 }
 
 static const struct neuron_ring_ops neuron_queue_ops = {

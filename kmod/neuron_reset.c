@@ -2,16 +2,16 @@
 /*
  * neuron: recovery, and the notifications of resets.
  *
- * Every scheduler's timeout handler and the error interrupt's work run on
- * one ordered workqueue, so at most one reset runs at a time.
+ * Every ring's timeout work and the error interrupt's work run on one
+ * ordered workqueue, so at most one reset runs at a time.
  *  - A job timeout resets that ring's unit only (neuron_ring_recover()):
  *    the timed-out job's fence gets -ETIMEDOUT, the other jobs that were
  *    on the ring run again, in order.
  *  - A halted queue or engine is reset the same way; the job that was
  *    running gets -EIO.
  *  - A fatal device error, or a unit that does not come back from its
- *    reset, resets the whole device: every scheduler is stopped, every
- *    ring reprogrammed, and every job that was on the hardware fails with
+ *    reset, resets the whole device: every ring is stopped (waiting jobs
+ *    stay waiting) and reprogrammed, and every job that was on the hardware fails with
  *    -ECANCELED (the device lost it and its buffers may be half written,
  *    so it is not run again); jobs not yet on the hardware run afterwards.
  *    The rings are paused from before the reset until they are programmed
@@ -24,8 +24,8 @@
 #include <drm/drm_accel.h>
 #include <drm/drm_drv.h>
 #include <linux/kobject.h>
+#include <linux/workqueue.h>
 
-#include "neuron_compat.h"
 #include "neuron_drv.h"
 #include "neuron_genl.h"
 #include "neuron_job.h"
@@ -110,15 +110,11 @@ static bool neuron_reset_device_fatal(struct neuron_device *ndev)
 }
 
 /*
- * Resets the whole device and restarts every ring. @bad_sched is the
- * scheduler whose timeout handler calls this (or NULL), @bad the job that
- * handler took off its pending list. Every job that was on the hardware
- * fails with -ECANCELED (-ENODEV if the device is gone); queued jobs run
- * after.
+ * Resets the whole device and restarts every ring. Every job that was on
+ * the hardware fails with -ECANCELED (-ENODEV if the device is gone);
+ * waiting jobs run after.
  */
-static void neuron_reset_device(struct neuron_device *ndev,
-				struct drm_gpu_scheduler *bad_sched,
-				struct drm_sched_job *bad)
+static void neuron_reset_device(struct neuron_device *ndev)
 {
 	struct neuron_exec *exec = ndev->exec;
 	struct neuron_hw *hw = &ndev->hw;
@@ -127,10 +123,12 @@ static void neuron_reset_device(struct neuron_device *ndev,
 	int idx, ret = 0;
 
 	for (i = 0; i < n; i++) {
-		struct drm_gpu_scheduler *sched = &exec->rings[i]->sched;
+		struct neuron_ring *ring = exec->rings[i];
 
-		drm_sched_stop(sched, sched == bad_sched ? bad : NULL);
-		neuron_ring_pause(exec->rings[i]);
+		mutex_lock(&ring->lock);
+		ring->stopped = true;
+		neuron_ring_pause(ring);
+		mutex_unlock(&ring->lock);
 	}
 
 	present = drm_dev_enter(&ndev->drm, &idx);
@@ -150,14 +148,15 @@ static void neuron_reset_device(struct neuron_device *ndev,
 
 		mutex_lock(&ring->lock);
 		spin_lock_irq(&ring->irq_lock);
-		neuron_ring_clear_locked(ring, present ? -ECANCELED : -ENODEV,
-					 false);
+		neuron_ring_clear_locked(ring, present ? -ECANCELED : -ENODEV);
 		if (present && !ret) {
 			ring->ops->hw_init(ring);
 			ring->paused = false;
 		}
 		spin_unlock_irq(&ring->irq_lock);
 		atomic_inc(&ring->resets);
+		ring->stopped = false;
+		neuron_ring_dispatch_locked(ring);
 		mutex_unlock(&ring->lock);
 	}
 	if (present) {
@@ -168,24 +167,22 @@ static void neuron_reset_device(struct neuron_device *ndev,
 		neuron_reset_notify(ndev, -1, NEURON_RESET_FATAL);
 		drm_dev_exit(idx);
 	}
-
-	for (i = 0; i < n; i++) {
-		drm_sched_resubmit_jobs(&exec->rings[i]->sched);
-		neuron_sched_start(&exec->rings[i]->sched);
-	}
 }
 
 /*
  * Resets one ring's unit, or the device if the unit does not come back.
+ * @seqno is the job that timed out, or 0.
  * Return: false if the device was reset.
  */
-static bool neuron_reset_ring(struct neuron_ring *ring,
-			      struct drm_sched_job *bad, int err)
+static bool neuron_reset_ring(struct neuron_ring *ring, u64 seqno, int err)
 {
 	struct neuron_device *ndev = ring->ndev;
+	int ret = neuron_ring_recover(ring, seqno, err);
 
-	if (!neuron_ring_recover(ring, bad, err)) {
-		neuron_reset_device(ndev, NULL, NULL);
+	if (ret == -EAGAIN)
+		return true;
+	if (ret) {
+		neuron_reset_device(ndev);
 		return false;
 	}
 	if (ring->kind == NEURON_RING_CORE)
@@ -194,32 +191,49 @@ static bool neuron_reset_ring(struct neuron_ring *ring,
 	return true;
 }
 
-/**
- * neuron_reset_timedout_job() - &drm_sched_backend_ops.timedout_job of
- * every ring
- * @sched_job: the job that took too long, off its scheduler's pending list
- *
- * Runs on the reset workqueue.
- *
- * Return: %DRM_GPU_SCHED_STAT_RESET (the unit or the device was reset).
+/*
+ * &neuron_ring.timeout_work: the oldest job on the unit took the ring's
+ * timeout. Runs on the reset workqueue.
  */
-enum drm_gpu_sched_stat neuron_reset_timedout_job(struct drm_sched_job *sched_job)
+static void neuron_reset_timeout_work(struct work_struct *work)
 {
-	struct neuron_job *job = to_neuron_job(sched_job);
-	struct neuron_ring *ring = job->ring;
+	struct neuron_ring *ring = container_of(to_delayed_work(work),
+						struct neuron_ring,
+						timeout_work);
 	struct neuron_device *ndev = ring->ndev;
+	struct neuron_job *job;
+	bool copy = false;
+	u64 seqno = 0;
+
+	spin_lock_irq(&ring->irq_lock);
+	job = list_first_entry_or_null(&ring->inflight, struct neuron_job,
+				       node);
+	if (job) {
+		seqno = job->seqno;
+		copy = job->kind == NEURON_JOB_COPY;
+	}
+	spin_unlock_irq(&ring->irq_lock);
+	if (!seqno)
+		return;
 
 	if (neuron_reset_device_fatal(ndev)) {
-		neuron_reset_device(ndev, &ring->sched, sched_job);
-		return NEURON_SCHED_STAT_RESET;
+		neuron_reset_device(ndev);
+		return;
 	}
 	if (ring->kind == NEURON_RING_CORE)
-		trace_neuron_timeout(ndev, ring->index, job->seqno);
+		trace_neuron_timeout(ndev, ring->index, seqno);
 	drm_warn(&ndev->drm, "%s: %s %llu timed out after %u ms, resetting it\n",
-		 ring->label, job->kind == NEURON_JOB_COPY ? "copy" : "job",
-		 job->seqno, ring->timeout_ms);
-	neuron_reset_ring(ring, sched_job, -ETIMEDOUT);
-	return NEURON_SCHED_STAT_RESET;
+		 ring->label, copy ? "copy" : "job", seqno, ring->timeout_ms);
+	neuron_reset_ring(ring, seqno, -ETIMEDOUT);
+}
+
+/**
+ * neuron_reset_ring_init() - prepare a ring's timeout work
+ * @ring: the ring
+ */
+void neuron_reset_ring_init(struct neuron_ring *ring)
+{
+	INIT_DELAYED_WORK(&ring->timeout_work, neuron_reset_timeout_work);
 }
 
 /* The error interrupt's work: halted rings, fatal errors. */
@@ -233,7 +247,7 @@ static void neuron_reset_work(struct work_struct *work)
 	int idx;
 
 	if (neuron_reset_device_fatal(ndev)) {
-		neuron_reset_device(ndev, NULL, NULL);
+		neuron_reset_device(ndev);
 		return;
 	}
 	if (!drm_dev_enter(&ndev->drm, &idx))
@@ -245,7 +259,7 @@ static void neuron_reset_work(struct work_struct *work)
 	drm_dev_exit(idx);
 
 	for_each_set_bit(i, halted, n) {
-		if (!neuron_reset_ring(exec->rings[i], NULL, -EIO))
+		if (!neuron_reset_ring(exec->rings[i], 0, -EIO))
 			return;
 	}
 }

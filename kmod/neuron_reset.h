@@ -5,10 +5,9 @@
 #ifndef __NEURON_RESET_H__
 #define __NEURON_RESET_H__
 
-#include <drm/gpu_scheduler.h>
-
 struct neuron_device;
 struct neuron_exec;
+struct neuron_ring;
 
 /**
  * enum neuron_reset_reason - why a core or the device was reset
@@ -25,7 +24,7 @@ enum neuron_reset_reason {
 };
 
 void neuron_reset_init(struct neuron_exec *exec);
-enum drm_gpu_sched_stat neuron_reset_timedout_job(struct drm_sched_job *sched_job);
+void neuron_reset_ring_init(struct neuron_ring *ring);
 void neuron_reset_error_irq(struct neuron_device *ndev);
 void neuron_reset_notify(struct neuron_device *ndev, int core,
 			 enum neuron_reset_reason reason);

@@ -6,18 +6,22 @@
 #ifndef __NEURON_RING_H__
 #define __NEURON_RING_H__
 
-#include <drm/gpu_scheduler.h>
 #include <linux/atomic.h>
+#include <linux/dma-fence.h>
 #include <linux/list.h>
+#include <linux/llist.h>
 #include <linux/mutex.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
+#include <linux/wait.h>
 #include <linux/workqueue.h>
 
 #include "neuron_regs.h"
 
 struct neuron_device;
+struct neuron_exec;
 struct neuron_job;
+struct neuron_lane_cancel;
 struct neuron_ring;
 struct neuron_table_pool;
 struct seq_file;
@@ -93,23 +97,30 @@ struct neuron_ring_reg {
  * @ops: the unit's operations
  * @kind: core queue or DMA engine
  * @index: core or engine index
- * @credits: jobs the scheduler may put on the unit at once
+ * @credits: jobs the unit holds at once
  * @timeout_ms: time a job may take on the unit before it is reset
- * @sched: the scheduler feeding this ring; one credit per job
  * @lock: mutex (process context) serializing everything that puts jobs
- *	on the unit or takes the unit away: run_job, resets of the unit or
- *	the device, unplug, debugfs. Protects @fence_seqno. Taken before
+ *	on the unit or takes the unit away: pushing and writing jobs, resets
+ *	of the unit or the device, unplug, debugfs. Protects @lanes,
+ *	@stopped, the lanes' waiting jobs and fence seqnos. Taken before
  *	@irq_lock.
  * @irq_lock: spinlock, taken in the unit's hard interrupt handler and
  *	elsewhere with interrupts disabled; protects the unit's rings and
  *	indices (&struct neuron_queue, &struct neuron_dma_engine), the
- *	progress of the jobs on them, @inflight, @paused, and the hardware
- *	fences of the jobs on @inflight (signalled only under it).
+ *	progress of the jobs on them, @inflight, @num_inflight, @starved,
+ *	@paused, and the fences of the jobs on @inflight (signalled only
+ *	under it).
+ * @lanes: the files' lanes that have jobs waiting, served round robin
+ * @stopped: a device reset is under way: waiting jobs stay waiting
  * @paused: the unit is being reset: the interrupt handler leaves the
  *	ring alone until the reset has collected what completed
- * @inflight: jobs handed to the unit and not completed, in ring order
- * @fence_context: dma_fence context of the hardware fences
- * @fence_seqno: last hardware fence seqno used on @fence_context
+ * @starved: a job waits for a credit: a completion kicks @run_work
+ * @inflight: jobs written to the unit and not completed, in ring order
+ * @num_inflight: entries in @inflight, at most @credits
+ * @run_work: writes waiting jobs whose fences signalled or that waited
+ *	for a credit
+ * @timeout_work: fires when the oldest job on the unit took @timeout_ms;
+ *	restarted by every completion (neuron_reset.c)
  * @submit_seqno: last sequence number given to a job of this ring (its
  *	device job id and the ioctl's seqno)
  * @resets: resets of this unit done by the driver (read locklessly)
@@ -118,7 +129,7 @@ struct neuron_ring_reg {
  *	set once by neuron_irq_init()
  * @irq_cpu: the CPU @irq was last steered to, -1 before the first job
  *	(neuron_ring_steer_irq(); read and set locklessly)
- * @name: scheduler name
+ * @name: the ring in traces and debugfs ("neuron-core0")
  * @label: the unit in messages ("core 0", "DMA engine 1")
  */
 struct neuron_ring {
@@ -128,15 +139,18 @@ struct neuron_ring {
 	u32 index;
 	u32 credits;
 	unsigned int timeout_ms;
-	struct drm_gpu_scheduler sched;
-	/* Serializes run_job, resets, unplug; protects fence_seqno. */
+	/* Serializes pushes, writes, resets, unplug; protects the lanes. */
 	struct mutex lock;
-	/* Protects the unit's rings, inflight, paused and their hw fences. */
+	/* Protects the unit's rings, inflight, paused and their fences. */
 	spinlock_t irq_lock;
+	struct list_head lanes;
+	bool stopped;
 	bool paused;
+	bool starved;
 	struct list_head inflight;
-	u64 fence_context;
-	u64 fence_seqno;
+	u32 num_inflight;
+	struct work_struct run_work;
+	struct delayed_work timeout_work;
 	atomic64_t submit_seqno;
 	atomic_t resets;
 	struct neuron_table_pool *tables;
@@ -146,10 +160,31 @@ struct neuron_ring {
 	char label[24];
 };
 
-static inline struct neuron_ring *to_neuron_ring(struct drm_gpu_scheduler *sched)
-{
-	return container_of(sched, struct neuron_ring, sched);
-}
+/**
+ * struct neuron_file_ring - a file's lane of one ring
+ * @ring: the ring
+ * @waiting: the file's jobs not yet written to the unit, in submission
+ *	order (&neuron_ring.lock)
+ * @node: entry in &neuron_ring.lanes while @waiting is not empty
+ * @fence_context: the dma_fence context of the lane's jobs: they complete
+ *	in submission order
+ * @fence_seqno: last seqno used on @fence_context (&neuron_ring.lock)
+ * @blocker: the fence the first waiting job waits for, with @blocker_cb
+ *	added to it, or NULL (&neuron_ring.lock)
+ * @blocker_cb: kicks &neuron_ring.run_work when @blocker signals
+ * @cancel: what fails the jobs still waiting when the file is closed;
+ *	allocated at open, so that closing cannot fail
+ */
+struct neuron_file_ring {
+	struct neuron_ring *ring;
+	struct list_head waiting;
+	struct list_head node;
+	u64 fence_context;
+	u64 fence_seqno;
+	struct dma_fence *blocker;
+	struct dma_fence_cb blocker_cb;
+	struct neuron_lane_cancel *cancel;
+};
 
 /**
  * struct neuron_exec - the execution state of a device
@@ -157,27 +192,28 @@ static inline struct neuron_ring *to_neuron_ring(struct drm_gpu_scheduler *sched
  * @rings: the core queues (0..@num_cores-1), then the DMA engines
  * @num_cores: core queues in @rings
  * @num_dma: DMA engines in @rings
- * @num_sched: rings whose scheduler is initialized
- * @dma_scheds: the engines' schedulers, the list behind the files'
- *	any-engine entities
- * @submit_wq: per-CPU workqueue running every scheduler's run_job and
- *	free_job work items, on the CPU that queued them
- * @reset_wq: ordered workqueue running every scheduler's timeout handler
- *	and @recover_work: resets never run concurrently
+ * @submit_wq: per-CPU workqueue running the rings' @run_work and
+ *	@release_work, on the CPU that queued them
+ * @reset_wq: ordered workqueue running every ring's timeout work and
+ *	@recover_work: resets never run concurrently
  * @recover_work: handles halted rings and fatal device errors
+ * @done: jobs whose fences signalled, to release (lock-free list)
+ * @release_work: releases the jobs on @done that no ioctl reaped first
+ * @lane_drained: woken when a lane's last waiting job leaves it
  * @device_resets: full device resets done by the driver
- * @ready: the schedulers exist and the rings are programmed
+ * @ready: the rings exist and are programmed
  */
 struct neuron_exec {
 	struct neuron_device *ndev;
 	struct neuron_ring *rings[NEURON_MAX_CORES + NEURON_MAX_DMA_ENGINES];
 	u32 num_cores;
 	u32 num_dma;
-	u32 num_sched;
-	struct drm_gpu_scheduler *dma_scheds[NEURON_MAX_DMA_ENGINES];
 	struct workqueue_struct *submit_wq;
 	struct workqueue_struct *reset_wq;
 	struct work_struct recover_work;
+	struct llist_head done;
+	struct delayed_work release_work;
+	wait_queue_head_t lane_drained;
 	atomic_t device_resets;
 	bool ready;
 };
@@ -203,19 +239,21 @@ int neuron_ring_init(struct neuron_device *ndev, struct neuron_ring *ring,
 		     const struct neuron_ring_ops *ops,
 		     enum neuron_ring_kind kind, u32 index, u32 credits,
 		     unsigned int timeout_ms);
-int neuron_ring_sched_init(struct neuron_ring *ring,
-			   const struct drm_sched_backend_ops *sched_ops,
-			   struct workqueue_struct *submit_wq,
-			   struct workqueue_struct *timeout_wq);
-struct dma_fence *neuron_ring_run_job(struct drm_sched_job *sched_job);
+int neuron_file_ring_init(struct neuron_file_ring *lane,
+			  struct neuron_ring *ring);
+void neuron_file_ring_fini(struct neuron_file_ring *lane);
+struct dma_fence *neuron_ring_push(struct neuron_file_ring *lane,
+				   struct neuron_job *job, u64 *seqno);
+void neuron_ring_dispatch_locked(struct neuron_ring *ring);
+void neuron_ring_reap(struct neuron_exec *exec);
+void neuron_ring_release_work(struct work_struct *work);
 void neuron_ring_irq(struct neuron_ring *ring);
 void neuron_ring_steer_irq(struct neuron_ring *ring);
-void neuron_ring_signal_locked(struct neuron_ring *ring,
-			       struct neuron_job *job, int error);
-void neuron_ring_clear_locked(struct neuron_ring *ring, int err, bool signal);
+void neuron_ring_complete_locked(struct neuron_ring *ring,
+				 struct neuron_job *job, int error);
+void neuron_ring_clear_locked(struct neuron_ring *ring, int err);
 void neuron_ring_pause(struct neuron_ring *ring);
-bool neuron_ring_recover(struct neuron_ring *ring, struct drm_sched_job *bad,
-			 int err);
+int neuron_ring_recover(struct neuron_ring *ring, u64 seqno, int err);
 int neuron_ring_show(struct neuron_ring *ring, struct seq_file *m);
 void neuron_ring_show_regs(struct neuron_ring *ring, struct seq_file *m,
 			   u32 base, const struct neuron_ring_reg *regs,

@@ -5,15 +5,14 @@
  * Both check their arguments field by field (the common ones in one
  * place), take a reference on every buffer they use (host buffers pinned
  * and DMA-mapped), describe the work for the hardware (SUBMIT: a binding
- * table; COPY: segments contiguous on both sides) and hand the job to the
- * file's scheduler entity with its in-syncs as dependencies; the job's
- * finished fence goes to the out-sync.
+ * table; COPY: segments contiguous on both sides) and push the job onto
+ * the file's lane of its ring with its in-syncs as dependencies; the
+ * job's fence goes to the out-sync.
  */
 #include <drm/drm_device.h>
 #include <drm/drm_drv.h>
 #include <drm/drm_file.h>
 #include <drm/drm_syncobj.h>
-#include <drm/gpu_scheduler.h>
 #include <drm/neuron_accel.h>
 #include <linux/dma-fence-chain.h>
 #include <linux/dma-mapping.h>
@@ -24,7 +23,6 @@
 #include <kunit/visibility.h>
 
 #include "neuron_client.h"
-#include "neuron_compat.h"
 #include "neuron_dma.h"
 #include "neuron_drv.h"
 #include "neuron_exec.h"
@@ -88,10 +86,10 @@ static struct drm_neuron_sync *neuron_copy_in_syncs(u64 uptr, u32 count)
 }
 
 /**
- * neuron_job_push() - hand a prepared job to the scheduler
+ * neuron_job_push() - hand a prepared job to its ring
  * @job: the job, with its buffers and hardware description
  * @file: the submitting file
- * @entity: the file's entity to queue it on
+ * @lane: the file's lane of the ring that runs it
  * @in_syncs: fences to wait for (@num_in_syncs entries, checked)
  * @num_in_syncs: entries in @in_syncs
  * @out_sync: the syncobj (point) that receives the job's fence
@@ -99,83 +97,80 @@ static struct drm_neuron_sync *neuron_copy_in_syncs(u64 uptr, u32 count)
  *
  * Consumes @job whatever happens.
  *
- * Return: 0, -ENOENT for an unknown syncobj, -EINVAL for an in-sync
- * without a fence, or another negative errno.
+ * Return: a reference to the job's fence, or an ERR_PTR(): -ENOENT for an
+ * unknown syncobj, -EINVAL for an in-sync without a fence, -ENOMEM.
  */
-static int neuron_job_push(struct neuron_job *job, struct drm_file *file,
-			   struct drm_sched_entity *entity,
-			   const struct drm_neuron_sync *in_syncs,
-			   u32 num_in_syncs,
-			   const struct drm_neuron_sync *out_sync, u64 *seqno)
+static struct dma_fence *neuron_job_push(struct neuron_job *job,
+					 struct drm_file *file,
+					 struct neuron_file_ring *lane,
+					 const struct drm_neuron_sync *in_syncs,
+					 u32 num_in_syncs,
+					 const struct drm_neuron_sync *out_sync,
+					 u64 *seqno)
 {
-	struct neuron_file_exec *fexec = to_neuron_file(file)->exec;
+	struct neuron_client *client = job->client;
+	bool copy = job->kind == NEURON_JOB_COPY;
 	struct dma_fence_chain *chain = NULL;
 	struct drm_syncobj *syncobj;
-	struct dma_fence *finished;
+	struct dma_fence *fence;
 	u32 i;
 	int ret;
 
-	ret = neuron_sched_job_init(&job->base, entity, 1, file,
-				    file->client_id);
-	if (ret) {
-		neuron_job_put_unarmed(job);
-		return ret;
+	if (num_in_syncs) {
+		job->deps = kcalloc(num_in_syncs, sizeof(*job->deps),
+				    GFP_KERNEL);
+		if (!job->deps) {
+			ret = -ENOMEM;
+			goto err_release;
+		}
 	}
-
 	for (i = 0; i < num_in_syncs; i++) {
-		struct dma_fence *fence;
-
 		ret = drm_syncobj_find_fence(file, in_syncs[i].handle,
-					     in_syncs[i].point, 0, &fence);
+					     in_syncs[i].point, 0,
+					     &job->deps[job->num_deps]);
 		if (ret)
-			goto err_cleanup;
-		/* Takes the reference, even on failure. */
-		ret = drm_sched_job_add_dependency(&job->base, fence);
-		if (ret)
-			goto err_cleanup;
+			goto err_release;
+		job->num_deps++;
 	}
 
 	syncobj = drm_syncobj_find(file, out_sync->handle);
 	if (!syncobj) {
 		ret = -ENOENT;
-		goto err_cleanup;
+		goto err_release;
 	}
 	if (out_sync->point) {
 		chain = dma_fence_chain_alloc();
 		if (!chain) {
-			drm_syncobj_put(syncobj);
 			ret = -ENOMEM;
-			goto err_cleanup;
+			goto err_put;
 		}
 	}
 
-	/* Arming and pushing in one go keeps the entity's jobs in order. */
-	mutex_lock(&fexec->submit_lock);
-	drm_sched_job_arm(&job->base);
-	job->ring = to_neuron_ring(job->base.sched);
-	job->seqno = atomic64_inc_return(&job->ring->submit_seqno);
-	*seqno = job->seqno;
-	finished = dma_fence_get(&job->base.s_fence->finished);
-	if (job->kind == NEURON_JOB_EXEC)
-		atomic64_inc(&job->client->jobs_submitted);
+	neuron_ring_steer_irq(lane->ring);
+	fence = neuron_ring_push(lane, job, seqno);
+	if (IS_ERR(fence)) {
+		ret = PTR_ERR(fence);
+		dma_fence_chain_free(chain);
+		goto err_put;
+	}
+	/* The job may be done and released already: only @fence is ours. */
+	if (copy)
+		atomic64_inc(&client->copies_submitted);
 	else
-		atomic64_inc(&job->client->copies_submitted);
-	neuron_ring_steer_irq(job->ring);
-	drm_sched_entity_push_job(&job->base);
-	mutex_unlock(&fexec->submit_lock);
+		atomic64_inc(&client->jobs_submitted);
 
 	if (chain)
-		drm_syncobj_add_point(syncobj, chain, finished, out_sync->point);
+		drm_syncobj_add_point(syncobj, chain, fence, out_sync->point);
 	else
-		drm_syncobj_replace_fence(syncobj, finished);
+		drm_syncobj_replace_fence(syncobj, fence);
 	drm_syncobj_put(syncobj);
-	dma_fence_put(finished);
-	return 0;
+	return fence;
 
-err_cleanup:
-	drm_sched_job_cleanup(&job->base);
-	neuron_job_put_unarmed(job);
-	return ret;
+err_put:
+	drm_syncobj_put(syncobj);
+err_release:
+	neuron_job_release(job);
+	return ERR_PTR(ret);
 }
 
 /* ------------------------------------------------------------------------
@@ -360,6 +355,7 @@ int neuron_submit_ioctl(struct drm_device *drm, void *data,
 	struct drm_neuron_binding *bindings = NULL;
 	struct drm_neuron_sync *in_syncs = NULL;
 	struct neuron_slot *slots = NULL;
+	struct dma_fence *fence;
 	struct neuron_job *job;
 	u32 i, n = args->num_bindings;
 	int ret;
@@ -376,6 +372,8 @@ int neuron_submit_ioctl(struct drm_device *drm, void *data,
 		return -EINVAL;
 	if (!neuron_exec_ready(ndev))
 		return -EIO;
+	/* Completed jobs give back their table slots and buffers first. */
+	neuron_ring_reap(ndev->exec);
 
 	bindings = vmemdup_array_user(u64_to_user_ptr(args->bindings), n,
 				      sizeof(*bindings));
@@ -440,13 +438,16 @@ int neuron_submit_ioctl(struct drm_device *drm, void *data,
 	if (ret)
 		goto out_put;
 
-	ret = neuron_job_push(job, file, &fexec->core_entities[args->core],
-			      in_syncs, args->num_in_syncs, &args->out_sync,
-			      &args->seqno);
+	fence = neuron_job_push(job, file, &fexec->cores[args->core], in_syncs,
+				args->num_in_syncs, &args->out_sync,
+				&args->seqno);
+	ret = PTR_ERR_OR_ZERO(fence);
+	if (!ret)
+		dma_fence_put(fence);
 	goto out_free;
 
 out_put:
-	neuron_job_put_unarmed(job);
+	neuron_job_release(job);
 out_free:
 	kvfree(slots);
 	kvfree(in_syncs);
@@ -572,6 +573,35 @@ static int neuron_copy_build(struct neuron_job *job,
 	return 0;
 }
 
+/* The jobs on an engine, as a hint for choosing one. */
+static u32 neuron_copy_engine_load(const struct neuron_ring *ring)
+{
+	/* Read without the ring's lock: a stale count only balances worse. */
+	return data_race(ring->num_inflight);
+}
+
+/*
+ * The lane of a copy to any engine: while the file's previous such copy
+ * has not completed, that copy's engine (so the file's copies run in
+ * order), else the engine with the fewest jobs on it.
+ */
+static struct neuron_file_ring *
+neuron_copy_any_lane(struct neuron_file_exec *fexec)
+{
+	u32 i, best = 0;
+
+	lockdep_assert_held(&fexec->submit_lock);
+	if (fexec->any_last && !dma_fence_is_signaled(fexec->any_last))
+		return &fexec->dma[fexec->any_engine];
+	for (i = 1; i < fexec->num_dma; i++) {
+		if (neuron_copy_engine_load(fexec->dma[i].ring) <
+		    neuron_copy_engine_load(fexec->dma[best].ring))
+			best = i;
+	}
+	fexec->any_engine = best;
+	return &fexec->dma[best];
+}
+
 /**
  * neuron_copy_ioctl() - DRM_IOCTL_NEURON_COPY
  * @drm: the DRM device
@@ -589,7 +619,9 @@ int neuron_copy_ioctl(struct drm_device *drm, void *data,
 	struct drm_neuron_sync *in_syncs;
 	struct sg_table *src_sgt, *dst_sgt;
 	struct neuron_bo *src, *dst;
-	struct drm_sched_entity *entity;
+	bool any = args->engine == DRM_NEURON_ENGINE_ANY;
+	struct neuron_file_ring *lane;
+	struct dma_fence *fence;
 	struct neuron_job *job;
 	u64 src_offset, dst_offset;
 	int ret;
@@ -600,17 +632,11 @@ int neuron_copy_ioctl(struct drm_device *drm, void *data,
 		return -EINVAL;
 	if (!args->size)
 		return -EINVAL;
-	if (args->engine == DRM_NEURON_ENGINE_ANY) {
-		if (!fexec->dma_any_init)
-			return -EINVAL;
-		entity = &fexec->dma_any;
-	} else if (args->engine < fexec->num_dma) {
-		entity = &fexec->dma_entities[args->engine];
-	} else {
+	if (any ? !fexec->num_dma : args->engine >= fexec->num_dma)
 		return -EINVAL;
-	}
 	if (!neuron_exec_ready(ndev))
 		return -EIO;
+	neuron_ring_reap(ndev->exec);
 
 	in_syncs = neuron_copy_in_syncs(args->in_syncs, args->num_in_syncs);
 	if (IS_ERR(in_syncs))
@@ -640,12 +666,28 @@ int neuron_copy_ioctl(struct drm_device *drm, void *data,
 	if (ret)
 		goto out_put;
 
-	ret = neuron_job_push(job, file, entity, in_syncs, args->num_in_syncs,
-			      &args->out_sync, &args->seqno);
+	if (any) {
+		mutex_lock(&fexec->submit_lock);
+		lane = neuron_copy_any_lane(fexec);
+	} else {
+		lane = &fexec->dma[args->engine];
+	}
+	fence = neuron_job_push(job, file, lane, in_syncs, args->num_in_syncs,
+				&args->out_sync, &args->seqno);
+	if (any) {
+		if (!IS_ERR(fence)) {
+			dma_fence_put(fexec->any_last);
+			fexec->any_last = dma_fence_get(fence);
+		}
+		mutex_unlock(&fexec->submit_lock);
+	}
+	ret = PTR_ERR_OR_ZERO(fence);
+	if (!ret)
+		dma_fence_put(fence);
 	goto out_free;
 
 out_put:
-	neuron_job_put_unarmed(job);
+	neuron_job_release(job);
 out_free:
 	kvfree(in_syncs);
 	return ret;

@@ -13,8 +13,8 @@
  * queued behind a full ring), gets coherent memory of its own, as before.
  *
  * Slots are taken and returned with atomic bit operations, without a lock:
- * the ioctl takes them, the scheduler's free_job (or the ioctl's error
- * path, or an entity's cleanup when a process is killed) returns them.
+ * the ioctl takes them, the job's release (after its fence signalled, or
+ * on the ioctl's error path) returns them.
  *
  * Lifetime. The slots' memory is device-managed: it is freed when the PCI
  * device is unbound, after the device was reset (neuron_exec_unplug()), so

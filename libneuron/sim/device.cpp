@@ -48,7 +48,7 @@ Device::Device(const Options &o) : opts_(o), memory_(std::make_shared<Memory>(o.
         c->start();
     for (auto &d : dma_)
         d->start();
-    // drm_sched's job timeout: one watchdog for every core.
+    // The driver's job timeout: one watchdog for every core.
     watchdog_ = std::thread([this] {
         std::unique_lock<std::mutex> g(watchdog_lock_);
         while (!watchdog_cv_.wait_for(g, std::chrono::milliseconds(5), [&] { return stopping_; }))

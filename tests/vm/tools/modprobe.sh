@@ -98,7 +98,7 @@ cp "$ko" "$moddir/updates/neuron.ko"
 depmod "$release"
 dep=$(grep '^updates/neuron.ko:' "$moddir/modules.dep") || fail "neuron.ko is not in modules.dep"
 say "modules.dep: $dep"
-for m in drm gpu_sched drm_shmem_helper; do
+for m in drm drm_shmem_helper; do
 	deps=${dep#*:}
 	case "$(printf '%s\n' "$deps" | tr ' ' '\n' | sed 's|.*/||; s|\.ko.*||; s|-|_|g')" in
 	*"$m"*) ;;
