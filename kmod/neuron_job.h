@@ -20,7 +20,6 @@ struct neuron_client;
 struct neuron_device;
 struct neuron_dma_seg;
 struct neuron_host_range;
-struct neuron_ring;
 struct neuron_table_pool;
 struct sg_table;
 
@@ -39,10 +38,9 @@ enum neuron_job_kind {
  * @ndev: the device
  * @client: the submitting file's accounting (counted reference)
  * @kind: &enum neuron_job_kind
- * @ring: the core queue or DMA engine, known once the job is pushed
  * @fence: signalled when the hardware is done with the job (or it
  *	failed); on the fence context of the submitting file's lane of
- *	@ring, made when the job is pushed and kept when an innocent job
+ *	its ring, made when the job is pushed and kept when an innocent job
  *	runs again after a reset
  * @node: entry in &neuron_file_ring.waiting until the job is written,
  *	then in &neuron_ring.inflight until it completes
@@ -79,7 +77,6 @@ struct neuron_job {
 	struct neuron_device *ndev;
 	struct neuron_client *client;
 	enum neuron_job_kind kind;
-	struct neuron_ring *ring;
 	struct dma_fence *fence;
 	struct list_head node;
 	struct llist_node done;

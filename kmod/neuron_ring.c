@@ -508,7 +508,6 @@ struct dma_fence *neuron_ring_push(struct neuron_file_ring *lane,
 	}
 	lane->fence_seqno++;
 	job->fence = dma_fence_get(fence);
-	job->ring = ring;
 	job->seqno = atomic64_inc_return(&ring->submit_seqno);
 	*seqno = job->seqno;
 	list_add_tail(&job->node, &lane->waiting);
