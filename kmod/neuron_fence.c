@@ -41,23 +41,42 @@ static const struct dma_fence_ops neuron_fence_ops = {
 };
 
 /**
- * neuron_fence_create() - a new, unsignalled hardware fence
+ * neuron_fence_alloc() - memory for a hardware fence
+ *
+ * Allocated before the lock under which the fence gets its seqno, so that
+ * queueing a job cannot fail halfway.
+ *
+ * Return: the fence, to be passed to neuron_fence_init() or
+ * neuron_fence_free(), or NULL.
+ */
+struct dma_fence *neuron_fence_alloc(void)
+{
+	struct neuron_fence *fence = kzalloc(sizeof(*fence), GFP_KERNEL);
+
+	return fence ? &fence->base : NULL;
+}
+
+/**
+ * neuron_fence_init() - make an allocated fence a new, unsignalled one
+ * @fence: from neuron_fence_alloc(); holds one reference afterwards
  * @context: the fence context of the job's lane
  * @seqno: the next seqno on @context
- *
- * Return: the fence (one reference) or NULL.
  */
-struct dma_fence *neuron_fence_create(u64 context, u64 seqno)
+void neuron_fence_init(struct dma_fence *fence, u64 context, u64 seqno)
 {
-	struct neuron_fence *fence;
+	struct neuron_fence *f = container_of(fence, struct neuron_fence, base);
 
-	fence = kzalloc(sizeof(*fence), GFP_KERNEL);
-	if (!fence)
-		return NULL;
-	spin_lock_init(&fence->lock);
-	dma_fence_init(&fence->base, &neuron_fence_ops, &fence->lock, context,
-		       seqno);
-	return &fence->base;
+	spin_lock_init(&f->lock);
+	dma_fence_init(fence, &neuron_fence_ops, &f->lock, context, seqno);
+}
+
+/**
+ * neuron_fence_free() - free a fence that neuron_fence_init() never saw
+ * @fence: from neuron_fence_alloc(), or NULL
+ */
+void neuron_fence_free(struct dma_fence *fence)
+{
+	kfree(fence ? container_of(fence, struct neuron_fence, base) : NULL);
 }
 
 /**

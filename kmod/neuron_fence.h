@@ -10,7 +10,9 @@
 
 struct dma_fence;
 
-struct dma_fence *neuron_fence_create(u64 context, u64 seqno);
+struct dma_fence *neuron_fence_alloc(void);
+void neuron_fence_init(struct dma_fence *fence, u64 context, u64 seqno);
+void neuron_fence_free(struct dma_fence *fence);
 void neuron_fence_signal(struct dma_fence *fence, int error);
 
 #endif /* __NEURON_FENCE_H__ */

@@ -142,6 +142,7 @@ static const struct drm_ioctl_desc neuron_ioctls[] = {
 	DRM_IOCTL_DEF_DRV(NEURON_COPY, neuron_copy_ioctl, 0),
 	DRM_IOCTL_DEF_DRV(NEURON_SUBMIT, neuron_submit_ioctl, 0),
 	DRM_IOCTL_DEF_DRV(NEURON_WAIT, neuron_wait_ioctl, 0),
+	DRM_IOCTL_DEF_DRV(NEURON_SUBMIT_BATCH, neuron_submit_batch_ioctl, 0),
 };
 
 /*

@@ -4,11 +4,11 @@
  *
  * A core's job queue is a 256-entry job ring and a 1024-entry completion
  * ring in coherent memory (datasheet 4.2). Writing a job is one
- * descriptor (job id = the job's per-core sequence number) and a Q_TAIL
- * doorbell; the completion interrupt's hard handler walks the completion
- * ring by its phase bit, matches FINAL entries to the jobs on the ring by
- * job id, signals their fences and writes Q_CPL_HEAD. NOTIFY entries are
- * consumed and ignored.
+ * descriptor (job id = the job's per-core sequence number); one Q_TAIL
+ * doorbell follows the descriptors written together. The completion
+ * interrupt's hard handler walks the completion ring by its phase bit,
+ * matches FINAL entries to the jobs on the ring by job id, signals their
+ * fences and writes Q_CPL_HEAD. NOTIFY entries are consumed and ignored.
  */
 #include <drm/drm_managed.h>
 #include <linux/dma-mapping.h>
@@ -106,7 +106,15 @@ static void neuron_queue_write(struct neuron_ring *ring, struct neuron_job *job)
 	q->tail++;
 	trace_neuron_submit(ring->ndev, ring->index, job->seqno,
 			    job->num_bindings);
-	/* The descriptor is in memory before the doorbell (writel orders). */
+}
+
+/* One doorbell for every descriptor written since the last. */
+static void neuron_queue_kick(struct neuron_ring *ring)
+{
+	struct neuron_queue *q = to_neuron_queue(ring);
+
+	lockdep_assert_held(&ring->irq_lock);
+	/* The descriptors are in memory before the doorbell (writel orders). */
 	neuron_wr32(&ring->ndev->hw, neuron_q_reg(q, NEURON_Q_TAIL), q->tail);
 }
 
@@ -256,6 +264,7 @@ static void neuron_queue_show_job(struct neuron_job *job, struct seq_file *m)
 static const struct neuron_ring_ops neuron_queue_ops = {
 	.hw_init = neuron_queue_hw_init,
 	.write = neuron_queue_write,
+	.kick = neuron_queue_kick,
 	.process = neuron_queue_process,
 	.reset = neuron_queue_reset,
 	.halted = neuron_queue_halted,

@@ -209,7 +209,8 @@ void neuron_ring_complete_locked(struct neuron_ring *ring,
 
 /*
  * Moves a job onto the unit: fails it when the device is not ready or
- * gone, else writes it and rings the doorbell if the unit has a credit.
+ * gone, else writes it if the unit has a credit. The caller then rings
+ * the doorbell once for the jobs it wrote (neuron_ring_kick_locked()).
  *
  * Return: false when the job stays where it is: the unit is out of
  * credits (a completion kicks run_work) or paused (its reset does).
@@ -244,6 +245,19 @@ static bool neuron_ring_write_locked(struct neuron_ring *ring,
 	ring->ops->write(ring, job);
 	drm_dev_exit(idx);
 	return true;
+}
+
+/* Rings the unit's doorbell for the jobs written since the last time. */
+static void neuron_ring_kick_locked(struct neuron_ring *ring)
+{
+	int idx;
+
+	lockdep_assert_held(&ring->irq_lock);
+	/* Unplugged: the jobs written are failed with the rest. */
+	if (!ring->ops->kick || !drm_dev_enter(&ring->ndev->drm, &idx))
+		return;
+	ring->ops->kick(ring);
+	drm_dev_exit(idx);
 }
 
 /* Takes the lane's callback off the fence it waited for. */
@@ -303,13 +317,13 @@ static bool neuron_lane_blocked(struct neuron_file_ring *lane,
  *
  * One job of each lane in turn, until no lane has a job whose fences
  * signalled or the unit has no credit left; the lane that found no
- * credit is served first next time.
+ * credit is served first next time. One doorbell for all of them.
  */
 void neuron_ring_dispatch_locked(struct neuron_ring *ring)
 {
 	struct wait_queue_head *drained = &ring->ndev->exec->lane_drained;
 	struct neuron_file_ring *lane, *tmp;
-	bool wrote;
+	bool wrote, any = false;
 
 	lockdep_assert_held(&ring->lock);
 	if (ring->stopped)
@@ -329,9 +343,10 @@ void neuron_ring_dispatch_locked(struct neuron_ring *ring)
 			spin_unlock_irq(&ring->irq_lock);
 			if (!written) {
 				list_rotate_to_front(&lane->node, &ring->lanes);
-				return;
+				goto kick;
 			}
 			wrote = true;
+			any = true;
 			if (list_empty(&lane->waiting)) {
 				list_del_init(&lane->node);
 				if (wq_has_sleeper(drained))
@@ -339,6 +354,12 @@ void neuron_ring_dispatch_locked(struct neuron_ring *ring)
 			}
 		}
 	} while (wrote);
+kick:
+	if (any) {
+		spin_lock_irq(&ring->irq_lock);
+		neuron_ring_kick_locked(ring);
+		spin_unlock_irq(&ring->irq_lock);
+	}
 }
 
 static void neuron_ring_run_work(struct work_struct *work)
@@ -473,49 +494,53 @@ void neuron_file_ring_fini(struct neuron_file_ring *lane)
 }
 
 /**
- * neuron_ring_push() - queue a job on a file's lane, and write it if it
+ * neuron_ring_push() - queue jobs on a file's lane, and write those that
  * can run
- * @lane: the submitting file's lane of the job's ring
- * @job: the job, with its buffers, hardware description and @deps;
- *	consumed on success
- * @seqno: receives the job's sequence number
+ * @lane: the submitting file's lane of the jobs' ring
+ * @jobs: the jobs, in order, each with its buffers, hardware description,
+ *	deps and a fence from neuron_fence_alloc(); each becomes the ring's,
+ *	its fence initialized (the reference in &neuron_push.fence is the
+ *	caller's) and its &neuron_push.seqno set
+ * @count: entries in @jobs
  *
- * Return: a reference to the job's fence, or ERR_PTR(-ENOMEM) (@job is
- * then still the caller's).
+ * The jobs are queued together: those that can run are written to the
+ * unit with one doorbell. Nothing here fails, so a batch is queued whole.
  */
-struct dma_fence *neuron_ring_push(struct neuron_file_ring *lane,
-				   struct neuron_job *job, u64 *seqno)
+void neuron_ring_push(struct neuron_file_ring *lane, struct neuron_push *jobs,
+		      u32 count)
 {
 	struct neuron_ring *ring = lane->ring;
-	struct dma_fence *fence;
-	u32 i = 0;
+	u32 i, n;
 
-	/* The lane's jobs complete in order: no need to wait for its own. */
-	while (i < job->num_deps) {
-		if (job->deps[i]->context != lane->fence_context) {
-			i++;
-			continue;
+	for (n = 0; n < count; n++) {
+		struct neuron_job *job = jobs[n].job;
+
+		/* The lane's jobs complete in order: no need to wait for its own. */
+		for (i = 0; i < job->num_deps;) {
+			if (job->deps[i]->context != lane->fence_context) {
+				i++;
+				continue;
+			}
+			dma_fence_put(job->deps[i]);
+			job->deps[i] = job->deps[--job->num_deps];
 		}
-		dma_fence_put(job->deps[i]);
-		job->deps[i] = job->deps[--job->num_deps];
 	}
 
 	mutex_lock(&ring->lock);
-	fence = neuron_fence_create(lane->fence_context, lane->fence_seqno + 1);
-	if (!fence) {
-		mutex_unlock(&ring->lock);
-		return ERR_PTR(-ENOMEM);
+	for (n = 0; n < count; n++) {
+		struct neuron_job *job = jobs[n].job;
+
+		neuron_fence_init(jobs[n].fence, lane->fence_context,
+				  ++lane->fence_seqno);
+		job->fence = dma_fence_get(jobs[n].fence);
+		job->seqno = atomic64_inc_return(&ring->submit_seqno);
+		jobs[n].seqno = job->seqno;
+		list_add_tail(&job->node, &lane->waiting);
 	}
-	lane->fence_seqno++;
-	job->fence = dma_fence_get(fence);
-	job->seqno = atomic64_inc_return(&ring->submit_seqno);
-	*seqno = job->seqno;
-	list_add_tail(&job->node, &lane->waiting);
 	if (list_empty(&lane->node))
 		list_add_tail(&lane->node, &ring->lanes);
 	neuron_ring_dispatch_locked(ring);
 	mutex_unlock(&ring->lock);
-	return fence;
 }
 
 /**
@@ -618,6 +643,7 @@ int neuron_ring_recover(struct neuron_ring *ring, u64 seqno, int err)
 	ring->paused = false;
 	list_for_each_entry_safe(job, tmp, &rerun, node)
 		neuron_ring_write_locked(ring, job);
+	neuron_ring_kick_locked(ring);
 	spin_unlock_irq(&ring->irq_lock);
 count:
 	atomic_inc(&ring->resets);

@@ -47,7 +47,10 @@ enum neuron_ring_kind {
  * @hw_init: program the idle unit's rings, empty, and enable it; the
  *	ring's lock is held or nothing else uses the ring yet
  * @write: put @job, just added to &neuron_ring.inflight, on the hardware
- *	and ring the doorbell (inside drm_dev_enter())
+ *	(inside drm_dev_enter())
+ * @kick: optional: ring the doorbell for the jobs @write put on the
+ *	unit since the last kick, so that jobs written together cost one
+ *	(inside drm_dev_enter()); a unit without it rings it in @write
  * @process: consume the completions the unit reported and signal the
  *	jobs that are done (from the unit's hard interrupt handler, or inside
  *	drm_dev_enter()); must not sleep
@@ -64,13 +67,14 @@ enum neuron_ring_kind {
  *	neuron_ring_show_regs() prints a table of them) and driver indices
  * @show_job: print one job on the ring (debugfs)
  *
- * @hw_init, @write, @process, @forget and @show_job are called with
+ * @hw_init, @write, @kick, @process, @forget and @show_job are called with
  * &neuron_ring.irq_lock held (@hw_init also with &neuron_ring.lock, or
  * before the ring is in use), and so must not sleep.
  */
 struct neuron_ring_ops {
 	void (*hw_init)(struct neuron_ring *ring);
 	void (*write)(struct neuron_ring *ring, struct neuron_job *job);
+	void (*kick)(struct neuron_ring *ring);
 	void (*process)(struct neuron_ring *ring);
 	int (*reset)(struct neuron_ring *ring);
 	void (*forget)(struct neuron_ring *ring);
@@ -161,6 +165,20 @@ struct neuron_ring {
 };
 
 /**
+ * struct neuron_push - one job handed to neuron_ring_push()
+ * @job: in, the job
+ * @fence: in, from neuron_fence_alloc(); out, the job's fence, one
+ *	reference of which is the caller's
+ * @seqno: out, the job's sequence number on its ring: the job may be
+ *	done and released by the time neuron_ring_push() returns
+ */
+struct neuron_push {
+	struct neuron_job *job;
+	struct dma_fence *fence;
+	u64 seqno;
+};
+
+/**
  * struct neuron_file_ring - a file's lane of one ring
  * @ring: the ring
  * @waiting: the file's jobs not yet written to the unit, in submission
@@ -242,8 +260,8 @@ int neuron_ring_init(struct neuron_device *ndev, struct neuron_ring *ring,
 int neuron_file_ring_init(struct neuron_file_ring *lane,
 			  struct neuron_ring *ring);
 void neuron_file_ring_fini(struct neuron_file_ring *lane);
-struct dma_fence *neuron_ring_push(struct neuron_file_ring *lane,
-				   struct neuron_job *job, u64 *seqno);
+void neuron_ring_push(struct neuron_file_ring *lane, struct neuron_push *jobs,
+		      u32 count);
 void neuron_ring_dispatch_locked(struct neuron_ring *ring);
 void neuron_ring_reap(struct neuron_exec *exec);
 void neuron_ring_release_work(struct work_struct *work);

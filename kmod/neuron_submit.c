@@ -26,6 +26,7 @@
 #include "neuron_dma.h"
 #include "neuron_drv.h"
 #include "neuron_exec.h"
+#include "neuron_fence.h"
 #include "neuron_gem.h"
 #include "neuron_job.h"
 #include "neuron_ring.h"
@@ -85,92 +86,133 @@ static struct drm_neuron_sync *neuron_copy_in_syncs(u64 uptr, u32 count)
 	return syncs;
 }
 
-/**
- * neuron_job_push() - hand a prepared job to its ring
- * @job: the job, with its buffers and hardware description
- * @file: the submitting file
- * @lane: the file's lane of the ring that runs it
- * @in_syncs: fences to wait for (@num_in_syncs entries, checked)
- * @num_in_syncs: entries in @in_syncs
- * @out_sync: the syncobj (point) that receives the job's fence
- * @seqno: receives the job's sequence number
- *
- * Consumes @job whatever happens.
- *
- * Return: a reference to the job's fence, or an ERR_PTR(): -ENOENT for an
- * unknown syncobj, -EINVAL for an in-sync without a fence, -ENOMEM.
+/*
+ * Where a job's fence goes: its out-sync, looked up (with the chain node
+ * a timeline point needs) before the job is queued, so that nothing can
+ * fail after.
  */
-static struct dma_fence *neuron_job_push(struct neuron_job *job,
-					 struct drm_file *file,
-					 struct neuron_file_ring *lane,
-					 const struct drm_neuron_sync *in_syncs,
-					 u32 num_in_syncs,
-					 const struct drm_neuron_sync *out_sync,
-					 u64 *seqno)
-{
-	struct neuron_client *client = job->client;
-	bool copy = job->kind == NEURON_JOB_COPY;
-	struct dma_fence_chain *chain = NULL;
+struct neuron_out_sync {
 	struct drm_syncobj *syncobj;
-	struct dma_fence *fence;
-	u32 i;
-	int ret;
+	struct dma_fence_chain *chain;
+	u64 point;
+};
 
+static void neuron_out_sync_put(struct neuron_out_sync *out)
+{
+	dma_fence_chain_free(out->chain);
+	if (out->syncobj)
+		drm_syncobj_put(out->syncobj);
+}
+
+/**
+ * neuron_job_ready_push() - the last steps before a job can be pushed
+ * @job: the job, built; its deps are set
+ * @file: the submitting file
+ * @in_syncs: user pointer to @num_in_syncs &struct drm_neuron_sync
+ * @num_in_syncs: entries, checked against DRM_NEURON_MAX_IN_SYNCS
+ * @out_sync: the syncobj (point) that is to receive the job's fence
+ * @push: receives the job and its fence's memory
+ * @out: receives the out-sync
+ *
+ * Takes the fences the job waits for, finds its out-sync and allocates
+ * its fence, so that nothing can fail once jobs are pushed.
+ *
+ * Return: 0, or -ENOENT for an unknown syncobj, -EINVAL for an in-sync
+ * without a fence or a bad entry, -EFAULT, -ENOMEM; then @push and @out
+ * hold nothing (the deps found are the job's, released with it).
+ */
+static int neuron_job_ready_push(struct neuron_job *job, struct drm_file *file,
+				 u64 in_syncs, u32 num_in_syncs,
+				 const struct drm_neuron_sync *out_sync,
+				 struct neuron_push *push,
+				 struct neuron_out_sync *out)
+{
+	struct drm_neuron_sync *syncs;
+	int ret = 0;
+	u32 i;
+
+	syncs = neuron_copy_in_syncs(in_syncs, num_in_syncs);
+	if (IS_ERR(syncs))
+		return PTR_ERR(syncs);
 	if (num_in_syncs) {
 		job->deps = kcalloc(num_in_syncs, sizeof(*job->deps),
 				    GFP_KERNEL);
-		if (!job->deps) {
+		if (!job->deps)
 			ret = -ENOMEM;
-			goto err_release;
-		}
 	}
-	for (i = 0; i < num_in_syncs; i++) {
-		ret = drm_syncobj_find_fence(file, in_syncs[i].handle,
-					     in_syncs[i].point, 0,
+	for (i = 0; !ret && i < num_in_syncs; i++) {
+		ret = drm_syncobj_find_fence(file, syncs[i].handle,
+					     syncs[i].point, 0,
 					     &job->deps[job->num_deps]);
-		if (ret)
-			goto err_release;
-		job->num_deps++;
+		if (!ret)
+			job->num_deps++;
 	}
+	kvfree(syncs);
+	if (ret)
+		return ret;
 
-	syncobj = drm_syncobj_find(file, out_sync->handle);
-	if (!syncobj) {
-		ret = -ENOENT;
-		goto err_release;
-	}
+	*out = (struct neuron_out_sync){ .point = out_sync->point };
+	out->syncobj = drm_syncobj_find(file, out_sync->handle);
+	if (!out->syncobj)
+		return -ENOENT;
 	if (out_sync->point) {
-		chain = dma_fence_chain_alloc();
-		if (!chain) {
-			ret = -ENOMEM;
-			goto err_put;
+		out->chain = dma_fence_chain_alloc();
+		if (!out->chain) {
+			neuron_out_sync_put(out);
+			return -ENOMEM;
 		}
 	}
+	push->fence = neuron_fence_alloc();
+	if (!push->fence) {
+		neuron_out_sync_put(out);
+		return -ENOMEM;
+	}
+	push->job = job;
+	return 0;
+}
+
+/* Releases a job that was prepared but never pushed. */
+static void neuron_push_abandon(struct neuron_push *push,
+				struct neuron_out_sync *out)
+{
+	neuron_fence_free(push->fence);
+	neuron_out_sync_put(out);
+	neuron_job_release(push->job);
+}
+
+/**
+ * neuron_jobs_push() - queue prepared jobs on one lane, in order
+ * @lane: the submitting file's lane of the jobs' ring
+ * @jobs: the jobs, with their fences allocated; their seqnos are set,
+ *	and a reference to each fence is the caller's
+ * @outs: the jobs' out-syncs, which receive their fences
+ * @count: entries in @jobs and @outs
+ *
+ * Consumes the jobs and the out-syncs.
+ */
+static void neuron_jobs_push(struct neuron_file_ring *lane,
+			     struct neuron_push *jobs,
+			     struct neuron_out_sync *outs, u32 count)
+{
+	struct neuron_client *client = jobs[0].job->client;
+	bool copy = jobs[0].job->kind == NEURON_JOB_COPY;
+	u32 i;
 
 	neuron_ring_steer_irq(lane->ring);
-	fence = neuron_ring_push(lane, job, seqno);
-	if (IS_ERR(fence)) {
-		ret = PTR_ERR(fence);
-		dma_fence_chain_free(chain);
-		goto err_put;
+	neuron_ring_push(lane, jobs, count);
+	/* The jobs may be done and released already: only the fences are ours. */
+	atomic64_add(count, copy ? &client->copies_submitted :
+				   &client->jobs_submitted);
+	for (i = 0; i < count; i++) {
+		struct neuron_out_sync *out = &outs[i];
+
+		if (out->chain)
+			drm_syncobj_add_point(out->syncobj, out->chain,
+					      jobs[i].fence, out->point);
+		else
+			drm_syncobj_replace_fence(out->syncobj, jobs[i].fence);
+		drm_syncobj_put(out->syncobj);
 	}
-	/* The job may be done and released already: only @fence is ours. */
-	if (copy)
-		atomic64_inc(&client->copies_submitted);
-	else
-		atomic64_inc(&client->jobs_submitted);
-
-	if (chain)
-		drm_syncobj_add_point(syncobj, chain, fence, out_sync->point);
-	else
-		drm_syncobj_replace_fence(syncobj, fence);
-	drm_syncobj_put(syncobj);
-	return fence;
-
-err_put:
-	drm_syncobj_put(syncobj);
-err_release:
-	neuron_job_release(job);
-	return ERR_PTR(ret);
 }
 
 /* ------------------------------------------------------------------------
@@ -339,23 +381,25 @@ static int neuron_job_build_table(struct neuron_job *job,
 }
 
 /**
- * neuron_submit_ioctl() - DRM_IOCTL_NEURON_SUBMIT
- * @drm: the DRM device
- * @data: &struct drm_neuron_submit
+ * neuron_submit_prepare() - check one SUBMIT and build its job
+ * @ndev: the device
  * @file: the calling file
+ * @args: the SUBMIT, as userspace passed it
+ * @push: receives the job
+ * @out: receives its out-sync
  *
- * Return: 0 or a negative errno as documented in the UAPI header.
+ * Return: 0, or a negative errno as documented in the UAPI header; then
+ * nothing is held.
  */
-int neuron_submit_ioctl(struct drm_device *drm, void *data,
-			struct drm_file *file)
+static int neuron_submit_prepare(struct neuron_device *ndev,
+				 struct drm_file *file,
+				 const struct drm_neuron_submit *args,
+				 struct neuron_push *push,
+				 struct neuron_out_sync *out)
 {
-	struct neuron_device *ndev = to_neuron_device(drm);
 	struct neuron_file_exec *fexec = to_neuron_file(file)->exec;
-	struct drm_neuron_submit *args = data;
-	struct drm_neuron_binding *bindings = NULL;
-	struct drm_neuron_sync *in_syncs = NULL;
+	struct drm_neuron_binding *bindings;
 	struct neuron_slot *slots = NULL;
-	struct dma_fence *fence;
 	struct neuron_job *job;
 	u32 i, n = args->num_bindings;
 	int ret;
@@ -370,10 +414,6 @@ int neuron_submit_ioctl(struct drm_device *drm, void *data,
 		return -EINVAL;
 	if (!n || n > NEURON_MAX_BINDINGS - 1)
 		return -EINVAL;
-	if (!neuron_exec_ready(ndev))
-		return -EIO;
-	/* Completed jobs give back their table slots and buffers first. */
-	neuron_ring_reap(ndev->exec);
 
 	bindings = vmemdup_array_user(u64_to_user_ptr(args->bindings), n,
 				      sizeof(*bindings));
@@ -399,12 +439,6 @@ int neuron_submit_ioctl(struct drm_device *drm, void *data,
 			goto out_free;
 		}
 	}
-	in_syncs = neuron_copy_in_syncs(args->in_syncs, args->num_in_syncs);
-	if (IS_ERR(in_syncs)) {
-		ret = PTR_ERR(in_syncs);
-		in_syncs = NULL;
-		goto out_free;
-	}
 	slots = kvcalloc(n + 1, sizeof(*slots), GFP_KERNEL);
 	if (!slots) {
 		ret = -ENOMEM;
@@ -424,34 +458,138 @@ int neuron_submit_ioctl(struct drm_device *drm, void *data,
 					  bindings[i].offset, bindings[i].size,
 					  bindings[i].flags);
 		if (ret)
-			goto out_put;
+			goto out_release;
 	}
 	/* The program image: one more slot, execute rights only. */
 	ret = neuron_slot_prepare(job, file, &slots[n], args->program_handle,
 				  args->program_offset, args->program_size,
 				  NEURON_BIND_EXEC);
 	if (ret)
-		goto out_put;
+		goto out_release;
 	ret = neuron_job_build_table(job,
 				     neuron_exec_core(ndev->exec, args->core)->tables,
 				     slots, n + 1);
 	if (ret)
-		goto out_put;
-
-	fence = neuron_job_push(job, file, &fexec->cores[args->core], in_syncs,
-				args->num_in_syncs, &args->out_sync,
-				&args->seqno);
-	ret = PTR_ERR_OR_ZERO(fence);
-	if (!ret)
-		dma_fence_put(fence);
+		goto out_release;
+	ret = neuron_job_ready_push(job, file, args->in_syncs,
+				    args->num_in_syncs, &args->out_sync, push,
+				    out);
+	if (ret)
+		goto out_release;
 	goto out_free;
 
-out_put:
+out_release:
 	neuron_job_release(job);
 out_free:
 	kvfree(slots);
-	kvfree(in_syncs);
 	kvfree(bindings);
+	return ret;
+}
+
+/**
+ * neuron_submit_ioctl() - DRM_IOCTL_NEURON_SUBMIT
+ * @drm: the DRM device
+ * @data: &struct drm_neuron_submit
+ * @file: the calling file
+ *
+ * Return: 0 or a negative errno as documented in the UAPI header.
+ */
+int neuron_submit_ioctl(struct drm_device *drm, void *data,
+			struct drm_file *file)
+{
+	struct neuron_device *ndev = to_neuron_device(drm);
+	struct neuron_file_exec *fexec = to_neuron_file(file)->exec;
+	struct drm_neuron_submit *args = data;
+	struct neuron_out_sync out;
+	struct neuron_push push;
+	int ret;
+
+	if (!neuron_exec_ready(ndev))
+		return -EIO;
+	/* Completed jobs give back their table slots and buffers first. */
+	neuron_ring_reap(ndev->exec);
+	ret = neuron_submit_prepare(ndev, file, args, &push, &out);
+	if (ret)
+		return ret;
+	neuron_jobs_push(&fexec->cores[args->core], &push, &out, 1);
+	dma_fence_put(push.fence);
+	args->seqno = push.seqno;
+	return 0;
+}
+
+/**
+ * neuron_submit_batch_ioctl() - DRM_IOCTL_NEURON_SUBMIT_BATCH
+ * @drm: the DRM device
+ * @data: &struct drm_neuron_submit_batch
+ * @file: the calling file
+ *
+ * Every entry is checked and its job built before any is queued; the
+ * entries of one core are then queued together, so the jobs that can run
+ * are written with one doorbell.
+ *
+ * Return: 0 or a negative errno as documented in the UAPI header.
+ */
+int neuron_submit_batch_ioctl(struct drm_device *drm, void *data,
+			      struct drm_file *file)
+{
+	struct neuron_device *ndev = to_neuron_device(drm);
+	struct neuron_file_exec *fexec = to_neuron_file(file)->exec;
+	struct drm_neuron_submit_batch *args = data;
+	struct drm_neuron_submit __user *uentries;
+	struct drm_neuron_submit *entries;
+	struct neuron_out_sync *outs = NULL;
+	struct neuron_push *jobs = NULL;
+	u32 i, first, n = args->count;
+	int ret = 0;
+
+	if (!n || n > DRM_NEURON_MAX_BATCH ||
+	    args->flags & ~DRM_NEURON_SUBMIT_BATCH_FLAGS_ALL || args->reserved)
+		return -EINVAL;
+	if (!neuron_exec_ready(ndev))
+		return -EIO;
+	neuron_ring_reap(ndev->exec);
+
+	uentries = u64_to_user_ptr(args->submits);
+	entries = vmemdup_array_user(uentries, n, sizeof(*entries));
+	if (IS_ERR(entries))
+		return PTR_ERR(entries);
+	jobs = kvcalloc(n, sizeof(*jobs), GFP_KERNEL);
+	outs = kvcalloc(n, sizeof(*outs), GFP_KERNEL);
+	if (!jobs || !outs) {
+		ret = -ENOMEM;
+		goto out_free;
+	}
+	for (i = 0; i < n; i++) {
+		ret = neuron_submit_prepare(ndev, file, &entries[i], &jobs[i],
+					    &outs[i]);
+		if (ret)
+			break;
+	}
+	if (ret) {
+		/* All or nothing: release what was built. */
+		while (i--)
+			neuron_push_abandon(&jobs[i], &outs[i]);
+		goto out_free;
+	}
+
+	/* Each run of entries on one core is queued together, in order. */
+	for (first = 0, i = 1; i <= n; i++) {
+		if (i < n && entries[i].core == entries[first].core)
+			continue;
+		neuron_jobs_push(&fexec->cores[entries[first].core],
+				 &jobs[first], &outs[first], i - first);
+		first = i;
+	}
+	/* The jobs are queued; a seqno that cannot be written back is -EFAULT. */
+	for (i = 0; i < n; i++) {
+		dma_fence_put(jobs[i].fence);
+		if (put_user(jobs[i].seqno, &uentries[i].seqno))
+			ret = -EFAULT;
+	}
+out_free:
+	kvfree(outs);
+	kvfree(jobs);
+	kvfree(entries);
 	return ret;
 }
 
@@ -616,12 +754,12 @@ int neuron_copy_ioctl(struct drm_device *drm, void *data,
 	struct neuron_device *ndev = to_neuron_device(drm);
 	struct neuron_file_exec *fexec = to_neuron_file(file)->exec;
 	struct drm_neuron_copy *args = data;
-	struct drm_neuron_sync *in_syncs;
 	struct sg_table *src_sgt, *dst_sgt;
 	struct neuron_bo *src, *dst;
 	bool any = args->engine == DRM_NEURON_ENGINE_ANY;
 	struct neuron_file_ring *lane;
-	struct dma_fence *fence;
+	struct neuron_out_sync out;
+	struct neuron_push push;
 	struct neuron_job *job;
 	u64 src_offset, dst_offset;
 	int ret;
@@ -638,15 +776,9 @@ int neuron_copy_ioctl(struct drm_device *drm, void *data,
 		return -EIO;
 	neuron_ring_reap(ndev->exec);
 
-	in_syncs = neuron_copy_in_syncs(args->in_syncs, args->num_in_syncs);
-	if (IS_ERR(in_syncs))
-		return PTR_ERR(in_syncs);
-
 	job = neuron_job_alloc(ndev, fexec->client, NEURON_JOB_COPY, 2);
-	if (!job) {
-		ret = -ENOMEM;
-		goto out_free;
-	}
+	if (!job)
+		return -ENOMEM;
 	ret = neuron_job_add_bo(job, file, args->src_handle, args->src_offset,
 				args->size, &src, &src_sgt, &src_offset);
 	if (ret)
@@ -665,6 +797,11 @@ int neuron_copy_ioctl(struct drm_device *drm, void *data,
 				dst_offset, args->size);
 	if (ret)
 		goto out_put;
+	ret = neuron_job_ready_push(job, file, args->in_syncs,
+				    args->num_in_syncs, &args->out_sync, &push,
+				    &out);
+	if (ret)
+		goto out_put;
 
 	if (any) {
 		mutex_lock(&fexec->submit_lock);
@@ -672,23 +809,16 @@ int neuron_copy_ioctl(struct drm_device *drm, void *data,
 	} else {
 		lane = &fexec->dma[args->engine];
 	}
-	fence = neuron_job_push(job, file, lane, in_syncs, args->num_in_syncs,
-				&args->out_sync, &args->seqno);
+	neuron_jobs_push(lane, &push, &out, 1);
+	args->seqno = push.seqno;
 	if (any) {
-		if (!IS_ERR(fence)) {
-			dma_fence_put(fexec->any_last);
-			fexec->any_last = dma_fence_get(fence);
-		}
+		swap(fexec->any_last, push.fence);
 		mutex_unlock(&fexec->submit_lock);
 	}
-	ret = PTR_ERR_OR_ZERO(fence);
-	if (!ret)
-		dma_fence_put(fence);
-	goto out_free;
+	dma_fence_put(push.fence);
+	return 0;
 
 out_put:
 	neuron_job_release(job);
-out_free:
-	kvfree(in_syncs);
 	return ret;
 }

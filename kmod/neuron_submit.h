@@ -17,6 +17,8 @@ struct sg_table;
 
 int neuron_submit_ioctl(struct drm_device *drm, void *data,
 			struct drm_file *file);
+int neuron_submit_batch_ioctl(struct drm_device *drm, void *data,
+			      struct drm_file *file);
 int neuron_copy_ioctl(struct drm_device *drm, void *data,
 		      struct drm_file *file);
 

@@ -190,6 +190,8 @@ int Device::ioctl(int fd, unsigned long request, void *arg) {
         return submit(*f, *static_cast<drm_neuron_submit *>(arg));
     case DRM_IOCTL_NEURON_WAIT:
         return neuron_wait(*f, *static_cast<drm_neuron_wait *>(arg));
+    case DRM_IOCTL_NEURON_SUBMIT_BATCH:
+        return submit_batch(*f, *static_cast<drm_neuron_submit_batch *>(arg));
     default:
         return _IOC_TYPE(request) == DRM_IOCTL_BASE ? EINVAL : ENOTTY;
     }
@@ -455,6 +457,11 @@ int Device::out_sync(File &f, const drm_neuron_sync &s, std::shared_ptr<Fence> &
     else
         it->second.replace(fence);
     return 0;
+}
+
+bool Device::has_syncobj(File &f, uint32_t handle) {
+    std::lock_guard<std::mutex> g(f.lock);
+    return f.syncobjs.count(handle) != 0;
 }
 
 } // namespace neuron::sim

@@ -244,10 +244,14 @@ class Device final : public detail::Os {
     int neuron_wait(File &f, drm_neuron_wait &w);
     int copy(File &f, drm_neuron_copy &c);
     int submit(File &f, drm_neuron_submit &s);
+    int submit_batch(File &f, drm_neuron_submit_batch &b);
+    /// SUBMIT's checks and its job, up to the out-sync: 0 or the errno.
+    int submit_prepare(File &f, const drm_neuron_submit &s, Work &w);
     int submit_slot(File &f, Work &w, uint32_t handle, uint64_t offset, uint64_t size,
                     uint32_t flags);
     int in_syncs(File &f, uint64_t ptr, uint32_t count, Work &w);
     int out_sync(File &f, const drm_neuron_sync &s, std::shared_ptr<Fence> &fence);
+    bool has_syncobj(File &f, uint32_t handle);
 
     Options opts_;
     std::shared_ptr<Memory> memory_;

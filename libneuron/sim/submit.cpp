@@ -92,7 +92,7 @@ int Device::submit_slot(File &f, Work &w, uint32_t handle, uint64_t offset, uint
     return 0;
 }
 
-int Device::submit(File &f, drm_neuron_submit &s) {
+int Device::submit_prepare(File &f, const drm_neuron_submit &s, Work &w) {
     const uint32_t n = s.num_bindings;
     if (s.flags & ~DRM_NEURON_SUBMIT_FLAGS_ALL || s.pad || s.reserved || s.out_sync.pad ||
         !s.out_sync.handle)
@@ -117,7 +117,6 @@ int Device::submit(File &f, drm_neuron_submit &s) {
     if (profile && (!(bind[n - 1].flags & DRM_NEURON_BIND_WRITE) ||
                     bind[n - 1].size < sizeof(neuron_trace_header)))
         return EINVAL;
-    Work w;
     w.profile = profile;
     w.trace_binding = profile ? n - 1 : 0;
     if (int e = in_syncs(f, s.in_syncs, s.num_in_syncs, w))
@@ -133,9 +132,39 @@ int Device::submit(File &f, drm_neuron_submit &s) {
         if (b.flags & NEURON_BIND_HOST_SG)
             b.addr = reinterpret_cast<uintptr_t>(&w.sg[b.addr]);
     w.program_size = static_cast<uint32_t>(s.program_size);
+    return 0;
+}
+
+int Device::submit(File &f, drm_neuron_submit &s) {
+    Work w;
+    if (int e = submit_prepare(f, s, w))
+        return e;
     if (int e = out_sync(f, s.out_sync, w.done))
         return e;
     s.seqno = cores_[s.core]->push(std::move(w));
+    return 0;
+}
+
+// All or nothing, as neuron.ko: every entry is checked before any is queued.
+int Device::submit_batch(File &f, drm_neuron_submit_batch &b) {
+    if (!b.count || b.count > DRM_NEURON_MAX_BATCH ||
+        b.flags & ~DRM_NEURON_SUBMIT_BATCH_FLAGS_ALL || b.reserved)
+        return EINVAL;
+    auto *entries = reinterpret_cast<drm_neuron_submit *>(static_cast<uintptr_t>(b.submits));
+    if (!entries)
+        return EFAULT;
+    std::vector<Work> works(b.count);
+    for (uint32_t i = 0; i < b.count; i++) {
+        if (int e = submit_prepare(f, entries[i], works[i]))
+            return e;
+        if (!has_syncobj(f, entries[i].out_sync.handle))
+            return ENOENT;
+    }
+    for (uint32_t i = 0; i < b.count; i++) {
+        if (int e = out_sync(f, entries[i].out_sync, works[i].done))
+            return e; // the syncobj was destroyed meanwhile by another thread
+        entries[i].seqno = cores_[entries[i].core]->push(std::move(works[i]));
+    }
     return 0;
 }
 

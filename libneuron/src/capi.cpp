@@ -471,6 +471,29 @@ neuron_status neuron_submit(neuron_queue *q, const neuron_loaded_program *lp,
     });
 }
 
+neuron_status neuron_submit_batch(neuron_queue *q, const neuron_batch_job *jobs, size_t count,
+                                  neuron_fence **out) {
+    return guard(__func__, [&] {
+        NEED(q);
+        NEED(out);
+        if (count)
+            NEED(jobs);
+        std::vector<neuron::Arguments> args(count);
+        std::vector<neuron::Queue::Job> batch;
+        batch.reserve(count);
+        for (size_t i = 0; i < count; i++) {
+            NEED(jobs[i].program);
+            args[i] = arguments_of(jobs[i].args, jobs[i].num_args);
+            batch.push_back({jobs[i].program->lp, args[i], fences(jobs[i].deps, jobs[i].num_deps)});
+        }
+        std::vector<std::unique_ptr<neuron_fence>> made;
+        for (auto &f : q->q.submit(batch))
+            made.push_back(std::make_unique<neuron_fence>(neuron_fence{std::move(f)}));
+        for (size_t i = 0; i < count; i++)
+            out[i] = made[i].release();
+    });
+}
+
 neuron_status neuron_profile_create(neuron_device *dev, uint64_t max_records,
                                     neuron_profile **out) {
     return guard(__func__, [&] {

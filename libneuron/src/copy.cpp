@@ -72,7 +72,7 @@ Fence Device::copy(const BufferRange &dst, const BufferRange &src, const std::ve
                                         c.dst_offset),
                             e == ENOTTY || e == EINVAL ? "(does this driver implement COPY?)" : "");
     fs->seqno = c.seqno;
-    fs->label = fmt::format("copy {} ({} bytes) on {}", c.seqno, c.size, dev.path);
+    fs->bytes = c.size;
     return Fence(std::move(fs));
 }
 

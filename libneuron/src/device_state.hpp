@@ -81,12 +81,23 @@ struct FenceState {
     std::shared_ptr<DeviceState> device;
     uint32_t syncobj = 0;
     uint64_t seqno = 0;
-    std::string label;
+    /// What the fence stands for, for label(): a job of @c program on
+    /// @c core, or a copy of @c bytes (empty @c program).
+    std::string program;
+    uint32_t core = 0;
+    uint64_t bytes = 0;
+    /// "job 3 (program 'gelu') on core 0 of /dev/accel/accel0", formatted
+    /// on first use: most fences are never named.
+    const std::string &label() const;
     mutable std::mutex lock;
     mutable std::string last_message;
     /// Run once the last Fence of the job is gone ($NEURON_PROFILE's capture).
     std::function<void(const FenceState &)> on_release;
     ~FenceState();
+
+  private:
+    mutable std::once_flag label_once_;
+    mutable std::string label_;
 };
 
 inline void BufferAccess::detach(const Buffer &b) {

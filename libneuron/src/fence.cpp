@@ -11,12 +11,22 @@
 namespace neuron {
 namespace detail {
 
+const std::string &FenceState::label() const {
+    std::call_once(label_once_, [this] {
+        label_ = program.empty()
+                     ? fmt::format("copy {} ({} bytes) on {}", seqno, bytes, device->path)
+                     : fmt::format("job {} (program '{}') on core {} of {}", seqno, program, core,
+                                   device->path);
+    });
+    return label_;
+}
+
 FenceState::~FenceState() {
     if (on_release) {
         try {
             on_release(*this);
         } catch (const std::exception &e) {
-            std::fprintf(stderr, "libneuron: %s: %s\n", label.c_str(), e.what());
+            std::fprintf(stderr, "libneuron: %s: %s\n", label().c_str(), e.what());
         }
     }
     if (!syncobj)
@@ -168,21 +178,21 @@ std::error_code Fence::try_wait(std::chrono::nanoseconds timeout) const noexcept
                                                           : wait_generic(dev, s.syncobj, deadline);
     std::lock_guard<std::mutex> g(s.lock);
     if (r.wait_err == ETIME || r.wait_err == ETIMEDOUT) {
-        s.last_message = fmt::format("{}: still running after the wait's timeout", s.label);
+        s.last_message = fmt::format("{}: still running after the wait's timeout", s.label());
         return errc::timeout;
     }
     if (r.wait_err) {
         s.last_message =
-            fmt::format("{}: waiting for it: {}", s.label, detail::errno_text(r.wait_err));
+            fmt::format("{}: waiting for it: {}", s.label(), detail::errno_text(r.wait_err));
         return detail::errc_from_errno(r.wait_err);
     }
     if (r.read_err) {
         s.last_message =
-            fmt::format("{}: reading its status: {}", s.label, detail::errno_text(r.read_err));
+            fmt::format("{}: reading its status: {}", s.label(), detail::errno_text(r.read_err));
         return detail::errc_from_errno(r.read_err);
     }
     if (r.fence_err) {
-        s.last_message = fmt::format("{} failed: {}", s.label, fence_failure(r.fence_err));
+        s.last_message = fmt::format("{} failed: {}", s.label(), fence_failure(r.fence_err));
         return fence_errc(r.fence_err);
     }
     s.last_message.clear();
@@ -213,7 +223,7 @@ std::string Fence::message() const {
 
 const std::string &Fence::label() const {
     static const std::string empty = "empty fence";
-    return state_ ? state_->label : empty;
+    return state_ ? state_->label() : empty;
 }
 uint32_t Fence::syncobj() const {
     return state_ ? state_->syncobj : 0;

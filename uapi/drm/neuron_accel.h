@@ -70,8 +70,11 @@ extern "C" {
  * added in a backwards compatible way.
  */
 #define DRM_NEURON_API_VERSION_MAJOR	1
-/* 1.1: WAIT; 1.2: DRM_NEURON_SUBMIT_F_PROFILE, DRM_NEURON_PARAM_ISA_VERSION */
-#define DRM_NEURON_API_VERSION_MINOR	2
+/*
+ * 1.1: WAIT; 1.2: DRM_NEURON_SUBMIT_F_PROFILE, DRM_NEURON_PARAM_ISA_VERSION;
+ * 1.3: SUBMIT_BATCH
+ */
+#define DRM_NEURON_API_VERSION_MINOR	3
 
 #define DRM_NEURON_GET_PARAM		0x00
 #define DRM_NEURON_BO_CREATE		0x01
@@ -79,6 +82,7 @@ extern "C" {
 #define DRM_NEURON_COPY			0x03
 #define DRM_NEURON_SUBMIT		0x04
 #define DRM_NEURON_WAIT			0x05
+#define DRM_NEURON_SUBMIT_BATCH		0x06
 
 #define DRM_IOCTL_NEURON_GET_PARAM \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_NEURON_GET_PARAM, struct drm_neuron_get_param)
@@ -92,6 +96,9 @@ extern "C" {
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_NEURON_SUBMIT, struct drm_neuron_submit)
 #define DRM_IOCTL_NEURON_WAIT \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_NEURON_WAIT, struct drm_neuron_wait)
+#define DRM_IOCTL_NEURON_SUBMIT_BATCH \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_NEURON_SUBMIT_BATCH, \
+		 struct drm_neuron_submit_batch)
 
 /**
  * enum drm_neuron_param - what DRM_IOCTL_NEURON_GET_PARAM can report
@@ -517,6 +524,57 @@ struct drm_neuron_submit {
 	 * kernel logs, traces and the device's job id.
 	 */
 	__u64 seqno;
+	/** @reserved: must be zero. */
+	__u64 reserved;
+};
+
+/* Most entries of &drm_neuron_submit_batch.submits. */
+#define DRM_NEURON_MAX_BATCH		64
+
+/* No batch flags are defined yet. */
+#define DRM_NEURON_SUBMIT_BATCH_FLAGS_ALL	0
+
+/**
+ * struct drm_neuron_submit_batch - argument of DRM_IOCTL_NEURON_SUBMIT_BATCH
+ *
+ * Queues several jobs in one call, since interface version 1.3 (an older
+ * driver fails the ioctl with -EINVAL). Each entry of @submits is a
+ * &struct drm_neuron_submit, checked and run exactly as
+ * DRM_IOCTL_NEURON_SUBMIT would, in array order: jobs of one file on one
+ * core execute in the order of their entries, after the jobs the file
+ * queued before. Consecutive entries on one core are handed to the
+ * device together, with one doorbell, which is what makes a batch
+ * cheaper than as many SUBMITs.
+ *
+ * All or nothing: every entry is checked and its job built before any is
+ * queued. If one fails, none is queued, no out-sync changes, and the
+ * ioctl returns that entry's error (call SUBMIT entry by entry to learn
+ * which). The in-syncs of every entry are looked up before any entry is
+ * queued, so an entry cannot wait for the out-sync of another entry of the
+ * same batch (it would find no fence, or the one it held before).
+ *
+ * Returns 0 once every job is queued, with the @seqno field of every entry
+ * written.
+ *
+ * Errors: -EINVAL for a zero @count or one above %DRM_NEURON_MAX_BATCH,
+ * unknown @flags or a non-zero @reserved; otherwise the first failing
+ * entry's error, as listed for &drm_neuron_submit (-EIO when the device
+ * is in a fatal state).
+ *
+ * -EFAULT after the jobs were queued (a @seqno could not be written
+ * back): every job runs and its fence is installed in its out-sync as on
+ * success.
+ */
+struct drm_neuron_submit_batch {
+	/**
+	 * @submits: in, user pointer to an array of @count
+	 * &struct drm_neuron_submit; out, their @seqno fields.
+	 */
+	__u64 submits;
+	/** @count: in, entries in @submits, 1..%DRM_NEURON_MAX_BATCH. */
+	__u32 count;
+	/** @flags: in, must be within %DRM_NEURON_SUBMIT_BATCH_FLAGS_ALL. */
+	__u32 flags;
 	/** @reserved: must be zero. */
 	__u64 reserved;
 };

@@ -250,6 +250,23 @@ NEURON_EXPORT neuron_status neuron_submit(neuron_queue *q, const neuron_loaded_p
                                           const neuron_fence *const *deps, size_t num_deps,
                                           neuron_fence **out);
 
+/* One job of neuron_submit_batch(): what neuron_submit() takes. */
+typedef struct neuron_batch_job {
+    const neuron_loaded_program *program;
+    const neuron_job_arg *args;
+    size_t num_args;
+    const neuron_fence *const *deps;
+    size_t num_deps;
+} neuron_batch_job;
+
+/*
+ * neuron_submit() of @count jobs, in order, handed to the driver together
+ * (Queue::submit of a span, docs/libneuron.md): @out receives @count
+ * fences, or, on an error, none (nothing of the batch is left running).
+ */
+NEURON_EXPORT neuron_status neuron_submit_batch(neuron_queue *q, const neuron_batch_job *jobs,
+                                                size_t count, neuron_fence **out);
+
 /* ---- profiling (docs/profiling.md) ---- */
 
 typedef struct neuron_profile neuron_profile;

@@ -866,6 +866,108 @@ static void test_submit_invalid(void **state) {
     job_bufs_fini(fd, &jb);
 }
 
+/* One SUBMIT of @jb on @core, signalling @out, as a batch entry. */
+static struct drm_neuron_submit batch_entry(const struct job_bufs *jb,
+                                            const struct drm_neuron_binding *b, uint32_t core,
+                                            uint32_t out) {
+    return (struct drm_neuron_submit){
+        .core = core,
+        .program_handle = jb->prog,
+        .program_size = jb->prog_size,
+        .num_bindings = 2,
+        .bindings = (uintptr_t)b,
+        .out_sync = {.handle = out},
+    };
+}
+
+static int submit_batch(int fd, struct drm_neuron_submit *e, uint32_t count) {
+    struct drm_neuron_submit_batch sb = {.submits = (uintptr_t)e, .count = count};
+
+    return neuron_ioctl(fd, DRM_IOCTL_NEURON_SUBMIT_BATCH, &sb);
+}
+
+/*
+ * SUBMIT_BATCH: every job of a batch runs, in order on its core, its seqno
+ * written back; a bad entry queues none of them; every field is checked.
+ */
+static void test_submit_batch(void **state) {
+    int fd = FD(state);
+    uint32_t cores = get_param(fd, DRM_NEURON_PARAM_NUM_CORES);
+    struct drm_neuron_submit e[DRM_NEURON_MAX_BATCH + 1];
+    uint32_t out[DRM_NEURON_MAX_BATCH + 1];
+    struct drm_neuron_submit_batch sb;
+    struct drm_neuron_binding b[2];
+    struct job_bufs jb;
+    uint64_t last_seqno[NEURON_MAX_CORES] = {0};
+    unsigned int i;
+    int status;
+
+    job_bufs_init(fd, &jb, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_HOST, DRM_NEURON_BO_DEVICE, 0, 0);
+    b[0] = (struct drm_neuron_binding){
+        .handle = jb.in, .flags = DRM_NEURON_BIND_READ, .size = PROG_BYTES};
+    b[1] = (struct drm_neuron_binding){
+        .handle = jb.out, .flags = DRM_NEURON_BIND_WRITE, .size = PROG_BYTES};
+    for (i = 0; i <= DRM_NEURON_MAX_BATCH; i++) {
+        out[i] = syncobj_new(fd);
+        /* Cores alternate in runs of three: runs are queued in order. */
+        e[i] = batch_entry(&jb, b, (i / 3) % cores, out[i]);
+    }
+
+    /* A whole batch: every job done, fine, seqnos rising on each core. */
+    assert_int_equal(submit_batch(fd, e, DRM_NEURON_MAX_BATCH), 0);
+    for (i = 0; i < DRM_NEURON_MAX_BATCH; i++) {
+        uint32_t c = e[i].core;
+
+        assert_int_equal(neuron_wait(fd, out[i], 30, &status), 0);
+        assert_int_equal(status, 0);
+        assert_true(e[i].seqno > last_seqno[c]);
+        last_seqno[c] = e[i].seqno;
+    }
+    check_axpb(&jb);
+
+    /* One bad entry (the last): nothing queued, no out-sync touched. */
+    for (i = 0; i < 3; i++) {
+        drmSyncobjDestroy(fd, out[i]);
+        out[i] = syncobj_new(fd);
+        e[i] = batch_entry(&jb, b, 0, out[i]);
+    }
+    e[2].program_handle = 4242;
+    assert_int_equal(submit_batch(fd, e, 3), -ENOENT);
+    e[2].program_handle = jb.prog;
+    e[1].bindings = 8;
+    assert_int_equal(submit_batch(fd, e, 3), -EFAULT);
+    e[1].bindings = (uintptr_t)b;
+    e[0].reserved = 1;
+    assert_int_equal(submit_batch(fd, e, 3), -EINVAL);
+    e[0].reserved = 0;
+    for (i = 0; i < 3; i++) {
+        assert_int_equal(e[i].seqno, 0);
+        /* No fence: the syncobj never received one. */
+        assert_int_equal(neuron_wait(fd, out[i], 0, &status), -EINVAL);
+    }
+
+    /* The batch's own fields. */
+#define EXPECT(assign, err)                                                                        \
+    do {                                                                                           \
+        sb = (struct drm_neuron_submit_batch){.submits = (uintptr_t)e, .count = 1};                \
+        assign;                                                                                    \
+        assert_int_equal(neuron_ioctl(fd, DRM_IOCTL_NEURON_SUBMIT_BATCH, &sb), err);               \
+    } while (0)
+    EXPECT((void)0, 0);
+    assert_int_equal(neuron_wait(fd, out[0], 30, &status), 0);
+    assert_int_equal(status, 0);
+    EXPECT(sb.count = 0, -EINVAL);
+    EXPECT(sb.count = DRM_NEURON_MAX_BATCH + 1, -EINVAL);
+    EXPECT(sb.flags = 1, -EINVAL);
+    EXPECT(sb.reserved = 1, -EINVAL);
+    EXPECT(sb.submits = 8, -EFAULT);
+#undef EXPECT
+
+    for (i = 0; i <= DRM_NEURON_MAX_BATCH; i++)
+        drmSyncobjDestroy(fd, out[i]);
+    job_bufs_fini(fd, &jb);
+}
+
 /* A load past its binding faults; the core keeps working. */
 static void test_submit_fault(void **state) {
     int fd = FD(state);
@@ -2173,6 +2275,20 @@ static int fi_submit(struct fi_ctx *c) {
     return submit(c->fd, &c->jb, 0, c->sync, NULL);
 }
 
+/* Three jobs in one batch: all are queued, or none. */
+static int fi_submit_batch(struct fi_ctx *c) {
+    struct drm_neuron_binding b[2] = {
+        {.handle = c->jb.in, .flags = DRM_NEURON_BIND_READ, .size = PROG_BYTES},
+        {.handle = c->jb.out, .flags = DRM_NEURON_BIND_WRITE, .size = PROG_BYTES},
+    };
+    struct drm_neuron_submit e[3];
+    unsigned int i;
+
+    for (i = 0; i < 3; i++)
+        e[i] = batch_entry(&c->jb, b, 0, c->sync);
+    return submit_batch(c->fd, e, 3);
+}
+
 static void fi_submit_undo(struct fi_ctx *c) {
     fi_wait(c);
     check_axpb(&c->jb);
@@ -2199,6 +2315,7 @@ static const struct fi_case fi_cases[] = {
     {"copy host->device", fi_new_host, fi_copy_to_device, fi_wait, fi_close_host},
     {"copy device->host", fi_new_host, fi_copy_to_host, fi_wait, fi_close_host},
     {"submit", NULL, fi_submit, fi_submit_undo, NULL},
+    {"submit_batch", NULL, fi_submit_batch, fi_submit_undo, NULL},
     {"syncobj_create", NULL, fi_syncobj_create, fi_syncobj_destroy, NULL},
 };
 
@@ -2589,6 +2706,7 @@ static const struct named_test all_tests[] = {
     T(test_copy_roundtrip),
     T(test_copy_chain),
     T(test_submit_invalid),
+    T(test_submit_batch),
     T(test_submit_program),
     T(test_submit_latency),
     T(test_irq_follows_submitter),

@@ -254,6 +254,54 @@ static void many_in_flight(void **) {
     }
 }
 
+// Queue::submit of many jobs at once: more than one SUBMIT_BATCH holds, so
+// the jobs go in two calls; each computes its own result, in order.
+static void batch(void **) {
+    Device d = open_dev();
+    const uint32_t n = 16;
+    LoadedProgram lp = d.load(relu_program(n));
+    SubAllocator pool(d, data_region(d));
+    Queue q = d.queue(0);
+    const size_t count = DRM_NEURON_MAX_BATCH + 6;
+    std::vector<Allocation> xs(count), ys(count);
+    std::vector<std::vector<float>> data(count);
+    std::vector<Arguments> args(count);
+    std::vector<Queue::Job> jobs;
+    Fence before = q.submit(
+        lp,
+        Arguments().bind("x", pool.allocate(128 * n * 4)).bind("y", pool.allocate(128 * n * 4)));
+    for (size_t j = 0; j < count; j++) {
+        data[j] = pattern(128 * n, 0.05f * static_cast<float>(j + 1));
+        xs[j] = pool.allocate(data[j].size() * 4);
+        ys[j] = pool.allocate(data[j].size() * 4);
+        std::memcpy(xs[j].map().data(), data[j].data(), data[j].size() * 4);
+        args[j].bind("x", xs[j]).bind("y", ys[j]);
+        jobs.push_back({lp, args[j], j == 0 ? std::vector<Fence>{before} : std::vector<Fence>{}});
+    }
+    std::vector<Fence> fences = q.submit(jobs);
+    assert_int_equal(fences.size(), count);
+    for (size_t j = 0; j < count; j++) {
+        assert_true(fences[j].wait_for(120s));
+        check_relu(*ys[j].buffer(), data[j], ys[j].offset());
+        assert_non_null(std::strstr(fences[j].label().c_str(), "(program 'relu2x1') on core 0"));
+        if (j)
+            assert_true(fences[j].seqno() > fences[j - 1].seqno());
+    }
+
+    // A job libneuron rejects: none of the batch is queued.
+    std::vector<float> zero(128 * n, 0.0f), y0(128 * n);
+    std::memcpy(ys[0].map().data(), zero.data(), zero.size() * 4);
+    Arguments unbound;
+    unbound.bind("x", xs[1]);
+    std::vector<Queue::Job> bad = {{lp, args[0]}, {lp, unbound}};
+    auto e = expect_error([&] { q.submit(bad); }, errc::invalid_argument);
+    assert_non_null(std::strstr(e.what(), "argument 'y' (out fp32, 8192 bytes) is not bound"));
+    // Jobs of one queue run in order: had the first been queued, it ran by now.
+    q.submit(lp, args[1]).wait();
+    std::memcpy(y0.data(), ys[0].map().data(), y0.size() * 4);
+    assert_memory_equal(y0.data(), zero.data(), zero.size() * 4);
+}
+
 static void argument_errors(void **) {
     Device d = open_dev();
     LoadedProgram lp = d.load(relu_program(16));
@@ -353,6 +401,25 @@ static void capi(void **) {
     assert_int_equal(neuron_submit(q, lp, missing, 1, nullptr, 0, &f2),
                      NEURON_ERR_INVALID_ARGUMENT);
     assert_non_null(std::strstr(neuron_last_error(), "argument 'y' (out fp32"));
+    // A batch: the second job waits for the first; a bad job fails it all.
+    std::memset(static_cast<char *>(ym) + yoff, 0, 128 * n * 4);
+    const neuron_fence *first_dep[1] = {f};
+    neuron_batch_job batch[2] = {{lp, args, 2, first_dep, 1}, {lp, args, 2, nullptr, 0}};
+    neuron_fence *fb[2] = {nullptr, nullptr};
+    assert_int_equal(neuron_submit_batch(q, batch, 2, fb), NEURON_OK);
+    assert_int_equal(neuron_fence_wait(fb[1], -1), NEURON_OK);
+    assert_int_equal(neuron_fence_wait(fb[0], 0), NEURON_OK);
+    for (size_t i = 0; i < data.size(); i++)
+        assert_true(std::fabs(out[i] - std::max(0.0f, data[i] * 2 + 1)) < 1e-6f);
+    batch[1].args = missing;
+    batch[1].num_args = 1;
+    neuron_fence *fbad[2] = {nullptr, nullptr};
+    assert_int_equal(neuron_submit_batch(q, batch, 2, fbad), NEURON_ERR_INVALID_ARGUMENT);
+    assert_null(fbad[0]);
+    assert_non_null(std::strstr(neuron_last_error(), "argument 'y' (out fp32"));
+    assert_int_equal(neuron_submit_batch(q, nullptr, 1, fbad), NEURON_ERR_INVALID_ARGUMENT);
+    neuron_fence_destroy(fb[0]);
+    neuron_fence_destroy(fb[1]);
     neuron_fence_destroy(f);
     neuron_allocation_free(x);
     neuron_allocation_free(y);
@@ -558,7 +625,8 @@ int main(int argc, char **argv) {
     const struct CMUnitTest copy_tests[] = {cmocka_unit_test(copies)};
     const struct CMUnitTest submit_tests[] = {
         cmocka_unit_test(run_job), cmocka_unit_test(many_in_flight),
-        cmocka_unit_test(argument_errors), cmocka_unit_test(fault), cmocka_unit_test(timeout)};
+        cmocka_unit_test(batch),   cmocka_unit_test(argument_errors),
+        cmocka_unit_test(fault),   cmocka_unit_test(timeout)};
     const struct CMUnitTest capi_tests[] = {cmocka_unit_test(capi)};
     const struct CMUnitTest profile_tests[] = {
         cmocka_unit_test(profile_job), cmocka_unit_test(profile_truncated),
