@@ -21,8 +21,9 @@ namespace nbench {
 
 namespace {
 
-unsigned jobs_per_run(const Options &o, unsigned depth) {
-    return std::max(o.quick ? 32u : 256u, 4 * depth);
+/// Jobs in one run of the round trip.
+unsigned latency_jobs(const Options &o) {
+    return o.quick ? 32u : 256u;
 }
 
 std::vector<unsigned> depths(const Options &o) {
@@ -47,33 +48,33 @@ double job_latency_us(const neuron::Queue &q, const neuron::LoadedProgram &p, un
     return (now_s() - t0) / jobs * 1e6;
 }
 
-/// Jobs per second with up to @p depth of them in flight, kept there as the
-/// peer keeps its reads: wait for the oldest, reap every job done since, and
-/// refill the queue with one batch.
+/// Jobs per second with up to @p depth of them in flight for @p seconds,
+/// kept there as the peer keeps its reads (BlockPeer::iops): wait for the
+/// oldest, reap every job done since, refill the queue with one batch.
 double job_rate(const neuron::Queue &q, const neuron::LoadedProgram &p, unsigned depth,
-                unsigned jobs) {
+                double seconds) {
     const neuron::Arguments none;
     std::vector<neuron::Queue::Job> batch;
     std::deque<neuron::Fence> in_flight;
-    unsigned submitted = 0;
-    const double t0 = now_s();
-    while (submitted < jobs || !in_flight.empty()) {
-        const unsigned room =
-            std::min(depth - static_cast<unsigned>(in_flight.size()), jobs - submitted);
-        if (room > 0) {
+    uint64_t completed = 0;
+    const double start = now_s(), deadline = start + seconds;
+    double end = start;
+    do {
+        if (end < deadline) {
             batch.clear();
-            for (unsigned i = 0; i < room; i++)
+            while (in_flight.size() + batch.size() < depth)
                 batch.push_back({p, none});
             for (auto &f : q.submit(batch))
                 in_flight.push_back(std::move(f));
-            submitted += room;
         }
         in_flight.front().wait();
-        in_flight.pop_front();
-        while (!in_flight.empty() && in_flight.front().wait_for(std::chrono::nanoseconds(0)))
+        do {
             in_flight.pop_front();
-    }
-    return jobs / (now_s() - t0);
+            completed++;
+        } while (!in_flight.empty() && in_flight.front().wait_for(std::chrono::nanoseconds(0)));
+        end = now_s();
+    } while (!in_flight.empty() || end < deadline);
+    return static_cast<double>(completed) / (end - start);
 }
 
 /// Mean microseconds of GET_PARAM: the cheapest ioctl of the driver.
@@ -109,9 +110,10 @@ void run_submit(const Options &o, Report &r) {
     Table &rate = r.table("rate", "Operations per second with a queue of the given depth", "depth");
     rate.column("no-op jobs", "1/s").column("nvme 4 KiB reads", "1/s");
     rate.ratio("jobs/reads", "no-op jobs", "nvme 4 KiB reads").column("jobs/reads by round", "x");
-    rate.note("Jobs go to one core's queue and reads to the peer the same way: wait for the "
-              "oldest, reap every one done since, refill the queue in one call (a SUBMIT_BATCH; "
-              "io_uring_submit). Jobs and reads alternate round by round at each depth.");
+    rate.note("Jobs go to one core's queue and reads to the peer the same way, for the same "
+              "time (0.5 s, --quick 0.1 s): wait for the oldest, reap every one done since, "
+              "refill the queue in one call (a SUBMIT_BATCH; io_uring_submit). Jobs and reads "
+              "alternate round by round at each depth.");
 
     auto dev = open_device(o);
     std::string no_peer;
@@ -130,7 +132,7 @@ void run_submit(const Options &o, Report &r) {
     // drifts between processes and over a run, and a ratio of figures taken
     // minutes apart measures that drift, not the driver.
     const std::string row = "depth 1";
-    const unsigned jobs = jobs_per_run(o, 1);
+    const unsigned jobs = latency_jobs(o);
     std::vector<Figure> figures;
     if (dev)
         figures.push_back({"no-op job", [&] { return job_latency_us(*q, *p, jobs); }});
@@ -158,8 +160,7 @@ void run_submit(const Options &o, Report &r) {
         const std::string depth = fmt::format("{}", d);
         figures.clear();
         if (dev)
-            figures.push_back(
-                {"no-op jobs", [&] { return job_rate(*q, *p, d, jobs_per_run(o, d)); }});
+            figures.push_back({"no-op jobs", [&] { return job_rate(*q, *p, d, seconds); }});
         if (peer)
             figures.push_back({"nvme 4 KiB reads", [&] { return peer->iops(d, seconds); }});
         const Rounds rounds = interleaved_rounds(o.repeat, figures);
