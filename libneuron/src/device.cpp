@@ -234,9 +234,13 @@ void read_info(const detail::DeviceState &s, DeviceInfo &i) {
     i.partitions = static_cast<uint32_t>(get_param(s, DRM_NEURON_PARAM_PARTITIONS));
     i.hw_version = static_cast<uint32_t>(get_param(s, DRM_NEURON_PARAM_HW_VERSION));
     i.fw_version = static_cast<uint32_t>(get_param(s, DRM_NEURON_PARAM_FW_VERSION));
-    i.isa_version = (api & 0xffff) >= 2 // DRM_NEURON_PARAM_ISA_VERSION: since UAPI 1.2
-                        ? static_cast<uint32_t>(get_param(s, DRM_NEURON_PARAM_ISA_VERSION))
-                        : 1u << 16;
+    // DRM_NEURON_PARAM_ISA_VERSION: since UAPI 1.2. An older driver cannot
+    // report it, but the device's interface version bounds it (hw/README.md,
+    // ISA_VERSION): ISA 1.0 for an interface 1.0 device, 1.1 or later after.
+    if ((api & 0xffff) >= 2)
+        i.isa_version = static_cast<uint32_t>(get_param(s, DRM_NEURON_PARAM_ISA_VERSION));
+    else
+        i.isa_version = i.hw_version >= (1u << 16 | 1u) ? 1u << 16 | 1u : 1u << 16;
     i.capabilities = get_param(s, DRM_NEURON_PARAM_CAPABILITIES);
     i.core_clock_mhz = static_cast<uint32_t>(get_param(s, DRM_NEURON_PARAM_CORE_CLOCK_MHZ));
     i.max_bindings = static_cast<uint32_t>(get_param(s, DRM_NEURON_PARAM_MAX_BINDINGS));

@@ -73,8 +73,12 @@ static void open_checks(void **) {
     assert_string_equal(d.info().pci_address.c_str(), "0000:00:03.0");
     assert_int_equal(d.info().isa_version, 1u << 16 | 1u); // the fake's ISA 1.1
     {
-        // A driver before UAPI 1.2 has no ISA_VERSION parameter: its devices are ISA 1.0.
+        // A driver before UAPI 1.2 has no ISA_VERSION parameter: the device's
+        // interface version bounds it, ISA 1.0 for interface 1.0, else 1.1.
         env.os->params[DRM_NEURON_PARAM_API_VERSION] = 1u << 16 | 1u;
+        env.os->params[DRM_NEURON_PARAM_HW_VERSION] = 1u << 16 | 1u;
+        assert_int_equal(env.open().info().isa_version, 1u << 16 | 1u);
+        env.os->params[DRM_NEURON_PARAM_HW_VERSION] = 1u << 16;
         Device v10 = env.open();
         assert_int_equal(v10.info().isa_version, 1u << 16);
         env.os->params[DRM_NEURON_PARAM_API_VERSION] = 1u << 16 | 2u;
