@@ -548,8 +548,8 @@ struct drm_neuron_submit {
  *
  * All or nothing: every entry is checked and its job built before any is
  * queued. If one fails, none is queued, no out-sync changes, and the
- * ioctl returns that entry's error (call SUBMIT entry by entry to learn
- * which). The in-syncs of every entry are looked up before any entry is
+ * ioctl returns that entry's error (without saying which entry it was).
+ * The in-syncs of every entry are looked up before any entry is
  * queued, so an entry cannot wait for the out-sync of another entry of the
  * same batch (it would find no fence, or the one it held before).
  *
