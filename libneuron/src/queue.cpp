@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Loading programs and submitting jobs.
+#include <exception>
+
 #include <fmt/format.h>
 
 #include <neuron/profile.hpp>
@@ -263,20 +265,20 @@ std::vector<Fence> Queue::submit(std::span<const Job> jobs) const {
     // Profiled jobs are captured one by one; so are jobs for a driver
     // older than the batch ioctl.
     const bool one_by_one = !dev.profile_file.empty() || dev.info.api_version < batch_ioctl_api;
-    // A failure leaves no job queued unseen: those queued are waited for.
-    auto fail = [&](const std::exception_ptr &error) {
-        for (const auto &f : fences)
-            (void)f.try_wait(std::chrono::nanoseconds::max());
-        std::rethrow_exception(error);
-    };
-    if (one_by_one) {
-        for (const auto &j : jobs) {
-            try {
-                fences.push_back(submit(j.program, j.args, j.deps));
-            } catch (...) {
-                fail(std::current_exception());
-            }
+    // If a job is refused, the jobs already queued are waited for before
+    // the error leaves, so that none is left running unseen.
+    struct WaitIfUnwinding {
+        const std::vector<Fence> &queued;
+        const int exceptions = std::uncaught_exceptions();
+        ~WaitIfUnwinding() {
+            if (std::uncaught_exceptions() > exceptions)
+                for (const auto &f : queued)
+                    (void)f.try_wait(std::chrono::nanoseconds::max());
         }
+    } wait_if_unwinding{fences};
+    if (one_by_one) {
+        for (const auto &j : jobs)
+            fences.push_back(submit(j.program, j.args, j.deps));
         return fences;
     }
 
@@ -293,19 +295,14 @@ std::vector<Fence> Queue::submit(std::span<const Job> jobs) const {
         drm_neuron_submit_batch b{};
         b.submits = reinterpret_cast<uintptr_t>(&entries[first]);
         b.count = static_cast<uint32_t>(n);
-        if (int e = dev.ioctl(DRM_IOCTL_NEURON_SUBMIT_BATCH, &b)) {
-            try {
-                detail::throw_errno(
-                    e,
-                    fmt::format("{}: submitting jobs {}..{} of a batch of {} to core {} (program "
-                                "'{}' first); none of these was queued",
-                                dev.path, first, first + n - 1, jobs.size(), core_,
-                                jobs[first].program.program().name()),
-                    submit_refused(e));
-            } catch (...) {
-                fail(std::current_exception());
-            }
-        }
+        if (int e = dev.ioctl(DRM_IOCTL_NEURON_SUBMIT_BATCH, &b))
+            detail::throw_errno(
+                e,
+                fmt::format("{}: submitting jobs {}..{} of a batch of {} to core {} (program "
+                            "'{}' first); none of these was queued",
+                            dev.path, first, first + n - 1, jobs.size(), core_,
+                            jobs[first].program.program().name()),
+                submit_refused(e));
         for (size_t i = first; i < first + n; i++) {
             prepared[i].submit.seqno = entries[i].seqno;
             fences.push_back(Fence(queued(prepared[i])));
