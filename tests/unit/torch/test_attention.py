@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """Attention with an additive mask on the simulator device
-(NEURON_DEVICE=sim): torch 1.13's scaled dot-product attention lowers to
+(NEURON_DEVICE=sim): torch's scaled_dot_product_attention lowers to
 one attention node of the IR (the decomposed form only when its attention
 weights are used, scaled alike), and a 2-D mask shared by several heads,
 through it or through nn.MultiheadAttention's baddbmm, and a [B, 1, 1, K]
@@ -28,13 +28,17 @@ SEQUENCE_LENGTHS = [1, 77, 128, 200]
 
 def sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
          mask: Optional[torch.Tensor] = None) -> torch.Tensor:
-    return torch._C._nn._scaled_dot_product_attention(q, k, v, mask, 0.0, False, False)[0]
+    return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
 
 
 def sdpa_with_weights(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                       mask: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
-    out, weights = torch._C._nn._scaled_dot_product_attention(q, k, v, mask, 0.0, True, False)
-    return out, weights
+    """Attention that also returns its weights, written out as models that
+    need the weights write it (scaled_dot_product_attention does not
+    return them)."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]) + mask
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
 
 
 def attention_bound(q: tol.Bounded, k: tol.Bounded, v: tol.Bounded, mask: Optional[torch.Tensor],
