@@ -312,7 +312,8 @@ const ArgumentInfo &Model::argument(const std::string &name) const {
 }
 
 c10::intrusive_ptr<Model>
-Model::compile(const std::string &ir, const std::vector<std::string> &constant_names,
+Model::compile(const c10::intrusive_ptr<Graph> &graph,
+               const std::vector<std::string> &constant_names,
                const std::vector<at::Tensor> &constants, const std::vector<std::string> &inputs,
                const std::vector<std::string> &outputs, const std::string &workdir,
                const std::vector<std::string> &compiler_args) {
@@ -328,7 +329,7 @@ Model::compile(const std::string &ir, const std::vector<std::string> &constant_n
     for (size_t i = 0; i < constants.size(); i++)
         weights.emplace(constant_names[i], constants[i]);
     try {
-        nc::Graph g = with_weights(nc::parse(ir, "<traced graph>"), weights);
+        nc::Graph g = with_weights(graph->graph(), weights);
         nc::Compiled c = nc::compile(g, options);
         if (!workdir.empty()) {
             fs::create_directories(workdir);
@@ -343,8 +344,6 @@ Model::compile(const std::string &ir, const std::vector<std::string> &constant_n
             log << fmt::format("program: {} bytes\n", c.program.bytes().size());
         }
         return c10::make_intrusive<Model>(std::move(c.program), inputs, outputs);
-    } catch (const nc::ParseError &e) {
-        TORCH_CHECK(false, "neuron: the lowered graph does not parse: ", e.what());
     } catch (const nc::GraphError &e) {
         TORCH_CHECK(false, "neuron compiler: ", e.what());
     } catch (const Error &e) {

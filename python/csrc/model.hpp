@@ -17,6 +17,8 @@
 
 #include <neuron/program.hpp>
 
+#include "graph.hpp"
+
 namespace neuron::torch_bridge {
 
 /// What torch.jit.save stores: format version, the container as uint8
@@ -31,15 +33,14 @@ class Model : public torch::CustomClassHolder {
     Model(Program program, std::vector<std::string> inputs, std::vector<std::string> outputs);
     ~Model() override;
 
-    /// Compiles IR text (docs/compiler.md) whose inputs named in
-    /// @p constant_names are the weights @p constants (they become program
-    /// constants); the other inputs are the model's, in @p inputs order, and
-    /// @p outputs names the results. With a non-empty @p workdir, writes
-    /// model.nir (the compiled graph, weights included), model.nprog and
-    /// compile.log there. @p compiler_args: "--no-fuse" (every operator
-    /// on its own).
+    /// Compiles @p graph, whose inputs named in @p constant_names are the
+    /// weights @p constants (they become program constants); the other
+    /// inputs are the model's, in @p inputs order, and @p outputs names the
+    /// results. With a non-empty @p workdir, writes model.nir (the compiled
+    /// graph, weights included), model.nprog and compile.log there.
+    /// @p compiler_args: "--no-fuse" (every operator on its own).
     static c10::intrusive_ptr<Model>
-    compile(const std::string &ir, const std::vector<std::string> &constant_names,
+    compile(const c10::intrusive_ptr<Graph> &graph, const std::vector<std::string> &constant_names,
             const std::vector<at::Tensor> &constants, const std::vector<std::string> &inputs,
             const std::vector<std::string> &outputs, const std::string &workdir,
             const std::vector<std::string> &compiler_args);
