@@ -10,8 +10,8 @@ from typing import Any, Callable, Dict, Optional, Set, Union
 
 import torch
 
+from .capture import ExampleInputs, capture
 from .partition import analyze_graph
-from .trace import ExampleInputs, capture
 
 
 def analyze(func: Union[torch.nn.Module, Callable[..., Any]], example_inputs: ExampleInputs, *,
@@ -29,12 +29,12 @@ def analyze(func: Union[torch.nn.Module, Callable[..., Any]], example_inputs: Ex
     out of the report. compiler_workdir: keeps graph.txt (the frozen graph)
     and analyze.json (the report)."""
     del max_workers, is_hf_transformers, cleanup  # no compiler processes here
-    frozen, inputs = capture(func, example_inputs, api="torch_neuronx.analyze")
-    analysis = analyze_graph(frozen.graph, inputs, ignored=additional_ignored_ops)
+    captured = capture(func, example_inputs, api="torch_neuronx.analyze")
+    analysis = analyze_graph(captured, ignored=additional_ignored_ops)
     report = analysis.report()
     if compiler_workdir is not None:
         wd = Path(compiler_workdir)
         wd.mkdir(parents=True, exist_ok=True)
-        (wd / "graph.txt").write_text(str(frozen.graph))
+        (wd / "graph.txt").write_text(str(captured.gm.graph))
         (wd / "analyze.json").write_text(json.dumps(report, indent=4) + "\n")
     return report

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
-"""torch_neuronx.trace: capture with torch.jit.trace, lower to the neuron
-compiler's IR, compile, and wrap the program in a TorchScript module whose
-forward calls torch.ops.neuron.forward_v2."""
+"""torch_neuronx.trace: capture the model's ATen graph (capture.py), lower
+it to the neuron compiler's IR (lowering/), compile, and wrap the program
+in a TorchScript module whose forward calls torch.ops.neuron.forward_v2,
+so that torch.jit.save and torch.jit.load keep it."""
 
 from __future__ import annotations
 
@@ -11,30 +12,9 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 
-from .lowering import BOOL_INPUT_DTYPE, lower
-from .partition import PartitionerConfig, partition
-
-ExampleInputs = Union[torch.Tensor, Sequence[torch.Tensor]]
-
-
-class _Function(torch.nn.Module):
-    """A plain function as a module, so that it can be frozen."""
-
-    def __init__(self, func: Callable[..., Any]) -> None:
-        super().__init__()
-        self.func = func
-
-    def forward(self, *args: torch.Tensor) -> Any:
-        return self.func(*args)
-
-
-def _as_tuple(example_inputs: ExampleInputs) -> Tuple[torch.Tensor, ...]:
-    inputs = (example_inputs,) if isinstance(example_inputs, torch.Tensor) else tuple(example_inputs)
-    for i, x in enumerate(inputs):
-        if not isinstance(x, torch.Tensor):
-            raise TypeError(f"torch_neuronx.trace: example input {i} is a "
-                            f"{type(x).__name__}, not a tensor")
-    return inputs
+from .capture import ExampleInputs, capture
+from .lowering import BOOL_INPUT_DTYPE, Lowered, lower
+from .partition import PartitionerConfig, partition, script
 
 
 _wrapper_classes: Dict[Tuple[int, Optional[int], Tuple[int, ...]], type] = {}
@@ -84,33 +64,6 @@ def _wrapper_class(num_inputs: int, tuple_outputs: Optional[int],
     return cls
 
 
-def _module_name(func: Union[torch.nn.Module, Callable[..., Any]]) -> str:
-    return (type(func).__name__ if isinstance(func, torch.nn.Module)
-            else getattr(func, "__name__", "function"))
-
-
-def capture(func: Union[torch.nn.Module, Callable[..., Any]], example_inputs: ExampleInputs,
-            api: str = "torch_neuronx.trace"
-            ) -> Tuple[torch.jit.ScriptModule, Tuple[torch.Tensor, ...]]:
-    """@p func traced with @p example_inputs and frozen: the module (its
-    forward graph holds the weights as constants) and the inputs."""
-    inputs = _as_tuple(example_inputs)
-    module = func if isinstance(func, torch.nn.Module) else _Function(func).eval()
-    if module.training:
-        raise ValueError(f"{api}: the module is in training mode; "
-                         "call .eval() on it before tracing")
-    # With grad enabled: under no_grad, nn.MultiheadAttention and
-    # nn.TransformerEncoderLayer trace to fused operators
-    # (aten::_native_multi_head_attention, ...) instead of the aten
-    # operators they are made of. (torch.jit.trace's check retraces
-    # under no_grad, gets those fused operators and fails: skip it.)
-    with torch.enable_grad():
-        traced = torch.jit.trace(module, inputs, check_trace=False)
-    frozen = torch.jit.freeze(traced)
-    torch._C._jit_pass_remove_mutation(frozen.graph)
-    return frozen, inputs
-
-
 def compiler_arguments(compiler_args: Optional[Union[str, Sequence[str]]]) -> List[str]:
     return [compiler_args] if isinstance(compiler_args, str) else list(compiler_args or [])
 
@@ -138,22 +91,27 @@ def trace(func: Union[torch.nn.Module, Callable[..., Any]], example_inputs: Exam
         raise TypeError("torch_neuronx.trace: partitioner_config is a "
                         f"{type(partitioner_config).__name__}, not a torch_neuronx.PartitionerConfig")
     args = compiler_arguments(compiler_args)
-    frozen, inputs = capture(func, example_inputs)
-    graph = frozen.graph
-    name = _module_name(func)
+    captured = capture(func, example_inputs)
     if partitioner_config is not None:
-        return partition(name, frozen, inputs, partitioner_config, compiler_workdir, args)
-    lowered = lower(name, graph, inputs)
-
-    workdir = ""
-    if compiler_workdir is not None:
-        wd = Path(compiler_workdir)
-        wd.mkdir(parents=True, exist_ok=True)
-        (wd / "graph.txt").write_text(str(graph))
-        (wd / "lowering.log").write_text("\n".join(lowered.log) + "\n")
-        workdir = str(wd)
-    model = torch.ops.neuron.compile(lowered.ir, lowered.weight_names, lowered.weights,
-                                     lowered.inputs, lowered.outputs, workdir, args)
-    wrapper = _wrapper_class(len(inputs), len(lowered.outputs) if lowered.tuple_output else None,
+        return partition(captured, partitioner_config, compiler_workdir, args)
+    lowered = lower(captured)
+    model = compile_lowered(lowered, compiler_workdir, args, str(captured.gm.graph))
+    wrapper = _wrapper_class(len(captured.inputs),
+                             len(lowered.outputs) if lowered.tuple_output else None,
                              lowered.bool_inputs)(model)
-    return torch.jit.script(wrapper)
+    return script(wrapper)
+
+
+def compile_lowered(lowered: Lowered, workdir: Optional[Union[str, Path]],
+                    compiler_args: List[str], graph_text: str) -> Any:
+    """The torch.classes.neuron.Model of @p lowered; @p workdir keeps the
+    captured graph, the lowering's log and the compiler's files."""
+    wd = ""
+    if workdir is not None:
+        path = Path(workdir)
+        path.mkdir(parents=True, exist_ok=True)
+        (path / "graph.txt").write_text(graph_text)
+        (path / "lowering.log").write_text("\n".join(lowered.log) + "\n")
+        wd = str(path)
+    return torch.ops.neuron.compile_graph(lowered.graph, lowered.weight_names, lowered.weights,
+                                          lowered.inputs, lowered.outputs, wd, compiler_args)

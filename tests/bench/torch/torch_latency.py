@@ -8,14 +8,16 @@ model on torch's CPU with one thread in the same run. Medians."""
 import argparse
 import json
 import os
+import re
 import statistics
 import sys
 import time
 from typing import Callable, Dict, List
 
-# One CPU thread for torch's BLAS too: Debian's torch calls OpenBLAS
-# through libblas.so.3, which torch.set_num_threads does not reach.
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+# One CPU thread for every BLAS and OpenMP pool torch may use, not only
+# the one torch.set_num_threads reaches.
+for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
 import torch  # noqa: E402
 
@@ -40,9 +42,9 @@ def process_ms(fn: Callable[[], object], n: int) -> float:
 
 
 def blas() -> str:
-    """The libblas.so.3 Debian's torch calls (the alternative)."""
-    link = "/etc/alternatives/libblas.so.3-x86_64-linux-gnu"
-    return os.path.realpath(link) if os.path.exists(link) else "unknown"
+    """The BLAS torch was built with (torch.__config__)."""
+    m = re.search(r"BLAS_INFO=(\w+)", torch.__config__.show())
+    return m.group(1) if m else "unknown"
 
 
 def main() -> int:

@@ -36,7 +36,7 @@ def sdpa_with_weights(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     """Attention that also returns its weights, written out as models that
     need the weights write it (scaled_dot_product_attention does not
     return them)."""
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]) + mask
+    scores = q @ k.transpose(-2, -1) * (1.0 / math.sqrt(q.shape[-1])) + mask
     weights = torch.softmax(scores, dim=-1)
     return weights @ v, weights
 
@@ -142,8 +142,10 @@ def test_sdpa_weights_keep_the_decomposition(tmp_path: Path) -> None:
     q, k, v = (torch.randn(2, 3, T, 64) for _ in range(3))
     traced = torch_neuronx.trace(sdpa_with_weights, (q, k, v, key_mask(T, T)),
                                  compiler_workdir=tmp_path)
-    # the attention node's decomposition: the scores scaled, masked
-    assert ir_ops(tmp_path) == ["matmul", "mul", "add", "softmax", "matmul"]
+    # written out, with its weights an output: no attention node, one
+    # softmax whose result the program returns
+    ops = ir_ops(tmp_path)
+    assert "attention" not in ops and ops.count("softmax") == 1, ops
     q, k, v = (torch.randn(2, 3, T, 64) for _ in range(3))
     mask = key_mask(T, T)
     out, weights = traced(q, k, v, mask)
@@ -211,7 +213,8 @@ def test_multihead_attention_with_a_2d_mask(T: int, tmp_path: Path) -> None:
     x = torch.randn(2, T, 64)
     traced = torch_neuronx.trace(model, (x,), compiler_workdir=tmp_path)
     ops = ir_ops(tmp_path)
-    assert ops.count("softmax") == 1, ops  # on the device, no partition
+    # on the device, no partition: torch's attention, one node of the IR
+    assert ops.count("attention") == 1, ops
     x = torch.randn(2, T, 64)
     with torch.no_grad():
         out = traced(x)
@@ -262,7 +265,7 @@ def test_multihead_attention_with_a_key_padding_mask(T: int, tmp_path: Path) -> 
     traced_bool = torch_neuronx.trace(model, (x, padded), compiler_workdir=tmp_path / "bool")
     for form in ("float", "bool"):
         ops = ir_ops(tmp_path / form)
-        assert ops.count("softmax") == 1 and ops.count("add") >= 1, ops  # on the device
+        assert ops.count("attention") == 1, ops  # on the device, the mask its operand
     x = torch.randn(2, T, 64)
     out = traced(x, padding)
     for other in (traced(x, padding.masked_fill(padded, float("-inf"))), traced_bool(x, padded)):
@@ -330,21 +333,27 @@ def test_a_mask_the_device_does_not_add_is_refused(mask_shape: Tuple[int, ...], 
     mask = torch.randn(mask_shape)
     fn = sdpa_with_weights if weights else sdpa
     shape = ", ".join(str(n) for n in mask_shape)
-    with pytest.raises(torch_neuronx.UnsupportedOperatorError,
-                       match=re.escape(f"aten::_scaled_dot_product_attention is not supported on "
-                                       f"the neuron device: attn_mask of shape [{shape}] against "
-                                       "attention scores of shape [2, 3, 77, 77]: it is broadcast "
-                                       "over the 77 keys")):
+    if weights:
+        # Written out, the mask is an operand of an addition, whose
+        # broadcast the compiler checks when it compiles (not when the
+        # graph is lowered): refused with the compiler's reason.
+        with pytest.raises(RuntimeError, match=re.escape(
+                "neuron compiler: 'add' (add of mul: fp32[2, 3, 77, 77], mask: "
+                f"fp32[{shape}] -> fp32[2, 3, 77, 77]): broadcast pattern not lowered")):
+            torch_neuronx.trace(fn, (q, k, v, mask))
+        return
+    refusal = ("aten::_scaled_dot_product_flash_attention_for_cpu is not supported on the "
+               f"neuron device: attn_mask of shape [{shape}] against attention scores of "
+               "shape [2, 3, 77, 77]: it is broadcast over the 77 keys")
+    with pytest.raises(torch_neuronx.UnsupportedOperatorError, match=re.escape(refusal)):
         torch_neuronx.trace(fn, (q, k, v, mask), compiler_workdir=tmp_path)
     assert not (tmp_path / "model.nir").exists()  # nothing compiled
-    with pytest.warns(torch_neuronx.PartitionWarning, match="_scaled_dot_product_attention"):
+    with pytest.warns(torch_neuronx.PartitionWarning, match="_scaled_dot_product_flash_attention"):
         traced = torch_neuronx.trace(fn, (q, k, v, mask),
                                      partitioner_config=torch_neuronx.PartitionerConfig(
                                          model_support_percentage_threshold=0.0))
     q, k, v = (torch.randn(2, 3, 77, 64) for _ in range(3))
-    got, want = traced(q, k, v, mask), fn(q, k, v, mask)
-    for g, w in zip(got if weights else (got,), want if weights else (want,)):
-        assert torch.equal(g, w)
+    assert torch.equal(traced(q, k, v, mask), fn(q, k, v, mask))
 
 
 def test_a_mask_the_device_does_not_add_through_baddbmm() -> None:

@@ -90,13 +90,13 @@ class WhereAttention(torch.nn.Module):
 
 
 def sdpa_is_causal(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    return torch._C._nn._scaled_dot_product_attention(q, k, v, None, 0.0, False, True)[0]
+    return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
 
 
 def sdpa_bool_mask(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     T = q.size(-2)
     keep = torch.ones(T, T, dtype=torch.bool).tril()
-    return torch._C._nn._scaled_dot_product_attention(q, k, v, keep, 0.0, False, False)[0]
+    return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=keep)
 
 
 def head_bound(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale_first: bool) -> tol.Bounded:
