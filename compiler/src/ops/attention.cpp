@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: MIT
+// attention(q, k, v[, mask]): decomposed before the lowering
+// (Graph::decomposed()), so no group starts at it.
+#include "../registry.hpp"
+
+namespace neuron::compiler::lower {
+
+namespace {
+
+Type infer(InferContext &c) {
+    Type out;
+    // softmax(q k^T * scale [+ mask], causal) v
+    c.arity(3, 4);
+    c.same_dtype();
+    c.floating();
+    const Shape &q = c.in[0]->shape, &k = c.in[1]->shape, &v = c.in[2]->shape;
+    if (q.size() < 2 || k.size() < 2 || v.size() < 2)
+        throw c.fail("q, k and v are [.., queries, d], [.., keys, d] and [.., keys, dv]");
+    const Shape batch(q.begin(), q.end() - 2);
+    for (const Shape *kv : {&k, &v})
+        if (kv->size() > 2 && Shape(kv->begin(), kv->end() - 2) != batch)
+            throw c.fail("k and v are 2-d or have q's batch dimensions");
+    const int64_t Q = q[q.size() - 2], D = q.back(), K = k[k.size() - 2];
+    if (k.back() != D)
+        throw c.fail(fmt::format("q and k differ in their last axis ({} vs {})", D, k.back()));
+    if (v[v.size() - 2] != K)
+        throw c.fail(fmt::format("k has {} keys, v {}", K, v[v.size() - 2]));
+    Shape scores = batch;
+    scores.push_back(Q);
+    scores.push_back(K);
+    if (c.in.size() == 4) {
+        const Shape &m = c.in[3]->shape;
+        bool fits = m.size() <= scores.size();
+        for (size_t i = 0; fits && i < m.size(); i++) {
+            const int64_t dm = m[m.size() - 1 - i], ds = scores[scores.size() - 1 - i];
+            fits = dm == ds || dm == 1;
+        }
+        if (!fits)
+            throw c.fail(
+                fmt::format("the mask does not broadcast to the scores {}", shape_text(scores)));
+    }
+    c.node.scale =
+        c.attrs.scale.value_or(static_cast<float>(1 / std::sqrt(static_cast<double>(D))));
+    if (!std::isfinite(c.node.scale))
+        throw c.fail("the scale is not finite");
+    c.node.causal = c.attrs.causal;
+    out = Type{c.in[0]->dtype, batch};
+    out.shape.push_back(Q);
+    out.shape.push_back(v.back());
+    return out;
+}
+
+Kind decomposed_first(const Graph &g, const Node &n) {
+    unsupported(g, n, "no lowering: attention is compiled as its decomposition");
+}
+
+} // namespace
+
+extern const OpRecord attention_record{Op::attention, infer, decomposed_first};
+
+} // namespace neuron::compiler::lower

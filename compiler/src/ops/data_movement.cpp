@@ -1,0 +1,313 @@
+// SPDX-License-Identifier: MIT
+// The data-movement operators (reshape, transpose, slice, split, concat):
+// where each element of the result comes from, and their lowering: none
+// for a reshape that keeps the last axis (it shares its operand's buffer)
+// and for a piece of whole row tiles (a view of its operand's buffer),
+// TRANSPOSE blocks for a swap of the last two axes, else a gather of
+// copies, chains of them fused into one.
+#include "../registry.hpp"
+
+#include <algorithm>
+#include <tuple>
+
+#include "../index.hpp"
+#include "../passes/emitter.hpp"
+
+namespace neuron::compiler::lower {
+
+int64_t first_row(const Node &n) {
+    const Shape &s = n.type.shape;
+    const auto ax = static_cast<size_t>(n.axis);
+    if (ax + 1 == s.size())
+        return -1;
+    for (size_t d = 0; d < ax; d++)
+        if (s[d] != 1)
+            return -1;
+    int64_t rows_per_index = 1;
+    for (size_t d = ax + 1; d + 1 < s.size(); d++)
+        rows_per_index *= s[d];
+    return n.start * rows_per_index;
+}
+
+namespace {
+
+Type infer_reshape(InferContext &c) {
+    Type out;
+    c.arity(1, 1);
+    Shape s = c.attrs.dims;
+    int64_t known = 1, infer = -1;
+    for (size_t i = 0; i < s.size(); i++) {
+        if (s[i] == -1) {
+            if (infer >= 0)
+                throw c.fail("at most one -1 in the shape");
+            infer = static_cast<int64_t>(i);
+        } else if (s[i] < 1) {
+            throw c.fail(fmt::format("bad size {} in the shape", s[i]));
+        } else {
+            known *= s[i];
+        }
+    }
+    int64_t total = c.in[0]->elements();
+    if (infer >= 0) {
+        if (total % known)
+            throw c.fail(fmt::format("cannot infer -1 in {}", shape_text(s)));
+        s[static_cast<size_t>(infer)] = total / known;
+    }
+    if (Type{DType::fp32, s}.elements() != total)
+        throw c.fail(fmt::format("{} has {} elements, the input {}", shape_text(s),
+                                 Type{DType::fp32, s}.elements(), total));
+    c.node.dims = s;
+    out = Type{c.in[0]->dtype, s};
+    return out;
+}
+
+Type infer_transpose(InferContext &c) {
+    Type out;
+    c.arity(1, 1);
+    const Shape &x = c.in[0]->shape;
+    Shape p = c.attrs.dims;
+    if (p.empty() && x.size() >= 2) { // default: swap the last two axes
+        for (size_t i = 0; i < x.size(); i++)
+            p.push_back(static_cast<int64_t>(i));
+        std::swap(p[x.size() - 1], p[x.size() - 2]);
+    }
+    if (p.size() != x.size())
+        throw c.fail(fmt::format("permutation {} for rank {}", shape_text(p), x.size()));
+    std::vector<bool> seen(x.size());
+    Shape s;
+    for (int64_t d : p) {
+        if (d < 0 || d >= static_cast<int64_t>(x.size()) || seen[static_cast<size_t>(d)])
+            throw c.fail(fmt::format("{} is not a permutation", shape_text(p)));
+        seen[static_cast<size_t>(d)] = true;
+        s.push_back(x[static_cast<size_t>(d)]);
+    }
+    c.node.dims = p;
+    out = Type{c.in[0]->dtype, s};
+    return out;
+}
+
+Type infer_slice(InferContext &c) {
+    Type out;
+    c.arity(1, 1);
+    const Shape &x = c.in[0]->shape;
+    int64_t ax = c.norm_axis(c.attrs.axis.value_or(0), x.size());
+    int64_t d = x[static_cast<size_t>(ax)];
+    int64_t st = c.attrs.start < 0 ? c.attrs.start + d : c.attrs.start,
+            en = c.attrs.end <= 0 ? c.attrs.end + d : c.attrs.end;
+    if (st < 0 || en > d || st >= en)
+        throw c.fail(fmt::format("slice [{}, {}) of an axis of {}", c.attrs.start, c.attrs.end, d));
+    c.node.axis = ax;
+    c.node.start = st;
+    c.node.end = en;
+    out = *c.in[0];
+    out.shape[static_cast<size_t>(ax)] = en - st;
+    return out;
+}
+
+Type infer_concat(InferContext &c) {
+    Type out;
+    if (c.in.empty())
+        throw c.fail("takes at least one operand");
+    c.same_dtype();
+    const Shape &x = c.in[0]->shape;
+    int64_t ax = c.norm_axis(c.attrs.axis.value_or(0), x.size());
+    out = *c.in[0];
+    for (size_t i = 1; i < c.in.size(); i++) {
+        const Shape &y = c.in[i]->shape;
+        bool ok = y.size() == x.size();
+        for (size_t j = 0; ok && j < x.size(); j++)
+            ok = static_cast<int64_t>(j) == ax || x[j] == y[j];
+        if (!ok)
+            throw c.fail("operands differ outside the concatenation axis");
+        out.shape[static_cast<size_t>(ax)] += y[static_cast<size_t>(ax)];
+    }
+    c.node.axis = ax;
+    return out;
+}
+
+// Graph::split() makes the pieces, with their types.
+Type infer_split(InferContext &c) {
+    throw c.fail("split makes one value per piece: Graph::split() names them");
+}
+
+// A piece that starts a row tile of its operand is a view of its buffer.
+bool is_view(const Node &n) {
+    const int64_t r = first_row(n);
+    return r >= 0 && r % P == 0;
+}
+
+int64_t ravel(const Shape &idx, const Shape &s) {
+    int64_t x = 0;
+    for (size_t d = 0; d < s.size(); d++)
+        x = x * s[d] + idx[d];
+    return x;
+}
+
+Source reshape_source(const Graph &, const Node &n, int64_t f) {
+    return {n.operands[0], f};
+}
+
+Source transpose_source(const Graph &g, const Node &n, int64_t f) {
+    const Shape idx = unravel(f, n.type.shape);
+    Shape src(idx.size());
+    for (size_t d = 0; d < idx.size(); d++)
+        src[static_cast<size_t>(n.dims[d])] = idx[d];
+    return {n.operands[0], ravel(src, g.node(n.operands[0]).type.shape)};
+}
+
+// slice, and a piece of a split
+Source slice_source(const Graph &g, const Node &n, int64_t f) {
+    Shape idx = unravel(f, n.type.shape);
+    idx[static_cast<size_t>(n.axis)] += n.start;
+    return {n.operands[0], ravel(idx, g.node(n.operands[0]).type.shape)};
+}
+
+Source concat_source(const Graph &g, const Node &n, int64_t f) {
+    Shape idx = unravel(f, n.type.shape);
+    const auto ax = static_cast<size_t>(n.axis);
+    for (uint32_t o : n.operands) {
+        const Shape &is = g.node(o).type.shape;
+        if (idx[ax] < is[ax])
+            return {o, ravel(idx, is)};
+        idx[ax] -= is[ax];
+    }
+    return {n.operands.back(), 0}; // not reached: the index is inside the result
+}
+
+// Data movement (reshape, transposes keeping the last axis, slice, concat,
+// and chains of them fused into one): every output row is a few runs of
+// consecutive elements of source rows; consecutive output rows whose runs
+// continue in the next source row (same columns, same row tiles) share one
+// COPY, which may move data across partitions.
+void declare_gather(StepBuffers &s, const Group &p) {
+    for (uint32_t leaf : p.sources)
+        s.read(leaf);
+}
+
+void emit_gather(Emitter &e, const Group &p) {
+    declare_gather(e, p);
+    Kernel &k = e.kernel();
+    const uint32_t i = p.start;
+    const Graph &g = e.graph;
+    const Buf &out = e.buf(p.result);
+    const uint32_t C = out.cols;
+    struct Seg {
+        uint32_t leaf, row, col, out_col, len;
+    };
+    auto segments = [&](uint32_t r) {
+        std::vector<Seg> segs;
+        for (uint32_t c = 0; c < C; c++) {
+            uint32_t node = p.result;
+            int64_t f = int64_t{r} * C + c;
+            do
+                std::tie(node, f) = op_record(g.node(node).op).source(g, g.node(node), f);
+            while (std::find(p.fused.begin(), p.fused.end(), node) != p.fused.end() || node == i);
+            const Buf &in = e.buf(node);
+            uint32_t row = static_cast<uint32_t>(f / in.cols),
+                     col = static_cast<uint32_t>(f % in.cols);
+            if (!segs.empty()) {
+                Seg &l = segs.back();
+                if (l.leaf == node && l.row == row && l.col + l.len == col) {
+                    l.len++;
+                    continue;
+                }
+            }
+            segs.push_back({node, row, col, c, 1});
+        }
+        return segs;
+    };
+    std::vector<Seg> run;
+    uint32_t run_start = 0, run_len = 0;
+    auto flush = [&]() {
+        for (const Seg &sg : run)
+            k.copy(Engine::vector, e.rows(out, run_start, run_len, sg.out_col, sg.len),
+                   e.rows(e.buf(sg.leaf), sg.row, run_len, sg.col, sg.len));
+        run.clear();
+        run_len = 0;
+    };
+    for (uint32_t r = 0; r < out.rows; r++) {
+        auto segs = segments(r);
+        bool extends = run_len > 0 && r % P != 0 && segs.size() == run.size();
+        for (size_t j = 0; extends && j < segs.size(); j++) {
+            const Seg &a = run[j], &b = segs[j];
+            uint32_t next = a.row + run_len;
+            extends = a.leaf == b.leaf && b.row == next && b.col == a.col &&
+                      b.out_col == a.out_col && b.len == a.len && next % P != 0;
+        }
+        if (!extends) {
+            flush();
+            run = segs;
+            run_start = r;
+        }
+        run_len++;
+    }
+    flush();
+}
+// A reshape that keeps the last axis, a piece of whole row tiles: the
+// operand's buffer, read in place.
+void declare_in_place(StepBuffers &s, const Group &p) {
+    s.read(s.graph.node(p.start).operands[0]);
+}
+
+void emit_in_place(Emitter &e, const Group &p) {
+    declare_in_place(e, p);
+}
+
+// transpose of the last two axes, the others in place
+void emit_transpose2(Emitter &e, const Group &p) {
+    declare_in_place(e, p);
+    const Node &n = e.graph.node(p.start);
+    const Shape &s = e.graph.node(n.operands[0]).type.shape;
+    const auto x = static_cast<uint32_t>(s[s.size() - 2]), y = static_cast<uint32_t>(s.back());
+    e.transpose_blocks(e.buf(n.operands[0]), e.buf(p.start),
+                       static_cast<uint32_t>(n.type.elements() / (int64_t{x} * y)), x, y);
+}
+
+Kind reshape_kind(const Graph &g, const Node &n) {
+    return g.node(n.operands[0]).type.shape.back() == n.type.shape.back() ? Kind::alias
+                                                                          : Kind::gather;
+}
+
+Kind transpose_kind(const Graph &g, const Node &n) {
+    const Shape &d = n.dims;
+    const size_t r = d.size();
+    const bool keeps_last = d[r - 1] == static_cast<int64_t>(r - 1);
+    bool swaps_last2 = r >= 2 && d[r - 1] == static_cast<int64_t>(r - 2) &&
+                       d[r - 2] == static_cast<int64_t>(r - 1);
+    for (size_t j = 0; swaps_last2 && j + 2 < r; j++)
+        swaps_last2 = d[j] == static_cast<int64_t>(j);
+    if (keeps_last)
+        return Kind::gather;
+    if (swaps_last2)
+        return Kind::transpose2;
+    unsupported(g, n,
+                "a permutation that moves the last axis is lowered only as a swap of the last "
+                "two axes with the others in place; split it into two transposes");
+}
+
+Kind piece_kind(const Graph &, const Node &n) {
+    return is_view(n) ? Kind::view : Kind::gather;
+}
+
+Kind concat_kind(const Graph &, const Node &) {
+    return Kind::gather;
+}
+
+} // namespace
+
+extern const KindLowering gather_lowering{declare_gather, emit_gather};
+extern const KindLowering in_place_lowering{declare_in_place, emit_in_place};
+extern const KindLowering transpose2_lowering{declare_in_place, emit_transpose2};
+
+extern const OpRecord reshape_record{Op::reshape,          infer_reshape, reshape_kind,
+                                     Activation::identity, AluOp::none,   reshape_source};
+extern const OpRecord transpose_record{Op::transpose,        infer_transpose, transpose_kind,
+                                       Activation::identity, AluOp::none,     transpose_source};
+extern const OpRecord slice_record{Op::slice,   infer_slice, piece_kind, Activation::identity,
+                                   AluOp::none, slice_source};
+extern const OpRecord split_record{Op::split,   infer_split, piece_kind, Activation::identity,
+                                   AluOp::none, slice_source};
+extern const OpRecord concat_record{Op::concat,           infer_concat, concat_kind,
+                                    Activation::identity, AluOp::none,  concat_source};
+
+} // namespace neuron::compiler::lower

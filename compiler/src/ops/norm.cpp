@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: MIT
+// layer_norm and rms_norm over the last axis, per row tile on the Vector
+// and Scalar engines with fp32 temporaries: (mean, centre,) sum of squares,
+// 1/sqrt(sum / C + eps) in one ACTIVATE rsqrt (ISA 1.1), scale, affine.
+// The weight and bias are rows spread down the partitions.
+#include "../registry.hpp"
+
+#include "../passes/emitter.hpp"
+
+namespace neuron::compiler::lower {
+
+namespace {
+
+Type infer(InferContext &c) {
+    Type out;
+    c.arity(1, c.node.op == Op::layer_norm ? 3 : 2);
+    c.same_dtype();
+    c.floating();
+    if (c.node.op == Op::layer_norm && c.in.size() == 2)
+        throw c.fail("takes the input alone or with both weight and bias");
+    const Shape &x = c.in[0]->shape;
+    if (x.empty())
+        throw c.fail("needs rank >= 1");
+    for (size_t i = 1; i < c.in.size(); i++)
+        if (c.in[i]->shape != Shape{x.back()})
+            throw c.fail(fmt::format("weight and bias have shape [{}]", x.back()));
+    c.node.eps = c.attrs.eps.value_or(c.node.op == Op::layer_norm ? 1e-5f : 1e-6f);
+    if (!(c.node.eps >= 0))
+        throw c.fail("eps must be >= 0");
+    out = *c.in[0];
+    return out;
+}
+
+struct Buffers {
+    const Buf *gamma = nullptr, *beta = nullptr;
+    const Buf *stat, *var, *rstd, *centred, *squares;
+};
+
+Buffers declare(StepBuffers &s, const Group &group) {
+    const uint32_t i = group.start;
+    const Node &n = s.graph.node(i);
+    const auto C = static_cast<uint32_t>(n.type.shape.back());
+    s.read(n.operands[0]);
+    Buffers b{};
+    if (n.operands.size() > 1)
+        b.gamma = &s.replicated(n.operands[1]);
+    if (n.operands.size() > 2)
+        b.beta = &s.replicated(n.operands[2]);
+    s.require(i, Activation::rsqrt);
+    b.stat = &s.temp(n.name + ".stat", DType::fp32, P, 1);
+    b.var = &s.temp(n.name + ".var", DType::fp32, P, 1);
+    b.rstd = &s.temp(n.name + ".rstd", DType::fp32, P, 1);
+    b.centred = &s.temp(n.name + ".centred", DType::fp32, P, C);
+    b.squares = &s.temp(n.name + ".squares", DType::fp32, P, C);
+    return b;
+}
+
+void emit(Emitter &e, const Group &group) {
+    const Buffers b = declare(e, group);
+    Kernel &k = e.kernel();
+    const uint32_t i = group.start;
+    const Node &n = e.graph.node(i);
+    const bool ln = n.op == Op::layer_norm;
+    const auto C = static_cast<uint32_t>(n.type.shape.back());
+    const Buf &in = e.buf(n.operands[0]), &out = e.buf(i);
+    const float inv_c = 1.0f / static_cast<float>(C);
+    for (uint32_t t = 0; t < out.tiles(); t++) {
+        const uint32_t rt = e.tile_rows(out, t);
+        auto col = [&](const Buf *x) { return e.rows(*x, 0, rt, 0, 1); };
+        auto full = [&](const Buf *x) { return e.rows(*x, 0, rt, 0, C); };
+        Tap x = e.tile(in, t), y = e.tile(out, t);
+        Tap centred = x;
+        if (ln) {
+            k.reduce(ReduceOp::sum, col(b.stat), x);
+            k.tensor_scalar(Engine::vector, col(b.stat), col(b.stat), AluOp::mul, inv_c);
+            k.tensor_scalar(Engine::vector, full(b.centred), x, AluOp::sub, col(b.stat));
+            centred = full(b.centred);
+        }
+        k.tensor_tensor(AluOp::mul, full(b.squares), centred, centred);
+        k.reduce(ReduceOp::sum, col(b.var), full(b.squares));
+        // 1/sqrt(sum/C + eps) in one ACTIVATE
+        k.activate(Activation::rsqrt, col(b.rstd), col(b.var), inv_c, n.eps);
+        if (!b.gamma && !b.beta) {
+            k.tensor_scalar(Engine::scalar, y, centred, AluOp::mul, col(b.rstd));
+            continue;
+        }
+        k.tensor_scalar(Engine::scalar, full(b.squares), centred, AluOp::mul, col(b.rstd));
+        if (b.beta) {
+            k.tensor_tensor(AluOp::mul, full(b.squares), full(b.squares),
+                            e.rows(*b.gamma, 0, rt, 0, C));
+            k.tensor_tensor(AluOp::add, y, full(b.squares), e.rows(*b.beta, 0, rt, 0, C));
+        } else {
+            k.tensor_tensor(AluOp::mul, y, full(b.squares), e.rows(*b.gamma, 0, rt, 0, C));
+        }
+    }
+}
+
+Kind norm_kind(const Graph &, const Node &) {
+    return Kind::norm;
+}
+
+} // namespace
+
+extern const KindLowering norm_lowering{[](StepBuffers &s, const Group &g) { declare(s, g); },
+                                        emit};
+
+extern const OpRecord layer_norm_record{Op::layer_norm, infer, norm_kind};
+extern const OpRecord rms_norm_record{Op::rms_norm, infer, norm_kind};
+
+} // namespace neuron::compiler::lower

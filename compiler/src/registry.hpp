@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: MIT
+// One record per operator, registered in one table (ops/registry.cpp): what
+// the passes ask of an operator, in place of a switch over Op in each.
+// The records are in compiler/src/ops/, one file per operator or family.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lowering.hpp"
+
+namespace neuron::compiler::lower {
+
+class Emitter;
+class StepBuffers;
+
+/// How a group of one Kind is lowered: the buffers its step needs, and
+/// its instructions. declare() is what the memory plan runs; emit()
+/// declares the same buffers again (getting the planned ones back) and
+/// records the instructions.
+struct KindLowering {
+    void (*declare)(StepBuffers &, const Group &);
+    void (*emit)(Emitter &, const Group &);
+};
+
+/// Where an element of a data-movement result comes from: an operand and
+/// its flat index.
+using Source = std::pair<uint32_t, int64_t>;
+
+/// What type inference sees of a node that Graph::add() makes.
+struct InferContext {
+    Node &node;                     ///< name, op, operands; the attributes the operator keeps
+    const Attrs &attrs;             ///< as given
+    std::vector<const Type *> in;   ///< the operands' types
+    std::vector<std::string> names; ///< the operands' names
+    /// The error naming the node, its operands' types and @p why.
+    GraphError fail(const std::string &why) const;
+    void arity(size_t lo, size_t hi) const;
+    void same_dtype() const;
+    void floating() const;
+    /// @p axis of rank @p rank, negative ones counted from the end.
+    int64_t norm_axis(int64_t axis, size_t rank) const;
+};
+
+/// "[1, 128, 768]".
+std::string shape_text(const Shape &s);
+
+struct OpRecord {
+    Op op;
+    /// The result's type from the operands'; sets the attributes the
+    /// operator keeps in the node; throws GraphError (InferContext::fail)
+    /// when they do not fit the operator.
+    Type (*infer)(InferContext &);
+    /// How a group that this node starts is lowered; throws GraphError
+    /// naming the node and why when it is not.
+    Kind (*kind)(const Graph &, const Node &);
+    /// An activation: the ACTIVATE function that computes it.
+    Activation activation = Activation::identity;
+    /// A binary operator: the ALU operation that computes it.
+    AluOp alu = AluOp::none;
+    /// Data movement: where element f of the result comes from.
+    Source (*source)(const Graph &, const Node &, int64_t f) = nullptr;
+};
+
+const OpRecord &op_record(Op op);
+/// The first row of slice or split piece @p n in its operand's row layout,
+/// when the piece is whole consecutive rows of it (it cuts an axis other
+/// than the last, after axes of size 1), else -1.
+int64_t first_row(const Node &n);
+/// nullptr for Kind::none.
+const KindLowering *kind_lowering(Kind kind);
+
+} // namespace neuron::compiler::lower
