@@ -61,6 +61,14 @@ struct OpRecord {
     AluOp alu = AluOp::none;
     /// Data movement: where element f of the result comes from.
     Source (*source)(const Graph &, const Node &, int64_t f) = nullptr;
+    /// Rows in chunks: operand @p k is a weight or row operand (a graph
+    /// input or constant read whole, resident through every chunk) rather
+    /// than read row by row. nullptr: every operand is read row by row.
+    bool (*whole_operand)(const Graph &, const Node &, size_t k) = nullptr;
+    /// Rows in chunks: why a row of the result does not depend on the same
+    /// row of the operands read row by row (@p rows rows), or "". nullptr:
+    /// it does.
+    std::string (*mixes_rows)(const Graph &, const Node &, int64_t rows) = nullptr;
 };
 
 const OpRecord &op_record(Op op);

@@ -54,8 +54,14 @@ Kind decomposed_first(const Graph &g, const Node &n) {
     unsupported(g, n, "no lowering: attention is compiled as its decomposition");
 }
 
+std::string mixes_rows(const Graph &, const Node &, int64_t) {
+    return "it moves elements between rows";
+}
+
 } // namespace
 
-extern const OpRecord attention_record{Op::attention, infer, decomposed_first};
+extern const OpRecord attention_record{
+    Op::attention, infer,   decomposed_first, Activation::identity,
+    AluOp::none,   nullptr, nullptr,          mixes_rows};
 
 } // namespace neuron::compiler::lower

@@ -330,14 +330,38 @@ Kind binary_kind(const Graph &, const Node &) {
     return Kind::binary;
 }
 
+// A row [.., C] or one element of a result with more: read whole.
+bool row_operand(const Graph &g, const Node &n, size_t k) {
+    const Type &t = g.node(n.operands[k]).type;
+    return n.operands.size() == 2 && rows_of(t) == 1 && t.elements() != n.type.elements();
+}
+
+// Every operand is the result's shape, a row, one element or a column of
+// every row.
+std::string mixes_rows(const Graph &g, const Node &n, int64_t rows) {
+    if (n.scalar)
+        return "";
+    for (uint32_t o : n.operands) {
+        const Type &t = g.node(o).type;
+        if (t.elements() != n.type.elements() && rows_of(t) != 1 &&
+            !(t.shape.back() == 1 && rows_of(t) == rows))
+            return "an operand whose rows repeat";
+    }
+    return "";
+}
+
 } // namespace
 
 extern const KindLowering binary_lowering{[](StepBuffers &s, const Group &g) { declare(s, g); },
                                           emit};
 
-extern const OpRecord add_record{Op::add, infer, binary_kind, Activation::identity, AluOp::add};
-extern const OpRecord sub_record{Op::sub, infer, binary_kind, Activation::identity, AluOp::sub};
-extern const OpRecord mul_record{Op::mul, infer, binary_kind, Activation::identity, AluOp::mul};
-extern const OpRecord div_record{Op::div, infer, binary_kind, Activation::identity, AluOp::div};
+extern const OpRecord add_record{Op::add,    infer,   binary_kind, Activation::identity,
+                                 AluOp::add, nullptr, row_operand, mixes_rows};
+extern const OpRecord sub_record{Op::sub,    infer,   binary_kind, Activation::identity,
+                                 AluOp::sub, nullptr, row_operand, mixes_rows};
+extern const OpRecord mul_record{Op::mul,    infer,   binary_kind, Activation::identity,
+                                 AluOp::mul, nullptr, row_operand, mixes_rows};
+extern const OpRecord div_record{Op::div,    infer,   binary_kind, Activation::identity,
+                                 AluOp::div, nullptr, row_operand, mixes_rows};
 
 } // namespace neuron::compiler::lower

@@ -293,21 +293,31 @@ Kind concat_kind(const Graph &, const Node &) {
     return Kind::gather;
 }
 
+std::string moves_between_rows(const Graph &, const Node &, int64_t) {
+    return "it moves elements between rows";
+}
+
+std::string reshape_mixes_rows(const Graph &g, const Node &n, int64_t rows) {
+    return reshape_kind(g, n) == Kind::alias ? "" : moves_between_rows(g, n, rows);
+}
+
 } // namespace
 
 extern const KindLowering gather_lowering{declare_gather, emit_gather};
 extern const KindLowering in_place_lowering{declare_in_place, emit_in_place};
 extern const KindLowering transpose2_lowering{declare_in_place, emit_transpose2};
 
-extern const OpRecord reshape_record{Op::reshape,          infer_reshape, reshape_kind,
-                                     Activation::identity, AluOp::none,   reshape_source};
-extern const OpRecord transpose_record{Op::transpose,        infer_transpose, transpose_kind,
-                                       Activation::identity, AluOp::none,     transpose_source};
-extern const OpRecord slice_record{Op::slice,   infer_slice, piece_kind, Activation::identity,
-                                   AluOp::none, slice_source};
-extern const OpRecord split_record{Op::split,   infer_split, piece_kind, Activation::identity,
-                                   AluOp::none, slice_source};
-extern const OpRecord concat_record{Op::concat,           infer_concat, concat_kind,
-                                    Activation::identity, AluOp::none,  concat_source};
+extern const OpRecord reshape_record{
+    Op::reshape, infer_reshape,  reshape_kind, Activation::identity,
+    AluOp::none, reshape_source, nullptr,      reshape_mixes_rows};
+extern const OpRecord transpose_record{
+    Op::transpose, infer_transpose,  transpose_kind, Activation::identity,
+    AluOp::none,   transpose_source, nullptr,        moves_between_rows};
+extern const OpRecord slice_record{Op::slice,   infer_slice,  piece_kind, Activation::identity,
+                                   AluOp::none, slice_source, nullptr,    moves_between_rows};
+extern const OpRecord split_record{Op::split,   infer_split,  piece_kind, Activation::identity,
+                                   AluOp::none, slice_source, nullptr,    moves_between_rows};
+extern const OpRecord concat_record{Op::concat,  infer_concat,  concat_kind, Activation::identity,
+                                    AluOp::none, concat_source, nullptr,     moves_between_rows};
 
 } // namespace neuron::compiler::lower

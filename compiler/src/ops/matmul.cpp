@@ -198,12 +198,25 @@ void emit(Emitter &e, const Group &p) {
         }
     }
 }
+// The right operand [K, N] is the weight; the rows of A are the result's.
+bool weight_operand(const Graph &, const Node &, size_t k) {
+    return k == 1;
+}
+
+std::string mixes_rows(const Graph &g, const Node &n, int64_t) {
+    if (n.transpose_a || g.node(n.operands[1]).type.shape.size() != 2)
+        return "its rows mix (a transposed or batched operand)";
+    return "";
+}
+
 } // namespace
 
 extern const KindLowering matmul_lowering{[](StepBuffers &s, const Group &g) { declare(s, g); },
                                           emit};
 
-extern const OpRecord matmul_record{Op::matmul, infer,
-                                    [](const Graph &, const Node &) { return Kind::matmul; }};
+extern const OpRecord matmul_record{
+    Op::matmul,           infer,       [](const Graph &, const Node &) { return Kind::matmul; },
+    Activation::identity, AluOp::none, nullptr,
+    weight_operand,       mixes_rows};
 
 } // namespace neuron::compiler::lower

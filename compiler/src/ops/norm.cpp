@@ -99,12 +99,19 @@ Kind norm_kind(const Graph &, const Node &) {
     return Kind::norm;
 }
 
+// The weight and bias [C] are row operands.
+bool weight_operand(const Graph &, const Node &, size_t k) {
+    return k >= 1;
+}
+
 } // namespace
 
 extern const KindLowering norm_lowering{[](StepBuffers &s, const Group &g) { declare(s, g); },
                                         emit};
 
-extern const OpRecord layer_norm_record{Op::layer_norm, infer, norm_kind};
-extern const OpRecord rms_norm_record{Op::rms_norm, infer, norm_kind};
+extern const OpRecord layer_norm_record{
+    Op::layer_norm, infer, norm_kind, Activation::identity, AluOp::none, nullptr, weight_operand};
+extern const OpRecord rms_norm_record{Op::rms_norm, infer,   norm_kind,     Activation::identity,
+                                      AluOp::none,  nullptr, weight_operand};
 
 } // namespace neuron::compiler::lower

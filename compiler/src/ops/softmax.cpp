@@ -87,12 +87,22 @@ void emit(Emitter &e, const Group &group) {
     }
 }
 
+std::string mixes_rows(const Graph &, const Node &n, int64_t) {
+    return n.causal ? "the causal mask depends on the row's place" : "";
+}
+
 } // namespace
 
 extern const KindLowering softmax_lowering{[](StepBuffers &s, const Group &g) { declare(s, g); },
                                            emit};
 
-extern const OpRecord softmax_record{Op::softmax, infer,
-                                     [](const Graph &, const Node &) { return Kind::softmax; }};
+extern const OpRecord softmax_record{Op::softmax,
+                                     infer,
+                                     [](const Graph &, const Node &) { return Kind::softmax; },
+                                     Activation::identity,
+                                     AluOp::none,
+                                     nullptr,
+                                     nullptr,
+                                     mixes_rows};
 
 } // namespace neuron::compiler::lower

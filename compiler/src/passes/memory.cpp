@@ -148,14 +148,8 @@ bool Planner::chunkable(std::string &why) {
         const Node &n = nodes[i];
         for (size_t k = 0; k < n.operands.size(); k++) {
             const uint32_t o = n.operands[k];
-            const Type &ot = nodes[o].type;
-            bool param = false;
-            if (n.op == Op::matmul)
-                param = k == 1;
-            else if (n.op == Op::layer_norm || n.op == Op::rms_norm)
-                param = k >= 1;
-            else if (is_binary(n.op) && n.operands.size() == 2)
-                param = rows_of(ot) == 1 && ot.elements() != n.type.elements();
+            const auto whole = op_record(n.op).whole_operand;
+            const bool param = whole && whole(g_, n, k);
             if (param)
                 m_.param[o] = true;
             else
@@ -169,45 +163,11 @@ bool Planner::chunkable(std::string &why) {
     // What each operator does to rows first, then the rows of every value.
     for (uint32_t i = 0; i < nodes.size(); i++) {
         const Node &n = nodes[i];
-        if (!m_.rowspace[i] || is_activation(n.op))
+        const auto mixes = op_record(n.op).mixes_rows;
+        if (!m_.rowspace[i] || !mixes)
             continue;
-        switch (n.op) {
-        case Op::input:
-        case Op::constant:
-        case Op::layer_norm:
-        case Op::rms_norm:
-            break;
-        case Op::add:
-        case Op::sub:
-        case Op::mul:
-        case Op::div:
-            if (!n.scalar) {
-                const Type &a = nodes[n.operands[0]].type, &b = nodes[n.operands[1]].type;
-                const auto ok = [&](const Type &t) {
-                    return t.elements() == n.type.elements() || rows_of(t) == 1 ||
-                           (t.shape.back() == 1 && rows_of(t) == m_.rows);
-                };
-                if (!ok(a) || !ok(b))
-                    return fail(n, "an operand whose rows repeat");
-            }
-            break;
-        case Op::softmax:
-            if (n.causal)
-                return fail(n, "the causal mask depends on the row's place");
-            break;
-        case Op::matmul: {
-            const Type &b = nodes[n.operands[1]].type;
-            if (n.transpose_a || b.shape.size() != 2)
-                return fail(n, "its rows mix (a transposed or batched operand)");
-            break;
-        }
-        case Op::reshape:
-            if (nodes[n.operands[0]].type.shape.back() != n.type.shape.back())
-                return fail(n, "it moves elements between rows");
-            break;
-        default:
-            return fail(n, "it moves elements between rows");
-        }
+        if (std::string r = mixes(g_, n, m_.rows); !r.empty())
+            return fail(n, r);
     }
     for (uint32_t i = 0; i < nodes.size(); i++) {
         const Node &n = nodes[i];
