@@ -4,9 +4,12 @@
 // The records are in compiler/src/ops/, one file per operator or family.
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <neuron/compiler/reference.hpp>
 
 #include "lowering.hpp"
 
@@ -46,6 +49,13 @@ struct InferContext {
 /// "[1, 128, 768]".
 std::string shape_text(const Shape &s);
 
+/// The operands' values (or their errors) of a node, row-major, in double.
+using Values = std::vector<const std::vector<double> *>;
+
+inline bool all_zero(const std::vector<double> &v) {
+    return std::all_of(v.begin(), v.end(), [](double x) { return x == 0; });
+}
+
 struct OpRecord {
     Op op;
     /// The result's type from the operands'; sets the attributes the
@@ -69,6 +79,16 @@ struct OpRecord {
     /// row of the operands read row by row (@p rows rows), or "". nullptr:
     /// it does.
     std::string (*mixes_rows)(const Graph &, const Node &, int64_t rows) = nullptr;
+    /// The node in double from its operands' values (reference.hpp,
+    /// docs/compiler.md "Numerics"): the value, and per element the error
+    /// the device may make computing it before a bf16 or fp16 result is
+    /// rounded (empty when the fp32 operation is exact). nullptr: the
+    /// operator is computed as its decomposition (Graph::decomposed()).
+    Expected (*reference)(const Graph &, const Node &, const Values &operands) = nullptr;
+    /// How far the operands' errors @p err move the node's @p value, to
+    /// first order and above.
+    std::vector<double> (*carry)(const Graph &, const Node &, const std::vector<double> &value,
+                                 const Values &val, const Values &err) = nullptr;
 };
 
 const OpRecord &op_record(Op op);

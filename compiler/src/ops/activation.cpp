@@ -6,6 +6,8 @@
 // TENSOR_SCALAR.
 #include "../registry.hpp"
 
+#include <cmath>
+
 #include "../passes/emitter.hpp"
 
 namespace neuron::compiler::lower {
@@ -67,6 +69,62 @@ void emit(Emitter &e, const Group &p) {
     }
 }
 
+double act(Op op, double z) {
+    switch (op) {
+    case Op::relu:
+        return z > 0 ? z : 0;
+    case Op::gelu:
+        return 0.5 * z * (1 + std::erf(z / std::sqrt(2.0)));
+    case Op::gelu_tanh:
+        return 0.5 * z * (1 + std::tanh(std::sqrt(2 / M_PI) * (z + 0.044715 * z * z * z)));
+    case Op::silu:
+        return z / (1 + std::exp(-z));
+    case Op::sigmoid:
+        return 1 / (1 + std::exp(-z));
+    case Op::tanh:
+        return std::tanh(z);
+    default:
+        return std::exp(z);
+    }
+}
+
+// The steepest |f'| of an activation other than exp, over all inputs.
+double max_slope(Op op) {
+    switch (op) {
+    case Op::gelu:
+    case Op::gelu_tanh:
+        return 1.13; // 1.1289 at z = 1.4 (erf) and 1.5 (tanh)
+    case Op::silu:
+        return 1.1; // 1.0998 at z = 2.4
+    case Op::sigmoid:
+        return 0.25;
+    default:
+        return 1; // relu, tanh
+    }
+}
+
+// ACTIVATE's bound: 1e-5 |f| + 1e-6 (hw/isa.md §6).
+Expected reference(const Graph &, const Node &n, const Values &ops) {
+    Expected e;
+    e.value.resize(ops[0]->size());
+    e.bound.resize(e.value.size());
+    for (size_t f = 0; f < e.value.size(); f++) {
+        e.value[f] = act(n.op, (*ops[0])[f]);
+        e.bound[f] = 1e-5 * std::fabs(e.value[f]) + 1e-6;
+    }
+    return e;
+}
+
+// exp scales its result by e^error; the others move by their steepest slope.
+std::vector<double> carry(const Graph &, const Node &n, const std::vector<double> &value,
+                          const Values &, const Values &err) {
+    std::vector<double> c(value.size());
+    for (size_t f = 0; f < c.size(); f++)
+        c[f] = n.op == Op::exp ? std::fabs(value[f]) * std::expm1((*err[0])[f])
+                               : max_slope(n.op) * (*err[0])[f];
+    return c;
+}
+
 Kind elementwise_kind(const Graph &, const Node &) {
     return Kind::elementwise;
 }
@@ -75,13 +133,26 @@ Kind elementwise_kind(const Graph &, const Node &) {
 
 extern const KindLowering elementwise_lowering{declare, emit};
 
-extern const OpRecord relu_record{Op::relu, infer, elementwise_kind, Activation::relu};
-extern const OpRecord gelu_record{Op::gelu, infer, elementwise_kind, Activation::gelu};
-extern const OpRecord gelu_tanh_record{Op::gelu_tanh, infer, elementwise_kind,
-                                       Activation::gelu_tanh};
-extern const OpRecord silu_record{Op::silu, infer, elementwise_kind, Activation::silu};
-extern const OpRecord sigmoid_record{Op::sigmoid, infer, elementwise_kind, Activation::sigmoid};
-extern const OpRecord tanh_record{Op::tanh, infer, elementwise_kind, Activation::tanh};
-extern const OpRecord exp_record{Op::exp, infer, elementwise_kind, Activation::exp};
+extern const OpRecord relu_record{Op::relu,    infer,   elementwise_kind, Activation::relu,
+                                  AluOp::none, nullptr, nullptr,          nullptr,
+                                  reference,   carry};
+extern const OpRecord gelu_record{Op::gelu,    infer,   elementwise_kind, Activation::gelu,
+                                  AluOp::none, nullptr, nullptr,          nullptr,
+                                  reference,   carry};
+extern const OpRecord gelu_tanh_record{
+    Op::gelu_tanh, infer,   elementwise_kind, Activation::gelu_tanh,
+    AluOp::none,   nullptr, nullptr,          nullptr,
+    reference,     carry};
+extern const OpRecord silu_record{Op::silu,    infer,   elementwise_kind, Activation::silu,
+                                  AluOp::none, nullptr, nullptr,          nullptr,
+                                  reference,   carry};
+extern const OpRecord sigmoid_record{Op::sigmoid, infer,   elementwise_kind, Activation::sigmoid,
+                                     AluOp::none, nullptr, nullptr,          nullptr,
+                                     reference,   carry};
+extern const OpRecord tanh_record{Op::tanh,    infer,   elementwise_kind, Activation::tanh,
+                                  AluOp::none, nullptr, nullptr,          nullptr,
+                                  reference,   carry};
+extern const OpRecord exp_record{Op::exp, infer,   elementwise_kind, Activation::exp, AluOp::none,
+                                 nullptr, nullptr, nullptr,          reference,       carry};
 
 } // namespace neuron::compiler::lower

@@ -6,6 +6,7 @@
 // element (docs/compiler.md, Broadcasting).
 #include "../registry.hpp"
 
+#include <cmath>
 #include <optional>
 
 #include "../index.hpp"
@@ -330,6 +331,82 @@ Kind binary_kind(const Graph &, const Node &) {
     return Kind::binary;
 }
 
+// Index into a broadcast operand of shape @p s for the output index @p idx.
+int64_t broadcast_index(const Shape &idx, const Shape &s) {
+    int64_t f = 0;
+    const size_t off = idx.size() - s.size();
+    for (size_t d = 0; d < s.size(); d++)
+        f = f * s[d] + (s[d] == 1 ? 0 : idx[d + off]);
+    return f;
+}
+
+// The operands of element @p f: a literal or the broadcast values.
+std::pair<size_t, size_t> operand_elements(const Graph &g, const Node &n, size_t f) {
+    if (n.scalar)
+        return {f, f};
+    const Shape idx = unravel(static_cast<int64_t>(f), n.type.shape);
+    return {static_cast<size_t>(broadcast_index(idx, g.node(n.operands[0]).type.shape)),
+            static_cast<size_t>(broadcast_index(idx, g.node(n.operands[1]).type.shape))};
+}
+
+// Exact: the fp32 operation, as the device computes it from fp32 operands
+// (or operands exact in fp32).
+Expected reference(const Graph &g, const Node &n, const Values &ops) {
+    Expected e;
+    e.value.resize(static_cast<size_t>(n.type.elements()));
+    for (size_t f = 0; f < e.value.size(); f++) {
+        const auto [ia, ib] = operand_elements(g, n, f);
+        double a, b;
+        if (n.scalar) {
+            const double x = (*ops[0])[f], s = *n.scalar;
+            a = n.scalar_first ? s : x;
+            b = n.scalar_first ? x : s;
+        } else {
+            a = (*ops[0])[ia];
+            b = (*ops[1])[ib];
+        }
+        const float fa = static_cast<float>(a), fb = static_cast<float>(b);
+        e.value[f] = n.op == Op::add   ? double{fa} + fb
+                     : n.op == Op::sub ? double{fa} - fb
+                     : n.op == Op::mul ? double{fa} * fb
+                                       : double{fa} / fb;
+    }
+    return e;
+}
+
+// Sums add the errors, products scale them by the other operand. The
+// reference rounds its operands to fp32, the device computes from its own:
+// their difference is the error plus that rounding.
+std::vector<double> carry(const Graph &g, const Node &n, const std::vector<double> &value,
+                          const Values &val, const Values &err) {
+    const double u32 = 0x1p-24;
+    std::vector<double> c(value.size(), 0);
+    for (size_t f = 0; f < c.size(); f++) {
+        const auto [ia, ib] = operand_elements(g, n, f);
+        double a, b, ea, eb;
+        if (n.scalar) {
+            const double x = (*val[0])[f], ex = (*err[0])[f] + u32 * std::fabs(x), s = *n.scalar;
+            a = n.scalar_first ? s : x;
+            b = n.scalar_first ? x : s;
+            ea = n.scalar_first ? 0 : ex;
+            eb = n.scalar_first ? ex : 0;
+        } else {
+            a = (*val[0])[ia];
+            b = (*val[1])[ib];
+            ea = (*err[0])[ia] + u32 * std::fabs(a);
+            eb = (*err[1])[ib] + u32 * std::fabs(b);
+        }
+        if (n.op == Op::add || n.op == Op::sub)
+            c[f] = ea + eb;
+        else if (n.op == Op::mul)
+            c[f] = std::fabs(a) * eb + ea * std::fabs(b) + ea * eb;
+        else
+            c[f] =
+                std::fabs(b) > eb ? (ea + std::fabs(a / b) * eb) / (std::fabs(b) - eb) : INFINITY;
+    }
+    return c;
+}
+
 // A row [.., C] or one element of a result with more: read whole.
 bool row_operand(const Graph &g, const Node &n, size_t k) {
     const Type &t = g.node(n.operands[k]).type;
@@ -356,12 +433,16 @@ extern const KindLowering binary_lowering{[](StepBuffers &s, const Group &g) { d
                                           emit};
 
 extern const OpRecord add_record{Op::add,    infer,   binary_kind, Activation::identity,
-                                 AluOp::add, nullptr, row_operand, mixes_rows};
+                                 AluOp::add, nullptr, row_operand, mixes_rows,
+                                 reference,  carry};
 extern const OpRecord sub_record{Op::sub,    infer,   binary_kind, Activation::identity,
-                                 AluOp::sub, nullptr, row_operand, mixes_rows};
+                                 AluOp::sub, nullptr, row_operand, mixes_rows,
+                                 reference,  carry};
 extern const OpRecord mul_record{Op::mul,    infer,   binary_kind, Activation::identity,
-                                 AluOp::mul, nullptr, row_operand, mixes_rows};
+                                 AluOp::mul, nullptr, row_operand, mixes_rows,
+                                 reference,  carry};
 extern const OpRecord div_record{Op::div,    infer,   binary_kind, Activation::identity,
-                                 AluOp::div, nullptr, row_operand, mixes_rows};
+                                 AluOp::div, nullptr, row_operand, mixes_rows,
+                                 reference,  carry};
 
 } // namespace neuron::compiler::lower

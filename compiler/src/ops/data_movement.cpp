@@ -263,6 +263,28 @@ void emit_transpose2(Emitter &e, const Group &p) {
                        static_cast<uint32_t>(n.type.elements() / (int64_t{x} * y)), x, y);
 }
 
+// Exact: every element is its source's (OpRecord::source).
+Expected moved(const Graph &g, const Node &n, const Values &ops) {
+    const auto source = op_record(n.op).source;
+    Expected e;
+    e.value.resize(static_cast<size_t>(n.type.elements()));
+    for (size_t f = 0; f < e.value.size(); f++) {
+        const auto [o, i] = source(g, n, static_cast<int64_t>(f));
+        const auto k = static_cast<size_t>(std::find(n.operands.begin(), n.operands.end(), o) -
+                                           n.operands.begin());
+        e.value[f] = (*ops[k])[static_cast<size_t>(i)];
+    }
+    return e;
+}
+
+// The errors move with the values.
+std::vector<double> moved_errors(const Graph &g, const Node &n, const std::vector<double> &value,
+                                 const Values &, const Values &err) {
+    if (std::all_of(err.begin(), err.end(), [](const auto *e) { return all_zero(*e); }))
+        return std::vector<double>(value.size(), 0);
+    return moved(g, n, err).value;
+}
+
 Kind reshape_kind(const Graph &g, const Node &n) {
     return g.node(n.operands[0]).type.shape.back() == n.type.shape.back() ? Kind::alias
                                                                           : Kind::gather;
@@ -309,15 +331,20 @@ extern const KindLowering transpose2_lowering{declare_in_place, emit_transpose2}
 
 extern const OpRecord reshape_record{
     Op::reshape, infer_reshape,  reshape_kind, Activation::identity,
-    AluOp::none, reshape_source, nullptr,      reshape_mixes_rows};
+    AluOp::none, reshape_source, nullptr,      reshape_mixes_rows,
+    moved,       moved_errors};
 extern const OpRecord transpose_record{
     Op::transpose, infer_transpose,  transpose_kind, Activation::identity,
-    AluOp::none,   transpose_source, nullptr,        moves_between_rows};
+    AluOp::none,   transpose_source, nullptr,        moves_between_rows,
+    moved,         moved_errors};
 extern const OpRecord slice_record{Op::slice,   infer_slice,  piece_kind, Activation::identity,
-                                   AluOp::none, slice_source, nullptr,    moves_between_rows};
+                                   AluOp::none, slice_source, nullptr,    moves_between_rows,
+                                   moved,       moved_errors};
 extern const OpRecord split_record{Op::split,   infer_split,  piece_kind, Activation::identity,
-                                   AluOp::none, slice_source, nullptr,    moves_between_rows};
+                                   AluOp::none, slice_source, nullptr,    moves_between_rows,
+                                   moved,       moved_errors};
 extern const OpRecord concat_record{Op::concat,  infer_concat,  concat_kind, Activation::identity,
-                                    AluOp::none, concat_source, nullptr,     moves_between_rows};
+                                    AluOp::none, concat_source, nullptr,     moves_between_rows,
+                                    moved,       moved_errors};
 
 } // namespace neuron::compiler::lower

@@ -7,6 +7,8 @@
 // through two panel buffers (docs/compiler.md, Layout and tiling).
 #include "../registry.hpp"
 
+#include <cmath>
+
 #include "../passes/emitter.hpp"
 
 namespace neuron::compiler::lower {
@@ -198,6 +200,70 @@ void emit(Emitter &e, const Group &p) {
         }
     }
 }
+// The sum in double; the device's bound 1e-5 sum |a b| + 1e-6 (fp32
+// accumulation, hw/isa.md §6).
+Expected reference(const Graph &g, const Node &n, const Values &ops) {
+    const Shape &os = n.type.shape;
+    const Shape &as = g.node(n.operands[0]).type.shape, &bs = g.node(n.operands[1]).type.shape;
+    const int64_t M = os[os.size() - 2], N = os.back();
+    const int64_t K = n.transpose_a ? as[as.size() - 2] : as.back();
+    const int64_t batches = n.type.elements() / (M * N);
+    const bool bb = bs.size() > 2;
+    const std::vector<double> &A = *ops[0], &B = *ops[1];
+    Expected e;
+    e.value.resize(static_cast<size_t>(n.type.elements()));
+    e.bound.resize(e.value.size());
+    for (int64_t t = 0; t < batches; t++)
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t j = 0; j < N; j++) {
+                double s = 0, sa = 0;
+                for (int64_t k = 0; k < K; k++) {
+                    const double a =
+                        A[static_cast<size_t>(t * M * K + (n.transpose_a ? k * M + m : m * K + k))];
+                    const double b = B[static_cast<size_t>(
+                        (bb ? t * K * N : 0) + (n.transpose_b ? j * K + k : k * N + j))];
+                    s += a * b;
+                    sa += std::fabs(a * b);
+                }
+                const auto f = static_cast<size_t>((t * M + m) * N + j);
+                e.value[f] = s;
+                e.bound[f] = 1e-5 * sa + 1e-6;
+            }
+    return e;
+}
+
+std::vector<double> magnitudes(const std::vector<double> &v) {
+    std::vector<double> m(v.size());
+    for (size_t i = 0; i < v.size(); i++)
+        m[i] = std::fabs(v[i]);
+    return m;
+}
+
+// |A| eB + eA |B| + eA eB, each a matmul of the same shapes.
+std::vector<double> carry(const Graph &g, const Node &n, const std::vector<double> &value,
+                          const Values &val, const Values &err) {
+    std::vector<double> c(value.size(), 0);
+    const bool za = all_zero(*err[0]), zb = all_zero(*err[1]);
+    if (za && zb)
+        return c;
+    const auto ma = magnitudes(*val[0]), mb = magnitudes(*val[1]);
+    auto add = [&](const std::vector<double> &x, const std::vector<double> &y) {
+        const std::vector<double> p = reference(g, n, {&x, &y}).value;
+        for (size_t f = 0; f < c.size(); f++)
+            c[f] += p[f];
+    };
+    if (!zb)
+        add(ma, *err[1]);
+    if (!za)
+        add(*err[0], mb);
+    if (!za && !zb)
+        add(*err[0], *err[1]);
+    // the products went through fp32 operands in reference()
+    for (auto &x : c)
+        x *= 1 + 0x1p-20;
+    return c;
+}
+
 // The right operand [K, N] is the weight; the rows of A are the result's.
 bool weight_operand(const Graph &, const Node &, size_t k) {
     return k == 1;
@@ -214,9 +280,15 @@ std::string mixes_rows(const Graph &g, const Node &n, int64_t) {
 extern const KindLowering matmul_lowering{[](StepBuffers &s, const Group &g) { declare(s, g); },
                                           emit};
 
-extern const OpRecord matmul_record{
-    Op::matmul,           infer,       [](const Graph &, const Node &) { return Kind::matmul; },
-    Activation::identity, AluOp::none, nullptr,
-    weight_operand,       mixes_rows};
+extern const OpRecord matmul_record{Op::matmul,
+                                    infer,
+                                    [](const Graph &, const Node &) { return Kind::matmul; },
+                                    Activation::identity,
+                                    AluOp::none,
+                                    nullptr,
+                                    weight_operand,
+                                    mixes_rows,
+                                    reference,
+                                    carry};
 
 } // namespace neuron::compiler::lower

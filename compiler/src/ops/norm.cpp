@@ -5,6 +5,9 @@
 // The weight and bias are rows spread down the partitions.
 #include "../registry.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 #include "../passes/emitter.hpp"
 
 namespace neuron::compiler::lower {
@@ -99,6 +102,88 @@ Kind norm_kind(const Graph &, const Node &) {
     return Kind::norm;
 }
 
+Expected reference(const Graph &, const Node &n, const Values &ops) {
+    const int64_t C = n.type.shape.back(), R = n.type.elements() / C;
+    const bool ln = n.op == Op::layer_norm;
+    Expected e;
+    e.value.resize(static_cast<size_t>(n.type.elements()));
+    e.bound.resize(e.value.size());
+    for (int64_t r = 0; r < R; r++) {
+        const double *x = &(*ops[0])[static_cast<size_t>(r * C)];
+        double mean = 0, var = 0, mabs = 0;
+        for (int64_t c = 0; c < C; c++) {
+            mean += x[c];
+            mabs += std::fabs(x[c]);
+        }
+        mean = ln ? mean / static_cast<double>(C) : 0;
+        mabs /= static_cast<double>(C);
+        for (int64_t c = 0; c < C; c++)
+            var += (x[c] - mean) * (x[c] - mean);
+        var /= static_cast<double>(C);
+        const double rs = 1 / std::sqrt(var + n.eps);
+        for (int64_t c = 0; c < C; c++) {
+            size_t f = static_cast<size_t>(r * C + c);
+            double gam = n.operands.size() > 1 ? (*ops[1])[static_cast<size_t>(c)] : 1;
+            double bet = n.operands.size() > 2 ? (*ops[2])[static_cast<size_t>(c)] : 0;
+            double y = (x[c] - mean) * rs;
+            e.value[f] = y * gam + bet;
+            // the mean's and the variance's sums (1e-5 of the sum of
+            // magnitudes each) shift and scale every element; then
+            // the roundings of a few fp32 operations
+            e.bound[f] = 2e-5 * std::fabs(e.value[f]) +
+                         (ln ? 3e-5 * mabs * rs * (std::fabs(gam) + std::fabs(y * gam)) : 0) + 1e-6;
+        }
+    }
+    return e;
+}
+
+// The mean and the variance move with the row's errors.
+std::vector<double> carry(const Graph &, const Node &n, const std::vector<double> &value,
+                          const Values &val, const Values &err) {
+    std::vector<double> c(value.size(), 0);
+    if (std::all_of(err.begin(), err.end(), [](const auto *e) { return all_zero(*e); }))
+        return c;
+    const int64_t C = n.type.shape.back(), R = n.type.elements() / C;
+    const bool ln = n.op == Op::layer_norm;
+    for (int64_t r = 0; r < R; r++) {
+        const double *x = &(*val[0])[static_cast<size_t>(r * C)];
+        const double *ex = &(*err[0])[static_cast<size_t>(r * C)];
+        double mean = 0, E = 0;
+        for (int64_t k = 0; k < C; k++) {
+            mean += x[k];
+            E = std::max(E, ex[k]);
+        }
+        mean = ln ? mean / static_cast<double>(C) : 0;
+        double var = 0, dev = 0;
+        for (int64_t k = 0; k < C; k++) {
+            var += (x[k] - mean) * (x[k] - mean);
+            dev += std::fabs(x[k] - mean);
+        }
+        var /= static_cast<double>(C);
+        dev /= static_cast<double>(C);
+        // x - mean moves by D, the variance by 2 dev D + D^2, and
+        // r = 1/sqrt(var + eps) by dr (the larger side: var down)
+        const double D = ln ? 2 * E : E, rs = 1 / std::sqrt(var + n.eps);
+        const double dvar = 2 * dev * D + D * D, low = var + n.eps - dvar;
+        const double dr = low > 0 ? 1 / std::sqrt(low) - rs : INFINITY;
+        for (int64_t k = 0; k < C; k++) {
+            auto f = static_cast<size_t>(r * C + k);
+            if (!(low > 0)) { // the errors may reach the spread of the row
+                c[f] = INFINITY;
+                continue;
+            }
+            const double y = (x[k] - mean) * rs;
+            const double dy = D * (rs + dr) + std::fabs(x[k] - mean) * dr;
+            const auto ck = static_cast<size_t>(k);
+            const double w = n.operands.size() > 1 ? (*val[1])[ck] : 1;
+            const double ew = n.operands.size() > 1 ? (*err[1])[ck] : 0;
+            const double eb = n.operands.size() > 2 ? (*err[2])[ck] : 0;
+            c[f] = dy * std::fabs(w) + (std::fabs(y) + dy) * ew + eb;
+        }
+    }
+    return c;
+}
+
 // The weight and bias [C] are row operands.
 bool weight_operand(const Graph &, const Node &, size_t k) {
     return k >= 1;
@@ -110,8 +195,11 @@ extern const KindLowering norm_lowering{[](StepBuffers &s, const Group &g) { dec
                                         emit};
 
 extern const OpRecord layer_norm_record{
-    Op::layer_norm, infer, norm_kind, Activation::identity, AluOp::none, nullptr, weight_operand};
-extern const OpRecord rms_norm_record{Op::rms_norm, infer,   norm_kind,     Activation::identity,
-                                      AluOp::none,  nullptr, weight_operand};
+    Op::layer_norm, infer,   norm_kind,      Activation::identity,
+    AluOp::none,    nullptr, weight_operand, nullptr,
+    reference,      carry};
+extern const OpRecord rms_norm_record{Op::rms_norm, infer,   norm_kind,      Activation::identity,
+                                      AluOp::none,  nullptr, weight_operand, nullptr,
+                                      reference,    carry};
 
 } // namespace neuron::compiler::lower

@@ -5,6 +5,7 @@
 // -inf).
 #include "../registry.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "../passes/emitter.hpp"
@@ -87,6 +88,64 @@ void emit(Emitter &e, const Group &group) {
     }
 }
 
+// The columns of row @p r of @p n that take part: causal, k <= q of row q
+// (q = r % Q); the others are 0.
+int64_t kept_columns(const Node &n, int64_t r) {
+    const int64_t C = n.type.shape.back();
+    return n.causal ? std::min(C, r % n.type.shape[n.type.shape.size() - 2] + 1) : C;
+}
+
+Expected reference(const Graph &, const Node &n, const Values &ops) {
+    const int64_t C = n.type.shape.back(), R = n.type.elements() / C;
+    Expected e;
+    e.value.resize(static_cast<size_t>(n.type.elements()));
+    e.bound.resize(e.value.size());
+    for (int64_t r = 0; r < R; r++) {
+        const double *x = &(*ops[0])[static_cast<size_t>(r * C)];
+        const int64_t kept = kept_columns(n, r);
+        double mx = *std::max_element(x, x + kept), s = 0;
+        for (int64_t c = 0; c < kept; c++)
+            s += std::exp(x[c] - mx);
+        for (int64_t c = 0; c < C; c++) {
+            const auto f = static_cast<size_t>(r * C + c);
+            e.value[f] = c < kept ? std::exp(x[c] - mx) / s : 0.0;
+            // exp (1e-5 rel + 1e-6), the sum of them (1e-5 rel),
+            // the division: relative bounds add up
+            e.bound[f] = (3.1e-5 + static_cast<double>(kept) * 1e-6 / s) * e.value[f] + 1e-6;
+        }
+    }
+    return e;
+}
+
+// Logit x_j moved by at most e_j moves p_i = e^x_i / sum_j e^x_j by a
+// factor within [e^-e_i S / S+, e^e_i S / S-], S = sum_j e^x_j, S+- =
+// sum_j e^(x_j +- e_j): a logit far below the row's largest (a masked
+// one) moves nothing, whatever its error.
+std::vector<double> carry(const Graph &, const Node &n, const std::vector<double> &value,
+                          const Values &val, const Values &err) {
+    const int64_t C = n.type.shape.back(), R = n.type.elements() / C;
+    std::vector<double> c(value.size(), 0);
+    for (int64_t r = 0; r < R; r++) {
+        const int64_t kept = kept_columns(n, r);
+        const double *x = &(*val[0])[static_cast<size_t>(r * C)];
+        const double *e = &(*err[0])[static_cast<size_t>(r * C)];
+        const double mx = *std::max_element(x, x + kept);
+        double sum = 0, up = 0, down = 0;
+        for (int64_t k = 0; k < kept; k++) {
+            sum += std::exp(x[k] - mx);
+            up += std::exp(x[k] + e[k] - mx);
+            down += std::exp(x[k] - e[k] - mx);
+        }
+        for (int64_t k = 0; k < kept; k++) {
+            const auto f = static_cast<size_t>(r * C + k);
+            const double hi = std::exp(e[k]) * sum / down - 1;
+            const double lo = 1 - std::exp(-e[k]) * sum / up;
+            c[f] = std::fabs(value[f]) * std::max(hi, lo);
+        }
+    }
+    return c;
+}
+
 std::string mixes_rows(const Graph &, const Node &n, int64_t) {
     return n.causal ? "the causal mask depends on the row's place" : "";
 }
@@ -103,6 +162,8 @@ extern const OpRecord softmax_record{Op::softmax,
                                      AluOp::none,
                                      nullptr,
                                      nullptr,
-                                     mixes_rows};
+                                     mixes_rows,
+                                     reference,
+                                     carry};
 
 } // namespace neuron::compiler::lower
