@@ -2,7 +2,6 @@
 #include <neuron/compiler/graph.hpp>
 
 #include <algorithm>
-#include <array>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -14,36 +13,6 @@
 namespace neuron::compiler {
 
 namespace {
-
-struct OpName {
-    Op op;
-    const char *name;
-};
-constexpr std::array<OpName, 23> op_names{{
-    {Op::input, "input"},
-    {Op::constant, "const"},
-    {Op::matmul, "matmul"},
-    {Op::add, "add"},
-    {Op::sub, "sub"},
-    {Op::mul, "mul"},
-    {Op::div, "div"},
-    {Op::relu, "relu"},
-    {Op::gelu, "gelu"},
-    {Op::gelu_tanh, "gelu_tanh"},
-    {Op::silu, "silu"},
-    {Op::sigmoid, "sigmoid"},
-    {Op::tanh, "tanh"},
-    {Op::exp, "exp"},
-    {Op::softmax, "softmax"},
-    {Op::layer_norm, "layer_norm"},
-    {Op::rms_norm, "rms_norm"},
-    {Op::reshape, "reshape"},
-    {Op::transpose, "transpose"},
-    {Op::slice, "slice"},
-    {Op::concat, "concat"},
-    {Op::split, "split"},
-    {Op::attention, "attention"},
-}};
 
 int64_t product(const Shape &s) {
     int64_t n = 1;
@@ -93,16 +62,16 @@ uint16_t to_bf16(float x) {
 } // namespace
 
 const char *to_string(Op op) noexcept {
-    for (const auto &o : op_names)
-        if (o.op == op)
-            return o.name;
+    for (const lower::OpRecord *r : lower::op_records())
+        if (r->op == op)
+            return r->name;
     return "?";
 }
 
 std::optional<Op> op_from_string(std::string_view name) noexcept {
-    for (const auto &o : op_names)
-        if (name == o.name && o.op != Op::input && o.op != Op::constant)
-            return o.op;
+    for (const lower::OpRecord *r : lower::op_records())
+        if (name == r->name && r->op != Op::input && r->op != Op::constant)
+            return r->op;
     return std::nullopt;
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -58,13 +59,14 @@ inline bool all_zero(const std::vector<double> &v) {
 
 struct OpRecord {
     Op op;
+    const char *name; ///< in the text form
     /// The result's type from the operands'; sets the attributes the
     /// operator keeps in the node; throws GraphError (InferContext::fail)
     /// when they do not fit the operator.
-    Type (*infer)(InferContext &);
+    Type (*infer)(InferContext &) = nullptr;
     /// How a group that this node starts is lowered; throws GraphError
     /// naming the node and why when it is not.
-    Kind (*kind)(const Graph &, const Node &);
+    Kind (*kind)(const Graph &, const Node &) = nullptr;
     /// An activation: the ACTIVATE function that computes it.
     Activation activation = Activation::identity;
     /// A binary operator: the ALU operation that computes it.
@@ -92,6 +94,8 @@ struct OpRecord {
 };
 
 const OpRecord &op_record(Op op);
+/// Every operator's record, in the order of Op.
+std::span<const OpRecord *const> op_records();
 /// The first row of slice or split piece @p n in its operand's row layout,
 /// when the piece is whole consecutive rows of it (it cuts an axis other
 /// than the last, after axes of size 1), else -1.

@@ -133,26 +133,68 @@ Kind elementwise_kind(const Graph &, const Node &) {
 
 extern const KindLowering elementwise_lowering{declare, emit};
 
-extern const OpRecord relu_record{Op::relu,    infer,   elementwise_kind, Activation::relu,
-                                  AluOp::none, nullptr, nullptr,          nullptr,
-                                  reference,   carry};
-extern const OpRecord gelu_record{Op::gelu,    infer,   elementwise_kind, Activation::gelu,
-                                  AluOp::none, nullptr, nullptr,          nullptr,
-                                  reference,   carry};
+extern const OpRecord relu_record{
+    .op = Op::relu,
+    .name = "relu",
+    .infer = infer,
+    .kind = elementwise_kind,
+    .activation = Activation::relu,
+    .reference = reference,
+    .carry = carry,
+};
+extern const OpRecord gelu_record{
+    .op = Op::gelu,
+    .name = "gelu",
+    .infer = infer,
+    .kind = elementwise_kind,
+    .activation = Activation::gelu,
+    .reference = reference,
+    .carry = carry,
+};
 extern const OpRecord gelu_tanh_record{
-    Op::gelu_tanh, infer,   elementwise_kind, Activation::gelu_tanh,
-    AluOp::none,   nullptr, nullptr,          nullptr,
-    reference,     carry};
-extern const OpRecord silu_record{Op::silu,    infer,   elementwise_kind, Activation::silu,
-                                  AluOp::none, nullptr, nullptr,          nullptr,
-                                  reference,   carry};
-extern const OpRecord sigmoid_record{Op::sigmoid, infer,   elementwise_kind, Activation::sigmoid,
-                                     AluOp::none, nullptr, nullptr,          nullptr,
-                                     reference,   carry};
-extern const OpRecord tanh_record{Op::tanh,    infer,   elementwise_kind, Activation::tanh,
-                                  AluOp::none, nullptr, nullptr,          nullptr,
-                                  reference,   carry};
-extern const OpRecord exp_record{Op::exp, infer,   elementwise_kind, Activation::exp, AluOp::none,
-                                 nullptr, nullptr, nullptr,          reference,       carry};
+    .op = Op::gelu_tanh,
+    .name = "gelu_tanh",
+    .infer = infer,
+    .kind = elementwise_kind,
+    .activation = Activation::gelu_tanh,
+    .reference = reference,
+    .carry = carry,
+};
+extern const OpRecord silu_record{
+    .op = Op::silu,
+    .name = "silu",
+    .infer = infer,
+    .kind = elementwise_kind,
+    .activation = Activation::silu,
+    .reference = reference,
+    .carry = carry,
+};
+extern const OpRecord sigmoid_record{
+    .op = Op::sigmoid,
+    .name = "sigmoid",
+    .infer = infer,
+    .kind = elementwise_kind,
+    .activation = Activation::sigmoid,
+    .reference = reference,
+    .carry = carry,
+};
+extern const OpRecord tanh_record{
+    .op = Op::tanh,
+    .name = "tanh",
+    .infer = infer,
+    .kind = elementwise_kind,
+    .activation = Activation::tanh,
+    .reference = reference,
+    .carry = carry,
+};
+extern const OpRecord exp_record{
+    .op = Op::exp,
+    .name = "exp",
+    .infer = infer,
+    .kind = elementwise_kind,
+    .activation = Activation::exp,
+    .reference = reference,
+    .carry = carry,
+};
 
 } // namespace neuron::compiler::lower

@@ -61,7 +61,11 @@ std::string mixes_rows(const Graph &, const Node &, int64_t) {
 } // namespace
 
 extern const OpRecord attention_record{
-    Op::attention, infer,   decomposed_first, Activation::identity,
-    AluOp::none,   nullptr, nullptr,          mixes_rows};
+    .op = Op::attention,
+    .name = "attention",
+    .infer = infer,
+    .kind = decomposed_first,
+    .mixes_rows = mixes_rows,
+};
 
 } // namespace neuron::compiler::lower

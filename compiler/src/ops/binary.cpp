@@ -432,17 +432,49 @@ std::string mixes_rows(const Graph &g, const Node &n, int64_t rows) {
 extern const KindLowering binary_lowering{[](StepBuffers &s, const Group &g) { declare(s, g); },
                                           emit};
 
-extern const OpRecord add_record{Op::add,    infer,   binary_kind, Activation::identity,
-                                 AluOp::add, nullptr, row_operand, mixes_rows,
-                                 reference,  carry};
-extern const OpRecord sub_record{Op::sub,    infer,   binary_kind, Activation::identity,
-                                 AluOp::sub, nullptr, row_operand, mixes_rows,
-                                 reference,  carry};
-extern const OpRecord mul_record{Op::mul,    infer,   binary_kind, Activation::identity,
-                                 AluOp::mul, nullptr, row_operand, mixes_rows,
-                                 reference,  carry};
-extern const OpRecord div_record{Op::div,    infer,   binary_kind, Activation::identity,
-                                 AluOp::div, nullptr, row_operand, mixes_rows,
-                                 reference,  carry};
+extern const OpRecord add_record{
+    .op = Op::add,
+    .name = "add",
+    .infer = infer,
+    .kind = binary_kind,
+    .alu = AluOp::add,
+    .whole_operand = row_operand,
+    .mixes_rows = mixes_rows,
+    .reference = reference,
+    .carry = carry,
+};
+extern const OpRecord sub_record{
+    .op = Op::sub,
+    .name = "sub",
+    .infer = infer,
+    .kind = binary_kind,
+    .alu = AluOp::sub,
+    .whole_operand = row_operand,
+    .mixes_rows = mixes_rows,
+    .reference = reference,
+    .carry = carry,
+};
+extern const OpRecord mul_record{
+    .op = Op::mul,
+    .name = "mul",
+    .infer = infer,
+    .kind = binary_kind,
+    .alu = AluOp::mul,
+    .whole_operand = row_operand,
+    .mixes_rows = mixes_rows,
+    .reference = reference,
+    .carry = carry,
+};
+extern const OpRecord div_record{
+    .op = Op::div,
+    .name = "div",
+    .infer = infer,
+    .kind = binary_kind,
+    .alu = AluOp::div,
+    .whole_operand = row_operand,
+    .mixes_rows = mixes_rows,
+    .reference = reference,
+    .carry = carry,
+};
 
 } // namespace neuron::compiler::lower

@@ -330,21 +330,54 @@ extern const KindLowering in_place_lowering{declare_in_place, emit_in_place};
 extern const KindLowering transpose2_lowering{declare_in_place, emit_transpose2};
 
 extern const OpRecord reshape_record{
-    Op::reshape, infer_reshape,  reshape_kind, Activation::identity,
-    AluOp::none, reshape_source, nullptr,      reshape_mixes_rows,
-    moved,       moved_errors};
+    .op = Op::reshape,
+    .name = "reshape",
+    .infer = infer_reshape,
+    .kind = reshape_kind,
+    .source = reshape_source,
+    .mixes_rows = reshape_mixes_rows,
+    .reference = moved,
+    .carry = moved_errors,
+};
 extern const OpRecord transpose_record{
-    Op::transpose, infer_transpose,  transpose_kind, Activation::identity,
-    AluOp::none,   transpose_source, nullptr,        moves_between_rows,
-    moved,         moved_errors};
-extern const OpRecord slice_record{Op::slice,   infer_slice,  piece_kind, Activation::identity,
-                                   AluOp::none, slice_source, nullptr,    moves_between_rows,
-                                   moved,       moved_errors};
-extern const OpRecord split_record{Op::split,   infer_split,  piece_kind, Activation::identity,
-                                   AluOp::none, slice_source, nullptr,    moves_between_rows,
-                                   moved,       moved_errors};
-extern const OpRecord concat_record{Op::concat,  infer_concat,  concat_kind, Activation::identity,
-                                    AluOp::none, concat_source, nullptr,     moves_between_rows,
-                                    moved,       moved_errors};
+    .op = Op::transpose,
+    .name = "transpose",
+    .infer = infer_transpose,
+    .kind = transpose_kind,
+    .source = transpose_source,
+    .mixes_rows = moves_between_rows,
+    .reference = moved,
+    .carry = moved_errors,
+};
+extern const OpRecord slice_record{
+    .op = Op::slice,
+    .name = "slice",
+    .infer = infer_slice,
+    .kind = piece_kind,
+    .source = slice_source,
+    .mixes_rows = moves_between_rows,
+    .reference = moved,
+    .carry = moved_errors,
+};
+extern const OpRecord split_record{
+    .op = Op::split,
+    .name = "split",
+    .infer = infer_split,
+    .kind = piece_kind,
+    .source = slice_source,
+    .mixes_rows = moves_between_rows,
+    .reference = moved,
+    .carry = moved_errors,
+};
+extern const OpRecord concat_record{
+    .op = Op::concat,
+    .name = "concat",
+    .infer = infer_concat,
+    .kind = concat_kind,
+    .source = concat_source,
+    .mixes_rows = moves_between_rows,
+    .reference = moved,
+    .carry = moved_errors,
+};
 
 } // namespace neuron::compiler::lower

@@ -18,7 +18,17 @@ Kind loaded_on_use(const Graph &, const Node &) {
 
 } // namespace
 
-extern const OpRecord input_record{Op::input, declared_elsewhere, loaded_on_use};
-extern const OpRecord constant_record{Op::constant, declared_elsewhere, loaded_on_use};
+extern const OpRecord input_record{
+    .op = Op::input,
+    .name = "input",
+    .infer = declared_elsewhere,
+    .kind = loaded_on_use,
+};
+extern const OpRecord constant_record{
+    .op = Op::constant,
+    .name = "const",
+    .infer = declared_elsewhere,
+    .kind = loaded_on_use,
+};
 
 } // namespace neuron::compiler::lower

@@ -280,15 +280,15 @@ std::string mixes_rows(const Graph &g, const Node &n, int64_t) {
 extern const KindLowering matmul_lowering{[](StepBuffers &s, const Group &g) { declare(s, g); },
                                           emit};
 
-extern const OpRecord matmul_record{Op::matmul,
-                                    infer,
-                                    [](const Graph &, const Node &) { return Kind::matmul; },
-                                    Activation::identity,
-                                    AluOp::none,
-                                    nullptr,
-                                    weight_operand,
-                                    mixes_rows,
-                                    reference,
-                                    carry};
+extern const OpRecord matmul_record{
+    .op = Op::matmul,
+    .name = "matmul",
+    .infer = infer,
+    .kind = [](const Graph &, const Node &) { return Kind::matmul; },
+    .whole_operand = weight_operand,
+    .mixes_rows = mixes_rows,
+    .reference = reference,
+    .carry = carry,
+};
 
 } // namespace neuron::compiler::lower

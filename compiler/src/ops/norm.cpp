@@ -195,11 +195,22 @@ extern const KindLowering norm_lowering{[](StepBuffers &s, const Group &g) { dec
                                         emit};
 
 extern const OpRecord layer_norm_record{
-    Op::layer_norm, infer,   norm_kind,      Activation::identity,
-    AluOp::none,    nullptr, weight_operand, nullptr,
-    reference,      carry};
-extern const OpRecord rms_norm_record{Op::rms_norm, infer,   norm_kind,      Activation::identity,
-                                      AluOp::none,  nullptr, weight_operand, nullptr,
-                                      reference,    carry};
+    .op = Op::layer_norm,
+    .name = "layer_norm",
+    .infer = infer,
+    .kind = norm_kind,
+    .whole_operand = weight_operand,
+    .reference = reference,
+    .carry = carry,
+};
+extern const OpRecord rms_norm_record{
+    .op = Op::rms_norm,
+    .name = "rms_norm",
+    .infer = infer,
+    .kind = norm_kind,
+    .whole_operand = weight_operand,
+    .reference = reference,
+    .carry = carry,
+};
 
 } // namespace neuron::compiler::lower

@@ -70,6 +70,10 @@ const OpRecord &op_record(Op op) {
     return r;
 }
 
+std::span<const OpRecord *const> op_records() {
+    return records;
+}
+
 const KindLowering *kind_lowering(Kind kind) {
     switch (kind) {
     case Kind::none:

@@ -155,15 +155,14 @@ std::string mixes_rows(const Graph &, const Node &n, int64_t) {
 extern const KindLowering softmax_lowering{[](StepBuffers &s, const Group &g) { declare(s, g); },
                                            emit};
 
-extern const OpRecord softmax_record{Op::softmax,
-                                     infer,
-                                     [](const Graph &, const Node &) { return Kind::softmax; },
-                                     Activation::identity,
-                                     AluOp::none,
-                                     nullptr,
-                                     nullptr,
-                                     mixes_rows,
-                                     reference,
-                                     carry};
+extern const OpRecord softmax_record{
+    .op = Op::softmax,
+    .name = "softmax",
+    .infer = infer,
+    .kind = [](const Graph &, const Node &) { return Kind::softmax; },
+    .mixes_rows = mixes_rows,
+    .reference = reference,
+    .carry = carry,
+};
 
 } // namespace neuron::compiler::lower
