@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -67,8 +68,9 @@ struct OpRecord {
     /// How a group that this node starts is lowered; throws GraphError
     /// naming the node and why when it is not.
     Kind (*kind)(const Graph &, const Node &) = nullptr;
-    /// An activation: the ACTIVATE function that computes it.
-    Activation activation = Activation::identity;
+    /// The node as one step of an elementwise chain or of a matmul's
+    /// epilogue, when it is one (an activation, a literal operation).
+    std::optional<Step> (*step)(const Node &) = nullptr;
     /// A binary operator: the ALU operation that computes it.
     AluOp alu = AluOp::none;
     /// Data movement: where element f of the result comes from.

@@ -125,6 +125,11 @@ std::vector<double> carry(const Graph &, const Node &n, const std::vector<double
     return c;
 }
 
+// An activation is one ACTIVATE of f.
+template <Activation f> std::optional<Step> activate(const Node &) {
+    return Step{Step::act, 1, 0, f};
+}
+
 Kind elementwise_kind(const Graph &, const Node &) {
     return Kind::elementwise;
 }
@@ -138,7 +143,7 @@ extern const OpRecord relu_record{
     .name = "relu",
     .infer = infer,
     .kind = elementwise_kind,
-    .activation = Activation::relu,
+    .step = activate<Activation::relu>,
     .reference = reference,
     .carry = carry,
 };
@@ -147,7 +152,7 @@ extern const OpRecord gelu_record{
     .name = "gelu",
     .infer = infer,
     .kind = elementwise_kind,
-    .activation = Activation::gelu,
+    .step = activate<Activation::gelu>,
     .reference = reference,
     .carry = carry,
 };
@@ -156,7 +161,7 @@ extern const OpRecord gelu_tanh_record{
     .name = "gelu_tanh",
     .infer = infer,
     .kind = elementwise_kind,
-    .activation = Activation::gelu_tanh,
+    .step = activate<Activation::gelu_tanh>,
     .reference = reference,
     .carry = carry,
 };
@@ -165,7 +170,7 @@ extern const OpRecord silu_record{
     .name = "silu",
     .infer = infer,
     .kind = elementwise_kind,
-    .activation = Activation::silu,
+    .step = activate<Activation::silu>,
     .reference = reference,
     .carry = carry,
 };
@@ -174,7 +179,7 @@ extern const OpRecord sigmoid_record{
     .name = "sigmoid",
     .infer = infer,
     .kind = elementwise_kind,
-    .activation = Activation::sigmoid,
+    .step = activate<Activation::sigmoid>,
     .reference = reference,
     .carry = carry,
 };
@@ -183,7 +188,7 @@ extern const OpRecord tanh_record{
     .name = "tanh",
     .infer = infer,
     .kind = elementwise_kind,
-    .activation = Activation::tanh,
+    .step = activate<Activation::tanh>,
     .reference = reference,
     .carry = carry,
 };
@@ -192,7 +197,7 @@ extern const OpRecord exp_record{
     .name = "exp",
     .infer = infer,
     .kind = elementwise_kind,
-    .activation = Activation::exp,
+    .step = activate<Activation::exp>,
     .reference = reference,
     .carry = carry,
 };

@@ -407,6 +407,23 @@ std::vector<double> carry(const Graph &g, const Node &n, const std::vector<doubl
     return c;
 }
 
+// With a literal operand (not int32): an affine step, s - x or s / x.
+std::optional<Step> literal_step(const Node &n) {
+    if (!n.scalar || n.type.dtype == DType::int32)
+        return std::nullopt;
+    const float s = *n.scalar;
+    switch (n.op) {
+    case Op::mul:
+        return Step{Step::affine, s, 0};
+    case Op::add:
+        return Step{Step::affine, 1, s};
+    case Op::sub:
+        return n.scalar_first ? Step{Step::rsub, 1, s} : Step{Step::affine, 1, -s};
+    default:
+        return n.scalar_first ? Step{Step::rdiv, 1, s} : Step{Step::div, s, 0};
+    }
+}
+
 // A row [.., C] or one element of a result with more: read whole.
 bool row_operand(const Graph &g, const Node &n, size_t k) {
     const Type &t = g.node(n.operands[k]).type;
@@ -437,6 +454,7 @@ extern const OpRecord add_record{
     .name = "add",
     .infer = infer,
     .kind = binary_kind,
+    .step = literal_step,
     .alu = AluOp::add,
     .whole_operand = row_operand,
     .mixes_rows = mixes_rows,
@@ -448,6 +466,7 @@ extern const OpRecord sub_record{
     .name = "sub",
     .infer = infer,
     .kind = binary_kind,
+    .step = literal_step,
     .alu = AluOp::sub,
     .whole_operand = row_operand,
     .mixes_rows = mixes_rows,
@@ -459,6 +478,7 @@ extern const OpRecord mul_record{
     .name = "mul",
     .infer = infer,
     .kind = binary_kind,
+    .step = literal_step,
     .alu = AluOp::mul,
     .whole_operand = row_operand,
     .mixes_rows = mixes_rows,
@@ -470,6 +490,7 @@ extern const OpRecord div_record{
     .name = "div",
     .infer = infer,
     .kind = binary_kind,
+    .step = literal_step,
     .alu = AluOp::div,
     .whole_operand = row_operand,
     .mixes_rows = mixes_rows,

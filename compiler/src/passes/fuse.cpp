@@ -22,25 +22,9 @@ FusionPlan fuse(const Graph &g, const Usage &usage, bool enabled) {
                     return j;
         return std::nullopt;
     };
-    auto literal_step = [&](const Node &n) -> std::optional<Step> {
-        if (!is_binary(n.op) || !n.scalar || n.type.dtype == DType::int32)
-            return std::nullopt;
-        float s = *n.scalar;
-        switch (n.op) {
-        case Op::mul:
-            return Step{Step::affine, s, 0};
-        case Op::add:
-            return Step{Step::affine, 1, s};
-        case Op::sub:
-            return n.scalar_first ? Step{Step::rsub, 1, s} : Step{Step::affine, 1, -s};
-        default:
-            return n.scalar_first ? Step{Step::rdiv, 1, s} : Step{Step::div, s, 0};
-        }
-    };
     auto unary_step = [&](const Node &n) -> std::optional<Step> {
-        if (is_activation(n.op))
-            return Step{Step::act, 1, 0, op_record(n.op).activation};
-        return literal_step(n);
+        const auto step = op_record(n.op).step;
+        return step ? step(n) : std::nullopt;
     };
     for (uint32_t i = 0; i < nodes.size(); i++) {
         if (taken[i])
