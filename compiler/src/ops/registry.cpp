@@ -9,19 +9,19 @@ namespace neuron::compiler::lower {
 extern const OpRecord input_record, constant_record, matmul_record, add_record, sub_record,
     mul_record, div_record, relu_record, gelu_record, gelu_tanh_record, silu_record, sigmoid_record,
     tanh_record, exp_record, softmax_record, layer_norm_record, rms_norm_record, reshape_record,
-    transpose_record, slice_record, concat_record, split_record, attention_record;
+    transpose_record, slice_record, concat_record, split_record, attention_record, neg_record;
 extern const KindLowering matmul_lowering, elementwise_lowering, binary_lowering, softmax_lowering,
     norm_lowering, gather_lowering, in_place_lowering, transpose2_lowering;
 
 namespace {
 
 // In the order of Op.
-const std::array<const OpRecord *, 23> records{
+const std::array<const OpRecord *, 24> records{
     &input_record,      &constant_record, &matmul_record,    &add_record,       &sub_record,
     &mul_record,        &div_record,      &relu_record,      &gelu_record,      &gelu_tanh_record,
     &silu_record,       &sigmoid_record,  &tanh_record,      &exp_record,       &softmax_record,
     &layer_norm_record, &rms_norm_record, &reshape_record,   &transpose_record, &slice_record,
-    &concat_record,     &split_record,    &attention_record,
+    &concat_record,     &split_record,    &attention_record, &neg_record,
 };
 
 } // namespace
