@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // compile(): the passes in order, each handing its result to the next:
-// check -> fusion plan -> folded constants -> memory plan -> program.
+// decomposed graph -> check -> fusion plan -> folded constants -> memory
+// plan -> program.
 #include <neuron/compiler/compile.hpp>
 
 #include <chrono>
@@ -29,8 +30,8 @@ template <class Pass> auto timed(std::vector<PassTime> &times, const char *name,
 
 Compiled compile(const Graph &g, const CompileOptions &options) {
     using namespace lower;
-    const Graph lowered = g.decomposed(); // attention: matmul, mul, add, softmax, matmul
     std::vector<PassTime> times;
+    const Graph lowered = timed(times, "decompose", [&] { return g.decomposed(); });
     const Usage usage = timed(times, "check", [&] { return check(lowered, options); });
     const FusionPlan fusion =
         timed(times, "fuse", [&] { return lower::fuse(lowered, usage, options.fuse); });

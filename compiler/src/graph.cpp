@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "registry.hpp"
+#include "op_record.hpp"
 
 namespace neuron::compiler {
 
@@ -356,45 +356,6 @@ std::string describe(const Graph &g, const Node &n) {
     return fmt::format("'{}' ({} of {} -> {})", n.name, to_string(n.op),
                        ts.empty() ? "nothing" : fmt::format("{}", fmt::join(ts, ", ")),
                        to_string(n.type));
-}
-
-Graph Graph::decomposed() const {
-    Graph d(name_);
-    std::vector<uint32_t> at(nodes_.size()); // this graph's node -> d's
-    for (uint32_t i = 0; i < nodes_.size(); i++) {
-        const Node &n = nodes_[i];
-        if (n.op != Op::attention) {
-            Node c = n;
-            for (auto &o : c.operands)
-                o = at[o];
-            at[i] = d.push(std::move(c));
-            continue;
-        }
-        const auto part = [&](const char *what) { return n.name + "." + what; };
-        try {
-            Attrs tb;
-            tb.transpose_b = true;
-            uint32_t s =
-                d.add(Op::matmul, part("scores"), {at[n.operands[0]], at[n.operands[1]]}, tb);
-            if (n.scale != 1) {
-                Attrs m;
-                m.scalar = n.scale;
-                s = d.add(Op::mul, part("scaled"), {s}, m);
-            }
-            if (n.operands.size() > 3)
-                s = d.add(Op::add, part("masked"), {s, at[n.operands[3]]});
-            Attrs sm;
-            sm.causal = n.causal;
-            s = d.add(Op::softmax, part("probs"), {s}, sm);
-            at[i] = d.add(Op::matmul, n.name, {s, at[n.operands[2]]});
-        } catch (const GraphError &e) {
-            throw GraphError(
-                fmt::format("'{}' (attention): in its decomposition: {}", n.name, e.what()));
-        }
-    }
-    for (uint32_t o : outputs_)
-        d.outputs_.push_back(at[o]);
-    return d;
 }
 
 } // namespace neuron::compiler

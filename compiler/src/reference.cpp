@@ -7,16 +7,16 @@
 
 #include <fmt/format.h>
 
-#include "registry.hpp"
+#include "op_record.hpp"
 
 namespace neuron::compiler {
 
 namespace {
 Expected attention_reference(const Graph &g, uint32_t node,
                              const std::vector<const std::vector<double> *> &operands);
-bool has_attention(const Graph &g) {
+bool has_decomposition(const Graph &g) {
     return std::any_of(g.nodes().begin(), g.nodes().end(),
-                       [](const Node &n) { return n.op == Op::attention; });
+                       [](const Node &n) { return lower::op_record(n.op).decompose; });
 }
 } // namespace
 
@@ -47,7 +47,7 @@ Expected reference(const Graph &g, uint32_t node,
 std::vector<std::vector<double>> evaluate(const Graph &g,
                                           const std::map<std::string, std::vector<float>> &inputs) {
     std::vector<std::vector<double>> v(g.nodes().size());
-    if (has_attention(g)) { // as the operators it is made of
+    if (has_decomposition(g)) { // as the operators it is made of
         const Graph d = g.decomposed();
         std::vector<std::vector<double>> all = evaluate(d, inputs);
         for (uint32_t i = 0; i < g.nodes().size(); i++)
@@ -180,7 +180,7 @@ Expected attention_reference(const Graph &g, uint32_t node,
 std::vector<Expected> evaluate_bounded(const Graph &g,
                                        const std::map<std::string, std::vector<float>> &inputs) {
     std::vector<Expected> out(g.nodes().size());
-    if (has_attention(g)) { // through the operators it is made of, as compiled
+    if (has_decomposition(g)) { // through the operators it is made of, as compiled
         const Graph d = g.decomposed();
         std::vector<Expected> all = evaluate_bounded(d, inputs);
         for (uint32_t i = 0; i < g.nodes().size(); i++)

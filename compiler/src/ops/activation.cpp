@@ -4,7 +4,7 @@
 // value, one instruction per step and row tile, `x * a + b` followed by an
 // activation in one ACTIVATE, `x * a + b` alone in one two-op
 // TENSOR_SCALAR.
-#include "../registry.hpp"
+#include "../op_record.hpp"
 
 #include <cmath>
 

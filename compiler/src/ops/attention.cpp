@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
-// attention(q, k, v[, mask]): decomposed before the lowering
-// (Graph::decomposed()), so no group starts at it.
-#include "../registry.hpp"
+// attention(q, k, v[, mask]): its type, and its decomposition, which is
+// what is lowered (compile() decomposes first, so no group starts at it)
+// and what its reference and bounds are computed through.
+#include "../op_record.hpp"
 
 namespace neuron::compiler::lower {
 
@@ -54,6 +55,27 @@ Kind decomposed_first(const Graph &g, const Node &n) {
     unsupported(g, n, "no lowering: attention is compiled as its decomposition");
 }
 
+// o.scores = matmul(q, k, transpose_b=true), o.scaled = mul(o.scores,
+// scale) (unless scale is 1), o.masked = add(o.scaled, mask),
+// o.probs = softmax(..., causal), o = matmul(o.probs, v).
+uint32_t decompose(Graph &d, const Node &n, const std::vector<uint32_t> &operands) {
+    const auto part = [&](const char *what) { return n.name + "." + what; };
+    Attrs tb;
+    tb.transpose_b = true;
+    uint32_t s = d.add(Op::matmul, part("scores"), {operands[0], operands[1]}, tb);
+    if (n.scale != 1) {
+        Attrs m;
+        m.scalar = n.scale;
+        s = d.add(Op::mul, part("scaled"), {s}, m);
+    }
+    if (operands.size() > 3)
+        s = d.add(Op::add, part("masked"), {s, operands[3]});
+    Attrs sm;
+    sm.causal = n.causal;
+    s = d.add(Op::softmax, part("probs"), {s}, sm);
+    return d.add(Op::matmul, n.name, {s, operands[2]});
+}
+
 std::string mixes_rows(const Graph &, const Node &, int64_t) {
     return "it moves elements between rows";
 }
@@ -66,6 +88,7 @@ extern const OpRecord attention_record{
     .infer = infer,
     .kind = decomposed_first,
     .mixes_rows = mixes_rows,
+    .decompose = decompose,
 };
 
 } // namespace neuron::compiler::lower

@@ -4,7 +4,7 @@
 // here): TENSOR_TENSOR per row tile against an operand of the same shape,
 // a row or rows that repeat; TENSOR_SCALAR against a column or one
 // element (docs/compiler.md, Broadcasting).
-#include "../registry.hpp"
+#include "../op_record.hpp"
 
 #include <cmath>
 #include <optional>

@@ -5,7 +5,7 @@
 // and for a piece of whole row tiles (a view of its operand's buffer),
 // TRANSPOSE blocks for a swap of the last two axes, else a gather of
 // copies, chains of them fused into one.
-#include "../registry.hpp"
+#include "../op_record.hpp"
 
 #include <algorithm>
 #include <tuple>

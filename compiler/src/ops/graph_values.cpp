@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Graph inputs and constants: no instruction of their own; a value is
 // loaded into SBUF by DMA right before its first use.
-#include "../registry.hpp"
+#include "../op_record.hpp"
 
 namespace neuron::compiler::lower {
 

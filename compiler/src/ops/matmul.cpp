@@ -5,7 +5,7 @@
 // instruction that also applies the fused epilogue (bias in PSUM, affine
 // steps and an activation, or a residual). A streamed weight passes
 // through two panel buffers (docs/compiler.md, Layout and tiling).
-#include "../registry.hpp"
+#include "../op_record.hpp"
 
 #include <cmath>
 

@@ -3,7 +3,7 @@
 // x * -1, so one exact TENSOR_SCALAR alone, or nothing of its own in a
 // chain or a matmul's epilogue (ACTIVATE's scale, the evacuation's
 // TENSOR_SCALAR).
-#include "../registry.hpp"
+#include "../op_record.hpp"
 
 namespace neuron::compiler::lower {
 

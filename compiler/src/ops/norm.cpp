@@ -3,7 +3,7 @@
 // and Scalar engines with fp32 temporaries: (mean, centre,) sum of squares,
 // 1/sqrt(sum / C + eps) in one ACTIVATE rsqrt (ISA 1.1), scale, affine.
 // The weight and bias are rows spread down the partitions.
-#include "../registry.hpp"
+#include "../op_record.hpp"
 
 #include <algorithm>
 #include <cmath>

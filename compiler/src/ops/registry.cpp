@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "../registry.hpp"
+#include "../op_record.hpp"
 
 #include <array>
 

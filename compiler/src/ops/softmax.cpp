@@ -3,7 +3,7 @@
 // with the negated max as ACTIVATE's bias, REDUCE sum, divide; the causal
 // mask built per row tile (IOTA q - k, TENSOR_SCALAR is_ge 0, SELECT with
 // -inf).
-#include "../registry.hpp"
+#include "../op_record.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "emit.hpp"
 
-#include "../registry.hpp"
+#include "../op_record.hpp"
 
 namespace neuron::compiler::lower {
 

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "../registry.hpp"
+#include "../op_record.hpp"
 
 namespace neuron::compiler::lower {
 

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <map>
 
-#include "../registry.hpp"
+#include "../op_record.hpp"
 #include "step_buffers.hpp"
 
 namespace neuron::compiler::lower {

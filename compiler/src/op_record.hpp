@@ -93,6 +93,11 @@ struct OpRecord {
     /// first order and above.
     std::vector<double> (*carry)(const Graph &, const Node &, const std::vector<double> &value,
                                  const Values &val, const Values &err) = nullptr;
+    /// An operator made of others (Graph::decomposed()): adds them to
+    /// @p into, reading @p operands (nodes of @p into), and returns the node
+    /// that stands for @p n, named as @p n.
+    uint32_t (*decompose)(Graph &into, const Node &n,
+                          const std::vector<uint32_t> &operands) = nullptr;
 };
 
 const OpRecord &op_record(Op op);
