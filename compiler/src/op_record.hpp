@@ -58,6 +58,44 @@ inline bool all_zero(const std::vector<double> &v) {
     return std::all_of(v.begin(), v.end(), [](double x) { return x == 0; });
 }
 
+/// What an operator's rule for split_rows() works with (split.cpp): each
+/// value's relation to the split along the inputs' leading axis.
+class SplitRoles {
+  public:
+    explicit SplitRoles(const Graph &g) : graph(g) {}
+    SplitRoles(const SplitRoles &) = delete;
+    SplitRoles &operator=(const SplitRoles &) = delete;
+    virtual ~SplitRoles() = default;
+    /// Rows of @p node per row of the inputs' leading axis; 0: not split.
+    virtual int64_t per_row(uint32_t node) const = 0;
+    virtual void set_per_row(uint32_t node, int64_t per_row) = 0;
+    [[noreturn]] virtual void refuse(uint32_t node, const std::string &why) const = 0;
+    /// Operand @p o of node @p n whose axis 0 meets the split axis of a
+    /// result whose leading extent is @p full: a constant is cut from then
+    /// on; anything else that is not split itself is refused.
+    virtual void align(uint32_t n, uint32_t o, int64_t per_row, int64_t full) = 0;
+    /// Operand @p o of node @p n is needed whole in every part.
+    virtual void use_whole(uint32_t n, uint32_t o) = 0;
+    /// Node @p n works element by element (broadcasting included).
+    virtual void elementwise(uint32_t n) = 0;
+    bool any_split(const Node &n) const {
+        return std::any_of(n.operands.begin(), n.operands.end(),
+                           [&](uint32_t o) { return per_row(o) > 0; });
+    }
+    /// Node @p n computes along the last axis of its first operand's rows
+    /// (softmax, the norms); its other operands (weights) are whole.
+    void normalises_last_axis(uint32_t n) {
+        const Node &node = graph.node(n);
+        if (any_split(node) && node.type.shape.size() < 2)
+            refuse(n, "it normalises over the split axis");
+        for (size_t k = 1; k < node.operands.size(); k++)
+            use_whole(n, node.operands[k]);
+        set_per_row(n, per_row(node.operands[0]));
+    }
+
+    const Graph &graph;
+};
+
 struct OpRecord {
     Op op;
     const char *name; ///< in the text form
@@ -98,6 +136,10 @@ struct OpRecord {
     /// that stands for @p n, named as @p n.
     uint32_t (*decompose)(Graph &into, const Node &n,
                           const std::vector<uint32_t> &operands) = nullptr;
+    /// split_rows(): node @p node's relation to the split from its
+    /// operands', or a refusal naming why its rows cannot be split.
+    /// nullptr: it works element by element (SplitRoles::elementwise).
+    void (*split)(SplitRoles &, uint32_t node) = nullptr;
 };
 
 const OpRecord &op_record(Op op);

@@ -80,6 +80,35 @@ std::string mixes_rows(const Graph &, const Node &, int64_t) {
     return "it moves elements between rows";
 }
 
+// Split queries, against keys and values split alike or 2-d (shared).
+void split_rule(SplitRoles &s, uint32_t n) {
+    const Graph &g = s.graph;
+    const Node &node = g.node(n);
+    const uint32_t q = node.operands[0];
+    const size_t rq = g.node(q).type.shape.size();
+    if (!s.per_row(q)) {
+        for (uint32_t o : node.operands)
+            if (s.per_row(o))
+                s.refuse(n, fmt::format("'{}' is split while the queries are not", g.node(o).name));
+        return;
+    }
+    const int64_t per_row = s.per_row(q);
+    for (size_t i = 1; i < node.operands.size(); i++) {
+        const uint32_t o = node.operands[i];
+        const size_t r = g.node(o).type.shape.size();
+        if (i < 3 && rq == 2) // queries split: every part attends to all keys
+            s.use_whole(n, o);
+        else if (i < 3 && r == 2)
+            s.use_whole(n, o); // keys shared by the batch
+        else if (r == rq)
+            s.align(n, o, per_row, g.node(q).type.shape[0]);
+        else if (s.per_row(o))
+            s.refuse(n, fmt::format("'{}' is split along an axis that broadcasting moves",
+                                    g.node(o).name));
+    }
+    s.set_per_row(n, per_row);
+}
+
 } // namespace
 
 extern const OpRecord attention_record{
@@ -89,6 +118,7 @@ extern const OpRecord attention_record{
     .kind = decomposed_first,
     .mixes_rows = mixes_rows,
     .decompose = decompose,
+    .split = split_rule,
 };
 
 } // namespace neuron::compiler::lower

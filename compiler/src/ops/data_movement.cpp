@@ -323,6 +323,47 @@ std::string reshape_mixes_rows(const Graph &g, const Node &n, int64_t rows) {
     return reshape_kind(g, n) == Kind::alias ? "" : moves_between_rows(g, n, rows);
 }
 
+// One input row must be a whole number of rows of the result.
+void split_reshape(SplitRoles &s, uint32_t i) {
+    const Node &n = s.graph.node(i);
+    if (!s.any_split(n))
+        return;
+    const Node &x = s.graph.node(n.operands[0]);
+    const int64_t inner_in = x.type.elements() / x.type.shape[0];
+    const int64_t inner_out = n.type.elements() / n.type.shape[0];
+    const int64_t per_row = s.per_row(n.operands[0]);
+    if ((per_row * inner_in) % inner_out)
+        s.refuse(i, fmt::format("one input row is {} elements of the operand, which is not a "
+                                "whole number of rows of {}",
+                                per_row * inner_in, shape_text(n.type.shape)));
+    s.set_per_row(i, per_row * inner_in / inner_out);
+}
+
+void split_transpose(SplitRoles &s, uint32_t i) {
+    const Node &n = s.graph.node(i);
+    if (s.any_split(n) && n.dims.at(0) != 0)
+        s.refuse(i, fmt::format("the permutation {} moves axis 0", shape_text(n.dims)));
+    s.set_per_row(i, s.per_row(n.operands[0]));
+}
+
+// slice, split and concat along an axis other than the split one, every
+// operand split alike.
+void split_pieces(SplitRoles &s, uint32_t i) {
+    const Node &n = s.graph.node(i);
+    if (!s.any_split(n))
+        return;
+    for (uint32_t o : n.operands)
+        if (!s.per_row(o))
+            s.refuse(
+                i, fmt::format("'{}' is not split while another operand is", s.graph.node(o).name));
+    if (n.axis == 0)
+        s.refuse(i, "it cuts or joins along the split axis");
+    s.set_per_row(i, s.per_row(n.operands[0]));
+    for (uint32_t o : n.operands)
+        if (s.per_row(o) != s.per_row(i))
+            s.refuse(i, "its operands are split in different steps");
+}
+
 } // namespace
 
 extern const KindLowering gather_lowering{declare_gather, emit_gather};
@@ -338,6 +379,7 @@ extern const OpRecord reshape_record{
     .mixes_rows = reshape_mixes_rows,
     .reference = moved,
     .carry = moved_errors,
+    .split = split_reshape,
 };
 extern const OpRecord transpose_record{
     .op = Op::transpose,
@@ -348,6 +390,7 @@ extern const OpRecord transpose_record{
     .mixes_rows = moves_between_rows,
     .reference = moved,
     .carry = moved_errors,
+    .split = split_transpose,
 };
 extern const OpRecord slice_record{
     .op = Op::slice,
@@ -358,6 +401,7 @@ extern const OpRecord slice_record{
     .mixes_rows = moves_between_rows,
     .reference = moved,
     .carry = moved_errors,
+    .split = split_pieces,
 };
 extern const OpRecord split_record{
     .op = Op::split,
@@ -368,6 +412,7 @@ extern const OpRecord split_record{
     .mixes_rows = moves_between_rows,
     .reference = moved,
     .carry = moved_errors,
+    .split = split_pieces,
 };
 extern const OpRecord concat_record{
     .op = Op::concat,
@@ -378,6 +423,7 @@ extern const OpRecord concat_record{
     .mixes_rows = moves_between_rows,
     .reference = moved,
     .carry = moved_errors,
+    .split = split_pieces,
 };
 
 } // namespace neuron::compiler::lower

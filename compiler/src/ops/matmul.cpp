@@ -275,6 +275,26 @@ std::string mixes_rows(const Graph &g, const Node &n, int64_t) {
     return "";
 }
 
+// The rows of the first operand, against one matrix (whole in every part)
+// or batch dimensions split alike.
+void split_rule(SplitRoles &s, uint32_t n) {
+    const Node &node = s.graph.node(n);
+    const uint32_t a = node.operands[0], b = node.operands[1];
+    const size_t ra = s.graph.node(a).type.shape.size(), rb = s.graph.node(b).type.shape.size();
+    if (!s.per_row(a)) {
+        if (s.per_row(b))
+            s.refuse(n, "the second operand is split while the first is not");
+        return;
+    }
+    if (ra == 2 && node.transpose_a)
+        s.refuse(n, "the first operand's axis 0 is contracted (transpose_a)");
+    if (rb == 2)
+        s.use_whole(n, b); // rows of a against one matrix
+    else
+        s.align(n, b, s.per_row(a), s.graph.node(b).type.shape[0]); // batch dims
+    s.set_per_row(n, s.per_row(a));
+}
+
 } // namespace
 
 extern const KindLowering matmul_lowering{[](StepBuffers &s, const Group &g) { declare(s, g); },
@@ -289,6 +309,7 @@ extern const OpRecord matmul_record{
     .mixes_rows = mixes_rows,
     .reference = reference,
     .carry = carry,
+    .split = split_rule,
 };
 
 } // namespace neuron::compiler::lower

@@ -189,6 +189,10 @@ bool weight_operand(const Graph &, const Node &, size_t k) {
     return k >= 1;
 }
 
+void split_rule(SplitRoles &s, uint32_t n) {
+    s.normalises_last_axis(n);
+}
+
 } // namespace
 
 extern const KindLowering norm_lowering{[](StepBuffers &s, const Group &g) { declare(s, g); },
@@ -202,6 +206,7 @@ extern const OpRecord layer_norm_record{
     .whole_operand = weight_operand,
     .reference = reference,
     .carry = carry,
+    .split = split_rule,
 };
 extern const OpRecord rms_norm_record{
     .op = Op::rms_norm,
@@ -211,6 +216,7 @@ extern const OpRecord rms_norm_record{
     .whole_operand = weight_operand,
     .reference = reference,
     .carry = carry,
+    .split = split_rule,
 };
 
 } // namespace neuron::compiler::lower

@@ -150,6 +150,10 @@ std::string mixes_rows(const Graph &, const Node &n, int64_t) {
     return n.causal ? "the causal mask depends on the row's place" : "";
 }
 
+void split_rule(SplitRoles &s, uint32_t n) {
+    s.normalises_last_axis(n);
+}
+
 } // namespace
 
 extern const KindLowering softmax_lowering{[](StepBuffers &s, const Group &g) { declare(s, g); },
@@ -163,6 +167,7 @@ extern const OpRecord softmax_record{
     .mixes_rows = mixes_rows,
     .reference = reference,
     .carry = carry,
+    .split = split_rule,
 };
 
 } // namespace neuron::compiler::lower
