@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "op_record.hpp"
+#include "shape.hpp"
 
 namespace neuron::compiler {
 
@@ -61,20 +61,6 @@ uint16_t to_bf16(float x) {
 
 } // namespace
 
-const char *to_string(Op op) noexcept {
-    for (const lower::OpRecord *r : lower::op_records())
-        if (r->op == op)
-            return r->name;
-    return "?";
-}
-
-std::optional<Op> op_from_string(std::string_view name) noexcept {
-    for (const lower::OpRecord *r : lower::op_records())
-        if (name == r->name && r->op != Op::input && r->op != Op::constant)
-            return r->op;
-    return std::nullopt;
-}
-
 std::optional<DType> dtype_from_string(std::string_view name) noexcept {
     for (DType t : {DType::fp32, DType::bf16, DType::fp16, DType::int32})
         if (name == neuron::to_string(t))
@@ -100,7 +86,7 @@ int64_t Type::elements() const {
 }
 
 std::string to_string(const Type &t) {
-    return fmt::format("{}{}", neuron::to_string(t.dtype), lower::shape_text(t.shape));
+    return fmt::format("{}{}", neuron::to_string(t.dtype), shape_text(t.shape));
 }
 
 float round_to(DType t, float x) {
@@ -196,7 +182,7 @@ uint32_t Graph::push(Node n) {
     for (int64_t d : n.type.shape)
         if (d < 1)
             throw GraphError(fmt::format("'{}': dimension {} in shape {} (sizes must be >= 1)",
-                                         n.name, d, lower::shape_text(n.type.shape)));
+                                         n.name, d, shape_text(n.type.shape)));
     nodes_.push_back(std::move(n));
     return static_cast<uint32_t>(nodes_.size() - 1);
 }
@@ -252,35 +238,6 @@ void Graph::mark_output(uint32_t node) {
     outputs_.push_back(node);
 }
 
-uint32_t Graph::add(Op op, const std::string &name, std::vector<uint32_t> operands,
-                    const Attrs &a) {
-    Node n;
-    n.op = op;
-    n.name = name;
-    n.operands = operands;
-    n.scalar = a.scalar;
-    n.scalar_first = a.scalar_first;
-    n.transpose_a = a.transpose_a;
-    n.transpose_b = a.transpose_b;
-    n.dims = a.dims;
-    n.axis = a.axis.value_or(0);
-    n.start = a.start;
-    n.end = a.end;
-    lower::InferContext ctx{n, a, {}, {}};
-    for (uint32_t o : operands) {
-        if (o >= nodes_.size())
-            throw GraphError(fmt::format("'{}': operand {} is not defined before it", name, o));
-        ctx.in.push_back(&nodes_[o].type);
-        ctx.names.push_back(nodes_[o].name);
-    }
-    if (a.eps && op != Op::layer_norm && op != Op::rms_norm)
-        throw ctx.fail("eps is an attribute of layer_norm and rms_norm only");
-    if (a.scale && op != Op::attention)
-        throw ctx.fail("scale is an attribute of attention only");
-    n.type = lower::op_record(op).infer(ctx);
-    return push(std::move(n));
-}
-
 std::vector<uint32_t> Graph::split(const std::vector<std::string> &names, uint32_t operand,
                                    const Attrs &a) {
     if (operand >= nodes_.size())
@@ -318,18 +275,18 @@ std::vector<uint32_t> Graph::split(const std::vector<std::string> &names, uint32
         sizes.assign(names.size(), d / pieces);
     }
     if (sizes.size() != names.size())
-        throw fail(fmt::format("{} names for {} sizes {}", names.size(), sizes.size(),
-                               lower::shape_text(sizes)));
+        throw fail(
+            fmt::format("{} names for {} sizes {}", names.size(), sizes.size(), shape_text(sizes)));
     int64_t total = 0;
     for (int64_t n : sizes) {
         if (n < 1)
             throw fail(fmt::format("a size of {} in {} (every piece has at least one element)", n,
-                                   lower::shape_text(sizes)));
+                                   shape_text(sizes)));
         total += n;
     }
     if (total != d)
         throw fail(fmt::format("the sizes {} add up to {}, but axis {} has {} elements",
-                               lower::shape_text(sizes), total, ax, d));
+                               shape_text(sizes), total, ax, d));
     std::vector<uint32_t> ids;
     int64_t start = 0;
     for (size_t i = 0; i < names.size(); i++) {

@@ -14,6 +14,7 @@
 #include <neuron/compiler/reference.hpp>
 
 #include "lowering.hpp"
+#include "shape.hpp"
 
 namespace neuron::compiler::lower {
 
@@ -47,9 +48,6 @@ struct InferContext {
     /// @p axis of rank @p rank, negative ones counted from the end.
     int64_t norm_axis(int64_t axis, size_t rank) const;
 };
-
-/// "[1, 128, 768]".
-std::string shape_text(const Shape &s);
 
 /// The operands' values (or their errors) of a node, row-major, in double.
 using Values = std::vector<const std::vector<double> *>;

@@ -9,8 +9,8 @@
 #include <cmath>
 #include <optional>
 
-#include "../index.hpp"
 #include "../passes/emitter.hpp"
+#include "../shape.hpp"
 
 namespace neuron::compiler::lower {
 

@@ -10,8 +10,8 @@
 #include <algorithm>
 #include <tuple>
 
-#include "../index.hpp"
 #include "../passes/emitter.hpp"
+#include "../shape.hpp"
 
 namespace neuron::compiler::lower {
 

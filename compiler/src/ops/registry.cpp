@@ -59,10 +59,6 @@ int64_t InferContext::norm_axis(int64_t axis, size_t rank) const {
     return axis < 0 ? axis + r : axis;
 }
 
-std::string shape_text(const Shape &s) {
-    return fmt::format("[{}]", fmt::join(s, ", "));
-}
-
 const OpRecord &op_record(Op op) {
     const OpRecord &r = *records.at(static_cast<size_t>(op));
     if (r.op != op)
@@ -100,3 +96,21 @@ const KindLowering *kind_lowering(Kind kind) {
 }
 
 } // namespace neuron::compiler::lower
+
+namespace neuron::compiler {
+
+const char *to_string(Op op) noexcept {
+    for (const lower::OpRecord *r : lower::op_records())
+        if (r->op == op)
+            return r->name;
+    return "?";
+}
+
+std::optional<Op> op_from_string(std::string_view name) noexcept {
+    for (const lower::OpRecord *r : lower::op_records())
+        if (name == r->name && r->op != Op::input && r->op != Op::constant)
+            return r->op;
+    return std::nullopt;
+}
+
+} // namespace neuron::compiler
