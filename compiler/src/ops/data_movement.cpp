@@ -11,7 +11,6 @@
 #include <tuple>
 
 #include "../passes/emitter.hpp"
-#include "../shape.hpp"
 
 namespace neuron::compiler::lower {
 
@@ -136,40 +135,57 @@ bool is_view(const Node &n) {
     return r >= 0 && r % P == 0;
 }
 
-int64_t ravel(const Shape &idx, const Shape &s) {
-    int64_t x = 0;
-    for (size_t d = 0; d < s.size(); d++)
-        x = x * s[d] + idx[d];
-    return x;
-}
+// The source indices are computed axis by axis, without the index
+// vectors: gathers ask for every element of their results.
 
 Source reshape_source(const Graph &, const Node &n, int64_t f) {
     return {n.operands[0], f};
 }
 
+// Result axis d is axis dims[d] of the operand.
 Source transpose_source(const Graph &g, const Node &n, int64_t f) {
-    const Shape idx = unravel(f, n.type.shape);
-    Shape src(idx.size());
-    for (size_t d = 0; d < idx.size(); d++)
-        src[static_cast<size_t>(n.dims[d])] = idx[d];
-    return {n.operands[0], ravel(src, g.node(n.operands[0]).type.shape)};
+    const Shape &out = n.type.shape, &in = g.node(n.operands[0]).type.shape;
+    int64_t src = 0;
+    for (size_t d = out.size(); d-- > 0;) {
+        const int64_t i = f % out[d];
+        f /= out[d];
+        int64_t stride = 1; // of the operand's axis dims[d]
+        for (auto a = static_cast<size_t>(n.dims[d]) + 1; a < in.size(); a++)
+            stride *= in[a];
+        src += i * stride;
+    }
+    return {n.operands[0], src};
 }
 
-// slice, and a piece of a split
+// slice, and a piece of a split: [start, end) of the axis
 Source slice_source(const Graph &g, const Node &n, int64_t f) {
-    Shape idx = unravel(f, n.type.shape);
-    idx[static_cast<size_t>(n.axis)] += n.start;
-    return {n.operands[0], ravel(idx, g.node(n.operands[0]).type.shape)};
+    const Shape &out = n.type.shape, &in = g.node(n.operands[0]).type.shape;
+    int64_t src = 0, stride = 1;
+    for (size_t d = out.size(); d-- > 0;) {
+        int64_t i = f % out[d];
+        f /= out[d];
+        if (d == static_cast<size_t>(n.axis))
+            i += n.start;
+        src += i * stride;
+        stride *= in[d];
+    }
+    return {n.operands[0], src};
 }
 
+// The index along the axis picks the operand; the others are the result's.
 Source concat_source(const Graph &g, const Node &n, int64_t f) {
-    Shape idx = unravel(f, n.type.shape);
+    const Shape &out = n.type.shape;
     const auto ax = static_cast<size_t>(n.axis);
+    int64_t inner = 1;
+    for (size_t d = ax + 1; d < out.size(); d++)
+        inner *= out[d];
+    const int64_t within = f % inner, outer = f / inner / out[ax];
+    int64_t at = f / inner % out[ax];
     for (uint32_t o : n.operands) {
-        const Shape &is = g.node(o).type.shape;
-        if (idx[ax] < is[ax])
-            return {o, ravel(idx, is)};
-        idx[ax] -= is[ax];
+        const int64_t len = g.node(o).type.shape[ax];
+        if (at < len)
+            return {o, (outer * len + at) * inner + within};
+        at -= len;
     }
     return {n.operands.back(), 0}; // not reached: the index is inside the result
 }

@@ -60,10 +60,16 @@ int64_t InferContext::norm_axis(int64_t axis, size_t rank) const {
 }
 
 const OpRecord &op_record(Op op) {
-    const OpRecord &r = *records.at(static_cast<size_t>(op));
-    if (r.op != op)
+    // Checked once: lookups are on the hot paths of emission and the reference.
+    static const bool in_order = [] {
+        for (size_t i = 0; i < records.size(); i++)
+            if (records[i]->op != static_cast<Op>(i))
+                return false;
+        return true;
+    }();
+    if (!in_order)
         throw std::logic_error("neuron::compiler: the operator table is not in the order of Op");
-    return r;
+    return *records.at(static_cast<size_t>(op));
 }
 
 std::span<const OpRecord *const> op_records() {
