@@ -109,6 +109,10 @@ struct OpRecord {
     std::optional<Step> (*step)(const Node &) = nullptr;
     /// A binary operator: the ALU operation that computes it.
     AluOp alu = AluOp::none;
+    /// The node's own attributes as the text form writes them, key=value
+    /// (a literal operand, transpose_a, transpose_b and causal are written
+    /// for any operator that has them).
+    std::vector<std::string> (*text_attributes)(const Node &) = nullptr;
     /// Data movement: where element f of the result comes from.
     Source (*source)(const Graph &, const Node &, int64_t f) = nullptr;
     /// Rows in chunks: operand @p k is a weight or row operand (a graph

@@ -109,6 +109,10 @@ void split_rule(SplitRoles &s, uint32_t n) {
     s.set_per_row(n, per_row);
 }
 
+std::vector<std::string> text_attributes(const Node &n) {
+    return {fmt::format("scale={}", n.scale)};
+}
+
 } // namespace
 
 extern const OpRecord attention_record{
@@ -116,6 +120,7 @@ extern const OpRecord attention_record{
     .name = "attention",
     .infer = infer,
     .kind = decomposed_first,
+    .text_attributes = text_attributes,
     .mixes_rows = mixes_rows,
     .decompose = decompose,
     .split = split_rule,

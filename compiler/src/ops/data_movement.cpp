@@ -380,6 +380,27 @@ void split_pieces(SplitRoles &s, uint32_t i) {
             s.refuse(i, "its operands are split in different steps");
 }
 
+std::vector<std::string> reshape_text(const Node &n) {
+    return {fmt::format("shape=[{}]", fmt::join(n.dims, ", "))};
+}
+
+std::vector<std::string> transpose_text(const Node &n) {
+    return {fmt::format("perm=[{}]", fmt::join(n.dims, ", "))};
+}
+
+std::vector<std::string> slice_text(const Node &n) {
+    return {fmt::format("axis={}", n.axis), fmt::format("start={}", n.start),
+            fmt::format("end={}", n.end)};
+}
+
+std::vector<std::string> concat_text(const Node &n) {
+    return {fmt::format("axis={}", n.axis)};
+}
+
+std::vector<std::string> split_text(const Node &n) {
+    return {fmt::format("axis={}", n.axis), fmt::format("sizes=[{}]", fmt::join(n.dims, ", "))};
+}
+
 } // namespace
 
 extern const KindLowering gather_lowering{declare_gather, emit_gather};
@@ -391,6 +412,7 @@ extern const OpRecord reshape_record{
     .name = "reshape",
     .infer = infer_reshape,
     .kind = reshape_kind,
+    .text_attributes = reshape_text,
     .source = reshape_source,
     .mixes_rows = reshape_mixes_rows,
     .reference = moved,
@@ -402,6 +424,7 @@ extern const OpRecord transpose_record{
     .name = "transpose",
     .infer = infer_transpose,
     .kind = transpose_kind,
+    .text_attributes = transpose_text,
     .source = transpose_source,
     .mixes_rows = moves_between_rows,
     .reference = moved,
@@ -413,6 +436,7 @@ extern const OpRecord slice_record{
     .name = "slice",
     .infer = infer_slice,
     .kind = piece_kind,
+    .text_attributes = slice_text,
     .source = slice_source,
     .mixes_rows = moves_between_rows,
     .reference = moved,
@@ -424,6 +448,7 @@ extern const OpRecord split_record{
     .name = "split",
     .infer = infer_split,
     .kind = piece_kind,
+    .text_attributes = split_text,
     .source = slice_source,
     .mixes_rows = moves_between_rows,
     .reference = moved,
@@ -435,6 +460,7 @@ extern const OpRecord concat_record{
     .name = "concat",
     .infer = infer_concat,
     .kind = concat_kind,
+    .text_attributes = concat_text,
     .source = concat_source,
     .mixes_rows = moves_between_rows,
     .reference = moved,

@@ -193,6 +193,10 @@ void split_rule(SplitRoles &s, uint32_t n) {
     s.normalises_last_axis(n);
 }
 
+std::vector<std::string> text_attributes(const Node &n) {
+    return {fmt::format("eps={}", n.eps)};
+}
+
 } // namespace
 
 extern const KindLowering norm_lowering{[](StepBuffers &s, const Group &g) { declare(s, g); },
@@ -203,6 +207,7 @@ extern const OpRecord layer_norm_record{
     .name = "layer_norm",
     .infer = infer,
     .kind = norm_kind,
+    .text_attributes = text_attributes,
     .whole_operand = weight_operand,
     .reference = reference,
     .carry = carry,
@@ -213,6 +218,7 @@ extern const OpRecord rms_norm_record{
     .name = "rms_norm",
     .infer = infer,
     .kind = norm_kind,
+    .text_attributes = text_attributes,
     .whole_operand = weight_operand,
     .reference = reference,
     .carry = carry,

@@ -154,6 +154,10 @@ void split_rule(SplitRoles &s, uint32_t n) {
     s.normalises_last_axis(n);
 }
 
+std::vector<std::string> text_attributes(const Node &) {
+    return {"axis=-1"};
+}
+
 } // namespace
 
 extern const KindLowering softmax_lowering{[](StepBuffers &s, const Group &g) { declare(s, g); },
@@ -164,6 +168,7 @@ extern const OpRecord softmax_record{
     .name = "softmax",
     .infer = infer,
     .kind = [](const Graph &, const Node &) { return Kind::softmax; },
+    .text_attributes = text_attributes,
     .mixes_rows = mixes_rows,
     .reference = reference,
     .carry = carry,
