@@ -70,10 +70,10 @@ int main(int argc, char **argv) {
         if (times) {
             double total = 0;
             for (const PassTime &t : c.times) {
-                std::printf("%-8s %9.3f ms\n", t.pass.c_str(), t.ms);
+                std::printf("%-9s %9.3f ms\n", t.pass.c_str(), t.ms);
                 total += t.ms;
             }
-            std::printf("%-8s %9.3f ms\n", "total", total);
+            std::printf("%-9s %9.3f ms\n", "total", total);
         }
         if (!output.empty())
             c.program.save(output);

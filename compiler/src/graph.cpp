@@ -2,50 +2,17 @@
 #include <neuron/compiler/graph.hpp>
 
 #include <algorithm>
-#include <array>
 #include <bit>
 #include <cmath>
 #include <cstring>
 
 #include <fmt/format.h>
 
+#include "shape.hpp"
+
 namespace neuron::compiler {
 
 namespace {
-
-struct OpName {
-    Op op;
-    const char *name;
-};
-constexpr std::array<OpName, 23> op_names{{
-    {Op::input, "input"},
-    {Op::constant, "const"},
-    {Op::matmul, "matmul"},
-    {Op::add, "add"},
-    {Op::sub, "sub"},
-    {Op::mul, "mul"},
-    {Op::div, "div"},
-    {Op::relu, "relu"},
-    {Op::gelu, "gelu"},
-    {Op::gelu_tanh, "gelu_tanh"},
-    {Op::silu, "silu"},
-    {Op::sigmoid, "sigmoid"},
-    {Op::tanh, "tanh"},
-    {Op::exp, "exp"},
-    {Op::softmax, "softmax"},
-    {Op::layer_norm, "layer_norm"},
-    {Op::rms_norm, "rms_norm"},
-    {Op::reshape, "reshape"},
-    {Op::transpose, "transpose"},
-    {Op::slice, "slice"},
-    {Op::concat, "concat"},
-    {Op::split, "split"},
-    {Op::attention, "attention"},
-}};
-
-std::string shape_str(const Shape &s) {
-    return fmt::format("[{}]", fmt::join(s, ", "));
-}
 
 int64_t product(const Shape &s) {
     int64_t n = 1;
@@ -94,20 +61,6 @@ uint16_t to_bf16(float x) {
 
 } // namespace
 
-const char *to_string(Op op) noexcept {
-    for (const auto &o : op_names)
-        if (o.op == op)
-            return o.name;
-    return "?";
-}
-
-std::optional<Op> op_from_string(std::string_view name) noexcept {
-    for (const auto &o : op_names)
-        if (name == o.name && o.op != Op::input && o.op != Op::constant)
-            return o.op;
-    return std::nullopt;
-}
-
 std::optional<DType> dtype_from_string(std::string_view name) noexcept {
     for (DType t : {DType::fp32, DType::bf16, DType::fp16, DType::int32})
         if (name == neuron::to_string(t))
@@ -133,7 +86,7 @@ int64_t Type::elements() const {
 }
 
 std::string to_string(const Type &t) {
-    return fmt::format("{}{}", neuron::to_string(t.dtype), shape_str(t.shape));
+    return fmt::format("{}{}", neuron::to_string(t.dtype), shape_text(t.shape));
 }
 
 float round_to(DType t, float x) {
@@ -229,7 +182,7 @@ uint32_t Graph::push(Node n) {
     for (int64_t d : n.type.shape)
         if (d < 1)
             throw GraphError(fmt::format("'{}': dimension {} in shape {} (sizes must be >= 1)",
-                                         n.name, d, shape_str(n.type.shape)));
+                                         n.name, d, shape_text(n.type.shape)));
     nodes_.push_back(std::move(n));
     return static_cast<uint32_t>(nodes_.size() - 1);
 }
@@ -285,260 +238,6 @@ void Graph::mark_output(uint32_t node) {
     outputs_.push_back(node);
 }
 
-uint32_t Graph::add(Op op, const std::string &name, std::vector<uint32_t> operands,
-                    const Attrs &a) {
-    Node n;
-    n.op = op;
-    n.name = name;
-    n.operands = operands;
-    n.scalar = a.scalar;
-    n.scalar_first = a.scalar_first;
-    n.transpose_a = a.transpose_a;
-    n.transpose_b = a.transpose_b;
-    n.dims = a.dims;
-    n.axis = a.axis.value_or(0);
-    n.start = a.start;
-    n.end = a.end;
-    std::vector<const Type *> in;
-    for (uint32_t o : operands) {
-        if (o >= nodes_.size())
-            throw GraphError(fmt::format("'{}': operand {} is not defined before it", name, o));
-        in.push_back(&nodes_[o].type);
-    }
-    auto fail = [&](const std::string &why) -> GraphError {
-        std::vector<std::string> ts;
-        for (size_t i = 0; i < in.size(); i++)
-            ts.push_back(fmt::format("{}: {}", nodes_[operands[i]].name, to_string(*in[i])));
-        return GraphError(
-            fmt::format("'{}' ({}) of {}: {}", name, to_string(op),
-                        ts.empty() ? "no operands" : fmt::format("{}", fmt::join(ts, ", ")), why));
-    };
-    auto arity = [&](size_t lo, size_t hi) {
-        if (in.size() < lo || in.size() > hi)
-            throw fail(lo == hi ? fmt::format("takes {} operand(s)", lo)
-                                : fmt::format("takes {} to {} operands", lo, hi));
-    };
-    auto same_dtype = [&]() {
-        for (const Type *t : in)
-            if (t->dtype != in[0]->dtype)
-                throw fail("operands of different dtypes (there are no implicit casts)");
-    };
-    auto floating = [&]() {
-        if (in[0]->dtype == DType::int32)
-            throw fail("int32 is supported by add, sub, mul and the data-movement operators only");
-    };
-    auto norm_axis = [&](int64_t axis, size_t rank) {
-        int64_t r = static_cast<int64_t>(rank);
-        if (axis < -r || axis >= r)
-            throw fail(fmt::format("axis {} out of range for rank {}", axis, rank));
-        return axis < 0 ? axis + r : axis;
-    };
-    if (op == Op::input || op == Op::constant)
-        throw fail("inputs and constants are declared with input() and constant()");
-    if (op == Op::split)
-        throw fail("split makes one value per piece: Graph::split() names them");
-    if (a.eps && op != Op::layer_norm && op != Op::rms_norm)
-        throw fail("eps is an attribute of layer_norm and rms_norm only");
-    if (a.scale && op != Op::attention)
-        throw fail("scale is an attribute of attention only");
-    Type out;
-    if (is_binary(op)) {
-        if (a.scalar) {
-            arity(1, 1);
-            if (op == Op::div && in[0]->dtype == DType::int32)
-                throw fail("div is not supported on int32");
-            out = *in[0];
-        } else {
-            arity(2, 2);
-            same_dtype();
-            if (op == Op::div)
-                floating();
-            // Broadcasting as numpy, where the result is one operand's shape.
-            const Shape &x = in[0]->shape, &y = in[1]->shape;
-            size_t r = std::max(x.size(), y.size());
-            Shape res(r);
-            for (size_t i = 0; i < r; i++) {
-                int64_t dx = i + x.size() >= r ? x[i + x.size() - r] : 1;
-                int64_t dy = i + y.size() >= r ? y[i + y.size() - r] : 1;
-                if (dx != dy && dx != 1 && dy != 1)
-                    throw fail(
-                        fmt::format("shapes do not broadcast (axis {}: {} vs {})", i, dx, dy));
-                res[i] = std::max(dx, dy);
-            }
-            out = Type{in[0]->dtype, res};
-        }
-    } else if (is_activation(op)) {
-        arity(1, 1);
-        floating();
-        out = *in[0];
-    } else if (op == Op::matmul) {
-        arity(2, 2);
-        same_dtype();
-        floating();
-        Shape x = in[0]->shape, y = in[1]->shape;
-        if (x.size() < 2 || y.size() < 2)
-            throw fail("operands need rank >= 2");
-        if (a.transpose_a)
-            std::swap(x[x.size() - 1], x[x.size() - 2]);
-        if (a.transpose_b)
-            std::swap(y[y.size() - 1], y[y.size() - 2]);
-        int64_t m = x[x.size() - 2], k = x.back(), k2 = y[y.size() - 2], nn = y.back();
-        if (k != k2)
-            throw fail(fmt::format("contraction sizes differ ({} vs {})", k, k2));
-        Shape bx(x.begin(), x.end() - 2), by(y.begin(), y.end() - 2);
-        if (!by.empty() && bx != by)
-            throw fail("the second operand is 2-d or has the first one's batch dimensions");
-        out.dtype = in[0]->dtype;
-        out.shape = bx;
-        out.shape.push_back(m);
-        out.shape.push_back(nn);
-    } else if (op == Op::softmax) {
-        arity(1, 1);
-        floating();
-        if (norm_axis(a.axis.value_or(-1), in[0]->shape.size()) !=
-            static_cast<int64_t>(in[0]->shape.size()) - 1)
-            throw fail("softmax runs over the last axis only");
-        if (a.causal && in[0]->shape.size() < 2)
-            throw fail("a causal softmax needs the [.., queries, keys] axes");
-        n.axis = -1;
-        n.causal = a.causal;
-        out = *in[0];
-    } else if (op == Op::layer_norm || op == Op::rms_norm) {
-        arity(1, op == Op::layer_norm ? 3 : 2);
-        same_dtype();
-        floating();
-        if (op == Op::layer_norm && in.size() == 2)
-            throw fail("takes the input alone or with both weight and bias");
-        const Shape &x = in[0]->shape;
-        if (x.empty())
-            throw fail("needs rank >= 1");
-        for (size_t i = 1; i < in.size(); i++)
-            if (in[i]->shape != Shape{x.back()})
-                throw fail(fmt::format("weight and bias have shape [{}]", x.back()));
-        n.eps = a.eps.value_or(op == Op::layer_norm ? 1e-5f : 1e-6f);
-        if (!(n.eps >= 0))
-            throw fail("eps must be >= 0");
-        out = *in[0];
-    } else if (op == Op::reshape) {
-        arity(1, 1);
-        Shape s = a.dims;
-        int64_t known = 1, infer = -1;
-        for (size_t i = 0; i < s.size(); i++) {
-            if (s[i] == -1) {
-                if (infer >= 0)
-                    throw fail("at most one -1 in the shape");
-                infer = static_cast<int64_t>(i);
-            } else if (s[i] < 1) {
-                throw fail(fmt::format("bad size {} in the shape", s[i]));
-            } else {
-                known *= s[i];
-            }
-        }
-        int64_t total = in[0]->elements();
-        if (infer >= 0) {
-            if (total % known)
-                throw fail(fmt::format("cannot infer -1 in {}", shape_str(s)));
-            s[static_cast<size_t>(infer)] = total / known;
-        }
-        if (product(s) != total)
-            throw fail(
-                fmt::format("{} has {} elements, the input {}", shape_str(s), product(s), total));
-        n.dims = s;
-        out = Type{in[0]->dtype, s};
-    } else if (op == Op::transpose) {
-        arity(1, 1);
-        const Shape &x = in[0]->shape;
-        Shape p = a.dims;
-        if (p.empty() && x.size() >= 2) { // default: swap the last two axes
-            for (size_t i = 0; i < x.size(); i++)
-                p.push_back(static_cast<int64_t>(i));
-            std::swap(p[x.size() - 1], p[x.size() - 2]);
-        }
-        if (p.size() != x.size())
-            throw fail(fmt::format("permutation {} for rank {}", shape_str(p), x.size()));
-        std::vector<bool> seen(x.size());
-        Shape s;
-        for (int64_t d : p) {
-            if (d < 0 || d >= static_cast<int64_t>(x.size()) || seen[static_cast<size_t>(d)])
-                throw fail(fmt::format("{} is not a permutation", shape_str(p)));
-            seen[static_cast<size_t>(d)] = true;
-            s.push_back(x[static_cast<size_t>(d)]);
-        }
-        n.dims = p;
-        out = Type{in[0]->dtype, s};
-    } else if (op == Op::slice) {
-        arity(1, 1);
-        const Shape &x = in[0]->shape;
-        int64_t ax = norm_axis(a.axis.value_or(0), x.size());
-        int64_t d = x[static_cast<size_t>(ax)];
-        int64_t st = a.start < 0 ? a.start + d : a.start, en = a.end <= 0 ? a.end + d : a.end;
-        if (st < 0 || en > d || st >= en)
-            throw fail(fmt::format("slice [{}, {}) of an axis of {}", a.start, a.end, d));
-        n.axis = ax;
-        n.start = st;
-        n.end = en;
-        out = *in[0];
-        out.shape[static_cast<size_t>(ax)] = en - st;
-    } else if (op == Op::attention) {
-        // softmax(q k^T * scale [+ mask], causal) v
-        arity(3, 4);
-        same_dtype();
-        floating();
-        const Shape &q = in[0]->shape, &k = in[1]->shape, &v = in[2]->shape;
-        if (q.size() < 2 || k.size() < 2 || v.size() < 2)
-            throw fail("q, k and v are [.., queries, d], [.., keys, d] and [.., keys, dv]");
-        const Shape batch(q.begin(), q.end() - 2);
-        for (const Shape *kv : {&k, &v})
-            if (kv->size() > 2 && Shape(kv->begin(), kv->end() - 2) != batch)
-                throw fail("k and v are 2-d or have q's batch dimensions");
-        const int64_t Q = q[q.size() - 2], D = q.back(), K = k[k.size() - 2];
-        if (k.back() != D)
-            throw fail(fmt::format("q and k differ in their last axis ({} vs {})", D, k.back()));
-        if (v[v.size() - 2] != K)
-            throw fail(fmt::format("k has {} keys, v {}", K, v[v.size() - 2]));
-        Shape scores = batch;
-        scores.push_back(Q);
-        scores.push_back(K);
-        if (in.size() == 4) {
-            const Shape &m = in[3]->shape;
-            bool fits = m.size() <= scores.size();
-            for (size_t i = 0; fits && i < m.size(); i++) {
-                const int64_t dm = m[m.size() - 1 - i], ds = scores[scores.size() - 1 - i];
-                fits = dm == ds || dm == 1;
-            }
-            if (!fits)
-                throw fail(
-                    fmt::format("the mask does not broadcast to the scores {}", shape_str(scores)));
-        }
-        n.scale = a.scale.value_or(static_cast<float>(1 / std::sqrt(static_cast<double>(D))));
-        if (!std::isfinite(n.scale))
-            throw fail("the scale is not finite");
-        n.causal = a.causal;
-        out = Type{in[0]->dtype, batch};
-        out.shape.push_back(Q);
-        out.shape.push_back(v.back());
-    } else if (op == Op::concat) {
-        if (in.empty())
-            throw fail("takes at least one operand");
-        same_dtype();
-        const Shape &x = in[0]->shape;
-        int64_t ax = norm_axis(a.axis.value_or(0), x.size());
-        out = *in[0];
-        for (size_t i = 1; i < in.size(); i++) {
-            const Shape &y = in[i]->shape;
-            bool ok = y.size() == x.size();
-            for (size_t j = 0; ok && j < x.size(); j++)
-                ok = static_cast<int64_t>(j) == ax || x[j] == y[j];
-            if (!ok)
-                throw fail("operands differ outside the concatenation axis");
-            out.shape[static_cast<size_t>(ax)] += y[static_cast<size_t>(ax)];
-        }
-        n.axis = ax;
-    }
-    n.type = out;
-    return push(std::move(n));
-}
-
 std::vector<uint32_t> Graph::split(const std::vector<std::string> &names, uint32_t operand,
                                    const Attrs &a) {
     if (operand >= nodes_.size())
@@ -577,17 +276,17 @@ std::vector<uint32_t> Graph::split(const std::vector<std::string> &names, uint32
     }
     if (sizes.size() != names.size())
         throw fail(
-            fmt::format("{} names for {} sizes {}", names.size(), sizes.size(), shape_str(sizes)));
+            fmt::format("{} names for {} sizes {}", names.size(), sizes.size(), shape_text(sizes)));
     int64_t total = 0;
     for (int64_t n : sizes) {
         if (n < 1)
             throw fail(fmt::format("a size of {} in {} (every piece has at least one element)", n,
-                                   shape_str(sizes)));
+                                   shape_text(sizes)));
         total += n;
     }
     if (total != d)
         throw fail(fmt::format("the sizes {} add up to {}, but axis {} has {} elements",
-                               shape_str(sizes), total, ax, d));
+                               shape_text(sizes), total, ax, d));
     std::vector<uint32_t> ids;
     int64_t start = 0;
     for (size_t i = 0; i < names.size(); i++) {
@@ -614,45 +313,6 @@ std::string describe(const Graph &g, const Node &n) {
     return fmt::format("'{}' ({} of {} -> {})", n.name, to_string(n.op),
                        ts.empty() ? "nothing" : fmt::format("{}", fmt::join(ts, ", ")),
                        to_string(n.type));
-}
-
-Graph Graph::decomposed() const {
-    Graph d(name_);
-    std::vector<uint32_t> at(nodes_.size()); // this graph's node -> d's
-    for (uint32_t i = 0; i < nodes_.size(); i++) {
-        const Node &n = nodes_[i];
-        if (n.op != Op::attention) {
-            Node c = n;
-            for (auto &o : c.operands)
-                o = at[o];
-            at[i] = d.push(std::move(c));
-            continue;
-        }
-        const auto part = [&](const char *what) { return n.name + "." + what; };
-        try {
-            Attrs tb;
-            tb.transpose_b = true;
-            uint32_t s =
-                d.add(Op::matmul, part("scores"), {at[n.operands[0]], at[n.operands[1]]}, tb);
-            if (n.scale != 1) {
-                Attrs m;
-                m.scalar = n.scale;
-                s = d.add(Op::mul, part("scaled"), {s}, m);
-            }
-            if (n.operands.size() > 3)
-                s = d.add(Op::add, part("masked"), {s, at[n.operands[3]]});
-            Attrs sm;
-            sm.causal = n.causal;
-            s = d.add(Op::softmax, part("probs"), {s}, sm);
-            at[i] = d.add(Op::matmul, n.name, {s, at[n.operands[2]]});
-        } catch (const GraphError &e) {
-            throw GraphError(
-                fmt::format("'{}' (attention): in its decomposition: {}", n.name, e.what()));
-        }
-    }
-    for (uint32_t o : outputs_)
-        d.outputs_.push_back(at[o]);
-    return d;
 }
 
 } // namespace neuron::compiler

@@ -10,51 +10,38 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "op_record.hpp"
+
 namespace neuron::compiler {
 
 namespace {
 
-/// A value's relation to the split: none (computed from constants alone,
-/// the same in every part), or cut along its axis 0, where one row of the
-/// inputs' leading axis is per_row rows of it.
-struct Role {
-    int64_t per_row = 0; ///< 0: not split
-    bool split() const { return per_row > 0; }
-};
-
-class Splitter {
+class Splitter final : public lower::SplitRoles {
   public:
-    explicit Splitter(const Graph &g) : g_(g), roles_(g.nodes().size()) {}
+    explicit Splitter(const Graph &g) : SplitRoles(g), g_(g), per_row_(g.nodes().size(), 0) {}
 
     int64_t analyse();
     Graph part(int64_t first, int64_t rows, const std::string &name) const;
     int64_t row_elements(uint32_t node) const {
         const Type &t = g_.node(node).type;
-        return roles_[node].per_row * (t.elements() / t.shape.at(0));
+        return per_row_[node] * (t.elements() / t.shape.at(0));
     }
 
+    int64_t per_row(uint32_t node) const override { return per_row_[node]; }
+    void set_per_row(uint32_t node, int64_t per_row) override { per_row_[node] = per_row; }
+    [[noreturn]] void refuse(uint32_t node, const std::string &why) const override;
+    void align(uint32_t n, uint32_t o, int64_t per_row, int64_t full) override;
+    void use_whole(uint32_t n, uint32_t o) override;
+    void elementwise(uint32_t n) override;
+
   private:
-    [[noreturn]] void refuse(uint32_t node, const std::string &why) const;
-    const Role &role(uint32_t node) const { return roles_[node]; }
-    /// Operand @p o of node @p n whose axis 0 meets the split axis of a
-    /// result whose leading extent is @p full: a constant is cut from then
-    /// on; anything else that is not split itself is refused.
-    void align(uint32_t n, uint32_t o, int64_t per_row, int64_t full);
-    /// Operand @p o of node @p n is needed whole in every part.
-    void use_whole(uint32_t n, uint32_t o);
-    void elementwise(uint32_t n);
-    void matmul(uint32_t n);
-    void attention(uint32_t n);
+    bool split(uint32_t node) const { return per_row_[node] > 0; }
 
     const Graph &g_;
-    std::vector<Role> roles_;
+    std::vector<int64_t> per_row_; // per value: rows per input row, 0 when not split
     std::vector<bool> used_whole_; // constants an operator took uncut
     int64_t rows_ = 0;
 };
-
-std::string shape_text(const Shape &s) {
-    return fmt::format("[{}]", fmt::join(s, ", "));
-}
 
 void Splitter::refuse(uint32_t node, const std::string &why) const {
     throw GraphError(
@@ -63,11 +50,11 @@ void Splitter::refuse(uint32_t node, const std::string &why) const {
 
 void Splitter::align(uint32_t n, uint32_t o, int64_t per_row, int64_t full) {
     const Node &x = g_.node(o);
-    if (role(o).split()) {
-        if (role(o).per_row != per_row)
+    if (split(o)) {
+        if (per_row_[o] != per_row)
             refuse(n, fmt::format("'{}' and the other operands are split in different steps "
                                   "({} and {} rows per input row)",
-                                  x.name, role(o).per_row, per_row));
+                                  x.name, per_row_[o], per_row));
         return;
     }
     if (x.type.shape.empty() || x.type.shape[0] == 1)
@@ -81,11 +68,11 @@ void Splitter::align(uint32_t n, uint32_t o, int64_t per_row, int64_t full) {
                               x.name));
     if (used_whole_[o])
         refuse(n, fmt::format("constant '{}' is also used whole, so it cannot be cut", x.name));
-    roles_[o].per_row = per_row;
+    per_row_[o] = per_row;
 }
 
 void Splitter::use_whole(uint32_t n, uint32_t o) {
-    if (role(o).split())
+    if (split(o))
         refuse(n,
                fmt::format("'{}' is split along an axis this operator combines", g_.node(o).name));
 }
@@ -95,147 +82,49 @@ void Splitter::elementwise(uint32_t n) {
     const size_t rank = node.type.shape.size();
     int64_t per_row = 0;
     for (uint32_t o : node.operands)
-        if (role(o).split()) {
+        if (split(o)) {
             if (g_.node(o).type.shape.size() != rank)
                 refuse(n, fmt::format("'{}' is split along its axis 0, which broadcasting "
                                       "moves off the result's axis 0",
                                       g_.node(o).name));
-            per_row = role(o).per_row;
+            per_row = per_row_[o];
         }
     if (!per_row)
         return;
     for (uint32_t o : node.operands)
         if (g_.node(o).type.shape.size() == rank)
             align(n, o, per_row, node.type.shape[0]);
-    roles_[n].per_row = per_row;
-}
-
-void Splitter::matmul(uint32_t n) {
-    const Node &node = g_.node(n);
-    const uint32_t a = node.operands[0], b = node.operands[1];
-    const size_t ra = g_.node(a).type.shape.size(), rb = g_.node(b).type.shape.size();
-    if (!role(a).split()) {
-        if (role(b).split())
-            refuse(n, "the second operand is split while the first is not");
-        return;
-    }
-    if (ra == 2 && node.transpose_a)
-        refuse(n, "the first operand's axis 0 is contracted (transpose_a)");
-    if (rb == 2)
-        use_whole(n, b); // rows of a against one matrix
-    else
-        align(n, b, role(a).per_row, g_.node(b).type.shape[0]); // batch dims
-    roles_[n].per_row = role(a).per_row;
-}
-
-void Splitter::attention(uint32_t n) {
-    const Node &node = g_.node(n);
-    const uint32_t q = node.operands[0];
-    const size_t rq = g_.node(q).type.shape.size();
-    if (!role(q).split()) {
-        for (uint32_t o : node.operands)
-            if (role(o).split())
-                refuse(n, fmt::format("'{}' is split while the queries are not", g_.node(o).name));
-        return;
-    }
-    const int64_t per_row = role(q).per_row;
-    for (size_t i = 1; i < node.operands.size(); i++) {
-        const uint32_t o = node.operands[i];
-        const size_t r = g_.node(o).type.shape.size();
-        if (i < 3 && rq == 2) // queries split: every part attends to all keys
-            use_whole(n, o);
-        else if (i < 3 && r == 2)
-            use_whole(n, o); // keys shared by the batch
-        else if (r == rq)
-            align(n, o, per_row, g_.node(q).type.shape[0]);
-        else if (role(o).split())
-            refuse(n, fmt::format("'{}' is split along an axis that broadcasting moves",
-                                  g_.node(o).name));
-    }
-    roles_[n].per_row = per_row;
+    per_row_[n] = per_row;
 }
 
 int64_t Splitter::analyse() {
     used_whole_.assign(g_.nodes().size(), false);
     for (uint32_t i = 0; i < g_.nodes().size(); i++) {
         const Node &n = g_.node(i);
-        const bool any_split = std::any_of(n.operands.begin(), n.operands.end(),
-                                           [&](uint32_t o) { return role(o).split(); });
-        switch (n.op) {
-        case Op::input:
-            if (n.type.shape.empty())
-                refuse(i, "a scalar input has no leading axis");
+        if (n.op == Op::input) {
             if (!rows_)
                 rows_ = n.type.shape[0];
             else if (n.type.shape[0] != rows_)
                 refuse(i, fmt::format("its leading axis has {} rows, the first input's {}: "
                                       "every input is cut along its leading axis",
                                       n.type.shape[0], rows_));
-            roles_[i].per_row = 1;
-            break;
-        case Op::constant:
-            break;
-        case Op::matmul:
-            matmul(i);
-            break;
-        case Op::attention:
-            attention(i);
-            break;
-        case Op::softmax:
-        case Op::layer_norm:
-        case Op::rms_norm:
-            if (any_split && n.type.shape.size() < 2)
-                refuse(i, "it normalises over the split axis");
-            for (size_t k = 1; k < n.operands.size(); k++)
-                use_whole(i, n.operands[k]);
-            roles_[i] = role(n.operands[0]);
-            break;
-        case Op::reshape:
-            if (any_split) {
-                const Node &x = g_.node(n.operands[0]);
-                const int64_t inner_in = x.type.elements() / x.type.shape[0];
-                const int64_t inner_out = n.type.elements() / n.type.shape[0];
-                const int64_t per_row = role(n.operands[0]).per_row;
-                if ((per_row * inner_in) % inner_out)
-                    refuse(i, fmt::format("one input row is {} elements of the operand, which "
-                                          "is not a whole number of rows of {}",
-                                          per_row * inner_in, shape_text(n.type.shape)));
-                roles_[i].per_row = per_row * inner_in / inner_out;
-            }
-            break;
-        case Op::transpose:
-            if (any_split && n.dims.at(0) != 0)
-                refuse(i, fmt::format("the permutation {} moves axis 0", shape_text(n.dims)));
-            roles_[i] = role(n.operands[0]);
-            break;
-        case Op::slice:
-        case Op::split:
-        case Op::concat:
-            for (uint32_t o : n.operands)
-                if (any_split && !role(o).split())
-                    refuse(i, fmt::format("'{}' is not split while another operand is",
-                                          g_.node(o).name));
-            if (any_split && n.axis == 0)
-                refuse(i, "it cuts or joins along the split axis");
-            if (any_split)
-                roles_[i] = role(n.operands[0]);
-            for (uint32_t o : n.operands)
-                if (any_split && role(o).per_row != roles_[i].per_row)
-                    refuse(i, "its operands are split in different steps");
-            break;
-        default: // binary operators and activations
-            elementwise(i);
-            break;
+            per_row_[i] = 1;
+        } else if (n.op != Op::constant) {
+            const auto rule = lower::op_record(n.op).split;
+            if (rule)
+                rule(*this, i);
+            else
+                elementwise(i);
         }
         // A constant this operator took uncut must not be cut later.
         for (uint32_t o : n.operands)
-            if (g_.node(o).op == Op::constant && !role(o).split())
+            if (g_.node(o).op == Op::constant && !split(o))
                 used_whole_[o] = true;
     }
     if (!rows_)
         throw GraphError(fmt::format("graph '{}' has no inputs to split", g_.name()));
     for (uint32_t o : g_.outputs())
-        if (!role(o).split())
+        if (!split(o))
             refuse(o, "the output does not depend on the inputs' rows");
     return rows_;
 }
@@ -263,8 +152,8 @@ Graph Splitter::part(int64_t first, int64_t rows, const std::string &name) const
     std::vector<uint32_t> at(g_.nodes().size());
     const auto cut = [&](uint32_t i) {
         Type t = g_.node(i).type;
-        if (role(i).split())
-            t.shape[0] = rows * role(i).per_row;
+        if (split(i))
+            t.shape[0] = rows * per_row_[i];
         return t;
     };
     for (uint32_t i = 0; i < g_.nodes().size(); i++) {
@@ -278,7 +167,7 @@ Graph Splitter::part(int64_t first, int64_t rows, const std::string &name) const
             at[i] = p.input(n.name, cut(i));
             break;
         case Op::constant:
-            if (role(i).split()) { // the part's rows of it
+            if (split(i)) { // the part's rows of it
                 const std::vector<float> all = constant_values(n);
                 const int64_t per = row_elements(i);
                 ConstantInit mine;

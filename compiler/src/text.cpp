@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "op_record.hpp"
+
 namespace neuron::compiler {
 
 ParseError::ParseError(unsigned line, unsigned column, const std::string &message)
@@ -378,22 +380,10 @@ std::string print(const Graph &g) {
             args.push_back("transpose_a=true");
         if (n.transpose_b)
             args.push_back("transpose_b=true");
-        if (n.op == Op::layer_norm || n.op == Op::rms_norm)
-            args.push_back(fmt::format("eps={}", fmt_float(n.eps)));
-        if (n.op == Op::reshape)
-            args.push_back(fmt::format("shape=[{}]", fmt::join(n.dims, ", ")));
-        if (n.op == Op::transpose)
-            args.push_back(fmt::format("perm=[{}]", fmt::join(n.dims, ", ")));
-        if (n.op == Op::slice)
-            args.push_back(fmt::format("axis={}, start={}, end={}", n.axis, n.start, n.end));
-        if (n.op == Op::concat)
-            args.push_back(fmt::format("axis={}", n.axis));
-        if (n.op == Op::split)
-            args.push_back(fmt::format("axis={}, sizes=[{}]", n.axis, fmt::join(n.dims, ", ")));
-        if (n.op == Op::softmax)
-            args.push_back("axis=-1");
-        if (n.op == Op::attention)
-            args.push_back(fmt::format("scale={}", fmt_float(n.scale)));
+        if (const auto own = lower::op_record(n.op).text_attributes) {
+            const std::vector<std::string> attributes = own(n);
+            args.insert(args.end(), attributes.begin(), attributes.end());
+        }
         if (n.causal)
             args.push_back("causal=true");
         out += fmt::format("{} = {}({})\n", fmt::join(results, ", "), to_string(n.op),

@@ -630,6 +630,47 @@ void fused_chains(void **) {
         }
 }
 
+// --- neg ---------------------------------------------------------------------
+
+// neg alone on odd shapes, each element -x bit for bit; fused into a
+// matmul's evacuation, an ACTIVATE's scale and a two-op TENSOR_SCALAR,
+// within the bound carried from the inputs; its text form.
+void neg_ops(DType dt) {
+    const std::vector<Shape> shapes = {{1}, {2, 77}, {127, 129}, {300, 2}, {2, 129, 200}};
+    uint64_t seed = 700;
+    for (const Shape &s : shapes) {
+        Graph g("neg_" + shape_name(s) + "_" + to_string(dt));
+        g.add(Op::neg, "n", {g.input("x", T(dt, s))});
+        check(g, seed++, g.name());
+    }
+    Graph g(std::string("neg_fused_") + to_string(dt));
+    const uint32_t x = g.input("x", T(dt, {200, 129}));
+    const uint32_t w = g.constant("w", T(dt, {129, 77}), ConstantInit{{}, 3, 0.1f});
+    g.mark_output(g.add(Op::neg, "m", {g.add(Op::matmul, "h", {x, w})}));
+    g.mark_output(g.add(Op::gelu, "z", {g.add(Op::neg, "y", {x})}));
+    Attrs quarter;
+    quarter.scalar = 0.25f;
+    g.mark_output(g.add(Op::add, "c", {g.add(Op::neg, "b", {x})}, quarter));
+    const auto in = harness::make_inputs(g, seed);
+    const auto out = harness::run(g, in);
+    for (const char *fused : {"fused: m", "fused: z", "fused: c"})
+        if (out.compiled.plan.find(fused) == std::string::npos)
+            fail_msg("%s: no '%s' in the plan:\n%s", g.name().c_str(), fused,
+                     out.compiled.plan.c_str());
+    assert_true(harness::check_carried(g, in, out, g.name()) > 0);
+    const std::string text = print(g);
+    assert_true(text.find(std::string("m: ") + to_string(T(dt, {200, 77})) + " = neg(h)") !=
+                std::string::npos);
+    assert_true(parse(text) == g);
+}
+
+void neg_fp32(void **) {
+    neg_ops(DType::fp32);
+}
+void neg_bf16(void **) {
+    neg_ops(DType::bf16);
+}
+
 // --- random graphs ----------------------------------------------------------
 
 // A random graph of the supported operators on random shapes, built so that
@@ -1495,6 +1536,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(fused_linear),
         cmocka_unit_test(fused_linear_late_bias),
         cmocka_unit_test(fused_chains),
+        cmocka_unit_test(neg_fp32),
+        cmocka_unit_test(neg_bf16),
         cmocka_unit_test(random_graphs),
         cmocka_unit_test(corpus),
         cmocka_unit_test(container_file),

@@ -40,6 +40,7 @@ enum class Op : uint8_t {
     concat,
     split,
     attention,
+    neg,
 };
 
 /// The operator's name in the text form ("matmul", "gelu_tanh", ...).
