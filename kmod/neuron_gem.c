@@ -283,11 +283,12 @@ static void neuron_host_map_free_locked(struct neuron_host_map *map)
 	neuron_host_map_destroy(map);
 }
 
-/* Frees the idle mappings of a host buffer. */
+/* Frees the idle mappings of a host buffer; dma_lock held. */
 static void neuron_host_maps_trim_locked(struct neuron_bo *bo)
 {
 	struct neuron_host_map *map, *tmp;
 
+	lockdep_assert_held(&bo->dma_lock);
 	list_for_each_entry_safe(map, tmp, &bo->dma_maps, node)
 		if (!map->users)
 			neuron_host_map_free_locked(map);
@@ -405,6 +406,7 @@ static void neuron_host_range_put_locked(struct neuron_host_range *range)
 {
 	unsigned int i;
 
+	lockdep_assert_held(&range->bo->dma_lock);
 	for (i = 0; i < range->num_maps; i++) {
 		struct neuron_host_map *map = range->maps[i];
 
@@ -666,6 +668,7 @@ static pgoff_t neuron_host_range_scan_locked(struct neuron_bo *bo,
 	struct neuron_host_map *map;
 	pgoff_t pos = first, missing = 0;
 
+	lockdep_assert_held(&bo->dma_lock);
 	*maps = 0;
 	*gaps = 0;
 	list_for_each_entry(map, &bo->dma_maps, node) {
@@ -729,12 +732,13 @@ static int neuron_map_cmp(const void *a, const void *b)
 	return x->first < y->first ? -1 : x->first > y->first;
 }
 
-/* Inserts @map into the buffer's list, which is sorted by page. */
+/* Inserts @map into the buffer's sorted list; dma_lock held. */
 static void neuron_host_map_insert_locked(struct neuron_bo *bo,
 					  struct neuron_host_map *map)
 {
 	struct neuron_host_map *pos;
 
+	lockdep_assert_held(&bo->dma_lock);
 	list_for_each_entry(pos, &bo->dma_maps, node)
 		if (pos->first > map->first)
 			break;
