@@ -16,6 +16,9 @@
 #include <linux/moduleparam.h>
 #include <linux/mutex.h>
 #include <linux/pagemap.h>
+#include <linux/capability.h>
+#include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
 #include <linux/scatterlist.h>
 #include <linux/shmem_fs.h>
 #include <linux/slab.h>
@@ -127,21 +130,58 @@ static bool neuron_pin_charge(atomic64_t *counter, u64 bytes, u64 limit)
 	return true;
 }
 
-static int neuron_host_charge(struct neuron_client *client, u64 bytes)
+/*
+ * Charges @pages pinned pages to @mm's pinned_vm (VmPin in
+ * /proc/PID/status), as RDMA and io_uring do: the caller's RLIMIT_MEMLOCK
+ * limits them, unless it has CAP_IPC_LOCK. In the caller's context.
+ */
+static int neuron_host_charge_mm(struct mm_struct *mm, u64 pages)
 {
-	if (!neuron_pin_charge(&neuron_host_pinned_bytes, bytes,
-			       neuron_host_pin_limit()))
-		return -EDQUOT;
-	if (!neuron_pin_charge(&client->host_pinned, bytes,
-			       neuron_host_pin_file_limit())) {
-		atomic64_sub(bytes, &neuron_host_pinned_bytes);
-		return -EDQUOT;
+	u64 limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
+	u64 pinned = atomic64_add_return(pages, &mm->pinned_vm);
+
+	if (pinned > limit && !capable(CAP_IPC_LOCK)) {
+		atomic64_sub(pages, &mm->pinned_vm);
+		return -ENOMEM;
 	}
 	return 0;
 }
 
-static void neuron_host_uncharge(struct neuron_client *client, u64 bytes)
+/*
+ * Charges @bytes of pinned pages to @mm (-ENOMEM over its RLIMIT_MEMLOCK),
+ * to all files together and to @client (-EDQUOT over the driver's limits).
+ * In the caller's context, with @mm the caller's.
+ */
+static int neuron_host_charge(struct neuron_client *client,
+			      struct mm_struct *mm, u64 bytes)
 {
+	int ret;
+
+	ret = neuron_host_charge_mm(mm, bytes >> PAGE_SHIFT);
+	if (ret)
+		return ret;
+	if (!neuron_pin_charge(&neuron_host_pinned_bytes, bytes,
+			       neuron_host_pin_limit())) {
+		ret = -EDQUOT;
+		goto err_mm;
+	}
+	if (!neuron_pin_charge(&client->host_pinned, bytes,
+			       neuron_host_pin_file_limit())) {
+		atomic64_sub(bytes, &neuron_host_pinned_bytes);
+		ret = -EDQUOT;
+		goto err_mm;
+	}
+	return 0;
+
+err_mm:
+	atomic64_sub(bytes >> PAGE_SHIFT, &mm->pinned_vm);
+	return ret;
+}
+
+static void neuron_host_uncharge(struct neuron_client *client,
+				 struct mm_struct *mm, u64 bytes)
+{
+	atomic64_sub(bytes >> PAGE_SHIFT, &mm->pinned_vm);
 	atomic64_sub(bytes, &client->host_pinned);
 	atomic64_sub(bytes, &neuron_host_pinned_bytes);
 }
@@ -274,7 +314,8 @@ static void neuron_host_map_destroy(struct neuron_host_map *map)
 		neuron_host_unpin_pages(map->pages, map->count, true);
 	atomic64_sub((u64)map->count << PAGE_SHIFT,
 		     &ndev->telemetry->host_mapped);
-	neuron_host_uncharge(map->client, map->charged);
+	neuron_host_uncharge(map->client, map->mm, map->charged);
+	mmdrop(map->mm);
 	neuron_client_put(map->client);
 	kvfree(map->fresh);
 	kvfree(map);
@@ -338,6 +379,8 @@ static struct neuron_host_map *neuron_host_map_new(struct neuron_bo *bo,
 	map->bo = bo;
 	kref_get(&client->ref);
 	map->client = client;
+	mmgrab(current->mm);
+	map->mm = current->mm;
 	map->first = first;
 	map->count = count;
 	map->charged = (u64)count << PAGE_SHIFT;
@@ -379,6 +422,7 @@ static u64 neuron_host_map_footprint(const struct neuron_host_map *map)
  * their pages only, as before the call.
  */
 static int neuron_host_charge_folios(struct neuron_client *client,
+				     struct mm_struct *mm,
 				     struct neuron_host_map **maps,
 				     unsigned int num_maps)
 {
@@ -394,7 +438,7 @@ static int neuron_host_charge_folios(struct neuron_client *client,
 	}
 	if (!extra)
 		return 0;
-	ret = neuron_host_charge(client, extra);
+	ret = neuron_host_charge(client, mm, extra);
 	if (ret)
 		for (i = 0; i < num_maps; i++)
 			maps[i]->charged = (u64)maps[i]->count << PAGE_SHIFT;
@@ -641,7 +685,8 @@ static int neuron_host_range_build_sgt(struct neuron_host_range *range)
  * &neuron_host_range.start of the buffer) is valid until the matching
  * neuron_bo_dma_put(); ERR_PTR(-EDQUOT) when new pins would exceed
  * neuron_host_pin_limit() or neuron_host_pin_file_limit(), -ENOMEM when
- * memory is short, -EINTR when the caller was killed, -ERESTARTSYS when a
+ * they would take the caller's pinned_vm over its RLIMIT_MEMLOCK (without
+ * CAP_IPC_LOCK) or memory is short, -EINTR when the caller was killed, -ERESTARTSYS when a
  * signal came while it waited for another pin of the buffer.
  */
 struct neuron_host_range *neuron_bo_dma_get(struct neuron_bo *bo,
@@ -682,11 +727,11 @@ struct neuron_host_range *neuron_bo_dma_get(struct neuron_bo *bo,
 	range->start = (u64)first << PAGE_SHIFT;
 	neuron_host_range_scan_locked(bo, first, last, range, &maps, &gaps);
 	bytes = (u64)missing << PAGE_SHIFT;
-	ret = neuron_host_charge(client, bytes);
+	ret = neuron_host_charge(client, current->mm, bytes);
 	if (ret) {
 		/* The buffer's own idle mappings count too: drop them first. */
 		neuron_host_maps_trim_locked(bo);
-		ret = neuron_host_charge(client, bytes);
+		ret = neuron_host_charge(client, current->mm, bytes);
 	}
 	mutex_unlock(&bo->dma_lock);
 	if (ret)
@@ -699,7 +744,8 @@ struct neuron_host_range *neuron_bo_dma_get(struct neuron_bo *bo,
 			ret = neuron_host_range_fill(range, client, first, last,
 						     fresh, &num_fresh);
 		if (!ret)
-			ret = neuron_host_charge_folios(client, fresh, num_fresh);
+			ret = neuron_host_charge_folios(client, current->mm,
+							fresh, num_fresh);
 		if (ret)
 			goto err_fresh;
 	}
@@ -734,7 +780,7 @@ err_fresh:
 		neuron_host_map_destroy(fresh[i]);
 	}
 	kfree(fresh);
-	neuron_host_uncharge(client, bytes);
+	neuron_host_uncharge(client, current->mm, bytes);
 err_put:
 	mutex_lock(&bo->dma_lock);
 	neuron_host_range_put_locked(range);

@@ -10,6 +10,7 @@
 #include <linux/types.h>
 
 struct neuron_bo;
+struct mm_struct;
 struct neuron_client;
 struct neuron_device;
 
@@ -21,6 +22,8 @@ struct neuron_device;
  * @subtree_last: the interval tree's: the last page of @rb's subtree
  * @bo: the buffer
  * @client: the file charged with the pinned bytes (counted reference)
+ * @mm: the address space whose pinned_vm is charged with them: the
+ *	process that made the mapping (mmgrab() reference)
  * @first: index of the first page in the buffer
  * @count: pages
  * @charged: bytes @client is charged with: those of the pages while the
@@ -43,6 +46,7 @@ struct neuron_host_map {
 	pgoff_t subtree_last;
 	struct neuron_bo *bo;
 	struct neuron_client *client;
+	struct mm_struct *mm;
 	pgoff_t first;
 	pgoff_t count;
 	u64 charged;

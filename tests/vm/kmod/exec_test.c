@@ -22,6 +22,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -34,6 +35,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -2056,6 +2058,115 @@ static void sentinels_check_alive(const pid_t *pids) {
 
 #define SHMEM_HUGE "/sys/kernel/mm/transparent_hugepage/shmem_enabled"
 
+/* VmPin of this process in KiB, or -1. */
+static long vmpin_kib(void) {
+    char line[256];
+    long v = -1;
+    FILE *f = fopen("/proc/self/status", "r");
+
+    if (!f)
+        return -1;
+    while (v < 0 && fgets(line, sizeof(line), f))
+        if (!strncmp(line, "VmPin:", 6))
+            v = strtol(line + 6, NULL, 10);
+    fclose(f);
+    return v;
+}
+
+/* Waits up to 5 s (idle pins last about a second) for VmPin to read 0. */
+static long vmpin_settle(void) {
+    double end = now_s() + 5;
+    long v;
+
+    while ((v = vmpin_kib()) != 0 && now_s() < end)
+        usleep(50000);
+    return v;
+}
+
+#define MEMLOCK_LIMIT (64 * 1024)
+
+/* Waits for a syncobj's fence without cmocka's asserts (for a child): 0 or -1. */
+static int syncobj_wait_plain(int fd, uint32_t h) {
+    int64_t abs = (int64_t)((now_s() + 60) * 1e9);
+
+    return drmSyncobjWait(fd, &h, 1, abs, DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT, NULL) ? -1 : 0;
+}
+
+/*
+ * The memlock child: no capabilities (uid 65534), RLIMIT_MEMLOCK 64 KiB.
+ * Returns 0, or the line of the first check that failed.
+ */
+static int memlock_child(int fd, uint32_t a, uint32_t b, uint32_t dst, uint32_t sync) {
+    struct rlimit rl = {MEMLOCK_LIMIT, MEMLOCK_LIMIT};
+
+    if (setrlimit(RLIMIT_MEMLOCK, &rl) || setgroups(0, NULL) || setresgid(65534, 65534, 65534) ||
+        setresuid(65534, 65534, 65534))
+        return __LINE__;
+    /* Over the limit at once: refused, nothing pinned. */
+    if (copy(fd, a, 0, dst, 0, 2 * MEMLOCK_LIMIT, sync, 0, NULL) != -ENOMEM || vmpin_kib() != 0)
+        return __LINE__;
+    /* Within it: runs, and counts in VmPin. */
+    if (copy(fd, a, 0, dst, 0, 32 * 1024, sync, 0, NULL) || vmpin_kib() < 32)
+        return __LINE__;
+    /* Another buffer's 48 KiB beside those 32: over the limit together. */
+    if (copy(fd, b, 0, dst, 0, 48 * 1024, sync, 0, NULL) != -ENOMEM)
+        return __LINE__;
+    if (syncobj_wait_plain(fd, sync) || vmpin_settle() != 0)
+        return __LINE__;
+    /* Unpinned, the 48 KiB fit. */
+    if (copy(fd, b, 0, dst, 0, 48 * 1024, sync, 0, NULL) || syncobj_wait_plain(fd, sync))
+        return __LINE__;
+    if (vmpin_settle() != 0)
+        return __LINE__;
+    return 0;
+}
+
+/*
+ * Pinned host pages are charged to the process's pinned_vm (VmPin) and
+ * limited by its RLIMIT_MEMLOCK unless it has CAP_IPC_LOCK: a process
+ * without capabilities gets ENOMEM for pins over the limit, before any
+ * page is pinned, and runs copies within it; VmPin counts them and drops
+ * to 0 once they are unpinned. Root (CAP_IPC_LOCK) with the same limit is
+ * charged but not limited.
+ */
+static void test_host_memlock(void **state) {
+    int fd = FD(state), status;
+    uint32_t a = bo_new(fd, 4 * MEMLOCK_LIMIT, DRM_NEURON_BO_HOST);
+    uint32_t b = bo_new(fd, 4 * MEMLOCK_LIMIT, DRM_NEURON_BO_HOST);
+    uint32_t big = bo_new(fd, 16 * MEMLOCK_LIMIT, DRM_NEURON_BO_HOST);
+    uint32_t dst = bo_new(fd, 16 * MEMLOCK_LIMIT, DRM_NEURON_BO_DEVICE);
+    uint32_t sync = syncobj_new(fd);
+    struct rlimit old, low = {MEMLOCK_LIMIT, MEMLOCK_LIMIT};
+    long pinned;
+    pid_t pid;
+
+    assert_int_equal(vmpin_settle(), 0);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (!pid)
+        _exit(memlock_child(fd, a, b, dst, sync));
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    if (WEXITSTATUS(status))
+        fail_msg("without CAP_IPC_LOCK: check at line %d failed", WEXITSTATUS(status) + 0);
+
+    /* Root, with CAP_IPC_LOCK: 1 MiB pinned over a 64 KiB limit. */
+    assert_int_equal(getrlimit(RLIMIT_MEMLOCK, &old), 0);
+    assert_int_equal(setrlimit(RLIMIT_MEMLOCK, &low), 0);
+    assert_int_equal(copy(fd, big, 0, dst, 0, 16 * MEMLOCK_LIMIT, sync, 0, NULL), 0);
+    pinned = vmpin_kib();
+    assert_int_equal(setrlimit(RLIMIT_MEMLOCK, &old), 0);
+    assert_int_equal(syncobj_status(fd, sync, 60), 1);
+    printf("# root with RLIMIT_MEMLOCK 64 KiB: 1 MiB pinned, VmPin %ld kB\n", pinned);
+    assert_true(pinned >= 1024);
+    assert_int_equal(vmpin_settle(), 0);
+    drmSyncobjDestroy(fd, sync);
+    bo_close(fd, a);
+    bo_close(fd, b);
+    bo_close(fd, big);
+    bo_close(fd, dst);
+}
+
 /* The selected value of shmem_enabled ("[never]" -> "never"), or "" without THP. */
 static void shmem_huge_policy(char *buf, size_t n) {
     char line[256], *open_br, *close_br;
@@ -2816,6 +2927,7 @@ static const struct named_test all_tests[] = {
     T(test_kill_inflight),
     T(test_queue_halt),
     T(test_fatal_reset),
+    T(test_host_memlock),
     {"timeout", test_timeout, NULL, NULL},
     {"isolation", test_isolation, setup, teardown},
     {"copy_large", test_copy_large, setup, teardown},
