@@ -120,7 +120,7 @@ int neuron_exec_init(struct neuron_device *ndev)
 	 * A job is written from the ioctl when it can run. The work that
 	 * writes the jobs that had to wait runs on the CPU that queued it (a
 	 * bound workqueue): that of the interrupt or fence callback that
-	 * made them runnable, steered to the submitter's.
+	 * made them runnable, on the CPU of the ring's vector.
 	 */
 	exec->submit_wq = alloc_workqueue("neuron-submit", WQ_MEM_RECLAIM, 0);
 	exec->reset_wq = alloc_ordered_workqueue("neuron-reset", 0);

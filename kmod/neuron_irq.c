@@ -10,14 +10,16 @@
  *    consumes the ring's completions and signals the fences of the jobs
  *    that are done (neuron_ring_irq(), under the ring's spinlock); a
  *    waiter is woken straight from it;
- *  - a ring's vector follows the CPU that submits to the idle ring
- *    (neuron_ring_steer_irq()), so the waiter is woken on its own CPU;
- *    it is the driver's to place (IRQF_NOBALANCING);
+ *  - the rings' vectors have managed affinity: the IRQ core spreads the
+ *    core queues' vectors over the CPUs, and the DMA engines' vectors
+ *    likewise (neuron_irq_plan_sets()); nothing moves them afterwards;
  *  - the error vector's hard handler clears its IRQ_STATUS bit (it is
  *    also the record of which cause fired) and wakes its thread, which
  *    logs the cause and queues the recovery work.
  */
 #include <drm/drm_managed.h>
+#include <kunit/visibility.h>
+#include <linux/cpumask.h>
 #include <linux/interrupt.h>
 #include <linux/pci.h>
 
@@ -130,6 +132,87 @@ static void neuron_irq_describe(struct neuron_device *ndev,
 }
 
 /**
+ * neuron_irq_plan_sets() - group the rings' vectors into affinity sets
+ * @cores: core queues, whose vectors come first
+ * @ndma: DMA engines, whose vectors follow
+ * @ncpus: possible CPUs
+ * @set_size: out, %IRQ_AFFINITY_MAX_SETS entries: the vectors of each set
+ *
+ * The IRQ core spreads each set over all CPUs on its own, so that the
+ * core queues are spread over the CPUs and so are the DMA engines (with
+ * one set for both, two CPUs and two of each, both queues could share a
+ * CPU). A set must not have more vectors than there are possible CPUs
+ * (group_cpus_evenly() warns when asked for more groups than CPUs), so a
+ * kind with more units than CPUs takes several sets.
+ *
+ * Return: the number of sets, or 0 if the vectors do not fit in
+ * %IRQ_AFFINITY_MAX_SETS sets: then they keep the default affinity.
+ */
+VISIBLE_IF_KUNIT unsigned int neuron_irq_plan_sets(u32 cores, u32 ndma,
+						   unsigned int ncpus,
+						   unsigned int *set_size)
+{
+	u32 left[] = { cores, ndma };
+	unsigned int nr = 0, k;
+
+	if (!ncpus)
+		return 0;
+	for (k = 0; k < ARRAY_SIZE(left); k++) {
+		while (left[k]) {
+			if (nr == IRQ_AFFINITY_MAX_SETS)
+				return 0;
+			set_size[nr] = min_t(u32, left[k], ncpus);
+			left[k] -= set_size[nr++];
+		}
+	}
+	return nr;
+}
+EXPORT_SYMBOL_IF_KUNIT(neuron_irq_plan_sets);
+
+/*
+ * &irq_affinity.calc_sets: the sets planned in neuron_irq_alloc_vectors().
+ * The vectors are allocated exactly, so @nvecs is always their sum.
+ */
+static void neuron_irq_calc_sets(struct irq_affinity *affd, unsigned int nvecs)
+{
+	const struct irq_affinity *plan = affd->priv;
+	unsigned int i;
+
+	affd->nr_sets = plan->nr_sets;
+	for (i = 0; i < plan->nr_sets; i++)
+		affd->set_size[i] = plan->set_size[i];
+}
+
+/*
+ * Allocates one vector per ring and the error vector, exactly. The rings'
+ * vectors have managed affinity, spread over the CPUs by the IRQ core;
+ * the error vector (the last, a post vector) is not spread. Managed
+ * through pcim_enable_device(): the vectors are freed on unbind.
+ */
+static int neuron_irq_alloc_vectors(struct neuron_device *ndev,
+				    unsigned int count)
+{
+	struct irq_affinity plan = {}, affd = {
+		.post_vectors = 1,
+		.calc_sets = neuron_irq_calc_sets,
+		.priv = &plan,
+	};
+	struct pci_dev *pdev = ndev->pdev;
+
+	plan.nr_sets = neuron_irq_plan_sets(ndev->hw.num_cores,
+					    ndev->hw.num_dma,
+					    num_possible_cpus(), plan.set_size);
+	if (!plan.nr_sets) {
+		ndev_info(ndev, "%u vectors for %u CPUs: default IRQ affinity\n",
+			  count, num_possible_cpus());
+		return pci_alloc_irq_vectors(pdev, count, count, PCI_IRQ_MSIX);
+	}
+	return pci_alloc_irq_vectors_affinity(pdev, count, count,
+					      PCI_IRQ_MSIX | PCI_IRQ_AFFINITY,
+					      &affd);
+}
+
+/**
  * neuron_irq_init() - allocate the MSI-X vectors and request their handlers
  * @ndev: the device, identified and reset, with all interrupts masked, its
  *	rings set up
@@ -157,8 +240,7 @@ int neuron_irq_init(struct neuron_device *ndev)
 	if (!nirq->vectors)
 		return -ENOMEM;
 
-	/* Managed: pcim_enable_device() frees the vectors on unbind. */
-	ret = pci_alloc_irq_vectors(pdev, count, count, PCI_IRQ_MSIX);
+	ret = neuron_irq_alloc_vectors(ndev, count);
 	if (ret < 0) {
 		ndev_err(ndev, "cannot allocate %u MSI-X vectors: %d\n", count, ret);
 		return ret;
@@ -179,16 +261,13 @@ int neuron_irq_init(struct neuron_device *ndev)
 							0, vec->name, vec);
 		else
 			ret = devm_request_irq(&pdev->dev, vec->irq,
-					       neuron_irq_ring_handler,
-					       IRQF_NOBALANCING, vec->name,
-					       vec);
+					       neuron_irq_ring_handler, 0,
+					       vec->name, vec);
 		if (ret) {
 			ndev_err(ndev, "cannot request IRQ %d (%s): %d\n",
 				 vec->irq, vec->name, ret);
 			return ret;
 		}
-		if (vec->ring)
-			vec->ring->irq = vec->irq;
 		ndev->hw.irq_enabled |= vec->status_bit;
 	}
 

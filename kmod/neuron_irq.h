@@ -54,4 +54,10 @@ struct neuron_irq {
 
 int neuron_irq_init(struct neuron_device *ndev);
 
+#if IS_ENABLED(CONFIG_KUNIT)
+/* Pure helper of neuron_irq_init(), visible to the KUnit tests. */
+unsigned int neuron_irq_plan_sets(u32 cores, u32 ndma, unsigned int ncpus,
+				  unsigned int *set_size);
+#endif
+
 #endif /* __NEURON_IRQ_H__ */

@@ -17,6 +17,7 @@
 #include "neuron_client.h"
 #include "neuron_drv.h"
 #include "neuron_gem.h"
+#include "neuron_gem_host.h"
 #include "neuron_job.h"
 #include "neuron_table.h"
 

@@ -2,8 +2,9 @@
 /*
  * neuron: KUnit tests of the driver's pure functions: the fence error of a
  * completion status, the SG walk behind host bindings, the span walkers
- * that split copies, the binding table a job hands to the device and the
- * pool of slots it is written into.
+ * that split copies, the binding table a job hands to the device, the
+ * pool of slots it is written into and the affinity sets of the rings'
+ * interrupt vectors.
  *
  * Built as neuron_kunit.ko for kernels with CONFIG_KUNIT; the functions
  * come from neuron.ko (EXPORT_SYMBOL_IF_KUNIT), except the status errno,
@@ -12,11 +13,13 @@
  */
 #include <kunit/test.h>
 #include <linux/bitops.h>
+#include <linux/interrupt.h>
 #include <linux/module.h>
 #include <linux/overflow.h>
 #include <linux/scatterlist.h>
 
 #include "neuron_compat.h"
+#include "neuron_irq.h"
 #include "neuron_job_errno.h"
 #include "neuron_regs.h"
 #include "neuron_submit.h"
@@ -269,6 +272,41 @@ static void neuron_test_table_pool(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, neuron_table_pool_in_use(pool), 0);
 }
 
+/* Sets of at most one vector per CPU, core queues first, at most four. */
+static void neuron_test_irq_plan_sets(struct kunit *test)
+{
+	static const struct {
+		u32 cores, ndma;
+		unsigned int ncpus, nr, sizes[IRQ_AFFINITY_MAX_SETS];
+	} cases[] = {
+		/* The default device on two CPUs: one set of each kind. */
+		{ 2, 2, 2, 2, { 2, 2 } },
+		{ 2, 2, 8, 2, { 2, 2 } },
+		{ 1, 1, 1, 2, { 1, 1 } },
+		/* More units than CPUs: a kind takes several sets. */
+		{ 4, 2, 2, 3, { 2, 2, 2 } },
+		{ 3, 1, 2, 3, { 2, 1, 1 } },
+		{ 2, 4, 1, 0, { } },
+		{ 6, 2, 2, 4, { 2, 2, 2, 2 } },
+		{ 6, 4, 2, 0, { } },
+		{ 16, 8, 8, 3, { 8, 8, 8 } },
+		{ 16, 8, 4, 0, { } },
+		{ 2, 2, 0, 0, { } },
+	};
+	unsigned int i, j, nr;
+
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		unsigned int sizes[IRQ_AFFINITY_MAX_SETS] = {};
+
+		nr = neuron_irq_plan_sets(cases[i].cores, cases[i].ndma,
+					  cases[i].ncpus, sizes);
+		KUNIT_EXPECT_EQ_MSG(test, nr, cases[i].nr, "case %u", i);
+		for (j = 0; j < nr && j < IRQ_AFFINITY_MAX_SETS; j++)
+			KUNIT_EXPECT_EQ_MSG(test, sizes[j], cases[i].sizes[j],
+					    "case %u set %u", i, j);
+	}
+}
+
 static struct kunit_case neuron_test_cases[] = {
 	KUNIT_CASE(neuron_test_status_errno),
 	KUNIT_CASE(neuron_test_sg_walk),
@@ -276,6 +314,7 @@ static struct kunit_case neuron_test_cases[] = {
 	KUNIT_CASE(neuron_test_span_host),
 	KUNIT_CASE(neuron_test_binding_table),
 	KUNIT_CASE(neuron_test_table_pool),
+	KUNIT_CASE(neuron_test_irq_plan_sets),
 	{}
 };
 

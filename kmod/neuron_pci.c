@@ -20,6 +20,7 @@
 #include "neuron_drv.h"
 #include "neuron_exec.h"
 #include "neuron_gem.h"
+#include "neuron_gem_host.h"
 #include "neuron_genl.h"
 #include "neuron_hw.h"
 #include "neuron_irq.h"
@@ -312,7 +313,7 @@ static void neuron_remove(struct pci_dev *pdev)
 	 */
 	drm_dev_unplug(&ndev->drm);
 	neuron_exec_unplug(ndev);
-	neuron_gem_unplug(ndev);
+	neuron_gem_host_unplug(ndev);
 }
 
 static const struct pci_device_id neuron_pci_ids[] = {

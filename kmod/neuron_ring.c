@@ -44,7 +44,6 @@
 #include <drm/drm_drv.h>
 #include <drm/drm_managed.h>
 #include <linux/dma-fence.h>
-#include <linux/interrupt.h>
 #include <linux/sched.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
@@ -88,52 +87,12 @@ int neuron_ring_init(struct neuron_device *ndev, struct neuron_ring *ring,
 	INIT_LIST_HEAD(&ring->inflight);
 	INIT_LIST_HEAD(&ring->lanes);
 	INIT_WORK(&ring->run_work, neuron_ring_run_work);
-	atomic_set(&ring->irq_cpu, -1);
 	snprintf(ring->name, sizeof(ring->name), "neuron-%s%u",
 		 core ? "core" : "dma", index);
 	snprintf(ring->label, sizeof(ring->label), "%s %u",
 		 core ? "core" : "DMA engine", index);
 	spin_lock_init(&ring->irq_lock);
 	return drmm_mutex_init(&ndev->drm, &ring->lock);
-}
-
-/**
- * neuron_ring_steer_irq() - take a ring's completions on the submitting CPU
- * @ring: the ring a job is about to be pushed to, from the submitting
- *	ioctl (process context)
- *
- * The submitter waits for its job on the CPU it submits from, and the
- * work that writes jobs that had to wait runs where the interrupt that
- * made them runnable was taken (a bound workqueue). A
- * completion interrupt taken on another CPU makes the job need two CPUs:
- * the waiter is woken across CPUs and meets the handler's locks. In a VM
- * that needs both vCPU threads on the host at once, and on a busy host
- * one waits a host time slice (milliseconds) for the other. So an idle
- * ring's vector follows the CPU that submits to it. A ring with jobs on
- * the unit keeps its vector where it is: submitters on several CPUs do
- * not move it job by job. Moving a vector costs an MSI-X table write,
- * and is done only when the submitting CPU changes. The CPU is a hint
- * (the submitter may migrate), hence raw_smp_processor_id().
- */
-void neuron_ring_steer_irq(struct neuron_ring *ring)
-{
-	int cpu = raw_smp_processor_id();
-	bool idle;
-	int idx;
-
-	if (atomic_read(&ring->irq_cpu) == cpu || !ring->irq)
-		return;
-	spin_lock_irq(&ring->irq_lock);
-	idle = list_empty(&ring->inflight);
-	spin_unlock_irq(&ring->irq_lock);
-	if (!idle || atomic_xchg(&ring->irq_cpu, cpu) == cpu)
-		return;
-	/* The vector is freed on unbind, after drm_dev_unplug(). */
-	if (!drm_dev_enter(&ring->ndev->drm, &idx))
-		return;
-	if (irq_set_affinity(ring->irq, cpumask_of(cpu)))
-		atomic_set(&ring->irq_cpu, -1);
-	drm_dev_exit(idx);
 }
 
 /**

@@ -129,10 +129,6 @@ struct neuron_ring_reg {
  *	device job id and the ioctl's seqno)
  * @resets: resets of this unit done by the driver (read locklessly)
  * @tables: core queue: its jobs' binding-table slots; DMA engine: NULL
- * @irq: Linux IRQ number of the unit's MSI-X vector, 0 until requested;
- *	set once by neuron_irq_init()
- * @irq_cpu: the CPU @irq was last steered to, -1 before the first job
- *	(neuron_ring_steer_irq(); read and set locklessly)
  * @name: the ring in traces and debugfs ("neuron-core0")
  * @label: the unit in messages ("core 0", "DMA engine 1")
  */
@@ -158,8 +154,6 @@ struct neuron_ring {
 	atomic64_t submit_seqno;
 	atomic_t resets;
 	struct neuron_table_pool *tables;
-	int irq;
-	atomic_t irq_cpu;
 	char name[24];
 	char label[24];
 };
@@ -266,7 +260,6 @@ void neuron_ring_dispatch_locked(struct neuron_ring *ring);
 void neuron_ring_reap(struct neuron_exec *exec);
 void neuron_ring_release_work(struct work_struct *work);
 void neuron_ring_irq(struct neuron_ring *ring);
-void neuron_ring_steer_irq(struct neuron_ring *ring);
 void neuron_ring_complete_locked(struct neuron_ring *ring,
 				 struct neuron_job *job, int error);
 void neuron_ring_clear_locked(struct neuron_ring *ring, int err);

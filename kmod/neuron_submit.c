@@ -198,7 +198,6 @@ static void neuron_jobs_push(struct neuron_file_ring *lane,
 	bool copy = jobs[0].job->kind == NEURON_JOB_COPY;
 	u32 i;
 
-	neuron_ring_steer_irq(lane->ring);
 	neuron_ring_push(lane, jobs, count);
 	/* The jobs may be done and released already: only the fences are ours. */
 	atomic64_add(count, copy ? &client->copies_submitted :

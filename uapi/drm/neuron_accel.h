@@ -49,7 +49,13 @@
  * ``host_pin_limit_mb``, default half of RAM). A COPY or SUBMIT whose
  * ranges would take either count over its limit fails with -EDQUOT before
  * touching any page; one whose pages cannot be allocated fails with
- * -ENOMEM and gives back the pages it had allocated. The limits and the
+ * -ENOMEM and gives back the pages it had allocated. Pinned pages are also
+ * charged to the calling process, as RDMA and io_uring charge theirs: they
+ * count in its ``VmPin`` (/proc/PID/status) until they are unpinned, even
+ * after it exits, and a COPY or SUBMIT that would take that count over the
+ * process's RLIMIT_MEMLOCK fails with -ENOMEM before touching any page,
+ * unless the process has CAP_IPC_LOCK (root has): then they are counted
+ * but not limited. The limits and the
  * pinned bytes are in sysfs, in the device's ``neuron/`` directory:
  * ``host_memory_file_limit``, ``host_memory_limit``,
  * ``host_memory_pinned`` (all files, all devices) and
@@ -356,8 +362,8 @@ struct drm_neuron_sync {
  * (point) has no fence yet, a zero @out_sync handle or non-zero
  * @pad/@reserved fields (here and in the @in_syncs entries); -EDQUOT when
  * pinning the pages of a %DRM_NEURON_BO_HOST range would exceed a limit on
- * pinned host memory, -ENOMEM when they cannot be allocated (see the top
- * of this file); -EIO when the device is in a fatal state and cannot run
+ * pinned host memory, -ENOMEM when they would exceed the caller's
+ * RLIMIT_MEMLOCK or cannot be allocated (see the top of this file); -EIO when the device is in a fatal state and cannot run
  * copies.
  *
  * -EFAULT after the copy was queued (@seqno could not be written back):
@@ -481,8 +487,8 @@ struct drm_neuron_binding {
  * without %DRM_NEURON_CAP_HOST_BINDINGS, or for
  * %DRM_NEURON_SUBMIT_F_PROFILE without %DRM_NEURON_CAP_PROFILE; -EDQUOT
  * when pinning the pages of the %DRM_NEURON_BO_HOST ranges would exceed a
- * limit on pinned host memory, -ENOMEM when they cannot be allocated (see
- * the top of this file); -EIO when the device is in a fatal state.
+ * limit on pinned host memory, -ENOMEM when they would exceed the caller's
+ * RLIMIT_MEMLOCK or cannot be allocated (see the top of this file); -EIO when the device is in a fatal state.
  *
  * -EFAULT after the job was queued (@seqno could not be written back): the
  * job runs and its fence is installed in @out_sync as on success.

@@ -22,6 +22,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -34,6 +35,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -695,92 +697,190 @@ static int irq_effective_cpu(int irq) {
     return atoi(buf);
 }
 
-/* One unit of work on the ring under test, waited for: a job or a copy. */
+/* One unit of work on a ring, waited for: a job on a core or a copy on an engine. */
 struct ring_work {
-    const char *vector; /* its MSI-X vector's name, without "@<bdf>" */
-    int (*run)(int fd, const struct job_bufs *jb, uint32_t out);
+    const char *vector; /* its MSI-X vectors' name without the unit and "@<bdf>" */
+    uint32_t units;
+    int (*run)(int fd, const struct job_bufs *jb, uint32_t unit, uint32_t out);
 };
 
-static int run_job(int fd, const struct job_bufs *jb, uint32_t out) {
-    return submit(fd, jb, 0, out, NULL);
+static int run_job(int fd, const struct job_bufs *jb, uint32_t core, uint32_t out) {
+    return submit(fd, jb, core, out, NULL);
 }
 
-/* A 4 KiB copy between device buffers on DMA engine 0. */
-static int run_copy(int fd, const struct job_bufs *jb, uint32_t out) {
-    return copy(fd, jb->in, 0, jb->out, 0, 4096, out, 0, NULL);
+/* A 4 KiB copy between device buffers on a DMA engine. */
+static int run_copy(int fd, const struct job_bufs *jb, uint32_t engine, uint32_t out) {
+    return copy(fd, jb->in, 0, jb->out, 0, 4096, out, engine, NULL);
+}
+
+static int unit_irq(const struct ring_work *w, uint32_t unit) {
+    char name[32];
+
+    snprintf(name, sizeof(name), "%s%u", w->vector, unit);
+    return irq_of(name);
+}
+
+/* Writes @val to /proc/irq/@irq/smp_affinity_list: 0 or the errno. */
+static int irq_set_affinity_list(int irq, const char *val) {
+    char path[64];
+    int fd, err = 0;
+
+    snprintf(path, sizeof(path), "/proc/irq/%d/smp_affinity_list", irq);
+    fd = open(path, O_WRONLY);
+    assert_true(fd >= 0);
+    if (write(fd, val, strlen(val)) < 0)
+        err = errno;
+    close(fd);
+    return err;
 }
 
 /*
- * A ring's vector follows the CPU that submits to the idle ring: after
- * work submitted and waited for on each allowed CPU in turn, the vector's
- * effective affinity is that CPU, and the completion of the next piece of
- * work there is taken on that CPU (so the waiter is woken on its own
- * CPU). A submit moves the vector only when the ring is idle, and the
- * ring forgets a finished job a little after its fence signals (more so
- * on a loaded host), so a few submits may go by before the move. The
- * first completion after a move may still arrive on the old CPU (x86
- * moves a non-remapped MSI at its next interrupt), and x86 refuses a move
- * while the previous one is in progress; the driver tries again at the
- * next submit to the idle ring.
+ * The rings' vectors have managed affinity: the IRQ core spreads a kind's
+ * vectors (core queues, DMA engines) over the online CPUs, one CPU each
+ * while there are CPUs left, and nobody can move them (a write to
+ * /proc/irq/N/smp_affinity_list fails with EPERM). Work submitted from any
+ * CPU completes with its interrupt taken on its vector's CPU. The error
+ * vector is not managed: it takes a new affinity.
  */
-static void irq_follows_submitter(int fd, const struct ring_work *w) {
-    int irq = irq_of(w->vector), cpu, tried = 0, n, on = -1;
-    const int max_submits = 50;
-    cpu_set_t allowed, one;
-    long before = 0, after = 0;
+static void irq_managed(int fd, const struct ring_work *w) {
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    uint32_t out = syncobj_new(fd), unit;
+    cpu_set_t allowed, one, used;
     struct job_bufs jb;
-    uint32_t out = syncobj_new(fd);
+    int cpu, spread;
 
-    assert_int_equal(sched_getaffinity(0, sizeof(allowed), &allowed), 0);
-    if (CPU_COUNT(&allowed) < 2)
-        skip();
+    CPU_ZERO(&used);
     job_bufs_init(fd, &jb, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, 0, 0);
-    for (cpu = 0; cpu < CPU_SETSIZE; cpu++) {
-        if (!CPU_ISSET(cpu, &allowed))
-            continue;
-        CPU_ZERO(&one);
-        CPU_SET(cpu, &one);
-        assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
-        for (n = 0; n < max_submits; n++) {
-            assert_int_equal(w->run(fd, &jb, out), 0);
+    assert_int_equal(sched_getaffinity(0, sizeof(allowed), &allowed), 0);
+    for (unit = 0; unit < w->units; unit++) {
+        int irq = unit_irq(w, unit), on = irq_effective_cpu(irq), err;
+
+        err = irq_set_affinity_list(irq, "0\n");
+        if (err != EPERM && err != EIO)
+            fail_msg("%s%u (IRQ %d): a new affinity got %s", w->vector, unit, irq, strerror(err));
+        CPU_SET(on, &used);
+        for (cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+            long before, after;
+
+            if (!CPU_ISSET(cpu, &allowed))
+                continue;
+            CPU_ZERO(&one);
+            CPU_SET(cpu, &one);
+            assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
+            before = irq_count_on(irq, on);
+            assert_int_equal(w->run(fd, &jb, unit, out), 0);
             assert_int_equal(syncobj_status(fd, out, 30), 1);
-            on = irq_effective_cpu(irq);
-            if (on == cpu)
-                break;
-            usleep(1000);
+            after = irq_count_on(irq, on);
+            assert_int_equal(sched_setaffinity(0, sizeof(allowed), &allowed), 0);
+            if (after == before)
+                fail_msg("%s%u (IRQ %d, CPU %d): no interrupt on its CPU for work from CPU %d",
+                         w->vector, unit, irq, on, cpu);
         }
-        if (on == cpu) {
-            assert_int_equal(w->run(fd, &jb, out), 0);
-            assert_int_equal(syncobj_status(fd, out, 30), 1);
-            before = irq_count_on(irq, cpu);
-            assert_int_equal(w->run(fd, &jb, out), 0);
-            assert_int_equal(syncobj_status(fd, out, 30), 1);
-            after = irq_count_on(irq, cpu);
-        }
-        /* The later tests run on every CPU, with their own buffers. */
-        assert_int_equal(sched_setaffinity(0, sizeof(allowed), &allowed), 0);
-        if (on != cpu || after == before)
-            job_bufs_fini(fd, &jb);
-        if (on != cpu)
-            fail_msg("%d submits on CPU %d, %s (IRQ %d) still on CPU %d", max_submits, cpu,
-                     w->vector, irq, on);
-        if (after == before)
-            fail_msg("submitted on CPU %d, the completion (%s, IRQ %d) not taken on it", cpu,
-                     w->vector, irq);
-        printf("# CPU %d: %s moved after %d submit(s)\n", cpu, w->vector, n + 1);
-        tried++;
+        printf("# %s%u: IRQ %d on CPU %d, managed\n", w->vector, unit, irq, on);
     }
-    printf("# %s (IRQ %d) followed the submitter over %d CPUs\n", w->vector, irq, tried);
+    spread = CPU_COUNT(&used);
+    if (spread != (w->units < online ? (int)w->units : (int)online))
+        fail_msg("%u %s vectors on %d of %ld CPUs", w->units, w->vector, spread, online);
     job_bufs_fini(fd, &jb);
     drmSyncobjDestroy(fd, out);
 }
 
-static void test_irq_follows_submitter(void **state) {
-    irq_follows_submitter(FD(state), &(struct ring_work){"neuron-q0", run_job});
+static void test_irq_managed(void **state) {
+    int fd = FD(state), err_irq = irq_of("neuron-err");
+    char buf[64] = "";
+    FILE *f;
+
+    irq_managed(fd, &(struct ring_work){"neuron-q", get_param(fd, DRM_NEURON_PARAM_NUM_CORES),
+                                        run_job});
+    irq_managed(fd, &(struct ring_work){"neuron-dma",
+                                        get_param(fd, DRM_NEURON_PARAM_NUM_DMA_ENGINES), run_copy});
+
+    /* The error vector keeps an affinity the administrator may change. */
+    snprintf(buf, sizeof(buf), "/proc/irq/%d/smp_affinity_list", err_irq);
+    f = fopen(buf, "r");
+    assert_non_null(f);
+    assert_non_null(fgets(buf, sizeof(buf), f));
+    fclose(f);
+    assert_int_equal(irq_set_affinity_list(err_irq, buf), 0);
 }
 
-static void test_dma_irq_follows_submitter(void **state) {
-    irq_follows_submitter(FD(state), &(struct ring_work){"neuron-dma0", run_copy});
+static long read_sysfs_long(const char *attr);
+
+/* Sets CPU @cpu online or offline: 0 or the errno. */
+static int cpu_set_online(int cpu, int online) {
+    char path[64];
+    int fd, err = 0;
+
+    snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/online", cpu);
+    fd = open(path, O_WRONLY);
+    if (fd < 0)
+        return errno;
+    if (write(fd, online ? "1" : "0", 1) < 0)
+        err = errno;
+    close(fd);
+    return err;
+}
+
+/*
+ * With every CPU of a ring's managed vector offline, the IRQ core shuts
+ * the vector down and the device's message waits in the MSI-X pending
+ * bit. The ring's timeout work then recovers the core, which first
+ * collects the completions the device wrote: the job succeeds, later, and
+ * the core is not reset. Back online, the vector works again.
+ */
+static void test_irq_cpu_offline(void **state) {
+    int fd = FD(state), cpu = -1, irq = -1, err;
+    uint32_t cores = get_param(fd, DRM_NEURON_PARAM_NUM_CORES), core;
+    uint32_t out = syncobj_new(fd);
+    struct job_bufs jb;
+    char resets_attr[32];
+    double t0, waited;
+    long resets0;
+    int status;
+
+    for (core = 0; core < cores && cpu <= 0; core++) {
+        char name[32];
+
+        snprintf(name, sizeof(name), "neuron-q%u", core);
+        irq = irq_of(name);
+        cpu = irq_effective_cpu(irq);
+    }
+    core--;
+    if (cpu <= 0)
+        skip(); /* no core queue's vector on a CPU that can go offline */
+    job_bufs_init(fd, &jb, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, 0, 0);
+    err = cpu_set_online(cpu, 0);
+    if (err == ENOENT || err == EPERM || err == EBUSY) {
+        job_bufs_fini(fd, &jb);
+        skip();
+    }
+    assert_int_equal(err, 0);
+    snprintf(resets_attr, sizeof(resets_attr), "core%u/resets", core);
+    resets0 = read_sysfs_long(resets_attr);
+    t0 = now_s();
+    err = run_job(fd, &jb, core, out);
+    status = err ? 0 : syncobj_status(fd, out, 60);
+    waited = now_s() - t0;
+    assert_int_equal(cpu_set_online(cpu, 1), 0);
+    assert_int_equal(err, 0);
+    if (status != 1)
+        fail_msg("core %u, IRQ %d's CPU %d offline: job status %d", core, irq, cpu, status);
+    check_axpb(&jb);
+    printf("# core %u with CPU %d offline: done after %.1f s\n", core, cpu, waited);
+
+    /* Online again: the completion comes with its interrupt. */
+    t0 = now_s();
+    assert_int_equal(run_job(fd, &jb, core, out), 0);
+    assert_int_equal(syncobj_status(fd, out, 30), 1);
+    waited = now_s() - t0;
+    if (waited > 2.0)
+        fail_msg("core %u, CPU %d online again: job took %.1f s", core, cpu, waited);
+    /* A reset is counted after it, which a second job on the core follows. */
+    usleep(200000);
+    if (read_sysfs_long(resets_attr) != resets0)
+        fail_msg("core %u, IRQ %d's CPU %d offline: the core was reset as hung", core, irq, cpu);
+    job_bufs_fini(fd, &jb);
+    drmSyncobjDestroy(fd, out);
 }
 
 static void test_submit_invalid(void **state) {
@@ -1958,6 +2058,115 @@ static void sentinels_check_alive(const pid_t *pids) {
 
 #define SHMEM_HUGE "/sys/kernel/mm/transparent_hugepage/shmem_enabled"
 
+/* VmPin of this process in KiB, or -1. */
+static long vmpin_kib(void) {
+    char line[256];
+    long v = -1;
+    FILE *f = fopen("/proc/self/status", "r");
+
+    if (!f)
+        return -1;
+    while (v < 0 && fgets(line, sizeof(line), f))
+        if (!strncmp(line, "VmPin:", 6))
+            v = strtol(line + 6, NULL, 10);
+    fclose(f);
+    return v;
+}
+
+/* Waits up to 5 s (idle pins last about a second) for VmPin to read 0. */
+static long vmpin_settle(void) {
+    double end = now_s() + 5;
+    long v;
+
+    while ((v = vmpin_kib()) != 0 && now_s() < end)
+        usleep(50000);
+    return v;
+}
+
+#define MEMLOCK_LIMIT (64 * 1024)
+
+/* Waits for a syncobj's fence without cmocka's asserts (for a child): 0 or -1. */
+static int syncobj_wait_plain(int fd, uint32_t h) {
+    int64_t abs = (int64_t)((now_s() + 60) * 1e9);
+
+    return drmSyncobjWait(fd, &h, 1, abs, DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT, NULL) ? -1 : 0;
+}
+
+/*
+ * The memlock child: no capabilities (uid 65534), RLIMIT_MEMLOCK 64 KiB.
+ * Returns 0, or the line of the first check that failed.
+ */
+static int memlock_child(int fd, uint32_t a, uint32_t b, uint32_t dst, uint32_t sync) {
+    struct rlimit rl = {MEMLOCK_LIMIT, MEMLOCK_LIMIT};
+
+    if (setrlimit(RLIMIT_MEMLOCK, &rl) || setgroups(0, NULL) || setresgid(65534, 65534, 65534) ||
+        setresuid(65534, 65534, 65534))
+        return __LINE__;
+    /* Over the limit at once: refused, nothing pinned. */
+    if (copy(fd, a, 0, dst, 0, 2 * MEMLOCK_LIMIT, sync, 0, NULL) != -ENOMEM || vmpin_kib() != 0)
+        return __LINE__;
+    /* Within it: runs, and counts in VmPin. */
+    if (copy(fd, a, 0, dst, 0, 32 * 1024, sync, 0, NULL) || vmpin_kib() < 32)
+        return __LINE__;
+    /* Another buffer's 48 KiB beside those 32: over the limit together. */
+    if (copy(fd, b, 0, dst, 0, 48 * 1024, sync, 0, NULL) != -ENOMEM)
+        return __LINE__;
+    if (syncobj_wait_plain(fd, sync) || vmpin_settle() != 0)
+        return __LINE__;
+    /* Unpinned, the 48 KiB fit. */
+    if (copy(fd, b, 0, dst, 0, 48 * 1024, sync, 0, NULL) || syncobj_wait_plain(fd, sync))
+        return __LINE__;
+    if (vmpin_settle() != 0)
+        return __LINE__;
+    return 0;
+}
+
+/*
+ * Pinned host pages are charged to the process's pinned_vm (VmPin) and
+ * limited by its RLIMIT_MEMLOCK unless it has CAP_IPC_LOCK: a process
+ * without capabilities gets ENOMEM for pins over the limit, before any
+ * page is pinned, and runs copies within it; VmPin counts them and drops
+ * to 0 once they are unpinned. Root (CAP_IPC_LOCK) with the same limit is
+ * charged but not limited.
+ */
+static void test_host_memlock(void **state) {
+    int fd = FD(state), status;
+    uint32_t a = bo_new(fd, 4 * MEMLOCK_LIMIT, DRM_NEURON_BO_HOST);
+    uint32_t b = bo_new(fd, 4 * MEMLOCK_LIMIT, DRM_NEURON_BO_HOST);
+    uint32_t big = bo_new(fd, 16 * MEMLOCK_LIMIT, DRM_NEURON_BO_HOST);
+    uint32_t dst = bo_new(fd, 16 * MEMLOCK_LIMIT, DRM_NEURON_BO_DEVICE);
+    uint32_t sync = syncobj_new(fd);
+    struct rlimit old, low = {MEMLOCK_LIMIT, MEMLOCK_LIMIT};
+    long pinned;
+    pid_t pid;
+
+    assert_int_equal(vmpin_settle(), 0);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (!pid)
+        _exit(memlock_child(fd, a, b, dst, sync));
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    if (WEXITSTATUS(status))
+        fail_msg("without CAP_IPC_LOCK: check at line %d failed", WEXITSTATUS(status) + 0);
+
+    /* Root, with CAP_IPC_LOCK: 1 MiB pinned over a 64 KiB limit. */
+    assert_int_equal(getrlimit(RLIMIT_MEMLOCK, &old), 0);
+    assert_int_equal(setrlimit(RLIMIT_MEMLOCK, &low), 0);
+    assert_int_equal(copy(fd, big, 0, dst, 0, 16 * MEMLOCK_LIMIT, sync, 0, NULL), 0);
+    pinned = vmpin_kib();
+    assert_int_equal(setrlimit(RLIMIT_MEMLOCK, &old), 0);
+    assert_int_equal(syncobj_status(fd, sync, 60), 1);
+    printf("# root with RLIMIT_MEMLOCK 64 KiB: 1 MiB pinned, VmPin %ld kB\n", pinned);
+    assert_true(pinned >= 1024);
+    assert_int_equal(vmpin_settle(), 0);
+    drmSyncobjDestroy(fd, sync);
+    bo_close(fd, a);
+    bo_close(fd, b);
+    bo_close(fd, big);
+    bo_close(fd, dst);
+}
+
 /* The selected value of shmem_enabled ("[never]" -> "never"), or "" without THP. */
 static void shmem_huge_policy(char *buf, size_t n) {
     char line[256], *open_br, *close_br;
@@ -2709,8 +2918,8 @@ static const struct named_test all_tests[] = {
     T(test_submit_batch),
     T(test_submit_program),
     T(test_submit_latency),
-    T(test_irq_follows_submitter),
-    T(test_dma_irq_follows_submitter),
+    T(test_irq_managed),
+    T(test_irq_cpu_offline),
     T(test_submit_fault),
     T(test_wait),
     T(test_timeline),
@@ -2718,6 +2927,7 @@ static const struct named_test all_tests[] = {
     T(test_kill_inflight),
     T(test_queue_halt),
     T(test_fatal_reset),
+    T(test_host_memlock),
     {"timeout", test_timeout, NULL, NULL},
     {"isolation", test_isolation, setup, teardown},
     {"copy_large", test_copy_large, setup, teardown},
