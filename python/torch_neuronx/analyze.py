@@ -11,6 +11,7 @@ from typing import Any, Callable, Dict, Optional, Set, Union
 import torch
 
 from .capture import ExampleInputs, capture
+from .lowering import LOWERINGS
 from .partition import analyze_graph
 
 
@@ -29,7 +30,7 @@ def analyze(func: Union[torch.nn.Module, Callable[..., Any]], example_inputs: Ex
     out of the report. compiler_workdir: keeps graph.txt (the frozen graph)
     and analyze.json (the report)."""
     del max_workers, is_hf_transformers, cleanup  # no compiler processes here
-    captured = capture(func, example_inputs, api="torch_neuronx.analyze")
+    captured = capture(func, example_inputs, LOWERINGS, api="torch_neuronx.analyze")
     analysis = analyze_graph(captured, ignored=additional_ignored_ops)
     report = analysis.report()
     if compiler_workdir is not None:

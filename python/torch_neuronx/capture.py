@@ -12,7 +12,7 @@ import inspect
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Sequence, Tuple, Union
+from typing import Any, Callable, Collection, Dict, List, Sequence, Tuple, Union
 
 import torch
 import torch.fx.traceback as fx_traceback
@@ -67,12 +67,11 @@ def module_name(func: Union[torch.nn.Module, Callable[..., Any]]) -> str:
             else getattr(func, "__name__", "function"))
 
 
-def _decompositions() -> Dict[Any, Callable[..., Any]]:
+def _decompositions(kept_whole: Collection[Any]) -> Dict[Any, Callable[..., Any]]:
     """PyTorch's decompositions into core ATen operators of every operator
-    without a lowering: an operator with one is kept whole."""
-    from .lowering.registry import LOWERINGS
+    but those in @p kept_whole (the ones that have a lowering)."""
     table = torch.export.default_decompositions()
-    return {op: fn for op, fn in table.items() if op not in LOWERINGS}
+    return {op: fn for op, fn in table.items() if op not in kept_whole}
 
 
 @contextlib.contextmanager
@@ -141,8 +140,10 @@ def _writes_in_place(n: torch.fx.Node) -> bool:
 
 
 def capture(func: Union[torch.nn.Module, Callable[..., Any]], example_inputs: ExampleInputs,
-            api: str = "torch_neuronx.trace") -> Captured:
-    """@p func's graph on @p example_inputs (the module in eval mode)."""
+            kept_whole: Collection[Any] = (), api: str = "torch_neuronx.trace") -> Captured:
+    """@p func's graph on @p example_inputs (the module in eval mode); the
+    operators in @p kept_whole are recorded as they are, the others
+    decomposed into core ATen where PyTorch can."""
     inputs = as_tuple(example_inputs, api)
     module = func if isinstance(func, torch.nn.Module) else _Function(func).eval()
     if module.training:
@@ -160,7 +161,7 @@ def capture(func: Union[torch.nn.Module, Callable[..., Any]], example_inputs: Ex
     # (aten._native_multi_head_attention, ...) instead of the operators
     # they are made of.
     with torch.enable_grad(), _module_paths(module):
-        gm = make_fx(forward, decomposition_table=_decompositions(),
+        gm = make_fx(forward, decomposition_table=_decompositions(kept_whole),
                      record_stack_traces=True)(params, buffers, *inputs)
     # What autograd would save (detached results) is dead code here.
     gm.graph.eliminate_dead_code()

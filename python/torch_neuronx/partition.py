@@ -20,6 +20,7 @@ import torch
 
 from ._version import __version__
 from .capture import Captured, call_site, stack_frames
+from .program import compile_lowered, script
 from .lowering import (UnsupportedOperatorError, classify, is_operator, lower_part,
                        operator_name)
 
@@ -177,16 +178,6 @@ def _subgraphs(captured: Captured, placement: Placement, folded: Set[torch.fx.No
     return [s for s in subgraphs if s.outputs]
 
 
-def script(module: torch.nn.Module) -> torch.jit.ScriptModule:
-    """@p module as TorchScript, which torch.jit.save writes with its
-    programs. What scripting warns of (its deprecation in favour of
-    torch.export, the annotations of torch's own classes) is not the
-    caller's to act on."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return torch.jit.script(module)
-
-
 def _describe(n: torch.fx.Node, e: UnsupportedOperatorError) -> str:
     return f"{operator_name(n.target)} at {call_site(n)}{' (' + e.reason + ')' if e.reason else ''}"
 
@@ -199,8 +190,6 @@ def partition(captured: Captured, config: PartitionerConfig,
               compiler_workdir: Optional[Union[str, Path]],
               compiler_args: List[str]) -> torch.jit.ScriptModule:
     """The captured model with each device subgraph a program call, scripted."""
-    from .trace import compile_lowered
-
     name = captured.name
     tk = config.trace_kwargs or {}
     workdir = tk.get("compiler_workdir", compiler_workdir)

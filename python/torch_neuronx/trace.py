@@ -13,8 +13,9 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 import torch
 
 from .capture import ExampleInputs, capture
-from .lowering import BOOL_INPUT_DTYPE, Lowered, lower
-from .partition import PartitionerConfig, partition, script
+from .lowering import BOOL_INPUT_DTYPE, LOWERINGS, lower
+from .partition import PartitionerConfig, partition
+from .program import compile_lowered, script
 
 
 _wrapper_classes: Dict[Tuple[int, Optional[int], Tuple[int, ...]], type] = {}
@@ -91,7 +92,7 @@ def trace(func: Union[torch.nn.Module, Callable[..., Any]], example_inputs: Exam
         raise TypeError("torch_neuronx.trace: partitioner_config is a "
                         f"{type(partitioner_config).__name__}, not a torch_neuronx.PartitionerConfig")
     args = compiler_arguments(compiler_args)
-    captured = capture(func, example_inputs)
+    captured = capture(func, example_inputs, LOWERINGS)
     if partitioner_config is not None:
         return partition(captured, partitioner_config, compiler_workdir, args)
     lowered = lower(captured)
@@ -100,18 +101,3 @@ def trace(func: Union[torch.nn.Module, Callable[..., Any]], example_inputs: Exam
                              len(lowered.outputs) if lowered.tuple_output else None,
                              lowered.bool_inputs)(model)
     return script(wrapper)
-
-
-def compile_lowered(lowered: Lowered, workdir: Optional[Union[str, Path]],
-                    compiler_args: List[str], graph_text: str) -> Any:
-    """The torch.classes.neuron.Model of @p lowered; @p workdir keeps the
-    captured graph, the lowering's log and the compiler's files."""
-    wd = ""
-    if workdir is not None:
-        path = Path(workdir)
-        path.mkdir(parents=True, exist_ok=True)
-        (path / "graph.txt").write_text(graph_text)
-        (path / "lowering.log").write_text("\n".join(lowered.log) + "\n")
-        wd = str(path)
-    return torch.ops.neuron.compile_graph(lowered.graph, lowered.weight_names, lowered.weights,
-                                          lowered.inputs, lowered.outputs, wd, compiler_args)

@@ -7,14 +7,13 @@ Adding an operator to the device is one function in one file of ops/
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, Tuple
+from typing import Any, Callable, Dict, FrozenSet, Tuple
 
 import torch
 
-if TYPE_CHECKING:
-    from .context import Context
-
-LowerFn = Callable[["Context", torch.fx.Node], None]
+# (context.Context, the node): the registry does not import the context,
+# which consults it.
+LowerFn = Callable[[Any, torch.fx.Node], None]
 
 # The dtypes the device computes in, by their IR names.
 IR_DTYPES: Dict[torch.dtype, str] = {
