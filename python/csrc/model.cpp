@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "model.hpp"
 
+#include "runtime/cores.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -32,20 +34,6 @@ namespace {
 // A job that has not completed after this long is reported as hung; the
 // driver's own job timeout (which resets the core) is shorter.
 constexpr auto job_wait_limit = std::chrono::seconds(120);
-
-at::ScalarType torch_dtype(DType t) {
-    switch (t) {
-    case DType::fp32:
-        return at::kFloat;
-    case DType::bf16:
-        return at::kBFloat16;
-    case DType::fp16:
-        return at::kHalf;
-    case DType::int32:
-        return at::kInt;
-    }
-    TORCH_CHECK(false, "neuron: unknown program dtype ", static_cast<int>(t));
-}
 
 // torch's Python names ("float32"), which users see.
 std::string dtype_name(at::ScalarType t) {
@@ -102,69 +90,6 @@ nc::Graph with_weights(const nc::Graph &parsed, const std::map<std::string, at::
         g.make_constant(i, std::move(init));
     }
     return g;
-}
-
-// What the machine says about the driver, for a "no device" error.
-std::string driver_state() {
-    if (!fs::exists("/sys/module/neuron"))
-        return "neuron.ko is not loaded (run `modprobe neuron`)";
-    if (!fs::exists("/sys/class/accel") || fs::is_empty("/sys/class/accel"))
-        return "neuron.ko is loaded but no device is bound to it (see `dmesg | grep neuron` "
-               "and `lspci -d 1d0f:`)";
-    return "neuron.ko is loaded; `neuron-ls` lists the devices it has";
-}
-
-unsigned parse_core(const char *env, const char *&p) {
-    char *end = nullptr;
-    unsigned long core = std::strtoul(p, &end, 10);
-    TORCH_CHECK(end != p && std::isdigit(static_cast<unsigned char>(*p)),
-                "neuron: NEURON_RT_VISIBLE_CORES='", env,
-                "' is not a core list (e.g. \"0\", \"0-1\" or \"1,3\")");
-    p = end;
-    return static_cast<unsigned>(core);
-}
-
-// The cores of $NEURON_RT_VISIBLE_CORES ("2", "2-3", "1,3"), in order, else
-// every core of the device.
-std::vector<unsigned> visible_cores_of(unsigned num_cores) {
-    const char *env = std::getenv("NEURON_RT_VISIBLE_CORES");
-    std::vector<unsigned> cores;
-    if (!env || !*env) {
-        for (unsigned c = 0; c < num_cores; c++)
-            cores.push_back(c);
-        return cores;
-    }
-    const char *p = env;
-    while (true) {
-        unsigned first = parse_core(env, p), last = first;
-        if (*p == '-') {
-            p++;
-            last = parse_core(env, p);
-            TORCH_CHECK(last >= first, "neuron: NEURON_RT_VISIBLE_CORES='", env, "': range ", first,
-                        "-", last, " is empty");
-        }
-        TORCH_CHECK(last < num_cores, "neuron: NEURON_RT_VISIBLE_CORES='", env, "' names core ",
-                    last, ", the device has ", num_cores);
-        for (unsigned c = first; c <= last; c++)
-            cores.push_back(c);
-        if (*p == 0)
-            break;
-        TORCH_CHECK(*p == ',', "neuron: NEURON_RT_VISIBLE_CORES='", env,
-                    "' is not a core list (e.g. \"0\", \"0-1\" or \"1,3\")");
-        p++;
-    }
-    return cores;
-}
-
-Device open_device(const std::string &what) {
-    try {
-        return Device::open_first();
-    } catch (const Error &e) {
-        if (e.code() != errc::no_device)
-            throw;
-        TORCH_CHECK(false, "neuron: no device to run ", what, " on: ", e.what(), "; ",
-                    driver_state(), ", or set NEURON_DEVICE=sim to run it on the simulator");
-    }
 }
 
 // Copies @p src to @p dst (the same size) in pieces of at most 1 KiB.
@@ -278,6 +203,20 @@ const Lease *lease_of(const at::Tensor &t, const Device &device) {
 constexpr size_t max_leased = 16;
 
 } // namespace
+
+at::ScalarType torch_dtype(DType t) {
+    switch (t) {
+    case DType::fp32:
+        return at::kFloat;
+    case DType::bf16:
+        return at::kBFloat16;
+    case DType::fp16:
+        return at::kHalf;
+    case DType::int32:
+        return at::kInt;
+    }
+    TORCH_CHECK(false, "neuron: unknown program dtype ", static_cast<int>(t));
+}
 
 struct Model::Runtime {
     Device device;

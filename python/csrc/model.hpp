@@ -67,6 +67,10 @@ class Model : public torch::CustomClassHolder {
     /// taken, the job from submit to its fence, the outputs made tensors.
     std::vector<double> last_call_ms() const;
 
+    const Program &program() const { return program_; }
+    const std::vector<std::string> &input_names() const { return inputs_; }
+    const std::vector<std::string> &output_names() const { return outputs_; }
+
   private:
     struct Runtime;
     const ArgumentInfo &argument(const std::string &name) const;
@@ -79,6 +83,9 @@ class Model : public torch::CustomClassHolder {
     std::optional<unsigned> core_; ///< bind_core()'s
     double inputs_ms_ = 0, job_ms_ = 0, outputs_ms_ = 0;
 };
+
+/// torch's dtype of a program argument's.
+at::ScalarType torch_dtype(DType t);
 
 /// The cores models may run on: those $NEURON_RT_VISIBLE_CORES lists ("2",
 /// "0-1", "1,3"), else every core of the first device.

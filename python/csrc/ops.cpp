@@ -3,14 +3,19 @@
 // (saved and loaded with the module by its pickle state) and the ops
 // torch.ops.neuron.forward_v2 and torch.ops.neuron.compile_graph, and the
 // IR graph torch.classes.neuron.Graph that the lowering builds.
+#include <ATen/Context.h>
 #include <torch/custom_class.h>
 #include <torch/library.h>
 
 #include "graph.hpp"
 #include "model.hpp"
+#include "runtime/cores.hpp"
+#include "runtime/eager.hpp"
+#include "runtime/streams.hpp"
 
 namespace {
 
+using neuron::torch_bridge::EagerKernel;
 using neuron::torch_bridge::Graph;
 using neuron::torch_bridge::Model;
 using neuron::torch_bridge::ModelState;
@@ -18,6 +23,33 @@ using neuron::torch_bridge::ModelState;
 std::vector<at::Tensor> forward_v2(const std::vector<at::Tensor> &inputs,
                                    const c10::intrusive_ptr<Model> &model) {
     return model->forward(inputs);
+}
+
+int64_t device_count() {
+    return neuron::torch_bridge::core_count();
+}
+
+std::string why_no_device() {
+    return neuron::torch_bridge::why_no_device();
+}
+
+int64_t current_device() {
+    return neuron::torch_bridge::current_core_index();
+}
+
+void set_device(int64_t index) {
+    neuron::torch_bridge::set_current_core_index(static_cast<c10::DeviceIndex>(index));
+}
+
+// "neuron:0 core 2 of /dev/accel/accel0".
+std::string device_name(int64_t index) {
+    const auto &core = neuron::torch_bridge::core_at(static_cast<c10::DeviceIndex>(index));
+    return "core " + std::to_string(core.core) + " of " + core.device.path();
+}
+
+at::Generator default_generator(int64_t index) {
+    return at::globalContext().defaultGenerator(
+        c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(index)));
 }
 
 } // namespace
@@ -49,4 +81,24 @@ TORCH_LIBRARY(neuron, m) {
           "-> __torch__.torch.classes.neuron.Model",
           &Model::compile);
     m.def("visible_cores() -> int[]", &neuron::torch_bridge::visible_cores);
+
+    // The `neuron` device (torch_neuronx/device.py).
+    m.class_<EagerKernel>("EagerKernel")
+        .def("run", &EagerKernel::run)
+        .def("program_bytes", &EagerKernel::program_bytes)
+        .def("output_meta", &EagerKernel::output_meta)
+        .def("input_names", &EagerKernel::input_names)
+        .def("output_names", &EagerKernel::output_names);
+    m.def("eager_kernel(__torch__.torch.classes.neuron.Model model) -> "
+          "__torch__.torch.classes.neuron.EagerKernel",
+          &EagerKernel::of_model);
+    m.def("eager_kernel_from_bytes(Tensor program, str[] inputs, str[] outputs) -> "
+          "__torch__.torch.classes.neuron.EagerKernel",
+          &EagerKernel::from_bytes);
+    m.def("device_count() -> int", device_count);
+    m.def("why_no_device() -> str", why_no_device);
+    m.def("current_device() -> int", current_device);
+    m.def("set_device(int index) -> ()", set_device);
+    m.def("device_name(int index) -> str", device_name);
+    m.def("default_generator(int index) -> Generator?", default_generator);
 }

@@ -1,18 +1,31 @@
 # SPDX-License-Identifier: MIT
-"""PyTorch on neuron devices: torch_neuronx.trace compiles a model for the
-device and returns a TorchScript module that runs it there (docs/torch.md).
-Importing the package loads the op library that saved models need."""
+"""PyTorch on neuron devices: the `neuron` device (tensors and modules
+moved to "neuron" run there, eagerly), and torch_neuronx.trace, which
+compiles a model for the device and returns a TorchScript module that runs
+it there (docs/torch.md). Importing the package loads the op library and
+registers the device; importing torch does it too (the `torch.backends`
+entry point)."""
 
 from . import _library
 
 _library.load()
 
+from . import backend  # noqa: E402
+
+backend.register()
+
 from ._version import __version__  # noqa: E402
 from .analyze import analyze  # noqa: E402
 from .data_parallel import DataParallel  # noqa: E402
+from .eager import get_fallback_ops  # noqa: E402
 from .lowering import SUPPORTED_OPERATORS, UnsupportedOperatorError  # noqa: E402
 from .partition import PartitionerConfig, PartitionWarning  # noqa: E402
 from .trace import trace  # noqa: E402
 
 __all__ = ["trace", "analyze", "DataParallel", "PartitionerConfig", "PartitionWarning",
-           "UnsupportedOperatorError", "SUPPORTED_OPERATORS", "__version__"]
+           "UnsupportedOperatorError", "SUPPORTED_OPERATORS", "get_fallback_ops", "__version__"]
+
+
+def _autoload() -> None:
+    """The `torch.backends` entry point: importing the package registered
+    the device."""

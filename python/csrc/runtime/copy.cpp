@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: MIT
+#include "copy.hpp"
+
+#include <cstring>
+#include <memory>
+
+#include <ATen/ATen.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/util/Exception.h>
+
+#include "allocator.hpp"
+#include "streams.hpp"
+
+namespace neuron::torch_bridge {
+
+namespace {
+
+/// The elements of @p t's storage its view covers: [first, first + count).
+struct Extent {
+    int64_t first = 0;
+    int64_t count = 0;
+};
+
+Extent extent_of(const at::Tensor &t) {
+    if (t.numel() == 0)
+        return {t.storage_offset(), 0};
+    int64_t lo = t.storage_offset(), hi = t.storage_offset();
+    for (int64_t d = 0; d < t.dim(); d++) {
+        const int64_t reach = (t.size(d) - 1) * t.stride(d);
+        (reach < 0 ? lo : hi) += reach;
+    }
+    return {lo, hi - lo + 1};
+}
+
+bool dense(const at::Tensor &t) {
+    return t.is_contiguous();
+}
+
+StreamState &current(const at::Tensor &t) {
+    return stream_state(current_stream(t.device().index()));
+}
+
+/// @p t's covered storage bytes on the host, and a view of them as @p t.
+struct HostImage {
+    Allocation memory;
+    at::Tensor view;
+};
+
+/// Copies the storage @p t covers into staging memory and waits: the view
+/// has @p t's sizes and strides.
+HostImage read_to_host(const at::Tensor &t) {
+    const Extent e = extent_of(t);
+    const uint64_t isz = t.element_size();
+    HostImage img{staging_memory(t.device().index(), std::max<uint64_t>(e.count * isz, 1)), {}};
+    StreamState &s = current(t);
+    if (e.count > 0) {
+        s.copy(img.memory.range(), storage_range(t, e.first * isz, e.count * isz));
+        s.synchronize();
+    }
+    std::byte *base = img.memory.map().data();
+    img.view = at::from_blob(base + (t.storage_offset() - e.first) * isz, t.sizes(), t.strides(),
+                             t.options().device(at::kCPU));
+    return img;
+}
+
+/// Writes @p src (a CPU tensor, cast and broadcast to @p dst) into the
+/// contiguous `neuron` tensor @p dst.
+void write_dense(const at::Tensor &dst, const at::Tensor &src) {
+    const uint64_t n = dst.nbytes();
+    if (n == 0)
+        return;
+    Allocation st = staging_memory(dst.device().index(), n);
+    at::from_blob(st.map().data(), dst.sizes(), dst.options().device(at::kCPU)).copy_(src);
+    const BufferRange from = st.range();
+    current(dst).copy(tensor_range(dst), from, std::make_shared<Allocation>(std::move(st)));
+}
+
+/// Writes the host image's storage bytes back over @p dst's extent.
+void write_extent(const at::Tensor &dst, HostImage &img) {
+    const Extent e = extent_of(dst);
+    if (e.count == 0)
+        return;
+    const uint64_t isz = dst.element_size();
+    BufferRange src = img.memory.range();
+    src.size = e.count * isz;
+    current(dst).copy(storage_range(dst, e.first * isz, e.count * isz), src,
+                      std::make_shared<Allocation>(std::move(img.memory)));
+}
+
+void to_host(const at::Tensor &src, const at::Tensor &dst) {
+    HostImage img = read_to_host(src);
+    const_cast<at::Tensor &>(dst).copy_(img.view);
+}
+
+void to_device(const at::Tensor &src, const at::Tensor &dst) {
+    if (dense(dst)) {
+        write_dense(dst, src);
+        return;
+    }
+    // A strided destination: its covered bytes are read, written on the
+    // host and written back (the bytes between its elements are kept).
+    HostImage img = read_to_host(dst);
+    img.view.copy_(src);
+    write_extent(dst, img);
+}
+
+} // namespace
+
+at::Tensor copy_between(const at::Tensor &src, const at::Tensor &dst, bool non_blocking) {
+    (void)non_blocking; // device-bound copies never wait; host-bound ones always do
+    TORCH_CHECK(src.defined() && dst.defined(), "neuron: copy_ of an undefined tensor");
+    if (dst.numel() == 0)
+        return dst;
+    const bool src_neuron = src.device().is_privateuseone();
+    const bool dst_neuron = dst.device().is_privateuseone();
+    if (src_neuron && !dst_neuron) {
+        c10::DeviceGuard g(src.device());
+        to_host(src, dst);
+    } else if (!src_neuron && dst_neuron) {
+        TORCH_CHECK(src.device().is_cpu(), "neuron: copying from ", src.device(),
+                    " to a neuron tensor: only CPU tensors are copied to neuron devices");
+        c10::DeviceGuard g(dst.device());
+        to_device(src, dst);
+    } else {
+        c10::DeviceGuard g(dst.device());
+        if (src.device() != dst.device())
+            stream_state(current_stream(src.device().index())).synchronize();
+        if (dense(src) && dense(dst) && src.scalar_type() == dst.scalar_type() &&
+            src.sizes() == dst.sizes()) {
+            current(dst).copy(tensor_range(dst), tensor_range(src));
+        } else {
+            // Casts, broadcasts and strides go through the host for now.
+            HostImage img = read_to_host(src);
+            to_device(img.view, dst);
+        }
+    }
+    return dst;
+}
+
+at::Scalar local_scalar(const at::Tensor &t) {
+    TORCH_CHECK(t.numel() == 1, "neuron: a Tensor with ", t.numel(),
+                " elements cannot be converted to Scalar");
+    c10::DeviceGuard g(t.device());
+    HostImage img = read_to_host(t);
+    return img.view.item();
+}
+
+at::Tensor &fill(at::Tensor &t, const at::Scalar &value) {
+    if (t.numel() == 0)
+        return t;
+    c10::DeviceGuard g(t.device());
+    if (dense(t)) {
+        write_dense(t, at::scalar_tensor(value, t.options().device(at::kCPU)));
+        return t;
+    }
+    HostImage img = read_to_host(t);
+    img.view.fill_(value);
+    write_extent(t, img);
+    return t;
+}
+
+} // namespace neuron::torch_bridge

@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: MIT
+#include "eager.hpp"
+
+#include <cstring>
+#include <span>
+
+#include <ATen/ATen.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/util/Exception.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "../model.hpp"
+#include "allocator.hpp"
+#include "cores.hpp"
+#include "streams.hpp"
+
+namespace neuron::torch_bridge {
+
+EagerKernel::EagerKernel(Program program, std::vector<std::string> inputs,
+                         std::vector<std::string> outputs)
+    : program_(std::move(program)), inputs_(std::move(inputs)), outputs_(std::move(outputs)) {
+    auto find = [&](const std::string &n, Direction dir) {
+        const ArgumentInfo *a = program_.find_argument(n);
+        TORCH_CHECK(a && a->direction == dir, "neuron: program '", program_.name(), "' has no ",
+                    dir == Direction::in ? "input" : "output", " '", n, "'");
+        return a;
+    };
+    for (const auto &n : inputs_)
+        input_args_.push_back(find(n, Direction::in));
+    for (const auto &n : outputs_)
+        output_args_.push_back(find(n, Direction::out));
+}
+
+c10::intrusive_ptr<EagerKernel> EagerKernel::of_model(const c10::intrusive_ptr<Model> &model) {
+    return c10::make_intrusive<EagerKernel>(model->program(), model->input_names(),
+                                            model->output_names());
+}
+
+c10::intrusive_ptr<EagerKernel> EagerKernel::from_bytes(const at::Tensor &bytes,
+                                                        std::vector<std::string> inputs,
+                                                        std::vector<std::string> outputs) {
+    at::Tensor b = bytes.contiguous();
+    TORCH_CHECK(b.scalar_type() == at::kByte && b.dim() == 1 && b.device().is_cpu(),
+                "neuron: a kernel's program is a uint8 vector on the CPU");
+    try {
+        Program p = Program::parse(std::span(static_cast<const std::byte *>(b.data_ptr()),
+                                             static_cast<size_t>(b.numel())));
+        return c10::make_intrusive<EagerKernel>(std::move(p), std::move(inputs),
+                                                std::move(outputs));
+    } catch (const Error &e) {
+        TORCH_CHECK(false, "neuron: a cached kernel's program is invalid: ", e.what());
+    }
+}
+
+at::Tensor EagerKernel::program_bytes() const {
+    std::span<const std::byte> b = program_.bytes();
+    at::Tensor t = at::empty({static_cast<int64_t>(b.size())}, at::kByte);
+    std::memcpy(t.data_ptr(), b.data(), b.size());
+    return t;
+}
+
+std::vector<at::Tensor> EagerKernel::output_meta() const {
+    std::vector<at::Tensor> out;
+    for (const ArgumentInfo *a : output_args_)
+        out.push_back(at::empty(std::vector<int64_t>(a->shape.begin(), a->shape.end()),
+                                at::TensorOptions().dtype(torch_dtype(a->dtype)).device(at::kMeta)));
+    return out;
+}
+
+const LoadedProgram &EagerKernel::loaded_on(const Device &device) {
+    std::lock_guard lock(mutex_);
+    auto &slot = loaded_[device.fd()];
+    if (!slot) {
+        try {
+            slot = std::make_unique<LoadedProgram>(device.load(program_));
+        } catch (const Error &e) {
+            TORCH_CHECK(false, "neuron: loading '", program_.name(), "': ", e.what());
+        }
+    }
+    return *slot;
+}
+
+std::vector<at::Tensor> EagerKernel::run(const std::vector<at::Tensor> &inputs) {
+    TORCH_CHECK(inputs.size() == inputs_.size(), "neuron: '", program_.name(), "' takes ",
+                inputs_.size(), " inputs, got ", inputs.size());
+    const c10::DeviceIndex index =
+        inputs.empty() ? current_core_index() : inputs.front().device().index();
+    const c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, index));
+    const Core &core = core_at(index);
+    Arguments args;
+    for (size_t i = 0; i < inputs.size(); i++) {
+        const at::Tensor &t = inputs[i];
+        TORCH_CHECK(t.device().is_privateuseone() && t.device().index() == index,
+                    "neuron: '", program_.name(), "': input ", i, " is on ", t.device(),
+                    ", the others on neuron:", int(index));
+        TORCH_CHECK(t.is_contiguous() && t.nbytes() == input_args_[i]->size, "neuron: '",
+                    program_.name(), "': input ", i, " is not a contiguous tensor of ",
+                    input_args_[i]->size, " bytes");
+        args.bind(inputs_[i], tensor_range(t));
+    }
+    std::vector<at::Tensor> outputs;
+    for (size_t i = 0; i < outputs_.size(); i++) {
+        const ArgumentInfo &a = *output_args_[i];
+        outputs.push_back(at::empty(std::vector<int64_t>(a.shape.begin(), a.shape.end()),
+                                    at::TensorOptions()
+                                        .dtype(torch_dtype(a.dtype))
+                                        .device(c10::DeviceType::PrivateUse1, index)));
+        args.bind(outputs_[i], tensor_range(outputs.back()));
+    }
+    stream_state(current_stream(index)).submit(loaded_on(core.device), args);
+    return outputs;
+}
+
+} // namespace neuron::torch_bridge

@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: MIT
+// torch.classes.neuron.EagerKernel: one operator compiled for one
+// signature (shapes, dtypes), run on `neuron` tensors in the current
+// stream's order without waiting. The Python side (torch_neuronx/eager)
+// compiles it once per signature through the FX lowering and caches it.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <ATen/Tensor.h>
+#include <torch/custom_class.h>
+
+#include <neuron/program.hpp>
+#include <neuron/queue.hpp>
+
+namespace neuron::torch_bridge {
+
+class Model;
+
+class EagerKernel : public torch::CustomClassHolder {
+  public:
+    EagerKernel(Program program, std::vector<std::string> inputs,
+                std::vector<std::string> outputs);
+
+    /// The kernel of a compiled graph.
+    static c10::intrusive_ptr<EagerKernel> of_model(const c10::intrusive_ptr<Model> &model);
+    /// The kernel of a program container saved by program_bytes().
+    static c10::intrusive_ptr<EagerKernel> from_bytes(const at::Tensor &bytes,
+                                                      std::vector<std::string> inputs,
+                                                      std::vector<std::string> outputs);
+    at::Tensor program_bytes() const;
+    std::vector<std::string> input_names() const { return inputs_; }
+    std::vector<std::string> output_names() const { return outputs_; }
+    /// Meta tensors of the outputs' shapes and dtypes.
+    std::vector<at::Tensor> output_meta() const;
+
+    /// Queues the program on @p inputs (contiguous `neuron` tensors of the
+    /// compiled shapes and dtypes, on one index) and returns its outputs,
+    /// new `neuron` tensors, before it ran.
+    std::vector<at::Tensor> run(const std::vector<at::Tensor> &inputs);
+
+  private:
+    const LoadedProgram &loaded_on(const Device &device);
+
+    Program program_;
+    std::vector<std::string> inputs_, outputs_;
+    std::vector<const ArgumentInfo *> input_args_, output_args_;
+    std::mutex mutex_; ///< protects loaded_
+    std::map<int, std::unique_ptr<LoadedProgram>> loaded_; ///< by device file
+};
+
+} // namespace neuron::torch_bridge

@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: MIT
+// c10's device guard for the `neuron` device type: the current index and
+// stream, streams and events (streams.hpp), as torch.Stream, torch.Event,
+// torch.accelerator and DeviceGuard use them.
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <c10/util/Exception.h>
+
+#include "allocator.hpp"
+#include "cores.hpp"
+#include "streams.hpp"
+
+namespace neuron::torch_bridge {
+
+namespace {
+
+constexpr auto kNeuron = c10::DeviceType::PrivateUse1;
+
+Event &as_event(void *event) {
+    return *static_cast<Event *>(event);
+}
+
+struct GuardImpl final : public c10::impl::DeviceGuardImplInterface {
+    c10::DeviceType type() const override { return kNeuron; }
+
+    c10::Device exchangeDevice(c10::Device d) const override {
+        c10::Device old = getDevice();
+        if (d.index() != old.index())
+            setDevice(d);
+        return old;
+    }
+    c10::Device getDevice() const override { return {kNeuron, current_core_index()}; }
+    void setDevice(c10::Device d) const override {
+        TORCH_CHECK(d.type() == kNeuron, "neuron: ", d, " is not a neuron device");
+        set_current_core_index(d.index());
+    }
+    void uncheckedSetDevice(c10::Device d) const noexcept override {
+        try {
+            set_current_core_index(d.index());
+        } catch (...) { // an invalid index was refused when it was first set
+        }
+    }
+
+    c10::Stream getStream(c10::Device d) const override { return current_stream(d.index()); }
+    c10::Stream getDefaultStream(c10::Device d) const override { return default_stream(d.index()); }
+    c10::Stream getNewStream(c10::Device d, int) const override { return new_stream(d.index()); }
+    c10::Stream getStreamFromGlobalPool(c10::Device d, bool) const override {
+        return new_stream(d.index());
+    }
+    c10::Stream exchangeStream(c10::Stream s) const override { return exchange_current_stream(s); }
+
+    c10::DeviceIndex deviceCount() const noexcept override { return core_count(); }
+
+    void destroyEvent(void *event, const c10::DeviceIndex) const noexcept override {
+        delete static_cast<Event *>(event);
+    }
+    void record(void **event, const c10::Stream &stream, const c10::DeviceIndex index,
+                const c10::EventFlag) const override {
+        TORCH_CHECK(index == -1 || index == stream.device_index(), "neuron: event of neuron:",
+                    int(index), " recorded on a stream of neuron:", int(stream.device_index()));
+        if (!*event)
+            *event = new Event;
+        Event &e = as_event(*event);
+        e.fence = stream_state(stream).last();
+        e.recorded = true;
+    }
+    void block(void *event, const c10::Stream &stream) const override {
+        if (event)
+            stream_state(stream).wait_for(as_event(event).fence);
+    }
+    bool queryEvent(void *event) const override {
+        if (!event || !as_event(event).fence)
+            return true;
+        std::error_code ec = as_event(event).fence.try_wait(std::chrono::nanoseconds(0));
+        TORCH_CHECK(!ec || ec == errc::timeout, "neuron: ", as_event(event).fence.message());
+        return !ec;
+    }
+    void synchronizeEvent(void *event) const override {
+        if (event && as_event(event).fence) {
+            std::error_code ec = as_event(event).fence.try_wait(std::chrono::seconds(120));
+            TORCH_CHECK(!ec, "neuron: waiting for an event: ",
+                        ec == errc::timeout ? as_event(event).fence.label() + " did not complete"
+                                            : as_event(event).fence.message());
+        }
+    }
+    bool queryStream(const c10::Stream &stream) const override {
+        return stream_state(stream).query();
+    }
+    void synchronizeStream(const c10::Stream &stream) const override {
+        stream_state(stream).synchronize();
+    }
+    void synchronizeDevice(const c10::DeviceIndex index) const override {
+        synchronize_device(index);
+    }
+    void recordDataPtrOnStream(const c10::DataPtr &ptr, const c10::Stream &stream) const override {
+        device_allocator().recordStream(ptr, stream);
+    }
+};
+
+} // namespace
+
+C10_REGISTER_GUARD_IMPL(PrivateUse1, GuardImpl);
+
+} // namespace neuron::torch_bridge

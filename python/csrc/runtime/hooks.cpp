@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: MIT
+// What PyTorch asks of the `neuron` backend through its hooks: whether it
+// is there, how many indices, the generators; and the registration of the
+// allocator. The generator is a CPU-algorithm generator (Philox on the
+// device comes with ISA 1.2): operators without a device kernel draw from
+// it through the CPU fallback, so torch.neuron.manual_seed makes them
+// reproducible.
+#include <mutex>
+#include <vector>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/core/GeneratorForPrivateuseone.h>
+#include <ATen/detail/PrivateUse1HooksInterface.h>
+#include <c10/core/Allocator.h>
+
+#include "allocator.hpp"
+#include "cores.hpp"
+
+namespace neuron::torch_bridge {
+
+namespace {
+
+class Generator final : public at::CPUGeneratorImpl {
+  public:
+    explicit Generator(c10::DeviceIndex index) {
+        device_ = c10::Device(c10::DeviceType::PrivateUse1, index);
+        key_set_ = c10::DispatchKeySet(c10::DispatchKey::PrivateUse1);
+    }
+};
+
+struct Hooks final : public at::PrivateUse1HooksInterface {
+    bool isBuilt() const override { return true; }
+    bool isAvailable() const override { return core_count() > 0; }
+    bool hasPrimaryContext(c10::DeviceIndex) const override { return true; }
+    c10::DeviceIndex deviceCount() const override { return core_count(); }
+    void init() const override {}
+    void setCurrentDevice(c10::DeviceIndex index) const override { set_current_core_index(index); }
+    c10::DeviceIndex getCurrentDevice() const override { return current_core_index(); }
+    c10::DeviceIndex exchangeDevice(c10::DeviceIndex index) const override {
+        c10::DeviceIndex old = current_core_index();
+        set_current_core_index(index);
+        return old;
+    }
+    c10::DeviceIndex maybeExchangeDevice(c10::DeviceIndex index) const override {
+        return exchangeDevice(index);
+    }
+
+    const at::Generator &getDefaultGenerator(c10::DeviceIndex index) const override {
+        static std::once_flag made;
+        static std::vector<at::Generator> defaults;
+        std::call_once(made, [] {
+            for (c10::DeviceIndex i = 0; i < core_count(); i++) {
+                defaults.push_back(at::make_generator<Generator>(i));
+                defaults.back().set_current_seed(c10::detail::getNonDeterministicRandom());
+            }
+        });
+        const c10::DeviceIndex i = index < 0 ? current_core_index() : index;
+        core_at(i); // checks it
+        return defaults[static_cast<size_t>(i)];
+    }
+    at::Generator getNewGenerator(c10::DeviceIndex index) const override {
+        return at::make_generator<Generator>(index < 0 ? current_core_index() : index);
+    }
+
+    void resizePrivateUse1Bytes(const c10::Storage &storage, size_t bytes) const override {
+        grow_storage(*storage.unsafeGetStorageImpl(), bytes);
+    }
+};
+
+struct Registration {
+    Registration() {
+        at::RegisterPrivateUse1HooksInterface(new Hooks);
+        c10::SetAllocator(c10::DeviceType::PrivateUse1, &device_allocator());
+    }
+};
+
+const Registration registration;
+
+} // namespace
+
+} // namespace neuron::torch_bridge

@@ -1,0 +1,136 @@
+# SPDX-License-Identifier: MIT
+"""The CPU fallback, as TorchNeuron has: an operator the device cannot run
+runs on the CPU, its neuron tensors copied over and its results (and the
+inputs it writes) copied back. Each operator is logged once and counted
+(get_fallback_ops()); TORCH_NEURONX_FALLBACK=error makes it an error
+instead, for users who want to know."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections import Counter
+from typing import Any, Dict, List, Optional, Tuple
+
+import torch
+from torch.utils._pytree import tree_map
+
+log = logging.getLogger("torch_neuronx")
+
+_lock = threading.Lock()
+_counts: Counter = Counter()
+_reasons: Dict[str, str] = {}
+
+
+def get_fallback_ops() -> Dict[str, int]:
+    """The operators that ran on the CPU in place of the device, with how
+    many times each did."""
+    with _lock:
+        return dict(sorted(_counts.items()))
+
+
+def fallback_reasons() -> Dict[str, str]:
+    """Why each operator of get_fallback_ops() ran on the CPU (its first reason)."""
+    with _lock:
+        return dict(sorted(_reasons.items()))
+
+
+def _note(op: torch._ops.OpOverload, reason: str) -> None:
+    name = op.name()
+    if os.environ.get("TORCH_NEURONX_FALLBACK", "").lower() == "error":
+        raise NotImplementedError(
+            f"neuron: {name} has no neuron kernel ({reason}), and TORCH_NEURONX_FALLBACK=error "
+            f"turns the CPU fallback off")
+    with _lock:
+        first = name not in _counts
+        _counts[name] += 1
+        _reasons.setdefault(name, reason)
+    if first:
+        log.warning("neuron: %s runs on the CPU: %s", name, reason)
+
+
+def _neuron_device(args: Any, kwargs: Dict[str, Any]) -> Optional[torch.device]:
+    found: List[torch.device] = []
+
+    def look(x: Any) -> Any:
+        if isinstance(x, torch.Tensor) and x.device.type == "neuron":
+            found.append(x.device)
+        elif isinstance(x, torch.device) and x.type == "neuron":
+            found.append(x if x.index is not None
+                         else torch.device("neuron", torch.neuron.current_device()))
+        return x
+    tree_map(look, (args, kwargs))
+    return found[0] if found else None
+
+
+def _cpu_generators(op: torch._ops.OpOverload, args: Tuple[Any, ...], kwargs: Dict[str, Any],
+                    device: Optional[torch.device]) -> List[Tuple[torch.Generator, torch.Generator]]:
+    """Replaces the neuron generator of a random operator (its default one
+    when it is given none) by a CPU generator in the same state; returns
+    the pairs, whose states go back after the call."""
+    pairs = []
+    for i, a in enumerate(op._schema.arguments):
+        if "Generator" not in str(a.type):
+            continue
+        given = kwargs.get(a.name) if a.kwarg_only or i >= len(args) else args[i]
+        if given is None and device is None:
+            continue
+        gen = given if given is not None else torch.neuron.default_generator(device)
+        if gen.device.type != "neuron":
+            continue
+        cpu = torch.Generator()
+        cpu.set_state(gen.get_state())
+        pairs.append((gen, cpu))
+        kwargs[a.name] = cpu
+        if not a.kwarg_only and i < len(args):
+            raise NotImplementedError(f"neuron: {op.name()}: a positional generator")
+    return pairs
+
+
+def run_on_cpu(op: torch._ops.OpOverload, args: Tuple[Any, ...], kwargs: Dict[str, Any],
+               reason: str) -> Any:
+    """@p op on the CPU, its neuron tensors copied over and back."""
+    _note(op, reason)
+    device = _neuron_device(args, kwargs)
+
+    def to_cpu(x: Any) -> Any:
+        if isinstance(x, torch.Tensor) and x.device.type == "neuron":
+            return x.cpu()
+        if isinstance(x, torch.device) and x.type == "neuron":
+            return torch.device("cpu")
+        return x
+    cpu_args, cpu_kwargs = tree_map(to_cpu, (args, dict(kwargs)))
+    generators = _cpu_generators(op, cpu_args, cpu_kwargs, device)
+    out = op(*cpu_args, **cpu_kwargs)
+    for gen, cpu in generators:
+        gen.set_state(cpu.get_state())
+
+    # Inputs the operator writes: their new values go back to the device.
+    written: Dict[Any, torch.Tensor] = {}
+    schema = op._schema
+    for i, a in enumerate(schema.arguments):
+        if a.alias_info is None or not a.alias_info.is_write:
+            continue
+        original = kwargs.get(a.name) if a.kwarg_only or i >= len(args) else args[i]
+        changed = cpu_kwargs.get(a.name) if a.kwarg_only or i >= len(args) else cpu_args[i]
+        if isinstance(original, torch.Tensor) and original.device.type == "neuron":
+            if original.shape != changed.shape:
+                original.resize_(changed.shape)
+            original.copy_(changed)
+        for s in a.alias_info.before_set:
+            written[s] = original
+
+    def back(x: Any, r: Any) -> Any:
+        if r is not None and r.alias_info is not None:
+            for s in r.alias_info.before_set:
+                if s in written:
+                    return written[s]
+        if isinstance(x, torch.Tensor) and device is not None:
+            return x.to(device)
+        return x
+    if len(schema.returns) == 1:
+        return back(out, schema.returns[0])
+    if isinstance(out, tuple):
+        return tuple(back(x, r) for x, r in zip(out, schema.returns))
+    return out

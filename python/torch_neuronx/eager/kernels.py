@@ -1,0 +1,173 @@
+# SPDX-License-Identifier: MIT
+"""Device kernels of operator calls: each signature compiled once through
+the FX lowering and the compiler (capture -> lower -> compile_graph), kept
+in memory and on disk (under $NEURON_EAGER_CACHE, else
+~/.cache/neuron/eager, in a directory per version of the op library), so
+a second call, or a second process, costs one job submission."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Union
+
+import torch
+
+from .._library import library_path
+from .._version import __version__
+from ..capture import capture
+from ..lowering import LOWERINGS, UnsupportedOperatorError, lower
+from .signature import Call
+
+log = logging.getLogger("torch_neuronx.eager")
+
+# Output dtypes the device computes in (others fall back).
+_DEVICE_DTYPES = (torch.float32, torch.bfloat16)
+
+
+@dataclass
+class Kernel:
+    kernel: Any  # torch.classes.neuron.EagerKernel
+    single: bool  # the operator returns one tensor (else a tuple)
+
+    def __call__(self, call: Call) -> Any:
+        inputs = [t if t.is_contiguous() else t.contiguous() for t in call.tensors]
+        outs = self.kernel.run(inputs)
+        return outs[0] if self.single else tuple(outs)
+
+
+@dataclass
+class Unsupported:
+    reason: str
+
+
+Entry = Union[Kernel, Unsupported]
+
+_lock = threading.Lock()
+_memory: Dict[Any, Entry] = {}
+compiles = 0  # kernels compiled by this process (not read from disk)
+
+
+def _cache_dir() -> Optional[Path]:
+    root = os.environ.get("NEURON_EAGER_CACHE")
+    if root == "":
+        return None  # caching on disk turned off
+    base = Path(root) if root else Path.home() / ".cache" / "neuron" / "eager"
+    try:
+        st = library_path().stat()
+        version = f"{__version__}-{st.st_size:x}-{st.st_mtime_ns:x}"
+    except OSError:
+        version = __version__
+    return base / version
+
+
+def _file_of(call: Call) -> Optional[Path]:
+    d = _cache_dir()
+    if d is None:
+        return None
+    return d / (hashlib.sha256(repr(call.key).encode()).hexdigest()[:32] + ".pt")
+
+
+def _why_not(call: Call) -> Optional[str]:
+    """Why the call cannot be compiled, judged before trying."""
+    schema = call.op._schema
+    if any(r.alias_info is not None for r in schema.returns):
+        return "it returns a view of an input"
+    if not all(str(r.type) == "Tensor" for r in schema.returns) or not schema.returns:
+        return "it returns something other than tensors"
+    if not call.tensor_positions:
+        return "it has no neuron tensor input"
+    for t in call.tensors:
+        if t.dtype not in _DEVICE_DTYPES:
+            return f"the device computes in float32 and bfloat16, not {t.dtype}"
+        if t.numel() == 0:
+            return "an input is empty"
+    return None
+
+
+def _name(op: torch._ops.OpOverload) -> str:
+    return op.name().replace("::", "_").replace(".", "_")
+
+
+def _compile(call: Call) -> Entry:
+    why = _why_not(call)
+    if why:
+        return Unsupported(why)
+    examples = [torch.zeros(t.shape, dtype=t.dtype) for t in call.tensors]
+    try:
+        captured = capture(call.rebuilt(), examples, kept_whole=LOWERINGS, api="neuron")
+        lowered = lower(captured, _name(call.op))
+    except UnsupportedOperatorError as e:
+        return Unsupported(f"the compiler has no lowering of {e.kind}"
+                           f"{' (' + e.reason + ')' if e.reason else ''}")
+    except Exception as e:  # noqa: BLE001 - what PyTorch's tracing refuses
+        return Unsupported(f"it cannot be captured: {type(e).__name__}: {e}".splitlines()[0])
+    if lowered.bool_inputs:
+        return Unsupported("the device has no bool tensors")
+    try:
+        model = torch.ops.neuron.compile_graph(lowered.graph, lowered.weight_names,
+                                               lowered.weights, lowered.inputs, lowered.outputs,
+                                               "", [])
+    except RuntimeError as e:
+        return Unsupported(str(e).splitlines()[0])
+    kernel = torch.ops.neuron.eager_kernel(model)
+    expected = _expected_outputs(captured)
+    got = kernel.output_meta()
+    if [(t.dtype, tuple(t.shape)) for t in expected] != [(t.dtype, tuple(t.shape)) for t in got]:
+        return Unsupported("the compiled program's outputs differ from the operator's")
+    global compiles
+    compiles += 1
+    return Kernel(kernel, single=len(call.op._schema.returns) == 1)
+
+
+def _expected_outputs(captured: Any) -> List[torch.Tensor]:
+    out = next(n for n in captured.gm.graph.nodes if n.op == "output").args[0]
+    nodes = list(out) if isinstance(out, (tuple, list)) else [out]
+    return [captured.values[n] if isinstance(n, torch.fx.Node) else n for n in nodes]
+
+
+def _load(call: Call, path: Path) -> Optional[Entry]:
+    try:
+        saved = torch.load(path, weights_only=True)
+        kernel = torch.ops.neuron.eager_kernel_from_bytes(saved["program"], saved["inputs"],
+                                                          saved["outputs"])
+        return Kernel(kernel, single=saved["single"])
+    except Exception as e:  # noqa: BLE001 - a damaged file is recompiled
+        log.warning("neuron: ignoring the cached kernel %s: %s", path, e)
+        return None
+
+
+def _store(entry: Kernel, path: Path) -> None:
+    k = entry.kernel
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        torch.save({"program": k.program_bytes(), "inputs": k.input_names(),
+                    "outputs": k.output_names(), "single": entry.single}, tmp)
+        os.replace(tmp, path)
+    except OSError as e:
+        log.warning("neuron: cannot cache a kernel in %s: %s", path.parent, e)
+
+
+def kernel_for(call: Call) -> Entry:
+    """The call's kernel, or why the device cannot run it."""
+    entry = _memory.get(call.key)
+    if entry is not None:
+        return entry
+    with _lock:
+        entry = _memory.get(call.key)
+        if entry is not None:
+            return entry
+        path = _file_of(call)
+        if path is not None and path.is_file():
+            entry = _load(call, path)
+        if entry is None:
+            entry = _compile(call)
+            if isinstance(entry, Kernel) and path is not None:
+                _store(entry, path)
+        _memory[call.key] = entry
+        return entry
