@@ -85,6 +85,7 @@ TORCH_LIBRARY(neuron, m) {
     // The `neuron` device (torch_neuronx/device.py).
     m.class_<EagerKernel>("EagerKernel")
         .def("run", &EagerKernel::run)
+        .def("run_into", &EagerKernel::run_into)
         .def("program_bytes", &EagerKernel::program_bytes)
         .def("output_meta", &EagerKernel::output_meta)
         .def("input_names", &EagerKernel::input_names)

@@ -81,14 +81,12 @@ const LoadedProgram &EagerKernel::loaded_on(const Device &device) {
     return *slot;
 }
 
-std::vector<at::Tensor> EagerKernel::run(const std::vector<at::Tensor> &inputs) {
+c10::DeviceIndex EagerKernel::bind_inputs(const std::vector<at::Tensor> &inputs,
+                                          Arguments &args) const {
     TORCH_CHECK(inputs.size() == inputs_.size(), "neuron: '", program_.name(), "' takes ",
                 inputs_.size(), " inputs, got ", inputs.size());
     const c10::DeviceIndex index =
         inputs.empty() ? current_core_index() : inputs.front().device().index();
-    const c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, index));
-    const Core &core = core_at(index);
-    Arguments args;
     for (size_t i = 0; i < inputs.size(); i++) {
         const at::Tensor &t = inputs[i];
         TORCH_CHECK(t.device().is_privateuseone() && t.device().index() == index,
@@ -99,6 +97,17 @@ std::vector<at::Tensor> EagerKernel::run(const std::vector<at::Tensor> &inputs) 
                     input_args_[i]->size, " bytes");
         args.bind(inputs_[i], tensor_range(t));
     }
+    return index;
+}
+
+void EagerKernel::submit(c10::DeviceIndex index, const Arguments &args) {
+    stream_state(current_stream(index)).submit(loaded_on(core_at(index).device), args);
+}
+
+std::vector<at::Tensor> EagerKernel::run(const std::vector<at::Tensor> &inputs) {
+    Arguments args;
+    const c10::DeviceIndex index = bind_inputs(inputs, args);
+    const c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, index));
     std::vector<at::Tensor> outputs;
     for (size_t i = 0; i < outputs_.size(); i++) {
         const ArgumentInfo &a = *output_args_[i];
@@ -108,8 +117,30 @@ std::vector<at::Tensor> EagerKernel::run(const std::vector<at::Tensor> &inputs) 
                                         .device(c10::DeviceType::PrivateUse1, index)));
         args.bind(outputs_[i], tensor_range(outputs.back()));
     }
-    stream_state(current_stream(index)).submit(loaded_on(core.device), args);
+    submit(index, args);
     return outputs;
+}
+
+void EagerKernel::run_into(const std::vector<at::Tensor> &inputs,
+                           const std::vector<at::Tensor> &outputs) {
+    Arguments args;
+    const c10::DeviceIndex index = bind_inputs(inputs, args);
+    TORCH_CHECK(outputs.size() == outputs_.size(), "neuron: '", program_.name(), "' has ",
+                outputs_.size(), " outputs, got ", outputs.size());
+    for (size_t i = 0; i < outputs.size(); i++) {
+        const at::Tensor &t = outputs[i];
+        const ArgumentInfo &a = *output_args_[i];
+        TORCH_CHECK(t.device().is_privateuseone() && t.device().index() == index &&
+                        t.is_contiguous() && t.scalar_type() == torch_dtype(a.dtype) &&
+                        t.nbytes() == a.size,
+                    "neuron: '", program_.name(), "': output ", i,
+                    " is not a contiguous tensor of its dtype and size on neuron:", int(index));
+        for (const at::Tensor &in : inputs)
+            TORCH_CHECK(!in.storage().is_alias_of(t.storage()), "neuron: '", program_.name(),
+                        "': output ", i, " shares memory with an input");
+        args.bind(outputs_[i], tensor_range(t));
+    }
+    submit(index, args);
 }
 
 } // namespace neuron::torch_bridge

@@ -41,8 +41,13 @@ class EagerKernel : public torch::CustomClassHolder {
     /// compiled shapes and dtypes, on one index) and returns its outputs,
     /// new `neuron` tensors, before it ran.
     std::vector<at::Tensor> run(const std::vector<at::Tensor> &inputs);
+    /// The same, writing into @p outputs (contiguous `neuron` tensors of the
+    /// outputs' shapes and dtypes, none of them an input): an `out=` call.
+    void run_into(const std::vector<at::Tensor> &inputs, const std::vector<at::Tensor> &outputs);
 
   private:
+    c10::DeviceIndex bind_inputs(const std::vector<at::Tensor> &inputs, Arguments &args) const;
+    void submit(c10::DeviceIndex index, const Arguments &args);
     const LoadedProgram &loaded_on(const Device &device);
 
     Program program_;

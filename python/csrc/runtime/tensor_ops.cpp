@@ -151,6 +151,10 @@ at::Tensor &zero(at::Tensor &self) {
     return fill(self, 0);
 }
 
+void record_stream(at::Tensor &self, c10::Stream stream) {
+    device_allocator().recordStream(self.storage().data_ptr(), stream);
+}
+
 } // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -169,6 +173,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     m.impl("fill_.Scalar", fill_scalar);
     m.impl("fill_.Tensor", fill_tensor);
     m.impl("zero_", zero);
+    m.impl("record_stream", record_stream);
 }
 
 } // namespace neuron::torch_bridge

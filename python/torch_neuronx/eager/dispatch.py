@@ -7,7 +7,7 @@ it, else on the CPU (fallback.py). Operators that write their inputs
 from __future__ import annotations
 
 import functools
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 
@@ -43,11 +43,15 @@ def functional_form(op: torch._ops.OpOverload) -> Optional[torch._ops.OpOverload
 
 
 def _run_functional(op: torch._ops.OpOverload, args: Tuple[Any, ...],
-                    kwargs: Dict[str, Any]) -> Any:
+                    kwargs: Dict[str, Any], into: Optional[List[torch.Tensor]] = None) -> Any:
+    """@p op's results; with @p into, written into those tensors where
+    the device kernel can (then None is returned)."""
     call = call_of(op, args, kwargs)
     check_devices(op, call)
     entry = kernels.kernel_for(call)
     if isinstance(entry, kernels.Kernel):
+        if into is not None and entry.run_into(call, into):
+            return None
         return entry(call)
     return fallback.run_on_cpu(op, args, kwargs, entry.reason)
 
@@ -74,13 +78,16 @@ def _run_writing(op: torch._ops.OpOverload, args: Tuple[Any, ...],
              if not a.kwarg_only and a.name in values]
     fkwargs = {a.name: values[a.name] for a in functional._schema.arguments
                if a.kwarg_only and a.name in values}
-    result = _run_functional(functional, tuple(fargs), fkwargs)
-    results = result if isinstance(result, tuple) else (result,)
     targets = [values["self"]] if in_place else [values[n] for n in written]
-    for dst, src in zip(targets, results):
-        if dst.shape != src.shape:
-            dst.resize_(src.shape)
-        dst.copy_(src)
+    # An out= call writes its outputs directly; an in-place one (whose
+    # output is an input) gets a copy.
+    result = _run_functional(functional, tuple(fargs), fkwargs, None if in_place else targets)
+    if result is not None:
+        results = result if isinstance(result, tuple) else (result,)
+        for dst, src in zip(targets, results):
+            if dst.shape != src.shape:
+                dst.resize_(src.shape)
+            dst.copy_(src)
     return targets[0] if len(targets) == 1 else tuple(targets)
 
 

@@ -6,17 +6,21 @@ the call rebuilt around other tensors."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
-from torch.utils._pytree import TreeSpec, tree_flatten, tree_unflatten
+
+
+# An argument's place in the flat list of leaves: -1 for a single value,
+# else the length of the list it is.
+Layout = Tuple[Tuple[Optional[str], int], ...]
 
 
 @dataclass
 class Call:
     op: torch._ops.OpOverload
     leaves: List[Any]
-    spec: TreeSpec
+    layout: Layout  # (keyword or None, -1 or list length) per argument
     tensor_positions: List[int]  # leaves that are neuron tensors (the inputs)
     key: Tuple[Any, ...]
 
@@ -24,8 +28,21 @@ class Call:
     def tensors(self) -> List[torch.Tensor]:
         return [self.leaves[i] for i in self.tensor_positions]
 
-    def device(self) -> torch.device:
-        return self.leaves[self.tensor_positions[0]].device
+    def arguments(self, leaves: List[Any]) -> Tuple[Tuple[Any, ...], Dict[str, Any]]:
+        """The positional and keyword arguments of @p leaves."""
+        args: List[Any] = []
+        kwargs: Dict[str, Any] = {}
+        i = 0
+        for name, n in self.layout:
+            if n < 0:
+                v, i = leaves[i], i + 1
+            else:
+                v, i = list(leaves[i:i + n]), i + n
+            if name is None:
+                args.append(v)
+            else:
+                kwargs[name] = v
+        return tuple(args), kwargs
 
     def rebuilt(self) -> Callable[..., Any]:
         """The call as a function of its neuron tensors."""
@@ -33,7 +50,7 @@ class Call:
             leaves = list(self.leaves)
             for pos, t in zip(self.tensor_positions, tensors):
                 leaves[pos] = t
-            args, kwargs = tree_unflatten(leaves, self.spec)
+            args, kwargs = self.arguments(leaves)
             return self.op(*args, **kwargs)
         return call
 
@@ -52,11 +69,19 @@ def _leaf_key(x: Any) -> Any:
 
 
 def call_of(op: torch._ops.OpOverload, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Call:
-    leaves, spec = tree_flatten((args, kwargs))
+    leaves: List[Any] = []
+    layout: List[Tuple[Optional[str], int]] = []
+    for name, v in [(None, a) for a in args] + sorted(kwargs.items()):
+        if isinstance(v, (list, tuple)):
+            layout.append((name, len(v)))
+            leaves.extend(v)
+        else:
+            layout.append((name, -1))
+            leaves.append(v)
     positions = [i for i, x in enumerate(leaves)
                  if isinstance(x, torch.Tensor) and x.device.type == "neuron"]
-    key = (op, str(spec), tuple(_leaf_key(x) for x in leaves))
-    return Call(op, leaves, spec, positions, key)
+    key = (op, tuple(layout), tuple(_leaf_key(x) for x in leaves))
+    return Call(op, leaves, tuple(layout), positions, key)
 
 
 def check_devices(op: torch._ops.OpOverload, call: Call) -> None:

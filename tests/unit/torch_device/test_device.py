@@ -1,0 +1,244 @@
+# SPDX-License-Identifier: MIT
+"""The `neuron` device as PyTorch users meet it: registration and
+autoload, the device module, copies and views, streams and events,
+randomness, memory statistics, and clear errors."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+import torch_neuronx
+
+
+def run_python(code: str, **env: str) -> subprocess.CompletedProcess:
+    e = dict(os.environ, **env)
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=e,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_the_snippet_runs_without_importing_the_backend():
+    r = run_python("""
+        import torch
+        model = torch.nn.Linear(128, 64).to("neuron")
+        x = torch.randn(8, 128, device="neuron")
+        y = model(x)
+        print(tuple(y.cpu().shape))
+        torch.neuron.synchronize()
+        print(torch.neuron.memory_allocated() > 0)
+        print(torch.accelerator.current_accelerator())
+    """)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["(8,", "64)", "True", "neuron"]
+
+
+def test_autoload_is_turned_off_by_torch_device_backend_autoload_0():
+    r = run_python('import torch; torch.zeros(1, device="neuron")',
+                   TORCH_DEVICE_BACKEND_AUTOLOAD="0")
+    assert r.returncode != 0
+    assert "neuron" in r.stderr
+
+
+def test_device_module():
+    assert torch.neuron.is_available()
+    n = torch.neuron.device_count()
+    assert n >= 1
+    assert torch.accelerator.device_count() == n
+    assert torch.neuron.current_device() == 0
+    assert "core 0 of sim" in torch.neuron.get_device_name(0)
+    if n > 1:
+        with torch.neuron.device(1):
+            assert torch.neuron.current_device() == 1
+            assert torch.empty(1, device="neuron").device == torch.device("neuron", 1)
+        assert torch.neuron.current_device() == 0
+
+
+def test_generated_methods():
+    x = torch.arange(6.0).reshape(2, 3)
+    n = x.neuron()
+    assert n.is_neuron and not x.is_neuron
+    m = torch.nn.Linear(3, 2).neuron()
+    assert m.weight.is_neuron
+    assert torch.equal(n.cpu(), x)
+
+
+def test_visible_cores_select_the_indices():
+    r = run_python("import torch; print(torch.neuron.device_count(), "
+                   "torch.neuron.get_device_name(0))", NEURON_RT_VISIBLE_CORES="1")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("1 core 1 of sim")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.int32,
+                                   torch.bool, torch.float64, torch.uint8])
+def test_copies_keep_values(dtype):
+    x = (torch.randn(5, 7) * 10).to(dtype)
+    n = x.to("neuron")
+    assert n.dtype == dtype and n.device.type == "neuron"
+    assert torch.equal(n.cpu(), x)
+    # device to device
+    assert torch.equal(n.clone().cpu(), x)
+
+
+def test_views_share_storage_and_strided_copies():
+    x = torch.randn(6, 8)
+    n = x.to("neuron")
+    t = n.t()
+    assert t.untyped_storage().data_ptr() == n.untyped_storage().data_ptr()
+    assert torch.equal(t.cpu(), x.t())
+    s = n[1:5, ::3]
+    assert torch.equal(s.cpu(), x[1:5, ::3])
+    assert torch.equal(s.contiguous().cpu(), x[1:5, ::3].contiguous())
+    # writing through a view writes the base
+    n[2:4, 1:3] = torch.ones(2, 2)
+    x[2:4, 1:3] = 1
+    assert torch.equal(n.cpu(), x)
+    n.t()[0].fill_(7.0)
+    x.t()[0].fill_(7.0)
+    assert torch.equal(n.cpu(), x)
+    v = n.view(4, 12)
+    assert v.untyped_storage().data_ptr() == n.untyped_storage().data_ptr()
+
+
+def test_resize_set_and_scalars():
+    n = torch.tensor([1.0, 2.0, 3.0], device="neuron")
+    n.resize_(2, 4)
+    assert n.shape == (2, 4)
+    assert torch.equal(n.flatten()[:3].cpu(), torch.tensor([1.0, 2.0, 3.0]))
+    m = torch.empty(0, device="neuron")
+    m.set_(n.untyped_storage(), 0, (4,), (1,))
+    assert torch.equal(m.cpu(), n.flatten()[:4].cpu())
+    assert n[0, 1].item() == 2.0
+    assert torch.zeros(3, device="neuron").sum().item() == 0.0
+    assert torch.full((2, 2), 3.5, device="neuron").cpu().eq(3.5).all()
+
+
+def test_eager_ops_match_the_cpu():
+    a, b = torch.randn(128, 512), torch.randn(128, 512)
+    na, nb = a.to("neuron"), b.to("neuron")
+    torch.testing.assert_close((na + nb).cpu(), a + b)
+    torch.testing.assert_close((na * nb - nb).cpu(), a * b - b)
+    torch.testing.assert_close(torch.relu(na).cpu(), torch.relu(a))
+    out = torch.empty(128, 512, device="neuron")
+    torch.add(na, nb, out=out)
+    torch.testing.assert_close(out.cpu(), a + b)
+    na.add_(nb)
+    torch.testing.assert_close(na.cpu(), a + b)
+
+
+def test_a_second_call_compiles_nothing():
+    x = torch.randn(33, 17).to("neuron")
+    torch.sigmoid(x)
+    before = torch_neuronx.eager.kernels.compiles
+    for _ in range(3):
+        torch.sigmoid(x)
+    assert torch_neuronx.eager.kernels.compiles == before
+
+
+def test_the_disk_cache_serves_a_new_process(tmp_path):
+    code = """
+        import torch, torch_neuronx
+        x = torch.randn(19, 23, device="neuron")
+        torch.tanh(x).cpu()
+        print(torch_neuronx.eager.kernels.compiles)
+    """
+    first = run_python(code, NEURON_EAGER_CACHE=str(tmp_path))
+    second = run_python(code, NEURON_EAGER_CACHE=str(tmp_path))
+    assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
+    assert int(first.stdout.split()[-1]) >= 1
+    assert int(second.stdout.split()[-1]) == 0
+
+
+def test_fallback_is_counted_and_can_be_an_error():
+    x = torch.randn(4, 4)
+    n = x.to("neuron")
+    torch.testing.assert_close(torch.linalg.inv(n).cpu(), torch.linalg.inv(x))
+    assert "aten::linalg_inv_ex" in torch_neuronx.get_fallback_ops()
+    r = run_python("""
+        import torch
+        torch.linalg.inv(torch.eye(3, device="neuron"))
+    """, TORCH_NEURONX_FALLBACK="error")
+    assert r.returncode != 0
+    assert "TORCH_NEURONX_FALLBACK=error" in r.stderr
+
+
+def test_tensors_of_two_devices_in_one_op_are_refused():
+    n = torch.ones(3, device="neuron")
+    with pytest.raises(RuntimeError, match="same device"):
+        n + torch.ones(3)
+    if torch.neuron.device_count() > 1:
+        with pytest.raises(RuntimeError, match="same device"):
+            n + torch.ones(3, device="neuron:1")
+    # a CPU scalar mixes, as with CUDA
+    torch.testing.assert_close((n * torch.tensor(2.0)).cpu(), torch.full((3,), 2.0))
+
+
+def test_an_index_out_of_range_says_how_many_there_are():
+    with pytest.raises(RuntimeError, match="out of range: there are"):
+        torch.empty(1, device=f"neuron:{torch.neuron.device_count()}")
+
+
+def test_out_of_memory_names_the_sizes_and_frees_the_cache():
+    total = torch.neuron.memory_stats()  # makes sure the allocator exists
+    assert isinstance(total, dict)
+    with pytest.raises(torch.OutOfMemoryError, match="tried to allocate"):
+        torch.empty(1 << 40, dtype=torch.uint8, device="neuron")
+    assert torch.neuron.memory_stats()["num_alloc_retries"] >= 1
+    # still usable
+    assert torch.ones(2, device="neuron").sum().item() == 2.0
+
+
+def test_memory_statistics():
+    torch.neuron.synchronize()
+    torch.neuron.empty_cache()
+    base = torch.neuron.memory_allocated()
+    x = torch.empty(1 << 20, device="neuron")
+    assert torch.neuron.memory_allocated() - base == 4 << 20
+    assert torch.neuron.max_memory_allocated() >= 4 << 20
+    assert torch.neuron.memory_reserved() >= torch.neuron.memory_allocated()
+    del x
+    assert torch.neuron.memory_allocated() == base
+    torch.neuron.empty_cache()
+    torch.neuron.reset_peak_memory_stats()
+    assert torch.neuron.max_memory_allocated() == base
+
+
+def test_streams_and_events_order_work():
+    s = torch.neuron.Stream()
+    x = torch.randn(64, 64, device="neuron")
+    e = torch.neuron.Event()
+    with torch.neuron.stream(s):
+        assert torch.neuron.current_stream() == s
+        y = x * 2
+        e.record()
+    torch.neuron.current_stream().wait_event(e)
+    z = y + 1
+    e.synchronize()
+    assert e.query()
+    torch.testing.assert_close(z.cpu(), x.cpu() * 2 + 1)
+    s.synchronize()
+    assert s.query()
+    y.record_stream(s)
+
+
+def test_manual_seed_makes_random_tensors_reproducible():
+    torch.neuron.manual_seed(1234)
+    a = torch.randn(16, device="neuron").cpu()
+    torch.neuron.manual_seed(1234)
+    b = torch.randn(16, device="neuron").cpu()
+    assert torch.equal(a, b)
+    state = torch.neuron.get_rng_state()
+    c = torch.rand(8, device="neuron").cpu()
+    torch.neuron.set_rng_state(state)
+    assert torch.equal(torch.rand(8, device="neuron").cpu(), c)
+    g = torch.Generator(device="neuron").manual_seed(7)
+    d = torch.randn(4, device="neuron", generator=g).cpu()
+    g.manual_seed(7)
+    assert torch.equal(torch.randn(4, device="neuron", generator=g).cpu(), d)
+    torch.manual_seed(99)  # seeds every device, as for CUDA
+    e = torch.randn(4, device="neuron").cpu()
+    torch.manual_seed(99)
+    assert torch.equal(torch.randn(4, device="neuron").cpu(), e)
