@@ -6,7 +6,15 @@ it there (docs/torch.md). Importing the package loads the op library and
 registers the device; importing torch does it too (the `torch.backends`
 entry point)."""
 
-from . import _library
+
+def _autoload() -> None:
+    """The `torch.backends` entry point. Loading it imported this package,
+    which registers the device. Defined before anything imports torch:
+    `import torch_neuronx` before `import torch` makes torch load the entry
+    point while this module is still initialising."""
+
+
+from . import _library  # noqa: E402
 
 _library.load()
 
@@ -17,15 +25,11 @@ backend.register()
 from ._version import __version__  # noqa: E402
 from .analyze import analyze  # noqa: E402
 from .data_parallel import DataParallel  # noqa: E402
-from .eager import get_fallback_ops  # noqa: E402
+from .eager import get_device_ops, get_fallback_ops  # noqa: E402
 from .lowering import SUPPORTED_OPERATORS, UnsupportedOperatorError  # noqa: E402
 from .partition import PartitionerConfig, PartitionWarning  # noqa: E402
 from .trace import trace  # noqa: E402
 
 __all__ = ["trace", "analyze", "DataParallel", "PartitionerConfig", "PartitionWarning",
-           "UnsupportedOperatorError", "SUPPORTED_OPERATORS", "get_fallback_ops", "__version__"]
-
-
-def _autoload() -> None:
-    """The `torch.backends` entry point: importing the package registered
-    the device."""
+           "UnsupportedOperatorError", "SUPPORTED_OPERATORS", "get_device_ops", "get_fallback_ops",
+           "__version__"]

@@ -7,5 +7,6 @@ run on the CPU (fallback.py)."""
 
 from .dispatch import install
 from .fallback import get_fallback_ops
+from .kernels import get_device_ops
 
-__all__ = ["install", "get_fallback_ops"]
+__all__ = ["install", "get_device_ops", "get_fallback_ops"]

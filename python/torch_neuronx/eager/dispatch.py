@@ -27,6 +27,11 @@ def functional_form(op: torch._ops.OpOverload) -> Optional[torch._ops.OpOverload
     add.out -> add.Tensor), or None."""
     schema = op._schema
     name = schema.name.split("::")[-1]
+    written = [a for a in schema.arguments if a.alias_info is not None and a.alias_info.is_write]
+    in_place = name.endswith("_") and [a.name for a in written] == ["self"]
+    out_form = not name.endswith("_") and all(a.kwarg_only for a in written)
+    if not (in_place or out_form):
+        return None  # it writes other inputs (batch norm's running statistics)
     base = name[:-1] if name.endswith("_") else name
     packet = getattr(torch.ops.aten, base, None)
     if packet is None:
@@ -50,6 +55,7 @@ def _run_functional(op: torch._ops.OpOverload, args: Tuple[Any, ...],
     check_devices(op, call)
     entry = kernels.kernel_for(call)
     if isinstance(entry, kernels.Kernel):
+        kernels.count_device_op(op)
         if into is not None and entry.run_into(call, into):
             return None
         return entry(call)

@@ -12,6 +12,7 @@ import hashlib
 import logging
 import os
 import threading
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Union
@@ -75,6 +76,16 @@ Entry = Union[Kernel, Unsupported]
 _lock = threading.Lock()
 _memory: Dict[Any, Entry] = {}
 compiles = 0  # kernels compiled by this process (not read from disk)
+_device_ops: Counter = Counter()
+
+
+def count_device_op(op: torch._ops.OpOverload) -> None:
+    _device_ops[op.name()] += 1
+
+
+def get_device_ops() -> Dict[str, int]:
+    """The operators that ran on the device, with how many times each did."""
+    return dict(sorted(_device_ops.items()))
 
 
 def _cache_dir() -> Optional[Path]:

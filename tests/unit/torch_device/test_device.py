@@ -35,6 +35,17 @@ def test_the_snippet_runs_without_importing_the_backend():
     assert r.stdout.split() == ["(8,", "64)", "True", "neuron"]
 
 
+def test_importing_the_backend_before_torch():
+    # torch loads the entry point while the package is still initialising.
+    r = run_python("""
+        import torch_neuronx
+        import torch
+        print(torch.ones(2, device="neuron").add(1).cpu().tolist())
+    """)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["[2.0,", "2.0]"]
+
+
 def test_autoload_is_turned_off_by_torch_device_backend_autoload_0():
     r = run_python('import torch; torch.zeros(1, device="neuron")',
                    TORCH_DEVICE_BACKEND_AUTOLOAD="0")
