@@ -132,9 +132,9 @@ static inline float gelu_erf(float x) {
     return x * pick(signbit(x), q, 1.0f - q);
 }
 
-/* glibc's fmaxf(x, 0.0f) (x when equal, 0 for NaN) as a select that vectorizes. */
+/* max(x, 0) with NaN kept (as PyTorch's relu), as a select that vectorizes. */
 static inline float relu(float x) {
-    return x >= 0.0f ? x : 0.0f;
+    return x < 0.0f ? 0.0f : x;
 }
 
 static float act(uint32_t f, float x) {

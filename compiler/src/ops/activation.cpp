@@ -72,7 +72,7 @@ void emit(Emitter &e, const Group &p) {
 double act(Op op, double z) {
     switch (op) {
     case Op::relu:
-        return z > 0 ? z : 0;
+        return z < 0 ? 0 : z; // NaN stays NaN
     case Op::gelu:
         return 0.5 * z * (1 + std::erf(z / std::sqrt(2.0)));
     case Op::gelu_tanh:

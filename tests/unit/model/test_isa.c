@@ -316,7 +316,7 @@ static double ref_act(uint8_t f, double x) {
     case NEURON_ACT_IDENTITY:
         return x;
     case NEURON_ACT_RELU:
-        return x > 0 ? x : 0;
+        return x < 0 ? 0 : x;
     case NEURON_ACT_GELU_TANH:
         return 0.5 * x * (1 + tanh(sqrt(2 / 3.14159265358979323846) * (x + 0.044715 * x * x * x)));
     case NEURON_ACT_GELU:
