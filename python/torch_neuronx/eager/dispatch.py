@@ -12,9 +12,10 @@ from typing import Any, Dict, List, Optional, Tuple
 import torch
 
 from . import fallback, kernels
-from .signature import call_of, check_devices
+from .signature import Call, call_of, check_devices
 
 _library: Optional[torch.library.Library] = None
+_aten: Optional[torch.library.Library] = None
 
 
 def _writes(op: torch._ops.OpOverload) -> bool:
@@ -36,15 +37,44 @@ def functional_form(op: torch._ops.OpOverload) -> Optional[torch._ops.OpOverload
     packet = getattr(torch.ops.aten, base, None)
     if packet is None:
         return None
-    wanted = [a.name for a in schema.arguments
+    # By names and types: masked_fill_.Tensor is masked_fill.Tensor, not .Scalar.
+    wanted = [(a.name, str(a.type)) for a in schema.arguments
               if a.alias_info is None or not a.alias_info.is_write or a.name == "self"]
     for overload in packet.overloads():
         candidate = getattr(packet, overload)
         if candidate is op or _writes(candidate):
             continue
-        if [a.name for a in candidate._schema.arguments] == wanted:
+        if [(a.name, str(a.type)) for a in candidate._schema.arguments] == wanted:
             return candidate
     return None
+
+
+def _empty_results(call: Call) -> Optional[Any]:
+    """The results of a call with an empty input when every result is
+    empty too: nothing to compute, and the CPU's kernel on empty tensors of
+    the inputs' shapes gives their shapes and dtypes (as the CPU fallback
+    would; meta kernels differ from it, e.g. layer norm's statistics in
+    bfloat16). Else None."""
+    if not any(t.numel() == 0 for t in call.tensors):
+        return None
+    device = call.tensors[0].device
+
+    def to_cpu(x: Any) -> Any:
+        # The other inputs' values do not matter to results that are empty.
+        if isinstance(x, torch.Tensor) and x.device.type == "neuron":
+            return torch.zeros_like(x, device="cpu")
+        return x
+    args, kwargs = call.arguments([to_cpu(x) for x in call.leaves])
+    try:
+        meta = call.op(*args, **kwargs)
+    except (NotImplementedError, RuntimeError):
+        return None  # the fallback reports it
+    results = meta if isinstance(meta, tuple) else (meta,)
+    if not all(isinstance(r, torch.Tensor) and r.numel() == 0 for r in results):
+        return None
+    made = tuple(torch.empty_strided(r.shape, r.stride(), dtype=r.dtype, device=device)
+                 for r in results)
+    return made if isinstance(meta, tuple) else made[0]
 
 
 def _run_functional(op: torch._ops.OpOverload, args: Tuple[Any, ...],
@@ -53,6 +83,10 @@ def _run_functional(op: torch._ops.OpOverload, args: Tuple[Any, ...],
     the device kernel can (then None is returned)."""
     call = call_of(op, args, kwargs)
     check_devices(op, call)
+    empty = _empty_results(call)
+    if empty is not None:
+        kernels.count_device_op(op)
+        return empty
     entry = kernels.kernel_for(call)
     if isinstance(entry, kernels.Kernel):
         kernels.count_device_op(op)
@@ -103,9 +137,28 @@ def _dispatch(op: torch._ops.OpOverload, *args: Any, **kwargs: Any) -> Any:
     return _run_functional(op, args, kwargs)
 
 
+# Copies that torch's composite kernels already make on the device.
+_NATIVE_COPIES = ("aten::clone", "aten::_to_copy", "aten::lift_fresh_copy", "aten::_unsafe_view")
+
+
+def _lowered_composites() -> List[torch._ops.OpOverload]:
+    """The lowered operators that a CompositeExplicitAutograd kernel would
+    otherwise run for the device, as other operators (native_layer_norm as
+    native_batch_norm): computations, not views, not writes, not copies."""
+    return [op for op in kernels.LOWERINGS
+            if op.has_kernel_for_dispatch_key("CompositeExplicitAutograd")
+            and not op.has_kernel_for_dispatch_key("PrivateUse1")
+            and not any(r.alias_info is not None for r in op._schema.returns)
+            and not _writes(op) and op.name().split(".")[0] not in _NATIVE_COPIES]
+
+
 def install() -> None:
-    """Registers the fallback for the device's dispatch key (once)."""
-    global _library
+    """Registers the fallback for the device's dispatch key, and the
+    lowered operators in place of their composite kernels (once)."""
+    global _library, _aten
     if _library is None:
         _library = torch.library.Library("_", "IMPL")  # noqa: TOR901
         _library.fallback(_dispatch, "PrivateUse1")
+        _aten = torch.library.Library("aten", "IMPL")  # noqa: TOR901
+        for op in _lowered_composites():
+            _aten.impl(op, functools.partial(_dispatch, op), "PrivateUse1")

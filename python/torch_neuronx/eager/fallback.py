@@ -21,6 +21,7 @@ log = logging.getLogger("torch_neuronx")
 _lock = threading.Lock()
 _counts: Counter = Counter()
 _reasons: Dict[str, str] = {}
+_by_reason: Counter = Counter()  # (operator, reason) -> calls
 
 
 def get_fallback_ops() -> Dict[str, int]:
@@ -36,6 +37,12 @@ def fallback_reasons() -> Dict[str, str]:
         return dict(sorted(_reasons.items()))
 
 
+def fallback_calls_by_reason() -> Dict[Tuple[str, str], int]:
+    """The calls that ran on the CPU, by operator and reason."""
+    with _lock:
+        return dict(_by_reason)
+
+
 def _note(op: torch._ops.OpOverload, reason: str) -> None:
     name = op.name()
     if os.environ.get("TORCH_NEURONX_FALLBACK", "").lower() == "error":
@@ -46,6 +53,7 @@ def _note(op: torch._ops.OpOverload, reason: str) -> None:
         first = name not in _counts
         _counts[name] += 1
         _reasons.setdefault(name, reason)
+        _by_reason[(name, reason)] += 1
     if first:
         log.warning("neuron: %s runs on the CPU: %s", name, reason)
 

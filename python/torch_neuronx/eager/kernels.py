@@ -15,7 +15,7 @@ import threading
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import torch
 
@@ -23,6 +23,7 @@ from .._library import library_path
 from .._version import __version__
 from ..capture import capture
 from ..lowering import LOWERINGS, UnsupportedOperatorError, lower
+from .direct import capture_call
 from .signature import Call
 
 log = logging.getLogger("torch_neuronx.eager")
@@ -35,9 +36,14 @@ _DEVICE_DTYPES = (torch.float32, torch.bfloat16)
 class Kernel:
     kernel: Any  # torch.classes.neuron.EagerKernel
     single: bool  # the operator returns one tensor (else a tuple)
+    # The operator's result shapes where the program's differ: a result of
+    # 0-dimensional inputs, which the program takes as [1] (_as_program_input).
+    shapes: Optional[List[List[int]]] = None
 
     def __call__(self, call: Call) -> Any:
         outs = self.kernel.run(_inputs(call))
+        if self.shapes is not None:
+            outs = [o.view(s) for o, s in zip(outs, self.shapes)]
         return outs[0] if self.single else tuple(outs)
 
     def run_into(self, call: Call, outputs: List[torch.Tensor]) -> bool:
@@ -45,7 +51,7 @@ class Kernel:
         (contiguous, of the results' dtypes and shapes, no input's memory);
         False when they do not."""
         meta = self.meta
-        if len(outputs) != len(meta):
+        if len(outputs) != len(meta) or self.shapes is not None:
             return False
         inputs = _inputs(call)
         for o, m in zip(outputs, meta):
@@ -62,8 +68,16 @@ class Kernel:
         return self.kernel.output_meta()
 
 
+def _as_program_input(t: torch.Tensor) -> torch.Tensor:
+    """The compiler's tensors have at least one dimension: a 0-dimensional
+    one is passed as [1], which broadcasts as it does."""
+    if t.dim() == 0:
+        return t.view(1)
+    return t if t.is_contiguous() else t.contiguous()
+
+
 def _inputs(call: Call) -> List[torch.Tensor]:
-    return [t if t.is_contiguous() else t.contiguous() for t in call.tensors]
+    return [_as_program_input(t) for t in call.tensors]
 
 
 @dataclass
@@ -133,10 +147,14 @@ def _compile(call: Call) -> Entry:
     why = _why_not(call)
     if why:
         return Unsupported(why)
-    examples = [torch.zeros(t.shape, dtype=t.dtype) for t in call.tensors]
+    examples = [torch.zeros(t.shape or (1,), dtype=t.dtype) for t in call.tensors]
+    shapes = None
+    if any(t.dim() == 0 for t in call.tensors):
+        shapes = _scalar_result_shapes(call, examples)
+        if isinstance(shapes, Unsupported):
+            return shapes
     try:
-        captured = capture(call.rebuilt(), examples, kept_whole=LOWERINGS, api="neuron")
-        lowered = lower(captured, _name(call.op))
+        captured, lowered = _captured_and_lowered(call, examples)
     except UnsupportedOperatorError as e:
         return Unsupported(f"the compiler has no lowering of {e.kind}"
                            f"{' (' + e.reason + ')' if e.reason else ''}")
@@ -157,7 +175,39 @@ def _compile(call: Call) -> Entry:
         return Unsupported("the compiled program's outputs differ from the operator's")
     global compiles
     compiles += 1
-    return Kernel(kernel, single=len(call.op._schema.returns) == 1)
+    return Kernel(kernel, single=len(call.op._schema.returns) == 1, shapes=shapes)
+
+
+def _captured_and_lowered(call: Call, examples: List[torch.Tensor]) -> Tuple[Any, Any]:
+    """The call's graph and its IR: built directly when the operator has a
+    lowering of its own, else (or when that form is not lowered) traced
+    into PyTorch's decompositions."""
+    if call.op in LOWERINGS:
+        try:
+            captured = capture_call(call, examples, _name(call.op))
+            return captured, lower(captured, _name(call.op))
+        except UnsupportedOperatorError:
+            pass
+    captured = capture(call.rebuilt(), examples, kept_whole=LOWERINGS, api="neuron")
+    return captured, lower(captured, _name(call.op))
+
+
+def _scalar_result_shapes(call: Call, examples: List[torch.Tensor]) -> Any:
+    """For a call with 0-dimensional inputs, compiled with them as [1]:
+    the operator's result shapes when the [1] form gives the same results
+    up to that shape (None when it gives the very shapes), else Unsupported."""
+    def on_meta(tensors: List[torch.Tensor]) -> List[torch.Tensor]:
+        r = call.rebuilt()(*[t.to("meta") for t in tensors])
+        return list(r) if isinstance(r, (tuple, list)) else [r]
+    try:
+        real = on_meta([torch.zeros(t.shape, dtype=t.dtype) for t in call.tensors])
+        promoted = on_meta(examples)
+    except (NotImplementedError, RuntimeError) as e:
+        return Unsupported(f"a 0-dimensional input, and no meta kernel to check its [1] form: {e}")
+    if any(r.numel() != p.numel() or r.dtype != p.dtype for r, p in zip(real, promoted)):
+        return Unsupported("a 0-dimensional input, whose [1] form the operator treats otherwise")
+    shapes = [list(r.shape) for r in real]
+    return None if shapes == [list(p.shape) for p in promoted] else shapes
 
 
 def _expected_outputs(captured: Any) -> List[torch.Tensor]:
@@ -171,7 +221,7 @@ def _load(call: Call, path: Path) -> Optional[Entry]:
         saved = torch.load(path, weights_only=True)
         kernel = torch.ops.neuron.eager_kernel_from_bytes(saved["program"], saved["inputs"],
                                                           saved["outputs"])
-        return Kernel(kernel, single=saved["single"])
+        return Kernel(kernel, single=saved["single"], shapes=saved.get("shapes"))
     except Exception as e:  # noqa: BLE001 - a damaged file is recompiled
         log.warning("neuron: ignoring the cached kernel %s: %s", path, e)
         return None
@@ -183,7 +233,8 @@ def _store(entry: Kernel, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         torch.save({"program": k.program_bytes(), "inputs": k.input_names(),
-                    "outputs": k.output_names(), "single": entry.single}, tmp)
+                    "outputs": k.output_names(), "single": entry.single,
+                    "shapes": entry.shapes}, tmp)
         os.replace(tmp, path)
     except OSError as e:
         log.warning("neuron: cannot cache a kernel in %s: %s", path.parent, e)

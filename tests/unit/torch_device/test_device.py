@@ -187,6 +187,40 @@ def test_tensors_of_two_devices_in_one_op_are_refused():
     torch.testing.assert_close((n * torch.tensor(2.0)).cpu(), torch.full((3,), 2.0))
 
 
+def test_a_device_fault_is_raised_at_the_next_synchronization():
+    # The simulator's job timeout of 1 ms fails a large matmul on the
+    # device; the call itself returns (the op is asynchronous), and the
+    # failure comes at the next synchronization, naming the operator and
+    # the core, as CUDA raises a kernel's fault.
+    r = run_python("""
+        import torch
+        a = torch.randn(768, 768, device="neuron")
+        b = torch.randn(768, 768, device="neuron")
+        torch.neuron.synchronize()
+        c = a @ b
+        print("returned", flush=True)
+        try:
+            torch.neuron.synchronize()
+        except RuntimeError as e:
+            print("raised:", e)
+        torch.neuron.synchronize()  # raised once, then the device is usable
+        print((torch.ones(3, device="neuron") * 2).cpu().tolist())
+    """, NEURON_DEVICE="sim:timeout_ms=1")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == "returned"
+    assert lines[1].startswith("raised:") and "aten_mm" in lines[1] and "core 0" in lines[1], lines
+    assert lines[2] == "[2.0, 2.0, 2.0]"
+
+
+def test_complex_tensors_are_refused_with_the_reason():
+    with pytest.raises(RuntimeError, match="keep complex tensors on the CPU"):
+        torch.zeros(3, dtype=torch.complex64, device="neuron")
+    # an operator whose decomposition makes complex values on the way
+    with pytest.raises(RuntimeError, match="complex"):
+        torch.fft.hfft(torch.randn(5, 6, device="neuron"), n=10, dim=1)
+
+
 def test_an_index_out_of_range_says_how_many_there_are():
     with pytest.raises(RuntimeError, match="out of range: there are"):
         torch.empty(1, device=f"neuron:{torch.neuron.device_count()}")

@@ -4,7 +4,7 @@ over leading axes by the device) and the activations."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Tuple
 
 import torch
 
@@ -34,7 +34,32 @@ def _binary(op: str, L: Context, a: Any, b: Any, alpha: Any = 1) -> None:
     x, y = L.operand(a, "self"), L.operand(b, "other")
     if not isinstance(x, Tensor) and not isinstance(y, Tensor):
         raise L.unsupported("arithmetic on numbers alone")
+    out = L.out_shape()
+    if isinstance(x, Tensor) and isinstance(y, Tensor) and x.shape != out and y.shape != out:
+        x = _materialised(L, x, out)  # the device broadcasts one operand only
     L.bind(L.emit(op, [x, _scaled(L, y, alpha)]))
+
+
+# Copies of an axis a broadcast may take as a concatenation.
+_MAX_BROADCAST_COPIES = 256
+
+
+def _materialised(L: Context, x: Tensor, shape: Tuple[int, ...]) -> Tensor:
+    """@p x broadcast to @p shape as a tensor of its own: reshaped to its
+    rank, each axis of 1 concatenated as many times as @p shape has."""
+    if len(x.shape) < len(shape):
+        x = L.emit("reshape", [x], shape=(1,) * (len(shape) - len(x.shape)) + x.shape,
+                   dims=[1] * (len(shape) - len(x.shape)) + list(x.shape))
+    for axis, (have, want) in enumerate(zip(x.shape, shape)):
+        if have == want:
+            continue
+        if want > _MAX_BROADCAST_COPIES:
+            raise L.unsupported(f"both operands broadcast, one along an axis of {want} "
+                                f"(the device broadcasts one operand; at most "
+                                f"{_MAX_BROADCAST_COPIES} copies of the other are made)")
+        grown = x.shape[:axis] + (want,) + x.shape[axis + 1:]
+        x = L.emit("concat", [x] * want, shape=grown, axis=axis)
+    return x
 
 
 @lowering(aten.add.Tensor, aten.add.Scalar, dtypes=FLOATS_AND_INT32)
@@ -58,9 +83,7 @@ def sub(L: Context, node: torch.fx.Node) -> None:
 @lowering(aten.rsub.Scalar, aten.rsub.Tensor, dtypes=FLOATS_AND_INT32)
 def rsub(L: Context, node: torch.fx.Node) -> None:
     # other - alpha * self
-    a, b, alpha = L.arg(0), L.arg(1), L.arg(2, "alpha", 1)
-    x, y = L.operand(a, "self"), L.operand(b, "other")
-    L.bind(L.emit("sub", [y, _scaled(L, x, alpha)]))
+    _binary("sub", L, L.arg(1), L.arg(0), L.arg(2, "alpha", 1))
 
 
 @lowering(aten.mul.Tensor, aten.mul.Scalar, dtypes=FLOATS_AND_INT32)
