@@ -29,17 +29,23 @@ c10::Device target(std::optional<c10::Device> device) {
     return d;
 }
 
-void check_options(std::optional<c10::Layout> layout, std::optional<bool> pin_memory) {
+void check_options(std::optional<c10::ScalarType> dtype, std::optional<c10::Layout> layout,
+                   std::optional<bool> pin_memory) {
     TORCH_CHECK(c10::layout_or_default(layout) == c10::Layout::Strided,
                 "neuron: only strided tensors are supported, not ", c10::layout_or_default(layout));
     TORCH_CHECK(!c10::pinned_memory_or_default(pin_memory),
                 "neuron: pin_memory applies to CPU tensors only");
+    // Nothing on the device computes in complex numbers, and their lazy
+    // conjugate would be materialised by copies that copy it again.
+    TORCH_CHECK(!c10::isComplexType(c10::dtype_or_default(dtype)), "neuron: ",
+                c10::dtype_or_default(dtype),
+                " tensors are not supported on the device; keep complex tensors on the CPU");
 }
 
 at::Tensor empty(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
                  std::optional<c10::Layout> layout, std::optional<c10::Device> device,
                  std::optional<bool> pin_memory, std::optional<c10::MemoryFormat> format) {
-    check_options(layout, pin_memory);
+    check_options(dtype, layout, pin_memory);
     const c10::DeviceGuard guard(target(device));
     return at::detail::empty_generic(size, &device_allocator(), neuron_keys,
                                      c10::dtype_or_default(dtype), format);
@@ -48,7 +54,7 @@ at::Tensor empty(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
 at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
                          std::optional<c10::ScalarType> dtype, std::optional<c10::Layout> layout,
                          std::optional<c10::Device> device, std::optional<bool> pin_memory) {
-    check_options(layout, pin_memory);
+    check_options(dtype, layout, pin_memory);
     const c10::DeviceGuard guard(target(device));
     return at::detail::empty_strided_generic(size, stride, &device_allocator(), neuron_keys,
                                              c10::dtype_or_default(dtype));
