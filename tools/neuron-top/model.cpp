@@ -104,6 +104,7 @@ Model compute(const Snapshot &prev, const Snapshot &cur) {
             pv.pid = proc.pid;
             pv.command = proc.command;
             pv.device = d.index;
+            pv.device_name = d.name;
             pv.memory = u.memory;
             pv.host_memory = u.host_memory;
             pv.cores = u.cores();
