@@ -3,6 +3,8 @@
 // container (docs/program-format.md) that the device runs.
 #include <cstdio>
 #include <exception>
+#include <filesystem>
+#include <iostream>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -10,15 +12,20 @@
 #include <neuron/compiler/compile.hpp>
 #include <neuron/compiler/text.hpp>
 
+#include "neuron_tools/cli.hpp"
+
 using namespace neuron::compiler;
 
 int main(int argc, char **argv) {
-    CLI::App app{"neuron-cc: compile a tensor graph (IR text, docs/compiler.md) into a neuron "
-                 "program container"};
+    CLI::App app{"Compile a tensor graph (IR text, docs/compiler.md) into a neuron program "
+                 "container.",
+                 "neuron-cc"};
     std::string input, output;
     bool dump = false, dump_plan = false, disasm = false, times = false, no_fuse = false;
     app.add_option("input", input, "IR file ('-' reads standard input)")->required();
-    app.add_option("-o,--output", output, "write the program container here");
+    app.add_option("-o,--output", output,
+                   "write the program container here (default: INPUT.nprog, INPUT without "
+                   "its .nir, unless only printing)");
     app.add_flag("--dump", dump, "print the graph in canonical text form");
     app.add_flag("--dump-plan", dump_plan, "print the fusion groups and the SBUF layout");
     app.add_flag("--disassemble", disasm, "print the compiled program's listing");
@@ -34,7 +41,24 @@ int main(int argc, char **argv) {
                    "fit are streamed from device memory, rows computed in chunks")
         ->capture_default_str()
         ->check(CLI::PositiveNumber);
-    CLI11_PARSE(app, argc, argv);
+    app.footer("Exit status: 0 ok, 1 the graph does not compile or the file cannot be "
+               "written, 2 usage error. " +
+               neuron::tools::man_page_footer("neuron-cc"));
+    if (auto status = neuron::tools::parse_command_line(app, argc, argv, std::cout, std::cerr))
+        return *status;
+    const bool only_printing = dump || dump_plan || disasm || times;
+    if (output.empty() && !only_printing) {
+        if (input == "-")
+            return neuron::tools::usage_error(
+                app, "reading standard input: name the program container with -o FILE.nprog",
+                std::cerr);
+        std::filesystem::path p(input);
+        if (p.extension() == ".nir")
+            p.replace_extension(".nprog");
+        else
+            p += ".nprog";
+        output = p.string();
+    }
     unsigned isa_major = 0, isa_minor = 0;
     if (char end; std::sscanf(isa.c_str(), "%u.%u%c", &isa_major, &isa_minor, &end) != 2 ||
                   isa_major > 0xffff || isa_minor > 0xffff) {
@@ -57,7 +81,7 @@ int main(int argc, char **argv) {
         if (dump)
             std::fputs(print(g).c_str(), stdout);
         if (output.empty() && !dump_plan && !disasm && !times)
-            return 0;
+            return 0; // --dump only
         CompileOptions opt;
         opt.fuse = !no_fuse;
         opt.isa_version = isa_major << 16 | isa_minor;
@@ -75,8 +99,12 @@ int main(int argc, char **argv) {
             }
             std::printf("%-9s %9.3f ms\n", "total", total);
         }
-        if (!output.empty())
+        if (!output.empty()) {
             c.program.save(output);
+            if (!only_printing)
+                std::fprintf(stderr, "neuron-cc: wrote %s (%zu bytes)\n", output.c_str(),
+                             c.program.bytes().size());
+        }
         return 0;
     } catch (const std::exception &e) {
         std::fprintf(stderr, "neuron-cc: %s\n", e.what());

@@ -55,9 +55,11 @@ Device::Device(const Options &o) : opts_(o), memory_(std::make_shared<Memory>(o.
             for (auto &c : cores_)
                 c->check_timeout(now_ns());
     });
+    publisher_ = std::make_unique<Publisher>(*this);
 }
 
 Device::~Device() {
+    publisher_.reset();
     {
         std::lock_guard<std::mutex> g(watchdog_lock_);
         stopping_ = true;
@@ -75,7 +77,7 @@ Device::~Device() {
 int Device::open(const std::string &) {
     std::lock_guard<std::mutex> g(lock_);
     int fd = next_fd_++;
-    files_[fd] = std::make_shared<File>();
+    files_[fd] = std::make_shared<File>(next_client_id_++, opts_.cores);
     return fd;
 }
 

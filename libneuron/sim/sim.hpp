@@ -124,8 +124,17 @@ struct Bo {
     ~Bo();
 };
 
+/// Busy time of one open file's jobs per core (its fdinfo drm-engine-core<N>).
+struct FileStats {
+    explicit FileStats(uint32_t cores) : engine_ns(cores) {}
+    std::vector<std::atomic<uint64_t>> engine_ns;
+};
+
 /// One open device file: its own GEM handle and syncobj namespaces.
 struct File {
+    File(uint64_t id, uint32_t cores) : client_id(id), stats(std::make_shared<FileStats>(cores)) {}
+    const uint64_t client_id;               ///< fdinfo drm-client-id
+    const std::shared_ptr<FileStats> stats; ///< kept by its jobs too
     std::mutex lock;
     uint32_t next_handle = 1;
     std::map<uint32_t, std::shared_ptr<Bo>> bos;
@@ -138,6 +147,7 @@ struct Work {
     std::vector<std::shared_ptr<Fence>> deps;
     std::shared_ptr<Fence> done;
     std::vector<std::shared_ptr<Bo>> bos; ///< kept alive until the work ends
+    std::shared_ptr<FileStats> stats;     ///< a job: its file's busy time
     uint64_t seqno = 0;
     // A job: the binding table (program slot last) and its host SG entries.
     std::vector<neuron_binding> table;
@@ -184,6 +194,27 @@ class Unit {
 
 class Device;
 
+/// Writes a device's counters as files shaped like the driver's sysfs and
+/// fdinfo under detail::sim_publish_dir() (libneuron/src/sim_publish.hpp),
+/// every 100 ms while they change, and removes them with the device.
+class Publisher {
+  public:
+    explicit Publisher(const Device &dev);
+    ~Publisher();
+    Publisher(const Publisher &) = delete;
+    Publisher &operator=(const Publisher &) = delete;
+
+  private:
+    void write_changed();
+    const Device &dev_;
+    std::string root_; ///< empty when the directory cannot be used
+    std::map<std::string, std::string> written_;
+    std::thread thread_;
+    std::mutex lock_;
+    std::condition_variable cv_;
+    bool stopping_ = false;
+};
+
 class Core final : public Unit {
   public:
     Core(Device &dev, uint32_t index);
@@ -227,6 +258,11 @@ class Device final : public detail::Os {
     const Options &options() const { return opts_; }
     Memory &memory() { return *memory_; }
 
+    /// What neuron.ko shows of this device, as files relative to a root
+    /// holding sys/ and fdinfo/: the attributes and counters of
+    /// docs/telemetry.md and one fdinfo per open file.
+    std::map<std::string, std::string> telemetry_files() const;
+
   private:
     std::shared_ptr<File> file(int fd);
     int sync_file_info(int fd, void *arg);
@@ -257,8 +293,9 @@ class Device final : public detail::Os {
     std::shared_ptr<Memory> memory_;
     std::vector<std::unique_ptr<Core>> cores_;
     std::vector<std::unique_ptr<Dma>> dma_;
-    std::mutex lock_; ///< the fd tables and mmap offsets
+    mutable std::mutex lock_; ///< the fd tables and mmap offsets
     int next_fd_ = 1000;
+    uint64_t next_client_id_ = 1;
     uint64_t next_mmap_offset_ = 1ull << 32;
     std::map<int, std::shared_ptr<File>> files_;
     std::map<int, SyncWait> sync_files_;
@@ -267,6 +304,7 @@ class Device final : public detail::Os {
     std::mutex watchdog_lock_;
     std::condition_variable watchdog_cv_;
     bool stopping_ = false;
+    std::unique_ptr<Publisher> publisher_; ///< last: stops before the rest goes
 };
 
 } // namespace neuron::sim

@@ -99,6 +99,7 @@ int Device::submit_prepare(File &f, const drm_neuron_submit &s, Work &w) {
         return EINVAL;
     if (s.core >= opts_.cores)
         return EINVAL;
+    w.stats = f.stats;
     if (!s.program_size || s.program_size > UINT32_MAX)
         return EINVAL;
     if (!n || n > NEURON_MAX_BINDINGS - 1)

@@ -250,7 +250,10 @@ int Core::execute(Work &w) {
         started_ns_ = 0;
         timed_out = timed_out_;
     }
-    counters.busy_ns += static_cast<uint64_t>(now_ns() - t0);
+    const auto busy = static_cast<uint64_t>(now_ns() - t0);
+    counters.busy_ns += busy;
+    if (w.stats && index_ < w.stats->engine_ns.size())
+        w.stats->engine_ns[index_] += busy;
     counters.jobs++;
     counters.instructions += r.instructions;
     counters.flops += r.flops;

@@ -48,15 +48,15 @@ bool is_sim_spec(std::string_view spec) {
 
 namespace {
 
+// Why there is no device, and what to do: load the driver, or use the simulator.
 std::string no_device_hint(const SysPaths &paths) {
-    std::string cls = paths.sysfs_root + "/class/accel";
-    if (!detail::real_os()->exists(cls))
-        return fmt::format("{} does not exist: the kernel has no accel devices "
-                           "(is neuron.ko loaded? try 'modprobe neuron')",
-                           cls);
-    return fmt::format("no accel device in {} is bound to the neuron driver "
-                       "(is neuron.ko loaded? try 'modprobe neuron')",
-                       cls);
+    constexpr const char *sim = "; or use the simulator: NEURON_DEVICE=sim (-d sim for the tools)";
+    auto os = detail::real_os();
+    if (!os->exists(paths.sysfs_root + "/module/neuron"))
+        return fmt::format("neuron.ko is not loaded (run 'modprobe neuron'){}", sim);
+    return fmt::format("neuron.ko is loaded but no device is bound to it (see 'dmesg | grep "
+                       "neuron' and 'lspci -d 1d0f:'){}",
+                       sim);
 }
 
 std::string permission_hint(detail::Os &os, const std::string &node) {
@@ -147,42 +147,105 @@ Device Device::open(unsigned index, const SysPaths &paths) {
         fmt::format("neuron device {}: no such device: the neuron devices are {}", index, have));
 }
 
-Device Device::open_first(const SysPaths &paths) {
-    if (auto spec = selected_device())
-        return open(*spec, paths);
+DeviceSelector DeviceSelector::parse(std::string_view text, std::string source) {
+    DeviceSelector s;
+    s.text = std::string(text);
+    s.source = std::move(source);
+    if (is_sim_spec(text)) {
+        s.kind = Kind::sim;
+        s.sim_options = text.size() > 4 ? std::string(text.substr(4)) : "";
+        return s;
+    }
+    if (!text.empty() && (text.front() == '/' || text.front() == '.')) {
+        s.kind = Kind::node;
+        s.node = std::string(text);
+        return s;
+    }
+    if (!text.empty() && text.size() < 8 &&
+        std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        s.kind = Kind::index;
+        s.index = static_cast<unsigned>(std::stoul(std::string(text)));
+        return s;
+    }
+    if (auto bdf = normalize_pci_address(text)) {
+        s.kind = Kind::pci;
+        s.pci_address = *bdf;
+        return s;
+    }
+    throw Error(errc::invalid_argument,
+                fmt::format("{}: not a device: expected an index (0), a device node "
+                            "(/dev/accel/accel0), a PCI address (0000:00:03.0) or the "
+                            "simulator (sim, sim:cores=4,mem=1G)",
+                            s.source.empty() ? fmt::format("'{}'", text) : s.source));
+}
+
+DeviceSelector DeviceSelector::from(const std::optional<std::string> &command_line,
+                                    std::string_view option) {
+    if (command_line && !command_line->empty())
+        return parse(*command_line, fmt::format("{} {}", option, *command_line));
+    if (auto env = selected_device())
+        return parse(*env, fmt::format("NEURON_DEVICE='{}'", *env));
+    return {};
+}
+
+namespace {
+
+// By PCI address among enumerate()'s devices: with NEURON_DEVICE=sim the
+// simulator's address (0000:00:00.0) names it.
+Device open_pci(const std::string &bdf, const SysPaths &paths) {
+    auto devs = enumerate(paths);
+    for (const auto &d : devs)
+        if (d.pci_address == bdf)
+            return is_sim_spec(d.node) ? open_sim(d.node)
+                                       : detail::open_device(detail::real_os(), d.node);
+    std::string have;
+    for (const auto &d : devs)
+        have += fmt::format("{}{}", have.empty() ? "" : ", ", d.pci_address);
+    throw Error(
+        errc::no_device,
+        fmt::format("PCI device {}: no neuron device at this address: {}", bdf,
+                    devs.empty() ? no_device_hint(paths) : "the neuron devices are at " + have));
+}
+
+Device open_unnamed(const DeviceSelector &sel, const SysPaths &paths) {
+    switch (sel.kind) {
+    case DeviceSelector::Kind::sim:
+        return open_sim(sel.text);
+    case DeviceSelector::Kind::node:
+        return detail::open_device(detail::real_os(), sel.node);
+    case DeviceSelector::Kind::index:
+        return Device::open(sel.index, paths);
+    case DeviceSelector::Kind::pci:
+        return open_pci(sel.pci_address, paths);
+    case DeviceSelector::Kind::first:
+        break;
+    }
     auto devs = enumerate_sysfs(paths);
     if (devs.empty())
         throw Error(errc::no_device, fmt::format("no neuron devices: {}", no_device_hint(paths)));
-    return open_node(devs.front().node);
+    return detail::open_device(detail::real_os(), devs.front().node);
+}
+
+} // namespace
+
+Device open_selected(const DeviceSelector &sel, const SysPaths &paths) {
+    if (sel.source.empty())
+        return open_unnamed(sel, paths);
+    try {
+        return open_unnamed(sel, paths);
+    } catch (const Error &e) {
+        throw Error(e.code(), fmt::format("{}: {}", sel.source, e.what()));
+    }
+}
+
+Device Device::open_first(const SysPaths &paths) {
+    return open_selected(DeviceSelector::from(std::nullopt), paths);
 }
 
 Device Device::open(std::string_view spec, const SysPaths &paths) {
     if (spec.empty())
         return open_first(paths);
-    if (is_sim_spec(spec))
-        return open_sim(spec);
-    if (spec.front() == '/' || spec.front() == '.')
-        return open_node(std::string(spec));
-    if (std::all_of(spec.begin(), spec.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
-        spec.size() < 8)
-        return open(static_cast<unsigned>(std::stoul(std::string(spec))), paths);
-    if (auto bdf = normalize_pci_address(spec)) {
-        auto devs = enumerate(paths);
-        for (const auto &d : devs)
-            if (d.pci_address == *bdf)
-                return open_node(d.node);
-        std::string have;
-        for (const auto &d : devs)
-            have += fmt::format("{}{}", have.empty() ? "" : ", ", d.pci_address);
-        throw Error(errc::no_device,
-                    fmt::format("PCI device {}: no neuron device at this address: {}", *bdf,
-                                devs.empty() ? no_device_hint(paths)
-                                             : "the neuron devices are at " + have));
-    }
-    throw Error(errc::invalid_argument,
-                fmt::format("'{}': not a device: expected a device node path (/dev/accel/accel0), "
-                            "an index (0), a PCI address (0000:00:03.0) or sim[:options]",
-                            spec));
+    return open_unnamed(DeviceSelector::parse(spec, ""), paths);
 }
 
 Device Device::open_node(const std::string &node) {

@@ -2,6 +2,8 @@
 // The program container: CRC-32, validation and parsing, writing, and the
 // device image. docs/program-format.md is the specification.
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <set>
@@ -967,11 +969,17 @@ Program Program::load_file(const std::filesystem::path &path) {
 }
 
 void Program::save(const std::filesystem::path &path) const {
+    errno = 0;
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    if (!out)
+        throw Error(errc::io_error, fmt::format("{}: cannot create the program file: {}",
+                                                path.string(), std::strerror(errno)));
     out.write(reinterpret_cast<const char *>(d_->bytes.data()),
               static_cast<std::streamsize>(d_->bytes.size()));
+    out.flush();
     if (!out)
-        throw Error(errc::io_error, fmt::format("{}: cannot write the program", path.string()));
+        throw Error(errc::io_error, fmt::format("{}: cannot write the program: {}", path.string(),
+                                                std::strerror(errno)));
 }
 
 std::span<const std::byte> Program::bytes() const {

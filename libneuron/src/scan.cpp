@@ -5,8 +5,12 @@
 #include <cctype>
 #include <cstdlib>
 
+#include <cerrno>
+#include <signal.h>
+
 #include "internal.hpp"
 #include "os.hpp"
+#include "sim_publish.hpp"
 
 namespace neuron {
 
@@ -117,6 +121,37 @@ std::vector<DeviceEntry> enumerate_sysfs(const SysPaths &paths) {
             out.push_back(std::move(*e));
     std::sort(out.begin(), out.end(),
               [](const DeviceEntry &a, const DeviceEntry &b) { return a.index < b.index; });
+    return out;
+}
+
+std::vector<SimulatedDevice> published_simulators() {
+    auto os = detail::real_os();
+    const std::string base = detail::sim_publish_dir();
+    std::vector<std::pair<std::pair<long, long>, SimulatedDevice>> found;
+    for (const auto &name : os->list_dir(base)) {
+        // <pid>.<n>, of a process that is still there.
+        char *end = nullptr;
+        long pid = std::strtol(name.c_str(), &end, 10);
+        if (pid <= 0 || *end != '.')
+            continue;
+        char *end2 = nullptr;
+        long n = std::strtol(end + 1, &end2, 10);
+        if (*end2 || end2 == end + 1)
+            continue;
+        if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
+            continue;
+        SimulatedDevice d;
+        d.pid = static_cast<int>(pid);
+        d.root = base + "/" + name;
+        if (!os->exists(d.root + "/sys/class/accel/accel0"))
+            continue; // still being written
+        found.push_back({{pid, n}, std::move(d)});
+    }
+    std::sort(found.begin(), found.end(),
+              [](const auto &a, const auto &b) { return a.first < b.first; });
+    std::vector<SimulatedDevice> out;
+    for (auto &f : found)
+        out.push_back(std::move(f.second));
     return out;
 }
 

@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: MIT
 #include "neuron_tools/cli.hpp"
 
+#include <algorithm>
 #include <exception>
+#include <filesystem>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <neuron/error.hpp>
 
 #include "neuron_tools/device.hpp"
 #include "neuron_tools/sysfs.hpp"
@@ -12,21 +16,111 @@
 
 namespace neuron::tools {
 
+namespace {
+
+// Edits from @p a to @p b: insertions, deletions, substitutions and swaps
+// of two neighbours ("viwe" is one edit from "view").
+size_t edit_distance(std::string_view a, std::string_view b) {
+    std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+    for (size_t i = 0; i <= a.size(); i++)
+        d[i][0] = i;
+    for (size_t j = 0; j <= b.size(); j++)
+        d[0][j] = j;
+    for (size_t i = 1; i <= a.size(); i++)
+        for (size_t j = 1; j <= b.size(); j++) {
+            d[i][j] = std::min(
+                {d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1])});
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+                d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+        }
+    return d[a.size()][b.size()];
+}
+
+// The long options and the subcommands of @p app.
+void names_of(const CLI::App &app, std::vector<std::string> &options,
+              std::vector<std::string> &commands) {
+    for (const CLI::Option *o : app.get_options())
+        for (const std::string &l : o->get_lnames())
+            options.push_back("--" + l);
+    for (const CLI::App *c : app.get_subcommands([](const CLI::App *) { return true; }))
+        commands.push_back(c->get_name());
+}
+
+// The app whose options were being parsed: the last subcommand given.
+const CLI::App &innermost(const CLI::App &app) {
+    const CLI::App *a = &app;
+    while (!a->get_subcommands().empty())
+        a = a->get_subcommands().back();
+    return *a;
+}
+
+// What was wrong with the command line. Words left over come first: an
+// unknown option (or command) is the mistake to fix, whatever CLI11 found
+// missing because of it; a close one gets a "did you mean".
+std::string explain(const CLI::App &app, const CLI::ParseError &e) {
+    const CLI::App &in = innermost(app);
+    std::vector<std::string> options, commands;
+    names_of(in, options, commands);
+    if (&in != &app) // the tool's own options are valid after a command too
+        names_of(app, options, commands);
+    for (const std::string &word : in.remaining()) {
+        if (word.size() < 2 || word[0] != '-' ||
+            word.find_first_not_of("0123456789.-") == std::string::npos)
+            continue; // not an option: "-", a negative number
+        std::string name = word.substr(0, word.find('='));
+        std::string hint;
+        if (name.rfind("--", 0) == 0)
+            if (auto m = closest_match(name, options); !m.empty())
+                hint = fmt::format(" (did you mean {}?)", m);
+        return fmt::format("unknown option {}{}", name, hint);
+    }
+    if (&in == &app && !commands.empty() && !app.remaining().empty()) {
+        const std::string word = app.remaining().front();
+        std::string list;
+        for (const std::string &c : commands)
+            list += (list.empty() ? "" : ", ") + c;
+        auto m = closest_match(word, commands);
+        return fmt::format("'{}' is not a command{}; the commands are {}", word,
+                           m.empty() ? "" : fmt::format(" (did you mean {}?)", m), list);
+    }
+    return e.what();
+}
+
+} // namespace
+
+std::string closest_match(std::string_view word, const std::vector<std::string> &candidates) {
+    std::string best;
+    size_t best_d = SIZE_MAX;
+    for (const std::string &c : candidates) {
+        size_t d = edit_distance(word, c);
+        if (d < best_d) {
+            best_d = d;
+            best = c;
+        }
+    }
+    // A misspelling: at most two edits, and fewer than a third of the word.
+    if (best_d == 0 || best_d > 2 || best_d * 3 > word.size())
+        return {};
+    return best;
+}
+
 std::optional<int> parse_command_line(CLI::App &app, int argc, const char *const *argv,
                                       std::ostream &out, std::ostream &err) {
-    bool version = false;
-    app.add_flag("-V,--version", version, "Print the version and exit");
+    app.set_version_flag("-V,--version", app.get_name() + " " + NEURON_TOOLS_VERSION,
+                         "Print the version and exit");
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp &) {
         out << app.help();
         return exit_ok;
-    } catch (const CLI::ParseError &e) {
-        return usage_error(app, e.what(), err);
-    }
-    if (version) {
-        out << app.get_name() << " " << NEURON_TOOLS_VERSION << "\n";
+    } catch (const CLI::CallForAllHelp &) {
+        out << app.help("", CLI::AppFormatMode::All);
         return exit_ok;
+    } catch (const CLI::CallForVersion &e) {
+        out << e.what() << "\n";
+        return exit_ok;
+    } catch (const CLI::ParseError &e) {
+        return usage_error(app, explain(app, e), err);
     }
     return std::nullopt;
 }
@@ -37,13 +131,46 @@ int usage_error(const CLI::App &app, std::string_view what, std::ostream &err) {
     return exit_usage;
 }
 
+CLI::Option *add_device_option(CLI::App &app, std::string &value, std::string_view what) {
+    return app.add_option("-d,--device", value,
+                          fmt::format("{}: an index (0), a device node (/dev/accel/accel0), a "
+                                      "PCI address (0000:00:03.0) or the simulator (sim, "
+                                      "sim:cores=4,mem=1G). Default: $NEURON_DEVICE",
+                                      what));
+}
+
+std::optional<int> select_device(const CLI::App &app, const std::string &value,
+                                 neuron::DeviceSelector &sel, std::ostream &err) {
+    try {
+        sel = neuron::DeviceSelector::from(app.count("--device") ? std::optional(value)
+                                                                 : std::nullopt);
+    } catch (const neuron::Error &e) {
+        return usage_error(app, e.what(), err);
+    }
+    return std::nullopt;
+}
+
+std::string man_page_footer(std::string_view tool) {
+    std::string see = fmt::format("See {}(1).", tool);
+    // Run from the build tree: man does not look there.
+    std::error_code ec;
+    auto exe = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+    const std::string build = NEURON_TOOLS_BUILD_DIR;
+    if (!ec && exe.rfind(build + "/", 0) == 0 &&
+        std::filesystem::exists(fmt::format("{}/share/man/man1/{}.1", build, tool), ec))
+        see += fmt::format(" From the build tree: MANPATH={}/share/man: man {}", build, tool);
+    return see;
+}
+
 int no_devices(const Driver &driver, std::ostream &err) {
     if (!driver.loaded) {
-        err << "neuron: driver not loaded: run modprobe neuron\n";
+        err << "neuron: driver not loaded: run modprobe neuron, or use the simulator: "
+               "-d sim (NEURON_DEVICE=sim)\n";
         return exit_no_driver;
     }
     err << "neuron: no devices: the driver is loaded but no device is bound to it "
-           "(check lspci -d 1d0f: and the kernel log)\n";
+           "(check lspci -d 1d0f: and the kernel log); or use the simulator: -d sim "
+           "(NEURON_DEVICE=sim)\n";
     return exit_no_devices;
 }
 

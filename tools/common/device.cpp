@@ -3,6 +3,8 @@
 
 #include <neuron/device.hpp>
 
+#include <fmt/format.h>
+
 #include <cerrno>
 #include <grp.h>
 #include <pwd.h>
@@ -16,6 +18,11 @@ namespace fs = std::filesystem;
 
 Driver read_driver(const Roots &roots) {
     Driver d;
+    if (roots.device.is_sim()) {
+        d.loaded = true;
+        d.version = "sim";
+        return d;
+    }
     std::error_code ec;
     fs::path mod = roots.sys / "module" / "neuron";
     d.loaded = fs::is_directory(mod, ec);
@@ -86,6 +93,8 @@ void read_counters(const fs::path &dir, Device &dev) {
 } // namespace
 
 fs::path attributes_dir(const Roots &roots, const Device &dev) {
+    if (!dev.attributes.empty())
+        return dev.attributes;
     neuron::SysPaths paths;
     paths.sysfs_root = roots.sys.string();
     return neuron::device_attributes_dir(paths, dev.bdf);
@@ -100,10 +109,10 @@ void refresh_device(const Roots &roots, Device &dev, bool counters) {
         read_counters(dir, dev);
 }
 
-// The devices are libneuron's (one scan of /sys/class/accel, one accelN
-// parser, one reading of $NEURON_SYSFS_ROOT/$NEURON_DEV_ROOT); the tools
-// add the driver's sysfs attributes.
-std::vector<Device> scan_devices(const Roots &roots, const ScanOptions &opts) {
+namespace {
+
+// The devices of one sysfs tree: the driver's, or one a simulator publishes.
+std::vector<Device> scan_tree(const Roots &roots, const ScanOptions &opts) {
     std::vector<Device> out;
     neuron::SysPaths paths;
     paths.sysfs_root = roots.sys.string();
@@ -128,6 +137,77 @@ std::vector<Device> scan_devices(const Roots &roots, const ScanOptions &opts) {
         if (opts.access)
             d.access = check_access(roots.dev / "accel" / d.name);
         out.push_back(std::move(d));
+    }
+    return out;
+}
+
+bool selected(const neuron::DeviceSelector &sel, const Device &d) {
+    using Kind = neuron::DeviceSelector::Kind;
+    switch (sel.kind) {
+    case Kind::index:
+        return d.index == sel.index;
+    case Kind::pci:
+        return d.bdf == sel.pci_address;
+    case Kind::node:
+        return d.node == sel.node || fs::path(sel.node).filename() == d.name;
+    case Kind::first:
+    case Kind::sim:
+        break;
+    }
+    return true;
+}
+
+std::string sim_bdf(const neuron::SimulatedDevice &s, unsigned nth) {
+    return nth ? fmt::format("sim:{}.{}", s.pid, nth) : fmt::format("sim:{}", s.pid);
+}
+
+} // namespace
+
+std::vector<SimTree> sim_trees() {
+    std::vector<SimTree> out;
+    int last_pid = 0;
+    unsigned nth = 0;
+    for (const auto &s : neuron::published_simulators()) {
+        nth = s.pid == last_pid ? nth + 1 : 0;
+        last_pid = s.pid;
+        out.push_back({s, sim_bdf(s, nth)});
+    }
+    return out;
+}
+
+std::optional<neuron::Device> simulate_if_none(const neuron::DeviceSelector &sel) {
+    if (!sel.is_sim() || !sim_trees().empty())
+        return std::nullopt;
+    return neuron::open_selected(sel);
+}
+
+// The devices are libneuron's (one scan of /sys/class/accel, one accelN
+// parser, one reading of $NEURON_SYSFS_ROOT/$NEURON_DEV_ROOT); the tools
+// add the driver's sysfs attributes.
+std::vector<Device> scan_devices(const Roots &roots, const ScanOptions &opts) {
+    if (!roots.device.is_sim()) {
+        std::vector<Device> all = scan_tree(roots, opts);
+        std::vector<Device> out;
+        for (Device &d : all)
+            if (selected(roots.device, d))
+                out.push_back(std::move(d));
+        return out;
+    }
+    std::vector<Device> out;
+    for (const SimTree &t : sim_trees()) {
+        Roots r;
+        r.sys = fs::path(t.sim.root) / "sys";
+        ScanOptions o = opts;
+        o.access = false; // no node: the process that simulates it is its only user
+        for (Device &d : scan_tree(r, o)) {
+            d.attributes = attributes_dir(r, d);
+            d.index = static_cast<unsigned>(out.size());
+            d.name = "sim";
+            d.node = fmt::format("sim (pid {})", t.sim.pid);
+            d.bdf = t.bdf;
+            d.sim_pid = t.sim.pid;
+            out.push_back(std::move(d));
+        }
     }
     return out;
 }

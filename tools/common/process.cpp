@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "neuron_tools/process.hpp"
+#include "neuron_tools/device.hpp"
 
 #include <algorithm>
 #include <linux/kcmp.h>
@@ -114,7 +115,49 @@ bool same_file(int pid1, int fd1, int pid2, int fd2) {
 
 } // namespace
 
+namespace {
+
+// The clients of simulated devices, from the fdinfo files each simulator
+// publishes, with drm-pdev the device's BDF among the tools ("sim:<pid>").
+ProcessScan scan_sim_processes(const Roots &roots) {
+    ProcessScan scan;
+    for (const SimTree &t : sim_trees()) {
+        if (t.sim.pid == getpid())
+            continue; // the tool itself, simulating the device it shows
+        std::vector<Client> clients;
+        std::error_code ec;
+        std::vector<fs::path> files;
+        for (const auto &e : fs::directory_iterator(fs::path(t.sim.root) / "fdinfo", ec))
+            if (e.path().extension() != ".tmp")
+                files.push_back(e.path());
+        std::sort(files.begin(), files.end());
+        for (const auto &f : files) {
+            auto text = read_file(f);
+            auto c = text ? parse_fdinfo(*text) : std::nullopt;
+            if (!c)
+                continue;
+            c->pdev = t.bdf;
+            clients.push_back(std::move(*c));
+        }
+        if (clients.empty())
+            continue;
+        if (scan.processes.empty() || scan.processes.back().pid != t.sim.pid) {
+            Process p;
+            p.pid = t.sim.pid;
+            p.command = read_text(roots.proc / std::to_string(p.pid) / "comm").value_or("?");
+            scan.processes.push_back(std::move(p));
+        }
+        for (auto &c : clients)
+            scan.processes.back().clients.push_back(std::move(c));
+    }
+    return scan;
+}
+
+} // namespace
+
 ProcessScan scan_processes(const Roots &roots) {
+    if (roots.device.is_sim())
+        return scan_sim_processes(roots);
     ProcessScan scan;
     std::error_code ec;
     std::vector<int> pids;

@@ -4,6 +4,8 @@
 // a table; ratio columns are computed from medians of the same run.
 #pragma once
 
+#include <neuron/device.hpp>
+
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -130,10 +132,11 @@ class Report {
 
 /// What the command line chose.
 struct Options {
-    bool quick = false;  ///< short sizes and few repeats (the CTest run)
-    unsigned repeat = 5; ///< measured runs per figure
-    std::string device;  ///< "" = first device
-    std::string nvme;    ///< peer block device ("" = none)
+    bool quick = false;              ///< short sizes and few repeats (the CTest run)
+    unsigned repeat = 5;             ///< measured runs per figure
+    std::string device;              ///< -d as given ("" = not given)
+    neuron::DeviceSelector selector; ///< -d, else $NEURON_DEVICE
+    std::string nvme;                ///< peer block device ("" = none)
     uint64_t min_copy = 4096;
     uint64_t max_copy = 256u << 20;
     unsigned max_depth = 64;

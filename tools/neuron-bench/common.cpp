@@ -89,11 +89,11 @@ std::string size_label(uint64_t bytes) {
 std::optional<neuron::Device> open_device(const Options &o) {
     if (o.no_device)
         return std::nullopt;
-    if (!o.device.empty()) // a node, an index, a PCI address or "sim"
-        return neuron::Device::open(o.device);
-    if (neuron::enumerate().empty())
+    if (!o.selector.source.empty()) // -d or $NEURON_DEVICE: that one, or fail
+        return neuron::open_selected(o.selector);
+    if (neuron::enumerate_sysfs().empty())
         return std::nullopt;
-    return neuron::Device::open_first();
+    return neuron::open_selected(o.selector);
 }
 
 std::optional<BlockPeer> open_peer(const Options &o, std::string &why_not) {

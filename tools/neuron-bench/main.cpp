@@ -60,8 +60,7 @@ int main(int argc, char **argv) {
     auto *repeat = app.add_option("-r,--repeat", o.repeat, "Measured runs per figure")
                        ->check(CLI::Range(1u, 1000u))
                        ->capture_default_str();
-    app.add_option("-d,--device", o.device,
-                   "Device: index, node, PCI address or sim[:options] (default: the first)");
+    neuron::tools::add_device_option(app, o.device, "The device to measure, instead of the first");
     if (const char *env = std::getenv("NEURON_VM_NVME"))
         o.nvme = env;
     app.add_option("--nvme", o.nvme,
@@ -90,8 +89,11 @@ int main(int argc, char **argv) {
     app.add_option("-j,--json", json_path, "Also write the report as JSON to this file");
     app.footer(
         "Exit status: 0 ok, 1 a measurement failed (or was skipped with --no-skips), 2 usage "
-        "error. See neuron-bench(1).");
+        "error. " +
+        neuron::tools::man_page_footer("neuron-bench"));
     if (auto status = neuron::tools::parse_command_line(app, argc, argv, std::cout, std::cerr))
+        return *status;
+    if (auto status = neuron::tools::select_device(app, o.device, o.selector, std::cerr))
         return *status;
     if (o.quick && repeat->count() == 0)
         o.repeat = 3;

@@ -26,24 +26,6 @@ Inventory collect(const Roots &roots, bool with_processes) {
     return inv;
 }
 
-Device sim_device(const std::string &spec) {
-    neuron::Device sim = neuron::Device::open(spec);
-    const neuron::DeviceInfo &i = sim.info();
-    auto version = [](uint32_t v) { return fmt::format("{}.{}", v >> 16, v & 0xffff); };
-    Device d;
-    d.name = "sim";
-    d.node = sim.path();
-    d.bdf = i.pci_address;
-    d.cores = i.num_cores;
-    d.dma_engines = i.num_dma_engines;
-    d.memory_total = i.device_memory_size;
-    d.memory_used = sim.memory_used();
-    d.hw_version = version(i.hw_version);
-    d.fw_version = version(i.fw_version);
-    d.state = "ready";
-    return d;
-}
-
 namespace {
 
 std::string opt_str(const std::optional<std::string> &s) {
@@ -175,27 +157,31 @@ int run(int argc, const char *const *argv, std::ostream &out, std::ostream &err,
                  "device and host memory, cores in use");
     app.add_flag("-j,--json,--json-output", as_json,
                  "Print JSON (schema: neuron-ls.schema.json) instead of a table");
-    std::string sim;
-    app.add_option("--sim", sim,
-                   "Also list the simulator device (libneuron's \"sim\"), with these options "
-                   "(default: $NEURON_SIM_OPTIONS)")
-        ->expected(0, 1)
-        ->default_str("sim");
+    std::string device;
+    add_device_option(app, device, "The one device to list, instead of every device");
     app.footer("Exit status: 0 ok, 2 usage error, 3 driver not loaded, 4 no devices, "
-               "5 a device node cannot be opened by this user. See neuron-ls(1).");
+               "5 a device node cannot be opened by this user. " +
+               man_page_footer("neuron-ls"));
     if (auto status = parse_command_line(app, argc, argv, out, err))
         return *status;
+    Roots r = roots;
+    if (auto status = select_device(app, device, r.device, err))
+        return *status;
 
-    Inventory inv = collect(roots, wide || as_json);
-    if (app.count("--sim")) {
+    // The simulator: the simulated devices of running processes, else the
+    // one the selector describes, simulated here while it is listed.
+    std::optional<neuron::Device> own_sim;
+    {
         try {
-            Device d = sim_device(sim.empty() || sim == "sim" ? "sim" : "sim:" + sim);
-            d.index = static_cast<unsigned>(inv.devices.size());
-            inv.devices.push_back(std::move(d));
+            own_sim = simulate_if_none(r.device);
         } catch (const neuron::Error &e) {
-            err << "neuron-ls: " << e.what() << "\n";
-            return exit_usage;
+            return usage_error(app, e.what(), err);
         }
+    }
+    Inventory inv = collect(r, wide || as_json);
+    if (inv.devices.empty() && inv.driver.loaded && !r.device.source.empty()) {
+        err << "neuron-ls: " << r.device.source << ": no such device (neuron-ls lists them)\n";
+        return exit_no_devices;
     }
     if (inv.devices.empty()) {
         if (as_json && inv.driver.loaded)

@@ -22,9 +22,6 @@ struct Inventory {
 
 Inventory collect(const Roots &roots, bool with_processes);
 
-/// The simulator device @p spec ("sim" or "sim:<options>") as a row.
-Device sim_device(const std::string &spec);
-
 /// The table (and with wide, one row per process under each device).
 std::string render_table(const Inventory &inv, bool wide);
 

@@ -8,8 +8,9 @@ namespace neuron::tools::monitor {
 
 Monitor::Monitor(Roots roots, bool use_netlink)
     : roots_(std::move(roots)), use_netlink_(use_netlink) {
-    state_.event_source =
-        use_netlink ? "netlink: not connected yet" : "netlink: off (--no-netlink)";
+    state_.event_source = use_netlink              ? "netlink: not connected yet"
+                          : roots_.device.is_sim() ? "netlink: off (the simulator has none)"
+                                                   : "netlink: off (--no-netlink)";
 }
 
 void Monitor::connect_netlink() {

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -78,6 +79,21 @@ std::vector<prometheus::MetricFamily> metric_families(const State &s);
 
 /// The same as one JSON object (one line of --json output).
 nlohmann::ordered_json sample_json(const State &s);
+
+/// A --listen address: PORT (every address), IP:PORT or [IPv6]:PORT.
+struct ListenAddress {
+    std::string host; ///< empty: every IPv4 address
+    bool ipv6 = false;
+    uint16_t port = 0;
+    std::string civetweb() const; ///< the form the HTTP server takes
+    std::string url_host() const; ///< the host part of the URL served
+};
+
+/// Parses --listen; nullopt when it is not one of the forms above.
+std::optional<ListenAddress> parse_listen_address(std::string_view text);
+
+/// Binds a socket to @p a and closes it: 0 or the errno that says why not.
+int try_bind(const ListenAddress &a);
 
 /// The whole program (exit statuses: neuron_tools/cli.hpp), its streams and roots
 /// injectable for tests.

@@ -21,6 +21,7 @@
 #include <neuron/error.hpp>
 #include <neuron/profile.hpp>
 
+#include "neuron_tools/cli.hpp"
 #include "profile.hpp"
 
 extern char **environ;
@@ -46,9 +47,14 @@ int capture(const std::filesystem::path &out, uint64_t records,
         args.push_back(const_cast<char *>(a.c_str()));
     args.push_back(nullptr);
     pid_t pid = 0;
-    if (int e = ::posix_spawnp(&pid, args[0], nullptr, nullptr, args.data(), environ))
-        throw neuron::Error(neuron::errc::invalid_argument,
-                            fmt::format("cannot run {}: {}", argv[0], std::strerror(e)));
+    if (int e = ::posix_spawnp(&pid, args[0], nullptr, nullptr, args.data(), environ)) {
+        std::error_code ec;
+        std::filesystem::remove(path, ec); // nothing was profiled
+        std::fprintf(stderr, "neuron-profile: cannot run %s: %s\n", argv[0].c_str(),
+                     std::strerror(e));
+        // The shells' statuses: 127 not found, 126 found but not runnable.
+        return e == ENOENT ? neuron::tools::exit_command_not_found : 126;
+    }
     int st = 0;
     while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
     }
@@ -75,14 +81,20 @@ int capture(const std::filesystem::path &out, uint64_t records,
 } // namespace
 
 int main(int argc, char **argv) {
-    CLI::App app{"neuron-profile: where a program's device time goes, engine by engine"};
+    CLI::App app{"Where a program's device time goes, engine by engine: profile its jobs, "
+                 "summarize them, export them.",
+                 "neuron-profile"};
     app.require_subcommand(1);
+    app.footer("Exit status: capture: the command's (127 not found, 126 not runnable); view "
+               "and export: 0 ok, 1 error; 2 usage error. " +
+               neuron::tools::man_page_footer("neuron-profile"));
 
     std::string out;
     uint64_t records = 0;
     std::vector<std::string> command;
     auto *cap = app.add_subcommand(
-        "capture", "run COMMAND with every job it submits profiled, into a .ntrace file");
+        "capture", "run COMMAND with every job it submits profiled ($NEURON_PROFILE), into a "
+                   ".ntrace file");
     cap->add_option("-o,--output", out, "the .ntrace file to write")->required();
     cap->add_option("--records", records,
                     "instructions each job's trace has room for (default 65536)");
@@ -108,7 +120,8 @@ int main(int argc, char **argv) {
     exp->add_option("--job", job, "svg: the job to draw, 1 = the first (1)")
         ->check(CLI::PositiveNumber);
 
-    CLI11_PARSE(app, argc, argv);
+    if (auto status = neuron::tools::parse_command_line(app, argc, argv, std::cout, std::cerr))
+        return *status;
     try {
         if (*cap)
             return capture(out, records, command);

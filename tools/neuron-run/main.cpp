@@ -240,17 +240,30 @@ int run(int argc, const char *const *argv, std::ostream &out, std::ostream &err,
     app.add_option("--check", graph_path,
                    "the IR file the program was compiled from: compare every output with its "
                    "double-precision reference within hw/isa.md's bounds");
-    app.add_option("-d,--device", device,
-                   "Device: index, node, PCI address or sim[:options] (default: the first)");
+    neuron::tools::add_device_option(app, device, "The device to run on, instead of the first");
     app.add_option("--core", core, "the core to run on (0)");
     app.add_option("--iterations", iterations, "jobs to run (1); the outputs are the first's")
         ->check(CLI::PositiveNumber);
     app.add_option("--timeout", timeout_s, "seconds each job may take (120)")
         ->check(CLI::PositiveNumber);
+    app.footer("Exit status: 0 ok, 1 error, 2 usage error, 6 an output beyond its bound "
+               "(--check). " +
+               neuron::tools::man_page_footer("neuron-run"));
     if (auto rc = neuron::tools::parse_command_line(app, argc, argv, out, err))
+        return *rc;
+    neuron::DeviceSelector selector;
+    if (auto rc = neuron::tools::select_device(app, device, selector, err))
         return *rc;
     if (raw && out_dir.empty())
         return neuron::tools::usage_error(app, "--raw needs -o DIR", err);
+    if (fs::path(program_path).extension() == ".nir")
+        return neuron::tools::usage_error(
+            app,
+            fmt::format("{}: an IR file, not a program container: compile it first "
+                        "(neuron-cc {} -o {}), then run the .nprog",
+                        program_path, program_path,
+                        fs::path(program_path).replace_extension(".nprog").string()),
+            err);
 
     const neuron::Program program = neuron::Program::load_file(program_path);
     std::map<std::string, fs::path> files;
@@ -303,8 +316,7 @@ int run(int argc, const char *const *argv, std::ostream &out, std::ostream &err,
         position++;
     }
 
-    neuron::Device dev =
-        device.empty() ? neuron::Device::open_first() : neuron::Device::open(device);
+    neuron::Device dev = neuron::open_selected(selector);
     const auto region =
         dev.info().device_memory_size ? neuron::Region::device : neuron::Region::host;
     const neuron::LoadedProgram lp = dev.load(program);

@@ -33,9 +33,11 @@ uint64_t delta(uint64_t before, uint64_t after) {
     return after >= before ? after - before : after;
 }
 
-const Device *find_device(const Snapshot &s, unsigned index) {
+// The same device in an earlier snapshot: same index and address (the
+// simulated devices are numbered in the order of the processes running).
+const Device *find_device(const Snapshot &s, const Device &dev) {
     for (const Device &d : s.devices)
-        if (d.index == index)
+        if (d.index == dev.index && d.bdf == dev.bdf)
             return &d;
     return nullptr;
 }
@@ -60,7 +62,7 @@ Model compute(const Snapshot &prev, const Snapshot &cur) {
     auto rate = [dt](uint64_t d) { return dt > 0 ? static_cast<double>(d) / dt : 0.0; };
 
     for (const Device &d : cur.devices) {
-        const Device *p = find_device(prev, d.index);
+        const Device *p = find_device(prev, d);
         DeviceView v;
         v.index = d.index;
         v.name = d.name;
@@ -104,6 +106,7 @@ Model compute(const Snapshot &prev, const Snapshot &cur) {
             pv.pid = proc.pid;
             pv.command = proc.command;
             pv.device = d.index;
+            pv.device_name = d.name;
             pv.memory = u.memory;
             pv.host_memory = u.host_memory;
             pv.cores = u.cores();
@@ -128,7 +131,7 @@ std::vector<Event> counter_events(const Snapshot &prev, const Snapshot &cur, boo
         out.push_back({cur.wall_s, dev, core, std::move(kind), std::move(detail), "counters"});
     };
     for (const Device &d : cur.devices) {
-        const Device *p = find_device(prev, d.index);
+        const Device *p = find_device(prev, d);
         if (!p)
             continue;
         if (resets && p->state != d.state)

@@ -61,7 +61,8 @@ struct ProcessView {
     int pid = 0;
     std::string command;
     unsigned device = 0;
-    uint64_t memory = 0; ///< device memory, bytes
+    std::string device_name; ///< accelN, or sim
+    uint64_t memory = 0;     ///< device memory, bytes
     uint64_t host_memory = 0;
     double util = 0; ///< busy time of its jobs / wall time (1.0 = one core)
     std::vector<unsigned> cores;

@@ -15,6 +15,8 @@
 #include <thread>
 #include <unistd.h>
 
+#include <neuron/error.hpp>
+
 #include "neuron_tools/cli.hpp"
 #include "neuron_tools/format.hpp"
 #include "neuron_tools/sysfs.hpp"
@@ -25,7 +27,7 @@ namespace neuron::tools::top {
 using nlohmann::ordered_json;
 
 Sampler::Sampler(Roots roots, bool use_netlink) : roots_(std::move(roots)) {
-    std::string why = "--no-netlink";
+    std::string why = roots_.device.is_sim() ? "simulator" : "--no-netlink";
     if (use_netlink && netlink_.open(why))
         source_ = "events: netlink";
     else
@@ -94,8 +96,8 @@ std::string batch_text(const Model &m, const std::vector<Event> &events, unsigne
                              c.resets);
     }
     for (const ProcessView &p : m.processes)
-        s += fmt::format("process {} {} accel{} memory={} util={:.1f}% cores={}\n", p.pid,
-                         p.command, p.device, p.memory, p.util * 100, join_list(p.cores));
+        s += fmt::format("process {} {} {} memory={} util={:.1f}% cores={}\n", p.pid, p.command,
+                         p.device_name, p.memory, p.util * 100, join_list(p.cores));
     for (const Event &e : events)
         s += fmt::format("event {} {} {}{}{} source={}\n", clock_time(e.wall_s), where(e), e.kind,
                          e.detail.empty() ? "" : " ", e.detail, e.source);
@@ -308,7 +310,9 @@ int run(int argc, const char *const *argv, std::ostream &out, std::ostream &err,
     unsigned count = 0;
     bool batch = false, as_json = false, no_netlink = false;
     std::string screen_size, sort = "util";
-    app.add_option("-d,--interval", interval, "Seconds between two samples (default 1.0)")
+    std::string device;
+    add_device_option(app, device, "The one device to show, instead of every device");
+    app.add_option("--interval", interval, "Seconds between two samples (default 1.0)")
         ->check(CLI::Range(0.05, 3600.0));
     auto *batch_opt = app.add_flag("-b,--batch", batch,
                                    "Print samples as text lines instead of the interactive screen");
@@ -329,9 +333,12 @@ int run(int argc, const char *const *argv, std::ostream &out, std::ostream &err,
     app.add_flag("--no-netlink", no_netlink,
                  "Do not listen to the driver's netlink events: detect resets from the counters");
     app.footer("Keys: q quit, ? or F1 help, s sort, arrows select. "
-               "Exit status: 0 ok, 2 usage error, 3 driver not loaded, 4 no devices. "
-               "See neuron-top(1).");
+               "Exit status: 0 ok, 2 usage error, 3 driver not loaded, 4 no devices. " +
+               man_page_footer("neuron-top"));
     if (auto status = parse_command_line(app, argc, argv, out, err))
+        return *status;
+    Roots r = roots;
+    if (auto status = select_device(app, device, r.device, err))
         return *status;
     std::optional<ScreenSize> size;
     if (app.count("--screen")) {
@@ -353,13 +360,25 @@ int run(int argc, const char *const *argv, std::ostream &out, std::ostream &err,
         return exit_usage;
     }
 
-    Driver driver = read_driver(roots);
+    // The simulator has no netlink events: resets come from its counters.
+    std::optional<neuron::Device> own_sim;
+    try {
+        own_sim = simulate_if_none(r.device);
+    } catch (const neuron::Error &e) {
+        return usage_error(app, e.what(), err);
+    }
+    Driver driver = read_driver(r);
     ScanOptions opts;
     opts.access = false;
-    if (scan_devices(roots, opts).empty())
+    if (scan_devices(r, opts).empty()) {
+        if (driver.loaded && !r.device.source.empty()) {
+            err << "neuron-top: " << r.device.source << ": no such device (neuron-ls lists them)\n";
+            return exit_no_devices;
+        }
         return no_devices(driver, err);
+    }
 
-    Sampler sampler(roots, !no_netlink);
+    Sampler sampler(r, !no_netlink && !r.device.is_sim());
     if (size)
         return run_screen(sampler, interval, count, *size, ui, out);
     if (batch)

@@ -141,8 +141,8 @@ Element process_table(const Model &m, const UiState &ui) {
     int selected = std::clamp(ui.selected, 0, std::max(0, static_cast<int>(procs.size()) - 1));
     for (size_t i = 0; i < procs.size(); i++) {
         const ProcessView &p = procs[i];
-        Element r = row(std::to_string(p.pid), "accel" + std::to_string(p.device), p.command,
-                        human_bytes(p.memory), percent(p.util), join_list(p.cores));
+        Element r = row(std::to_string(p.pid), p.device_name, p.command, human_bytes(p.memory),
+                        percent(p.util), join_list(p.cores));
         if (static_cast<int>(i) == selected)
             r = r | inverted | focus;
         rows.push_back(r);
@@ -217,7 +217,8 @@ Element render(const Model &m, const UiState &ui) {
     if (devices.empty())
         devices.push_back(text("no neuron devices") | color(Color::Red));
 
-    std::string status = m.event_source + (ui.paused ? "  [paused]" : "");
+    // [paused] first: the event source is what gives way on a narrow screen.
+    Element paused = ui.paused ? text("[paused] ") | bold : text("");
     Element main = vbox({
         text(title) | inverted | bold,
         vbox(std::move(devices)),
@@ -225,7 +226,9 @@ Element render(const Model &m, const UiState &ui) {
         process_table(m, ui) | flex,
         separator(),
         event_list(m, 4),
-        hbox({text(status) | flex, text(" q quit  ? help  s sort  ↑↓ select") | dim}) | inverted,
+        hbox({paused, text(m.event_source) | flex,
+              text(" q quit  ? help  s sort  ↑↓ select") | dim}) |
+            inverted,
     });
     if (ui.help)
         return dbox({main, help_window()});

@@ -71,6 +71,58 @@ NEURON_EXPORT std::optional<std::string> selected_device();
 /// Whether @p spec names the simulator: "sim" or "sim:<options>".
 NEURON_EXPORT bool is_sim_spec(std::string_view spec);
 
+/// Which device to use: what every tool's -d/--device and $NEURON_DEVICE
+/// take, parsed the same way everywhere (docs/libneuron.md, "Choosing a
+/// device").
+struct NEURON_EXPORT DeviceSelector {
+    enum class Kind {
+        first, ///< nothing selected: the first device in sysfs
+        sim,   ///< "sim" or "sim:OPTIONS": the simulator
+        index, ///< "0": /dev/accel/accel0
+        node,  ///< "/dev/accel/accel0" (a path)
+        pci,   ///< "0000:00:03.0" or "00:03.0"
+    };
+    Kind kind = Kind::first;
+    std::string text;        ///< the selector as given ("" for first)
+    std::string source;      ///< where it came from: "-d 7", "NEURON_DEVICE='sim'"; "" for first
+    std::string sim_options; ///< Kind::sim: what follows "sim:"
+    unsigned index = 0;      ///< Kind::index
+    std::string node;        ///< Kind::node
+    std::string pci_address; ///< Kind::pci, canonical
+
+    bool is_sim() const { return kind == Kind::sim; }
+
+    /// Parses @p text (never empty); @p source names where it came from in
+    /// messages. Throws Error(invalid_argument) saying what is accepted.
+    static DeviceSelector parse(std::string_view text, std::string source);
+
+    /// The command line's choice when given (@p option, e.g. "-d", names it),
+    /// else $NEURON_DEVICE, else the first device.
+    static DeviceSelector from(const std::optional<std::string> &command_line,
+                               std::string_view option = "-d");
+};
+
+/// Opens the device @p sel selects. A failure says which selector failed
+/// and where it came from ("-d 7: ...", "NEURON_DEVICE='x': ...") and,
+/// when no device is there, that the simulator is one (-d sim).
+NEURON_EXPORT Device open_selected(const DeviceSelector &sel,
+                                   const SysPaths &paths = SysPaths::from_env());
+
+/// A simulated device of a running process. Every simulated device
+/// publishes what neuron.ko would show of it under @p root: sys/ shaped like
+/// sysfs (class/accel/accel0, bus/pci/devices/<bdf>/neuron/ with the
+/// attributes and counters of docs/telemetry.md) and fdinfo/<client>, the
+/// drm-usage-stats of each open file.
+struct SimulatedDevice {
+    int pid = 0;      ///< the process simulating it
+    std::string root; ///< $NEURON_SIM_DIR/<pid>.<n>
+};
+
+/// The simulated devices of this user's running processes, ordered by pid
+/// (the directory: $NEURON_SIM_DIR, else $XDG_RUNTIME_DIR/neuron-sim, else
+/// /tmp/neuron-sim-<uid>).
+NEURON_EXPORT std::vector<SimulatedDevice> published_simulators();
+
 /// Capability bits of DeviceInfo::capabilities.
 enum Capability : uint64_t {
     cap_fp32 = 1u << 0,

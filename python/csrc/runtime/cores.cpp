@@ -3,7 +3,6 @@
 
 #include <cctype>
 #include <cstdlib>
-#include <filesystem>
 #include <mutex>
 #include <optional>
 
@@ -11,19 +10,7 @@
 
 namespace neuron::torch_bridge {
 
-namespace fs = std::filesystem;
-
 namespace {
-
-// What the machine says about the driver, for a "no device" error.
-std::string driver_state() {
-    if (!fs::exists("/sys/module/neuron"))
-        return "neuron.ko is not loaded (run `modprobe neuron`)";
-    if (!fs::exists("/sys/class/accel") || fs::is_empty("/sys/class/accel"))
-        return "neuron.ko is loaded but no device is bound to it (see `dmesg | grep neuron` "
-               "and `lspci -d 1d0f:`)";
-    return "neuron.ko is loaded; `neuron-ls` lists the devices it has";
-}
 
 unsigned parse_core(const char *env, const char *&p) {
     char *end = nullptr;
@@ -65,8 +52,8 @@ Device open_device(const std::string &what) {
     } catch (const Error &e) {
         if (e.code() != errc::no_device)
             throw;
-        TORCH_CHECK(false, "neuron: no device to run ", what, " on: ", e.what(), "; ",
-                    driver_state(), ", or set NEURON_DEVICE=sim to run on the simulator");
+        // libneuron says why and what to do (load the driver, or the simulator).
+        TORCH_CHECK(false, "neuron: no device to run ", what, " on: ", e.what());
     }
 }
 

@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 
-from .errors import UnsupportedOperatorError
+from .errors import UnsupportedInputError, UnsupportedOperatorError
 from .registry import IR_DTYPES, LOWERINGS, operator_name
 from .values import Expanded, External, Masked, Tensor, Transposed, Value, Weight
 from ..capture import Captured, call_site, node_scope
@@ -104,6 +104,15 @@ class Context:
     # --- errors --------------------------------------------------------------
     def unsupported(self, reason: str = "") -> UnsupportedOperatorError:
         assert self.node is not None
+        if self.node in self.captured.inputs:
+            # One of the user's inputs: named as the user passed it, with its
+            # dtype and shape, where it came from (not a graph placeholder).
+            i = self.captured.inputs.index(self.node)
+            x = self.captured.example_inputs[i]
+            e: UnsupportedOperatorError = UnsupportedInputError(
+                self.captured.input_names[i], self.captured.name, x.dtype, list(x.shape), reason)
+            e.node_name = self.node.name
+            return e
         e = UnsupportedOperatorError(operator_name(self.node.target), call_site(self.node),
                                      reason)
         e.node_name = self.node.name

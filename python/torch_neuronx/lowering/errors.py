@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import List, Optional
 
 
 class UnsupportedOperatorError(RuntimeError):
@@ -21,3 +21,19 @@ class UnsupportedOperatorError(RuntimeError):
             "device, partition the graph: torch_neuronx.trace(..., "
             "partitioner_config=torch_neuronx.PartitionerConfig()); "
             "torch_neuronx.analyze(model, example_inputs) lists them all")
+
+
+class UnsupportedInputError(UnsupportedOperatorError):
+    """An input of the user's the device cannot take (its dtype, its rank):
+    named as the user passed it, never as a graph placeholder."""
+
+    def __init__(self, name: str, model: str, dtype: object, shape: List[int],
+                 reason: str) -> None:
+        RuntimeError.__init__(
+            self, f"torch_neuronx.trace: input '{name}' of {model} is a {dtype} tensor of "
+            f"shape {shape}, which the neuron device cannot take"
+            f"{': ' + reason if reason else ''}")
+        self.kind = f"input '{name}'"
+        self.site = model
+        self.reason = reason
+        self.node_name = None

@@ -108,9 +108,56 @@ static void no_devices(void **) {
     assert_int_equal(enumerate(empty).size(), 0);
     auto m = error_of([&] { Device::open_first(empty); }, errc::no_device);
     contains(m, "no neuron devices");
-    contains(m, "modprobe neuron");
+    contains(m, "neuron.ko is not loaded (run 'modprobe neuron'); or use the simulator: "
+                "NEURON_DEVICE=sim (-d sim for the tools)");
     m = error_of([&] { Device::open(0, empty); }, errc::no_device);
     contains(m, "neuron device 0: no neuron devices");
+}
+
+// One selector for every tool and the library: its kinds, where it came
+// from, and errors that name that source.
+static void selectors(void **) {
+    using Kind = DeviceSelector::Kind;
+    auto s = DeviceSelector::parse("sim:cores=4,mem=1G", "-d sim:cores=4,mem=1G");
+    assert_true(s.kind == Kind::sim && s.is_sim());
+    assert_string_equal(s.sim_options.c_str(), "cores=4,mem=1G");
+    s = DeviceSelector::parse("sim", "x");
+    assert_true(s.is_sim() && s.sim_options.empty());
+    s = DeviceSelector::parse("12", "x");
+    assert_true(s.kind == Kind::index && s.index == 12);
+    s = DeviceSelector::parse("/dev/accel/accel1", "x");
+    assert_true(s.kind == Kind::node && s.node == "/dev/accel/accel1");
+    s = DeviceSelector::parse("00:05.0", "x");
+    assert_true(s.kind == Kind::pci && s.pci_address == "0000:00:05.0");
+    auto m = error_of([] { (void)DeviceSelector::parse("simulator", "-d simulator"); },
+                      errc::invalid_argument);
+    contains(m, "-d simulator: not a device: expected an index (0), a device node");
+    contains(m, "or the simulator (sim, sim:cores=4,mem=1G)");
+
+    unsetenv("NEURON_DEVICE");
+    s = DeviceSelector::from(std::nullopt);
+    assert_true(s.kind == Kind::first && s.source.empty());
+    setenv("NEURON_DEVICE", "7", 1);
+    s = DeviceSelector::from(std::nullopt);
+    assert_string_equal(s.source.c_str(), "NEURON_DEVICE='7'");
+    s = DeviceSelector::from(std::string("2"), "--device"); // the command line wins
+    assert_string_equal(s.source.c_str(), "--device 2");
+    setenv("NEURON_DEVICE", "nonsense", 1);
+    m = error_of([] { (void)DeviceSelector::from(std::nullopt); }, errc::invalid_argument);
+    contains(m, "NEURON_DEVICE='nonsense': not a device");
+    unsetenv("NEURON_DEVICE");
+
+    m = error_of([] { open_selected(DeviceSelector::parse("7", "-d 7"), paths()); },
+                 errc::no_device);
+    contains(m, "-d 7: neuron device 7: no such device: the neuron devices are 0");
+    SysPaths empty{(root / "nothing").string(), (root / "dev").string()};
+    m = error_of([&] { open_selected(DeviceSelector::parse("0", "NEURON_DEVICE='0'"), empty); },
+                 errc::no_device);
+    contains(m, "NEURON_DEVICE='0': neuron device 0: no neuron devices: ");
+    contains(m, "or use the simulator: NEURON_DEVICE=sim");
+    m = error_of([] { open_selected(DeviceSelector::parse("sim:cores=99", "-d sim:cores=99")); },
+                 errc::invalid_argument);
+    contains(m, "-d sim:cores=99: sim:cores=99: ");
 }
 
 static void open_errors(void **) {
@@ -155,9 +202,13 @@ static void pci_addresses(void **) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(lists_neuron_devices), cmocka_unit_test(env_override),
-        cmocka_unit_test(no_devices),           cmocka_unit_test(open_errors),
-        cmocka_unit_test(permission_denied),    cmocka_unit_test(pci_addresses),
+        cmocka_unit_test(lists_neuron_devices),
+        cmocka_unit_test(env_override),
+        cmocka_unit_test(no_devices),
+        cmocka_unit_test(open_errors),
+        cmocka_unit_test(permission_denied),
+        cmocka_unit_test(pci_addresses),
+        cmocka_unit_test(selectors),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

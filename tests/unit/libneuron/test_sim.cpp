@@ -6,6 +6,11 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <unistd.h>
 
 #include <linux/sync_file.h>
 
@@ -333,6 +338,69 @@ static void zero_stride_broadcast(void **) {
             assert_true(yv[p * n + j] == xv[p * n + 1]);
 }
 
+// The counters published as files shaped like neuron.ko's sysfs and fdinfo
+// (libneuron/src/sim_publish.hpp): found by published_simulators(), read by
+// enumerate_sysfs() as a sysfs root, updated while they change, and gone
+// with the device.
+static void published_counters(void **) {
+    namespace fs = std::filesystem;
+    char tmpl[] = "/tmp/neuron-sim-test-XXXXXX";
+    assert_non_null(mkdtemp(tmpl));
+    const fs::path dir = tmpl;
+    setenv("NEURON_SIM_DIR", dir.c_str(), 1);
+    auto read = [](const fs::path &p) {
+        std::ifstream f(p);
+        std::string s;
+        std::getline(f, s);
+        return s;
+    };
+    {
+        Device d = Device::open("sim:cores=3,dma=1,mem=64M");
+        auto sims = published_simulators();
+        assert_int_equal(sims.size(), 1);
+        assert_int_equal(sims[0].pid, getpid());
+        const fs::path root = sims[0].root;
+        const fs::path attr = root / "sys/bus/pci/devices/0000:00:00.0/neuron";
+        assert_string_equal(read(attr / "cores").c_str(), "3");
+        assert_string_equal(read(attr / "memory_total").c_str(), std::to_string(64 << 20).c_str());
+        assert_string_equal(read(attr / "state").c_str(), "ready");
+        SysPaths paths{(root / "sys").string(), "/nonexistent"};
+        auto entries = enumerate_sysfs(paths);
+        assert_int_equal(entries.size(), 1);
+        assert_string_equal(entries[0].pci_address.c_str(), "0000:00:00.0");
+        assert_int_equal(entries[0].vendor_id, 0x1d0f);
+
+        run_relu(d, 2, Region::device);
+        Buffer b = d.allocate(1 << 20);
+        // Published within a few periods of 100 ms.
+        std::string jobs, used;
+        for (int i = 0; i < 100 && (jobs != "1" || used != std::to_string(1 << 20)); i++) {
+            std::this_thread::sleep_for(20ms);
+            jobs = read(attr / "core2/jobs");
+            used = read(attr / "memory_used");
+        }
+        assert_string_equal(jobs.c_str(), "1");
+        assert_string_equal(used.c_str(), std::to_string(1 << 20).c_str());
+        assert_true(std::stoull(read(attr / "core2/busy_ns")) > 0);
+        assert_string_equal(read(attr / "core0/jobs").c_str(), "0");
+        // The open file's fdinfo: its buffer, and its busy time on core 2.
+        std::string fdinfo;
+        for (const auto &e : fs::directory_iterator(root / "fdinfo")) {
+            std::ifstream f(e.path());
+            fdinfo.assign(std::istreambuf_iterator<char>(f), {});
+        }
+        assert_true(fdinfo.rfind("drm-driver:\tneuron\n", 0) == 0);
+        assert_true(fdinfo.find("drm-pdev:\t0000:00:00.0\n") != std::string::npos);
+        assert_true(fdinfo.find("drm-total-device:\t1 MiB\n") != std::string::npos);
+        assert_true(fdinfo.find("drm-engine-core0:\t0 ns\n") != std::string::npos);
+        assert_true(fdinfo.find("drm-engine-core2:\t0 ns\n") == std::string::npos);
+    }
+    assert_int_equal(published_simulators().size(), 0);
+    assert_true(fs::is_empty(dir)); // removed with the device
+    unsetenv("NEURON_SIM_DIR");
+    fs::remove_all(dir);
+}
+
 int main() {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(options),
@@ -341,6 +409,7 @@ int main() {
         cmocka_unit_test(cores_and_timeouts),
         cmocka_unit_test(zero_stride_broadcast),
         cmocka_unit_test(timeline_points),
+        cmocka_unit_test(published_counters),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 // neuron-ls against a fake sysfs/proc tree: golden table, wide and JSON
 // output, the JSON schema, error messages and exit statuses, --help vs man.
+#include <chrono>
 #include <grp.h>
 #include <sstream>
 #include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 
 #include <neuron/buffer.hpp>
@@ -102,7 +104,8 @@ void test_no_driver(void **) {
     fake::Tree t;
     Result r = run_ls(t.roots(), {});
     assert_int_equal(r.status, neuron::tools::exit_no_driver);
-    assert_string_equal(r.err.c_str(), "neuron: driver not loaded: run modprobe neuron\n");
+    assert_string_equal(r.err.c_str(), "neuron: driver not loaded: run modprobe neuron, or use the "
+                                       "simulator: -d sim (NEURON_DEVICE=sim)\n");
     assert_string_equal(r.out.c_str(), "");
 }
 
@@ -231,13 +234,20 @@ void test_fdinfo_parse(void **) {
     assert_false(neuron::tools::parse_fdinfo("pos:\t0\nflags:\t0\n").has_value());
 }
 
-// The simulator is listed on request, without a driver.
+// The simulator, with -d sim or NEURON_DEVICE=sim, without a driver: the
+// devices running processes simulate, else the one the selector describes.
 void test_sim(void **) {
     fake::Tree t;
-    Result r = run_ls(t.roots(), {"--sim", "cores=3,mem=64M"});
+    std::filesystem::path dir = t.root / "sim";
+    setenv("NEURON_SIM_DIR", dir.c_str(), 1);
+    Result r = run_ls(t.roots(), {"-d", "sim:cores=3,mem=64M"});
     assert_int_equal(r.status, neuron::tools::exit_ok);
-    assert_true(r.out.find("sim") != std::string::npos);
-    r = run_ls(t.roots(), {"--sim", "cores=3,mem=64M", "--json"});
+    assert_true(r.out.find("neuron driver sim, 1 device\n") == 0);
+    assert_true(r.out.find("sim:" + std::to_string(getpid())) != std::string::npos);
+    assert_true(std::filesystem::is_empty(dir)); // gone with the device neuron-ls simulated
+    setenv("NEURON_DEVICE", "sim:cores=3,mem=64M", 1);
+    r = run_ls(t.roots(), {"--json"});
+    unsetenv("NEURON_DEVICE");
     assert_int_equal(r.status, neuron::tools::exit_ok);
     auto doc = nlohmann::json::parse(r.out);
     assert_int_equal(doc.size(), 1);
@@ -246,18 +256,53 @@ void test_sim(void **) {
     assert_true(doc[0]["memory_used"].is_number()); // not null: the simulator counts
     assert_int_equal(doc[0]["memory_used"].get<uint64_t>(), 0);
     {
-        // The simulator's own count: a buffer of this process on the same
-        // simulated device (one per option string in a process) shows.
-        neuron::Device sim = neuron::Device::open("sim:cores=3,mem=64M");
+        // A device this process simulates is the one listed, whatever the
+        // options, with the memory of its buffers once published (every
+        // 100 ms while it changes).
+        neuron::Device sim = neuron::Device::open("sim:cores=4,mem=32M");
         neuron::Buffer b = sim.allocate(1 << 20);
-        r = run_ls(t.roots(), {"--sim", "cores=3,mem=64M", "--json"});
-        assert_int_equal(nlohmann::json::parse(r.out)[0]["memory_used"].get<uint64_t>(), 1 << 20);
-        r = run_ls(t.roots(), {"--sim", "cores=3,mem=64M"});
-        assert_true(r.out.find("1.0 MiB / 64.0 MiB") != std::string::npos);
+        uint64_t used = 0;
+        for (int i = 0; i < 100 && used != 1u << 20; i++) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            r = run_ls(t.roots(), {"-d", "sim", "--json"});
+            used = nlohmann::json::parse(r.out)[0]["memory_used"].get<uint64_t>();
+        }
+        assert_int_equal(used, 1u << 20);
+        doc = nlohmann::json::parse(r.out);
+        assert_int_equal(doc.size(), 1);
+        assert_int_equal(doc[0]["nc_count"].get<int>(), 4);
+        r = run_ls(t.roots(), {"-d", "sim"});
+        assert_true(r.out.find("1.0 MiB / 32.0 MiB") != std::string::npos);
     }
-    r = run_ls(t.roots(), {"--sim", "cores=99"});
+    r = run_ls(t.roots(), {"-d", "sim:cores=99"});
     assert_int_equal(r.status, neuron::tools::exit_usage);
+    assert_true(r.err.find("neuron-ls: -d sim:cores=99: ") == 0);
     assert_true(r.err.find("cores=99") != std::string::npos);
+    unsetenv("NEURON_SIM_DIR");
+}
+
+// -d selects one device of the driver, by index, node or PCI address.
+void test_select(void **) {
+    fake::Tree t;
+    t.standard();
+    Result r = run_ls(t.roots(), {"-d", "1", "--json"});
+    assert_int_equal(r.status, neuron::tools::exit_ok);
+    auto doc = nlohmann::json::parse(r.out);
+    assert_int_equal(doc.size(), 1);
+    assert_int_equal(doc[0]["neuron_device"].get<int>(), 1);
+    std::string bdf = doc[0]["bdf"].get<std::string>();
+    r = run_ls(t.roots(), {"-d", bdf.c_str(), "--json"});
+    assert_int_equal(nlohmann::json::parse(r.out)[0]["neuron_device"].get<int>(), 1);
+    r = run_ls(t.roots(), {"-d", "/dev/accel/accel0", "--json"});
+    assert_int_equal(nlohmann::json::parse(r.out)[0]["neuron_device"].get<int>(), 0);
+    r = run_ls(t.roots(), {"-d", "7"});
+    assert_int_equal(r.status, neuron::tools::exit_no_devices);
+    assert_string_equal(r.err.c_str(), "neuron-ls: -d 7: no such device (neuron-ls lists them)\n");
+    setenv("NEURON_DEVICE", "7", 1);
+    r = run_ls(t.roots(), {});
+    unsetenv("NEURON_DEVICE");
+    assert_string_equal(r.err.c_str(),
+                        "neuron-ls: NEURON_DEVICE='7': no such device (neuron-ls lists them)\n");
 }
 
 void test_help_matches_man(void **) {
@@ -281,11 +326,17 @@ void test_help_matches_man(void **) {
 
 int main() {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_table),      cmocka_unit_test(test_wide),
-        cmocka_unit_test(test_json),       cmocka_unit_test(test_no_driver),
-        cmocka_unit_test(test_no_devices), cmocka_unit_test(test_missing_attributes),
-        cmocka_unit_test(test_permission), cmocka_unit_test(test_fdinfo_parse),
-        cmocka_unit_test(test_sim),        cmocka_unit_test(test_help_matches_man),
+        cmocka_unit_test(test_table),
+        cmocka_unit_test(test_wide),
+        cmocka_unit_test(test_json),
+        cmocka_unit_test(test_no_driver),
+        cmocka_unit_test(test_no_devices),
+        cmocka_unit_test(test_missing_attributes),
+        cmocka_unit_test(test_permission),
+        cmocka_unit_test(test_fdinfo_parse),
+        cmocka_unit_test(test_sim),
+        cmocka_unit_test(test_select),
+        cmocka_unit_test(test_help_matches_man),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -256,8 +256,8 @@ void test_http(void **) {
     }
     server.join();
     assert_int_equal(r.status, 0);
-    assert_true(r.err.find("serving Prometheus metrics on port " + std::to_string(port)) !=
-                std::string::npos);
+    assert_true(r.err.find("neuron-monitor: serving Prometheus metrics on http://" + listen +
+                           "/metrics, every 0.05 s") == 0);
     assert_true(reply.rfind("HTTP/1.1 200", 0) == 0);
     assert_true(reply.find("Content-Type: text/plain") != std::string::npos);
     assert_true(reply.find("\nneuron_core_busy_seconds_total{" + d0 + R"(,core="1"} 0.95)") !=
@@ -273,7 +273,33 @@ void test_http(void **) {
     r = run_monitor(t.roots(), {"--listen", listen.c_str(), "--count", "1", "--no-netlink"});
     close(s);
     assert_int_equal(r.status, 1);
-    assert_true(r.err.find("cannot listen on " + listen) != std::string::npos);
+    assert_true(r.err.find("neuron-monitor: cannot listen on " + listen +
+                           ": Address already in use (another neuron-monitor? pick another "
+                           "port with --listen)\n") == 0);
+
+    // Addresses that are not addresses: usage errors that say what is expected.
+    for (const char *bad : {"foo:bar", "99999", "1.2.3:80", "[::1:80", "127.0.0.1:"}) {
+        r = run_monitor(t.roots(), {"--listen", bad, "--count", "1", "--no-netlink"});
+        assert_int_equal(r.status, 2);
+        assert_true(r.err.find(std::string("neuron-monitor: --listen '") + bad +
+                               "': expected PORT, IP:PORT or [IPv6]:PORT") == 0);
+    }
+    auto la = mon::parse_listen_address("[::1]:0");
+    assert_true(la && la->ipv6 && la->host == "::1" && la->port == 0);
+    la = mon::parse_listen_address("9880");
+    assert_true(la && la->host.empty() && la->port == 9880 && la->url_host() == "0.0.0.0");
+}
+
+// No device: one warning, again only after devices came and went.
+void test_no_device_warning(void **) {
+    fake::Tree t;
+    Result r =
+        run_monitor(t.roots(), {"--json", "--count", "3", "--interval", "0.05", "--no-netlink"});
+    assert_int_equal(r.status, 0);
+    const std::string warning = "neuron-monitor: warning: no device visible (the driver is not "
+                                "loaded): exporting only the driver's state until one appears; "
+                                "the simulator's devices: -d sim\n";
+    assert_string_equal(r.err.c_str(), warning.c_str());
 }
 
 void test_help_and_man(void **) {
@@ -325,6 +351,7 @@ int main(void) {
         cmocka_unit_test(test_driver_unloaded),
         cmocka_unit_test(test_json_lines),
         cmocka_unit_test(test_http),
+        cmocka_unit_test(test_no_device_warning),
         cmocka_unit_test(test_help_and_man),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);

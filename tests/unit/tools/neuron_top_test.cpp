@@ -6,6 +6,9 @@
 #include <sstream>
 #include <thread>
 
+#include <neuron/buffer.hpp>
+#include <neuron/device.hpp>
+
 #include "fake_tree.hpp"
 #include "test_support.hpp"
 #include "top.hpp"
@@ -124,6 +127,8 @@ void test_counter_events(void **) {
     assert_true(m.devices[0].jobs_per_s >= 0);
 }
 
+std::vector<std::string> lines_of(const std::string &text);
+
 void test_screen_80x24(void **) {
     fake::Tree t;
     top::Model m = fixed_model(t);
@@ -134,6 +139,11 @@ void test_screen_80x24(void **) {
     std::string styled = top::render_to_string(m, ui, 80, 24);
     assert_true(styled.find("accel0") != std::string::npos);
     assert_true(styled.find("\x1b[") != std::string::npos);
+    // Paused: the status line says so at 80 columns, the event source gives way.
+    ui.paused = true;
+    auto lines = lines_of(top::render_to_text(m, ui, 80, 24));
+    assert_true(lines.at(23).rfind("[paused] events: ", 0) == 0);
+    assert_true(lines.at(23).find("q quit") != std::string::npos);
 }
 
 void test_screen_160x50(void **) {
@@ -232,7 +242,7 @@ void test_batch(void **) {
     assert_true(r.out.find("core accel0 nc1 util=0.0%") != std::string::npos);
     assert_true(r.out.find("process 1200 train accel0 memory=67108864") != std::string::npos);
 
-    r = run_top(t.roots(), {"--json", "-n", "2", "-d", "0.1", "--no-netlink"});
+    r = run_top(t.roots(), {"--json", "-n", "2", "--interval", "0.1", "--no-netlink"});
     assert_int_equal(r.status, 0);
     std::istringstream lines(r.out);
     std::string line;
@@ -287,7 +297,7 @@ void test_screen_option(void **) {
     assert_true(lines[23].rfind("events: polling reset_count (--no-netlink)", 0) == 0);
     assert_true(r.out.find("\x1b[") == std::string::npos);
 
-    r = run_top(t.roots(), {"--screen", "160x50", "-n", "2", "-d", "0.05", "--no-netlink"});
+    r = run_top(t.roots(), {"--screen", "160x50", "-n", "2", "--interval", "0.05", "--no-netlink"});
     assert_int_equal(r.status, 0);
     lines = lines_of(r.out);
     assert_int_equal(lines.size(), 50);
@@ -315,7 +325,12 @@ void test_errors_and_help(void **) {
     fake::Tree t;
     Result r = run_top(t.roots(), {"--batch"});
     assert_int_equal(r.status, neuron::tools::exit_no_driver);
-    assert_string_equal(r.err.c_str(), "neuron: driver not loaded: run modprobe neuron\n");
+    assert_string_equal(r.err.c_str(), "neuron: driver not loaded: run modprobe neuron, or use the "
+                                       "simulator: -d sim (NEURON_DEVICE=sim)\n");
+    // -d is the device, never the interval.
+    r = run_top(t.roots(), {"--batch", "-d", "0.5"});
+    assert_int_equal(r.status, neuron::tools::exit_usage);
+    assert_true(r.err.find("neuron-top: -d 0.5: not a device") == 0);
     t.set_driver("0.1.0");
     r = run_top(t.roots(), {"--json"});
     assert_int_equal(r.status, neuron::tools::exit_no_devices);
@@ -330,6 +345,24 @@ void test_errors_and_help(void **) {
         fprintf(stderr, "--help: %s\nman:    %s\n", support::join(help).c_str(),
                 support::join(man).c_str());
     assert_true(help == man);
+}
+
+// The simulator: a device this process simulates, watched through the
+// counters it publishes, its jobs' busy time as utilization.
+void test_sim(void **) {
+    fake::Tree t;
+    setenv("NEURON_SIM_DIR", (t.root / "sim").c_str(), 1);
+    {
+        neuron::Device sim = neuron::Device::open("sim:cores=2");
+        neuron::Buffer b = sim.allocate(3 << 20);
+        Result r = run_top(t.roots(), {"--batch", "-d", "sim", "-n", "2", "--interval", "0.2"});
+        assert_int_equal(r.status, 0);
+        assert_true(r.out.find("driver sim") != std::string::npos);
+        assert_true(r.out.find("device sim sim:" + std::to_string(getpid()) +
+                               " state=ready memory_used=3145728") != std::string::npos);
+        assert_true(r.out.find("core sim nc1 util=") != std::string::npos);
+    }
+    unsetenv("NEURON_SIM_DIR");
 }
 
 } // namespace
@@ -348,6 +381,7 @@ int main() {
         cmocka_unit_test(test_batch),
         cmocka_unit_test(test_screen_option),
         cmocka_unit_test(test_errors_and_help),
+        cmocka_unit_test(test_sim),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

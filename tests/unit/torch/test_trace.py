@@ -241,6 +241,8 @@ def test_no_device(tmp_path: Path) -> None:
                          env=env, check=True, capture_output=True, text=True).stdout
     assert "neuron: no device to run 'SimpleTransformer' on" in out
     assert "NEURON_DEVICE=sim" in out
+    # The advice once: libneuron's, not repeated by the bridge.
+    assert out.count("modprobe") == 1 and out.count("NEURON_DEVICE=sim") == 1, out
 
 
 PLACEMENT_RUN = """
@@ -281,6 +283,22 @@ def test_int32_inputs_and_outputs() -> None:
     with pytest.raises(RuntimeError, match=r"expected int32\[5, 40\] \(the traced type\), "
                                            r"got int64\[5, 40\]"):
         traced(ids.long(), x)
+
+
+def test_int64_input_named_as_passed() -> None:
+    # The user's input by its name, dtype and shape: no graph placeholder,
+    # no TorchScript node, no unknown location.
+    def f(token_ids: torch.Tensor) -> torch.Tensor:
+        return token_ids * 2
+
+    with pytest.raises(torch_neuronx.UnsupportedOperatorError) as e:
+        torch_neuronx.trace(f, (torch.ones(3, 4, dtype=torch.int64),))
+    msg = str(e.value)
+    assert msg.startswith("torch_neuronx.trace: input 'token_ids' of f is a torch.int64 tensor "
+                          "of shape [3, 4], which the neuron device cannot take: dtype "
+                          "torch.int64 (the device's integers are int32: pass int32 tensors)"), msg
+    for internal in ("prim::", "placeholder", "<unknown location>"):
+        assert internal not in msg, msg
 
 
 def test_int32_operand_of_a_float_operator() -> None:

@@ -6,10 +6,15 @@
 
 #include <iosfwd>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
+
+#include <neuron/device.hpp>
 
 namespace CLI {
 class App;
+class Option;
 } // namespace CLI
 
 namespace neuron::tools {
@@ -28,14 +33,37 @@ enum Exit : int {
     exit_mismatch = 6,   ///< neuron-run --check: an output beyond its reference's bound
 };
 
-/// Adds -V,--version to @p app and parses the command line. Returns the
-/// status to exit with now (--help or --version printed to @p out, a usage
-/// error to @p err), or nothing when the tool goes on.
+/// The command not found (neuron-profile capture), as the shells say it.
+inline constexpr int exit_command_not_found = 127;
+
+/// Adds -V,--version to @p app and parses the command line (docs/tools.md,
+/// "Command lines"). Returns the status to exit with now (--help or
+/// --version printed to @p out, a usage error to @p err, with a "did you
+/// mean" for a misspelt option or command), or nothing when the tool goes
+/// on. @p man_page, when given, ends --help: "See TOOL(1)" and where the
+/// page is when man would not find it.
 std::optional<int> parse_command_line(CLI::App &app, int argc, const char *const *argv,
                                       std::ostream &out, std::ostream &err);
 
 /// Prints "TOOL: @p what" and where the options are; returns exit_usage.
 int usage_error(const CLI::App &app, std::string_view what, std::ostream &err);
+
+/// The closest of @p candidates to @p word when close enough to be a
+/// misspelling of it; empty otherwise.
+std::string closest_match(std::string_view word, const std::vector<std::string> &candidates);
+
+/// Adds -d,--device SELECTOR, the same in every tool: an index, a device
+/// node, a PCI address or sim[:OPTIONS] (neuron::DeviceSelector).
+CLI::Option *add_device_option(CLI::App &app, std::string &value, std::string_view what);
+
+/// The device selector of -d (when given) or $NEURON_DEVICE. A selector that
+/// does not parse is a usage error naming its source: its status is returned.
+std::optional<int> select_device(const CLI::App &app, const std::string &value,
+                                 neuron::DeviceSelector &sel, std::ostream &err);
+
+/// "See TOOL(1)." and, when the page is not where man looks (a build tree),
+/// the MANPATH that finds it: the footer of every tool's --help.
+std::string man_page_footer(std::string_view tool);
 
 /// Prints why no device is there, from the driver's state, and what to do;
 /// returns exit_no_driver or exit_no_devices.

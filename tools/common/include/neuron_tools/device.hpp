@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <neuron/device.hpp>
+
 #include "neuron_tools/sysfs.hpp"
 
 namespace neuron::tools {
@@ -50,7 +52,7 @@ struct NodeAccess {
 };
 
 struct Device {
-    unsigned index = 0; ///< N of /dev/accel/accelN
+    unsigned index = 0; ///< N of /dev/accel/accelN; the simulators' are numbered in pid order
     std::string name;   ///< accelN
     std::string node;   ///< /dev/accel/accelN
     std::string bdf;    ///< PCI address, e.g. 0000:00:03.0
@@ -66,6 +68,10 @@ struct Device {
     std::vector<CoreCounters> core; ///< filled when counters are asked for
     std::vector<DmaCounters> dma;   ///< filled when counters are asked for
     NodeAccess access;
+    /// Where its attributes are when not in Roots::sys (a simulated device's
+    /// published tree); empty for the driver's devices.
+    std::filesystem::path attributes;
+    int sim_pid = 0; ///< the process simulating it; 0 for the driver's devices
 };
 
 struct ScanOptions {
@@ -76,8 +82,26 @@ struct ScanOptions {
 /// The driver's attribute directory of @p dev (libneuron's one path to it).
 std::filesystem::path attributes_dir(const Roots &roots, const Device &dev);
 
-/// Every accel device bound to the neuron driver, ordered by index.
+/// Every accel device bound to the neuron driver, ordered by index, or the
+/// one @p roots .device selects; for "sim" the simulated devices of running
+/// processes (neuron::published_simulators()), named "sim" with the BDF
+/// "sim:<pid>" (or "sim:<pid>.<n>" for a process's next ones).
 std::vector<Device> scan_devices(const Roots &roots, const ScanOptions &opts = {});
+
+/// A simulated device's published tree and the BDF the tools give it.
+struct SimTree {
+    neuron::SimulatedDevice sim;
+    std::string bdf; ///< "sim:<pid>", "sim:<pid>.<n>"
+};
+
+/// The published trees of the simulated devices of running processes.
+std::vector<SimTree> sim_trees();
+
+/// For a simulator selector while no process simulates a device: the
+/// device @p sel describes, simulated by the caller for as long as it keeps
+/// it, so that a tool shows a device a newcomer can then use. Nothing
+/// otherwise. Throws neuron::Error for options the simulator refuses.
+std::optional<neuron::Device> simulate_if_none(const neuron::DeviceSelector &sel);
 
 /// Re-reads the changing values of a device (memory used, state, reset
 /// count, counters) in place.

@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 
+#include <neuron/device.hpp>
+
 namespace neuron::tools {
 
 /// Where the tools look for sysfs, procfs and device nodes. Tests point these
@@ -16,6 +18,9 @@ struct Roots {
     std::filesystem::path sys = "/sys";
     std::filesystem::path proc = "/proc";
     std::filesystem::path dev = "/dev";
+    /// The devices to show (-d/--device, $NEURON_DEVICE): every device in
+    /// sysfs unless it selects one, or the simulated devices for "sim".
+    neuron::DeviceSelector device;
 
     static Roots from_env();
 };

@@ -1,0 +1,114 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Every tool's command line against the convention of docs/tools.md,
+# "Command lines": a bad flag exits 2 with "TOOL: message" and the way to
+# --help, a misspelt option or command gets "did you mean", -V and
+# --version print "TOOL VERSION", --help starts "Usage: TOOL" and names the
+# man page, -d is always the device and --interval the period.
+#
+#   cli_convention.sh VERSION NAME=BINARY...
+set -u
+version=$1
+shift
+failures=0
+fail() {
+    echo "FAIL: $*" >&2
+    failures=$((failures + 1))
+}
+
+# run STATUS TOOL ARGS...: runs TOOL, checks its exit status; $out and $err hold its streams.
+run() {
+    local want=$1 tool=$2
+    shift 2
+    out=$("${bin[$tool]}" "$@" 2>"$tmp/err")
+    status=$?
+    err=$(cat "$tmp/err")
+    if [ "$status" != "$want" ]; then
+        fail "$tool $*: exit status $status, expected $want (stderr: $err)"
+        return 1
+    fi
+    return 0
+}
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+# The simulator's published devices of this test only.
+export NEURON_SIM_DIR=$tmp/sim
+unset NEURON_DEVICE
+declare -A bin
+tools=()
+for arg in "$@"; do
+    bin[${arg%%=*}]=${arg#*=}
+    tools+=("${arg%%=*}")
+done
+
+for t in "${tools[@]}"; do
+    # A flag no tool has.
+    if run 2 "$t" --no-such-flag; then
+        [ -z "$out" ] || fail "$t --no-such-flag: wrote to stdout: $out"
+        case $err in
+        "$t: "*) ;;
+        *) fail "$t --no-such-flag: stderr does not start with '$t: ': $err" ;;
+        esac
+        grep -q -- "--no-such-flag" <<<"$err" || fail "$t --no-such-flag: the flag is not named: $err"
+        grep -q -- "Run $t --help" <<<"$err" || fail "$t --no-such-flag: no pointer to --help: $err"
+        grep -q "did you mean" <<<"$err" && fail "$t --no-such-flag: a suggestion for nothing close: $err"
+    fi
+    # A misspelling of an option every tool has.
+    if run 2 "$t" --versoin; then
+        grep -q -- "did you mean --version?" <<<"$err" || fail "$t --versoin: no 'did you mean --version?': $err"
+    fi
+    for v in -V --version; do
+        if run 0 "$t" $v; then
+            [ "$out" = "$t $version" ] || fail "$t $v: printed '$out', expected '$t $version'"
+            [ -z "$err" ] || fail "$t $v: wrote to stderr: $err"
+        fi
+    done
+    if run 0 "$t" --help; then
+        grep -q "^Usage: $t " <<<"$out" ||
+            fail "$t --help: the usage line is not 'Usage: $t ...': $(grep -m1 Usage <<<"$out")"
+        grep -q "See $t(1)\." <<<"$out" || fail "$t --help: does not name the man page $t(1)"
+        # -d is the device wherever a tool has -d.
+        if grep -qE '^ +-d,' <<<"$out"; then
+            grep -qE '^ +-d,--device ' <<<"$out" || fail "$t --help: -d is not -d,--device: $(grep -E '^ +-d,' <<<"$out")"
+        fi
+        # A period is --interval, and only that.
+        if grep -qiE 'seconds between' <<<"$out"; then
+            grep -qE '^ +--interval ' <<<"$out" ||
+                fail "$t --help: the period is not a plain --interval: $(grep -iE 'seconds between' <<<"$out")"
+        fi
+    fi
+done
+
+# The device selector: a bad one is a usage error naming its source.
+for t in neuron-ls neuron-top neuron-monitor neuron-run neuron-bench; do
+    [ -n "${bin[$t]:-}" ] || continue
+    args=(-d nonsense)
+    [ "$t" = neuron-run ] && args+=(x.nprog)
+    if run 2 "$t" "${args[@]}"; then
+        grep -q -- "^$t: -d nonsense: not a device" <<<"$err" || fail "$t -d nonsense: $err"
+    fi
+    args=()
+    [ "$t" = neuron-run ] && args+=(x.nprog)
+    if NEURON_DEVICE=nonsense run 2 "$t" "${args[@]}"; then
+        grep -q -- "^$t: NEURON_DEVICE='nonsense': not a device" <<<"$err" ||
+            fail "$t with NEURON_DEVICE=nonsense: $err"
+    fi
+done
+
+# Commands: a misspelt one, and a program that is not there.
+if [ -n "${bin[neuron-profile]:-}" ]; then
+    if run 2 neuron-profile viwe x; then
+        grep -q "did you mean view?" <<<"$err" || fail "neuron-profile viwe: $err"
+    fi
+    if run 127 neuron-profile capture -o "$tmp/x.ntrace" -- /nonexistent/command; then
+        grep -q "^neuron-profile: cannot run /nonexistent/command: No such file or directory" <<<"$err" ||
+            fail "neuron-profile capture of a missing command: $err"
+    fi
+fi
+
+if [ "$failures" != 0 ]; then
+    echo "$failures deviation(s) from the command-line convention" >&2
+    exit 1
+fi
+echo "every tool follows the command-line convention: ${tools[*]}"
