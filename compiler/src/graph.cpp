@@ -69,7 +69,8 @@ std::optional<DType> dtype_from_string(std::string_view name) noexcept {
 }
 
 bool is_binary(Op op) noexcept {
-    return op == Op::add || op == Op::sub || op == Op::mul || op == Op::div;
+    return op == Op::add || op == Op::sub || op == Op::mul || op == Op::div ||
+           (op >= Op::maximum && op <= Op::ge) || op == Op::where;
 }
 
 bool is_activation(Op op) noexcept {

@@ -11,23 +11,18 @@
 
 #include "../passes/emitter.hpp"
 #include "../shape.hpp"
+#include "binary.hpp"
 
 namespace neuron::compiler::lower {
 
-namespace {
-
-Type infer(InferContext &c) {
+Type broadcast_type(InferContext &c) {
     Type out;
     if (c.attrs.scalar) {
         c.arity(1, 1);
-        if (c.node.op == Op::div && c.in[0]->dtype == DType::int32)
-            throw c.fail("div is not supported on int32");
         out = *c.in[0];
     } else {
         c.arity(2, 2);
         c.same_dtype();
-        if (c.node.op == Op::div)
-            c.floating();
         // Broadcasting as numpy, where the result is one operand's shape.
         const Shape &x = c.in[0]->shape, &y = c.in[1]->shape;
         size_t r = std::max(x.size(), y.size());
@@ -42,6 +37,18 @@ Type infer(InferContext &c) {
         out = Type{c.in[0]->dtype, res};
     }
     return out;
+}
+
+namespace {
+
+// add, sub, mul, div: no div of int32.
+Type binary_infer(InferContext &c) {
+    Type t = broadcast_type(c);
+    if (c.node.op == Op::div && c.in[0]->dtype == DType::int32)
+        throw c.fail(c.attrs.scalar ? "div is not supported on int32"
+                                    : "int32 is supported by add, sub, mul and the data-movement "
+                                      "operators only");
+    return t;
 }
 
 // A binary operand [.., C] whose rows repeat over some of the result's
@@ -327,9 +334,13 @@ void emit(Emitter &e, const Group &group) {
     }
 }
 
+} // namespace
+
 Kind binary_kind(const Graph &, const Node &) {
     return Kind::binary;
 }
+
+namespace {
 
 // Index into a broadcast operand of shape @p s for the output index @p idx.
 int64_t broadcast_index(const Shape &idx, const Shape &s) {
@@ -340,7 +351,8 @@ int64_t broadcast_index(const Shape &idx, const Shape &s) {
     return f;
 }
 
-// The operands of element @p f: a literal or the broadcast values.
+} // namespace
+
 std::pair<size_t, size_t> operand_elements(const Graph &g, const Node &n, size_t f) {
     if (n.scalar)
         return {f, f};
@@ -348,6 +360,8 @@ std::pair<size_t, size_t> operand_elements(const Graph &g, const Node &n, size_t
     return {static_cast<size_t>(broadcast_index(idx, g.node(n.operands[0]).type.shape)),
             static_cast<size_t>(broadcast_index(idx, g.node(n.operands[1]).type.shape))};
 }
+
+namespace {
 
 // Exact: the fp32 operation, as the device computes it from fp32 operands
 // (or operands exact in fp32).
@@ -424,7 +438,8 @@ std::optional<Step> literal_step(const Node &n) {
     }
 }
 
-// A row [.., C] or one element of a result with more: read whole.
+} // namespace
+
 bool row_operand(const Graph &g, const Node &n, size_t k) {
     const Type &t = g.node(n.operands[k]).type;
     return n.operands.size() == 2 && rows_of(t) == 1 && t.elements() != n.type.elements();
@@ -444,15 +459,13 @@ std::string mixes_rows(const Graph &g, const Node &n, int64_t rows) {
     return "";
 }
 
-} // namespace
-
 extern const KindLowering binary_lowering{[](StepBuffers &s, const Group &g) { declare(s, g); },
                                           emit};
 
 extern const OpRecord add_record{
     .op = Op::add,
     .name = "add",
-    .infer = infer,
+    .infer = binary_infer,
     .kind = binary_kind,
     .step = literal_step,
     .alu = AluOp::add,
@@ -464,7 +477,7 @@ extern const OpRecord add_record{
 extern const OpRecord sub_record{
     .op = Op::sub,
     .name = "sub",
-    .infer = infer,
+    .infer = binary_infer,
     .kind = binary_kind,
     .step = literal_step,
     .alu = AluOp::sub,
@@ -476,7 +489,7 @@ extern const OpRecord sub_record{
 extern const OpRecord mul_record{
     .op = Op::mul,
     .name = "mul",
-    .infer = infer,
+    .infer = binary_infer,
     .kind = binary_kind,
     .step = literal_step,
     .alu = AluOp::mul,
@@ -488,7 +501,7 @@ extern const OpRecord mul_record{
 extern const OpRecord div_record{
     .op = Op::div,
     .name = "div",
-    .infer = infer,
+    .infer = binary_infer,
     .kind = binary_kind,
     .step = literal_step,
     .alu = AluOp::div,
