@@ -194,6 +194,17 @@ Buffers declare(StepBuffers &s, const Group &group) {
     return r;
 }
 
+// dst = a op b: with an int32 result on a target of ISA 1.2 the exact
+// integer ALU (add, sub, mul and max, min wrap or compare in 32 bits),
+// else fp32 (exact below 2^24).
+void tensor_tensor(Emitter &e, const Node &n, AluOp op, const Tap &dst, const Tap &a,
+                   const Tap &b) {
+    if (n.type.dtype == DType::int32 && (e.options.isa_version & 0xffff) >= 2)
+        e.kernel().tensor_tensor_int(op, dst, a, b);
+    else
+        e.kernel().tensor_tensor(op, dst, a, b);
+}
+
 // Binary node @p group whose operand @p b.small has rows that each repeat over
 // runs of consecutive result rows (RowRepeat::run > 1: a [B, 1, 1, K] key
 // padding mask against [B, H, Q, K] scores). Per row tile of the result,
@@ -255,7 +266,7 @@ void emit_spread(Emitter &e, const Group &group, const Buffers &b) {
         }
         const Tap m = e.rows(*b.spread[slot], 0, rt, 0, C);
         const Tap x = e.tile(bg, t);
-        k.tensor_tensor(op, e.tile(out, t), reverse ? m : x, reverse ? x : m);
+        tensor_tensor(e, n, op, e.tile(out, t), reverse ? m : x, reverse ? x : m);
     }
 }
 
@@ -297,11 +308,11 @@ void emit(Emitter &e, const Group &group) {
         const uint32_t rt = e.tile_rows(out, t);
         switch (b.form) {
         case Form::same:
-            k.tensor_tensor(op, y, a_big ? x : e.tile(*sm, t), a_big ? e.tile(*sm, t) : x);
+            tensor_tensor(e, n, op, y, a_big ? x : e.tile(*sm, t), a_big ? e.tile(*sm, t) : x);
             break;
         case Form::row: {
             Tap r = e.rows(*sm, 0, rt, 0, sm->cols);
-            k.tensor_tensor(op, y, reverse ? r : x, reverse ? x : r);
+            tensor_tensor(e, n, op, y, reverse ? r : x, reverse ? x : r);
             break;
         }
         case Form::column:
@@ -326,7 +337,7 @@ void emit(Emitter &e, const Group &group) {
                     len++;
                 Tap m = e.rows(*sm, s0, len, 0, sm->cols), o = e.rows(out, r0, len, 0, out.cols),
                     v = e.rows(bg, r0, len, 0, bg.cols);
-                k.tensor_tensor(op, o, reverse ? m : v, reverse ? v : m);
+                tensor_tensor(e, n, op, o, reverse ? m : v, reverse ? v : m);
                 p0 += len;
             }
             break;

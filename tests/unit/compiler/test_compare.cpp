@@ -193,6 +193,33 @@ void compare_errors(void **) {
     }
 }
 
+// int32 add, sub, mul, maximum, minimum of two values take the exact
+// integer ALU on an ISA 1.2 target, fp32 (exact below 2^24) on 1.1.
+void int32_exact(void **) {
+    Graph g("int32");
+    const uint32_t x = g.input("x", T(DType::int32, {200, 77}));
+    const uint32_t y = g.input("y", T(DType::int32, {200, 77}));
+    const uint32_t r = g.input("r", T(DType::int32, {77}));
+    g.mark_output(g.add(Op::add, "s", {x, y}));
+    g.mark_output(g.add(Op::mul, "p", {x, r}));
+    g.mark_output(g.add(Op::maximum, "m", {x, y}));
+    const auto in = harness::make_inputs(g, 1600);
+    const auto o = harness::run(g, in);
+    assert_true(harness::check_nodes(g, in, o, g.name()) > 0);
+    const std::string text = disassemble(o.compiled.program);
+    for (const char *want : {"tensor_tensor.add.int32", "tensor_tensor.mul.int32",
+                             "tensor_tensor.max.int32"})
+        if (text.find(want) == std::string::npos)
+            fail_msg("no '%s' in:\n%s", want, text.c_str());
+    CompileOptions v11;
+    v11.isa_version = 1u << 16 | 1u;
+    const Compiled c11 = compile(g, v11);
+    assert_int_equal(c11.program.isa_version(), 1u << 16);
+    const std::string t11 = disassemble(c11.program);
+    assert_true(t11.find("tensor_tensor.add ") != std::string::npos);
+    assert_true(t11.find("tensor_tensor.add.int32") == std::string::npos);
+}
+
 } // namespace
 
 int main() {
@@ -201,6 +228,7 @@ int main() {
         cmocka_unit_test(compare_bf16),
         cmocka_unit_test(compare_chunked),
         cmocka_unit_test(compare_errors),
+        cmocka_unit_test(int32_exact),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
