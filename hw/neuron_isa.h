@@ -26,7 +26,7 @@
 #endif
 
 #define NEURON_ISA_VERSION_MAJOR	1
-#define NEURON_ISA_VERSION_MINOR	1
+#define NEURON_ISA_VERSION_MINOR	2
 
 /* On-core memories. SBUF bytes per core: NEURON_REG_SBUF_SIZE. */
 #define NEURON_SBUF_DEFAULT_SIZE	(24u << 20) /* 192 KiB per partition */
@@ -122,8 +122,12 @@ struct neuron_prog_header {
 #define NEURON_DT_BF16			2
 #define NEURON_DT_FP16			3
 #define NEURON_DT_INT32			4
-#define NEURON_DT_COUNT			5
-#define NEURON_DT_SIZE(dt)		((dt) == NEURON_DT_BF16 || (dt) == NEURON_DT_FP16 ? 2 : 4)
+/* ISA 1.2: unsigned 8-bit integer (0..255): bool and uint8 tensors, masks. */
+#define NEURON_DT_U8			5
+#define NEURON_DT_COUNT			6
+#define NEURON_DT_COUNT_1_1		5 /* data types of ISA 1.0 and 1.1: 1..4 */
+#define NEURON_DT_SIZE(dt)		((dt) == NEURON_DT_U8 ? 1 : \
+					 (dt) == NEURON_DT_BF16 || (dt) == NEURON_DT_FP16 ? 2 : 4)
 
 /* Address spaces of an on-core operand. */
 #define NEURON_SPACE_NONE		0 /* operand absent: all fields zero */
@@ -261,6 +265,21 @@ struct neuron_insn {
  */
 #define NEURON_LOOP_INFINITE		0
 
+/*
+ * COPY flags. ISA 1.2: TRUNC converts to an INT32 or U8 destination by
+ * rounding toward zero (then saturating, NaN giving 0) instead of to
+ * nearest-even; float destinations are unaffected.
+ */
+#define NEURON_COPY_F_TRUNC		(1u << 0)
+
+/*
+ * TENSOR_TENSOR flags. ISA 1.2: INT32 computes in 32-bit two's complement
+ * on INT32 operands (all three INT32, else NEURON_JOB_STATUS_DTYPE): add,
+ * sub and mul wrap modulo 2^32, max and min, the comparisons give 1 or 0;
+ * div faults with NEURON_JOB_STATUS_DECODE.
+ */
+#define NEURON_TT_F_INT32		(1u << 0)
+
 /* MATMUL flags. */
 #define NEURON_MM_F_ACCUMULATE		(1u << 0) /* add to PSUM, else overwrite */
 
@@ -285,6 +304,11 @@ struct neuron_insn {
 /* TENSOR_SCALAR flags: swap the operands of op0 / op1 (scalar op x). */
 #define NEURON_TS_F_REVERSE0		(1u << 0)
 #define NEURON_TS_F_REVERSE1		(1u << 1)
+/*
+ * ISA 1.2: integer arithmetic as NEURON_TT_F_INT32, on INT32 operands (the
+ * per-partition scalar too); imm[0] and imm[1] are int32 scalars.
+ */
+#define NEURON_TS_F_INT32		(1u << 2)
 
 /* Activation functions: ACTIVATE func. */
 #define NEURON_ACT_IDENTITY		1
@@ -298,8 +322,14 @@ struct neuron_insn {
 /* ISA 1.1. */
 #define NEURON_ACT_RSQRT		9  /* 1 / sqrt(z) */
 #define NEURON_ACT_RECIPROCAL		10 /* 1 / z */
-#define NEURON_ACT_COUNT		11
-#define NEURON_ACT_COUNT_1_0		9 /* functions of ISA 1.0: 1..8 */
+/* ISA 1.2. */
+#define NEURON_ACT_LN			11 /* natural logarithm */
+#define NEURON_ACT_ERF			12 /* error function */
+#define NEURON_ACT_SQRT			13 /* square root */
+#define NEURON_ACT_ABS			14 /* |z| */
+#define NEURON_ACT_COUNT		15
+#define NEURON_ACT_COUNT_1_0		9  /* functions of ISA 1.0: 1..8 */
+#define NEURON_ACT_COUNT_1_1		11 /* functions of ISA 1.1: 1..10 */
 
 /*
  * SELECT flags. dst = op[1] != 0 ? op[2] : imm[0] (fp32); with KEEP the
@@ -438,12 +468,13 @@ static inline const struct neuron_opcode_info *neuron_opcode_lookup(__u8 op)
 		 (1u << NEURON_ENGINE_SCALAR),
 		 {NEURON_OPERAND_ONCHIP, NEURON_OPERAND_ONCHIP, NEURON_OPERAND_ONCHIP_OPT},
 		 "activate", 0},
-		{NEURON_OP_TENSOR_TENSOR, 0,
+		{NEURON_OP_TENSOR_TENSOR, NEURON_TT_F_INT32,
 		 NEURON_FIELD_FUNC,
 		 (1u << NEURON_ENGINE_VECTOR),
 		 {NEURON_OPERAND_ONCHIP, NEURON_OPERAND_ONCHIP, NEURON_OPERAND_ONCHIP},
 		 "tensor_tensor", 0},
-		{NEURON_OP_TENSOR_SCALAR, NEURON_TS_F_REVERSE0 | NEURON_TS_F_REVERSE1,
+		{NEURON_OP_TENSOR_SCALAR,
+		 NEURON_TS_F_REVERSE0 | NEURON_TS_F_REVERSE1 | NEURON_TS_F_INT32,
 		 NEURON_FIELD_FUNC | NEURON_FIELD_FUNC2 | NEURON_FIELD_IMM0 | NEURON_FIELD_IMM1,
 		 NEURON_ENGINES_VS,
 		 {NEURON_OPERAND_ONCHIP, NEURON_OPERAND_ONCHIP, NEURON_OPERAND_ONCHIP_OPT},
@@ -453,7 +484,7 @@ static inline const struct neuron_opcode_info *neuron_opcode_lookup(__u8 op)
 		 (1u << NEURON_ENGINE_VECTOR),
 		 {NEURON_OPERAND_ONCHIP, NEURON_OPERAND_ONCHIP, NEURON_OPERAND_NONE},
 		 "reduce", 0},
-		{NEURON_OP_COPY, 0,
+		{NEURON_OP_COPY, NEURON_COPY_F_TRUNC,
 		 0,
 		 NEURON_ENGINES_VS,
 		 {NEURON_OPERAND_ONCHIP, NEURON_OPERAND_ONCHIP, NEURON_OPERAND_NONE},
@@ -510,8 +541,11 @@ static inline unsigned int neuron_insn_isa_minor(__u8 op, __u8 func, __u8 func2)
 
 	switch (op) {
 	case NEURON_OP_ACTIVATE:
-		if (neuron_isa_added(func, NEURON_ACT_COUNT_1_0, NEURON_ACT_COUNT) &&
-		    minor < 1)
+		if (neuron_isa_added(func, NEURON_ACT_COUNT_1_1, NEURON_ACT_COUNT) &&
+		    minor < 2)
+			minor = 2;
+		else if (neuron_isa_added(func, NEURON_ACT_COUNT_1_0, NEURON_ACT_COUNT_1_1) &&
+			 minor < 1)
 			minor = 1;
 		break;
 	case NEURON_OP_TENSOR_TENSOR:
@@ -523,6 +557,33 @@ static inline unsigned int neuron_insn_isa_minor(__u8 op, __u8 func, __u8 func2)
 		break;
 	default:
 		break;
+	}
+	return minor;
+}
+
+/*
+ * The ISA minor version an encoded instruction needs: that of its opcode
+ * and functions (neuron_insn_isa_minor()), of the flag bits it sets and of
+ * its operands' data types, when a later revision added them.
+ */
+static inline unsigned int neuron_insn_isa_minor_of(const struct neuron_insn *in)
+{
+	unsigned int minor = neuron_insn_isa_minor(in->opcode, in->func, in->func2);
+	const struct neuron_opcode_info *info = neuron_opcode_lookup(in->opcode);
+	unsigned int k;
+
+	if (!info)
+		return minor;
+	if ((in->opcode == NEURON_OP_COPY && (in->flags & NEURON_COPY_F_TRUNC)) ||
+	    (in->opcode == NEURON_OP_TENSOR_TENSOR && (in->flags & NEURON_TT_F_INT32)) ||
+	    (in->opcode == NEURON_OP_TENSOR_SCALAR && (in->flags & NEURON_TS_F_INT32)))
+		minor = minor < 2 ? 2 : minor;
+	for (k = 0; k < NEURON_INSN_OPERANDS; k++) {
+		if (info->operand[k] == NEURON_OPERAND_NONE ||
+		    info->operand[k] == NEURON_OPERAND_DRAM)
+			continue;
+		if (in->op[k].dtype == NEURON_DT_U8)
+			minor = minor < 2 ? 2 : minor;
 	}
 	return minor;
 }

@@ -62,14 +62,15 @@ uint16_t to_bf16(float x) {
 } // namespace
 
 std::optional<DType> dtype_from_string(std::string_view name) noexcept {
-    for (DType t : {DType::fp32, DType::bf16, DType::fp16, DType::int32})
+    for (DType t : {DType::fp32, DType::bf16, DType::fp16, DType::int32, DType::u8})
         if (name == neuron::to_string(t))
             return t;
     return std::nullopt;
 }
 
 bool is_binary(Op op) noexcept {
-    return op == Op::add || op == Op::sub || op == Op::mul || op == Op::div;
+    return op == Op::add || op == Op::sub || op == Op::mul || op == Op::div ||
+           (op >= Op::maximum && op <= Op::ge) || op == Op::where;
 }
 
 bool is_activation(Op op) noexcept {
@@ -102,6 +103,10 @@ float round_to(DType t, float x) {
             return 0;
         return static_cast<float>(
             std::clamp(static_cast<double>(std::nearbyint(x)), -2147483648.0, 2147483647.0));
+    case DType::u8:
+        if (std::isnan(x))
+            return 0;
+        return std::clamp(std::nearbyint(x), 0.0f, 255.0f);
     }
     return x;
 }
@@ -119,6 +124,8 @@ std::vector<std::byte> pack(DType t, const std::vector<float> &v) {
         } else if (t == DType::fp16) {
             uint16_t h = to_half(v[i]);
             std::memcpy(p, &h, 2);
+        } else if (t == DType::u8) {
+            *p = static_cast<std::byte>(round_to(DType::u8, v[i]));
         } else {
             auto n = static_cast<int32_t>(round_to(DType::int32, v[i]));
             std::memcpy(p, &n, 4);
@@ -139,6 +146,8 @@ std::vector<float> unpack(DType t, const std::byte *bytes, size_t elements) {
             std::memcpy(&h, p, 2);
             out[i] = t == DType::bf16 ? std::bit_cast<float>(static_cast<uint32_t>(h) << 16)
                                       : from_half(h);
+        } else if (t == DType::u8) {
+            out[i] = static_cast<float>(std::to_integer<uint8_t>(*p));
         } else {
             int32_t n;
             std::memcpy(&n, p, 4);

@@ -85,11 +85,14 @@ enum class Kind {
     norm,   // layer_norm, rms_norm
     gather, // reshape, transpose keeping the last axis, slice, concat
     transpose2,
+    select, // where
 };
 
 // One unary step of an elementwise chain or a matmul's epilogue.
 struct Step {
-    enum { affine, div, rdiv, rsub, act } kind;
+    // convert, trunc, nonzero: cast (ops/cast.cpp) to a float type, to
+    // int32 and to u8 (bool)
+    enum { affine, div, rdiv, rsub, act, convert, trunc, nonzero } kind;
     float a = 1, b = 0;
     Activation f = Activation::identity;
 };

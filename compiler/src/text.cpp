@@ -281,6 +281,11 @@ Graph parse(std::string_view text, const std::string &source) {
                             a.eps = static_cast<float>(c.number("eps"));
                         } else if (id == "scale") {
                             a.scale = static_cast<float>(c.number("the scale"));
+                        } else if (id == "dtype") {
+                            size_t vat = (c.skip(), c.pos());
+                            const std::string v = c.ident("a dtype");
+                            if (!(a.dtype = dtype_from_string(v)))
+                                c.fail(fmt::format("unknown dtype '{}'", v), vat);
                         } else if (id == "shape" || id == "perm" || id == "sizes") {
                             if ((id == "sizes") != (*op == Op::split))
                                 c.fail(fmt::format("{} has no attribute '{}'", opname, id), aat);

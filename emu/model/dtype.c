@@ -3,7 +3,7 @@
  * Element conversions between the ISA's data types and fp32, the type of
  * all arithmetic. Conversions to narrower types round to nearest, ties to
  * even; NaN stays NaN (quiet), overflow goes to infinity (fp16) and fp32 to
- * int32 rounds to nearest even and saturates, NaN giving 0.
+ * int32 and u8 rounds to nearest even and saturates, NaN giving 0.
  */
 #include <math.h>
 
@@ -73,6 +73,14 @@ int32_t nm_f32_to_i32(float f) {
     return (int32_t)nearbyintf(f);
 }
 
+uint8_t nm_f32_to_u8(float f) {
+    if (!(f > 0.0f)) /* NaN, zero and negative numbers */
+        return 0;
+    if (f >= 255.0f)
+        return 255;
+    return (uint8_t)nearbyintf(f);
+}
+
 /* Contiguous bf16 or fp16 blocks: a loop the compiler vectorizes, per host ISA. */
 NM_CLONES
 static void load_16bit(float *restrict dst, const uint8_t *restrict src, size_t n, bool bf16) {
@@ -124,6 +132,10 @@ void nm_load_f32(float *restrict dst, const uint8_t *restrict src, uint32_t dtyp
             dst[i] = (float)(int32_t)nm_le32(v);
         }
         return;
+    case NEURON_DT_U8:
+        for (size_t i = 0; i < n; i++)
+            dst[i] = (float)src[i * stride];
+        return;
     default:
         return;
     }
@@ -157,6 +169,10 @@ void nm_store_f32(uint8_t *restrict dst, const float *restrict src, uint32_t dty
             uint32_t v = nm_le32((uint32_t)nm_f32_to_i32(src[i]));
             memcpy(dst + i * stride * 4, &v, 4);
         }
+        return;
+    case NEURON_DT_U8:
+        for (size_t i = 0; i < n; i++)
+            dst[i * stride] = nm_f32_to_u8(src[i]);
         return;
     default:
         return;

@@ -50,6 +50,7 @@ float nm_bf16_to_f32(uint16_t h);
 uint16_t nm_f32_to_f16(float f);
 float nm_f16_to_f32(uint16_t h);
 int32_t nm_f32_to_i32(float f);
+uint8_t nm_f32_to_u8(float f);
 
 /* Convert @n elements of @dtype at @src (element stride @stride) to fp32. */
 void nm_load_f32(float *restrict dst, const uint8_t *restrict src, uint32_t dtype, size_t n,
@@ -226,6 +227,14 @@ void nm_exec_copy(nm_exec *ex, const struct neuron_insn *in, nm_result *r);
 void nm_exec_memset(nm_exec *ex, const struct neuron_insn *in, nm_result *r);
 void nm_exec_iota(nm_exec *ex, const struct neuron_insn *in, nm_result *r);
 void nm_exec_select(nm_exec *ex, const struct neuron_insn *in, nm_result *r);
+/*
+ * ISA 1.2's integer TENSOR_TENSOR and TENSOR_SCALAR (vector_int.c), on
+ * operands the caller decoded: @sc is the per-partition scalar or absent.
+ */
+void nm_int_tensor_tensor(nm_exec *ex, const struct neuron_insn *in, const nm_tap *d,
+                          const nm_tap *a, const nm_tap *b, nm_result *r);
+void nm_int_tensor_scalar(nm_exec *ex, const struct neuron_insn *in, const nm_tap *d,
+                          const nm_tap *s, const nm_tap *sc, nm_result *r);
 
 /* Cost model (hw/isa.md, "Cycle accounting"). */
 #define NM_COST_ISSUE 64u  /* fixed cost of every compute or DMA instruction */

@@ -163,6 +163,18 @@ static float act(uint32_t f, float x) {
         return (float)(1.0 / sqrt((double)x));
     case NEURON_ACT_RECIPROCAL:
         return 1.0f / x; /* correctly rounded, as ALU div */
+    /*
+     * ISA 1.2: ln and erf in double, rounded once to fp32 (within 1 ulp of
+     * the exact value, hw/isa.md section 6); sqrt and abs exact.
+     */
+    case NEURON_ACT_LN:
+        return (float)log((double)x);
+    case NEURON_ACT_ERF:
+        return (float)erf((double)x);
+    case NEURON_ACT_SQRT:
+        return sqrtf(x);
+    case NEURON_ACT_ABS:
+        return fabsf(x);
     default:
         return x;
     }
@@ -290,6 +302,10 @@ void nm_exec_tensor_tensor(nm_exec *ex, const struct neuron_insn *in, nm_result 
     }
     if ((r->status = decode_ew(ex, in, 2, &d, &a, &b)))
         return;
+    if (in->flags & NEURON_TT_F_INT32) {
+        nm_int_tensor_tensor(ex, in, &d, &a, &b, r);
+        return;
+    }
     const bool in_place = in_place_ok(&d, &a) && in_place_ok(&d, &b);
     float *x = ex->core->scratch[0], *y = ex->core->scratch[1];
     for (uint32_t p = 0; p < d.part_count; p++) {
@@ -323,6 +339,10 @@ void nm_exec_tensor_scalar(nm_exec *ex, const struct neuron_insn *in, nm_result 
     if ((r->status = decode_ew(ex, in, 1, &d, &s, NULL)) ||
         (r->status = decode_scalar(ex, in, &d, &sc)))
         return;
+    if (in->flags & NEURON_TS_F_INT32) {
+        nm_int_tensor_scalar(ex, in, &d, &s, &sc, r);
+        return;
+    }
 
     const bool rev0 = in->flags & NEURON_TS_F_REVERSE0, rev1 = in->flags & NEURON_TS_F_REVERSE1;
     const float s2 = nm_f32_from_bits(nm_le32(in->imm[1]));
@@ -515,6 +535,9 @@ void nm_exec_copy(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
     nm_tap d, s;
     if ((r->status = decode_ew(ex, in, 1, &d, &s, NULL)))
         return;
+    /* TRUNC (ISA 1.2): to an integer type, round toward zero. */
+    const bool trunc = (in->flags & NEURON_COPY_F_TRUNC) &&
+                       (d.dtype == NEURON_DT_INT32 || d.dtype == NEURON_DT_U8);
     float *x = ex->core->scratch[0];
     uint8_t *raw = (uint8_t *)ex->core->scratch[1];
     for (uint32_t p = 0; p < d.part_count; p++) {
@@ -537,6 +560,9 @@ void nm_exec_copy(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
             continue;
         }
         nm_tap_load(&s, p, x);
+        if (trunc)
+            for (uint32_t i = 0; i < d.elems; i++)
+                x[i] = truncf(x[i]); /* then the conversion is exact or saturates */
         nm_tap_store(&d, p, x);
     }
     finish_ew(ex, &d, r, 0);

@@ -268,6 +268,19 @@ StreamBuilder &StreamBuilder::tensor_tensor(AluOp op, const Tap &dst, const Tap 
     return *this;
 }
 
+StreamBuilder &StreamBuilder::tensor_tensor_int(AluOp op, const Tap &dst, const Tap &a,
+                                                const Tap &b) {
+    if (op == AluOp::div)
+        invalid("tensor_tensor_int: there is no integer division");
+    for (const Tap *t : {&dst, &a, &b})
+        if (t->dtype != DType::int32)
+            invalid(fmt::format("tensor_tensor_int: a {} operand (all must be int32)",
+                                to_string(t->dtype)));
+    tensor_tensor(op, dst, a, b);
+    wr8(W(code_.data() + code_.size() - 64), 1, NEURON_TT_F_INT32);
+    return *this;
+}
+
 static std::span<std::byte> ts_common(StreamBuilder &s, std::byte *raw, AluOp op0, AluOp op1,
                                       bool r0, bool r1) {
     (void)s;
@@ -306,6 +319,21 @@ StreamBuilder &StreamBuilder::tensor_scalar(const Tap &dst, const Tap &src, AluO
     wr32(p, 60, op1 == AluOp::none ? 0 : f32_bits(s1));
     return *this;
 }
+StreamBuilder &StreamBuilder::tensor_scalar_int(const Tap &dst, const Tap &src, AluOp op0,
+                                                int32_t s0, AluOp op1, int32_t s1, bool reverse0,
+                                                bool reverse1) {
+    if (op0 == AluOp::div || op1 == AluOp::div)
+        invalid("tensor_scalar_int: there is no integer division");
+    if (dst.dtype != DType::int32 || src.dtype != DType::int32)
+        invalid("tensor_scalar_int: the operands must be int32");
+    auto p = ts_common(*this, emit(NEURON_OP_TENSOR_SCALAR), op0, op1, reverse0, reverse1);
+    wr8(p, 1, static_cast<uint8_t>(rd8(p, 1) | NEURON_TS_F_INT32));
+    put_tap(p.data(), 0, dst, "tensor_scalar_int");
+    put_tap(p.data(), 1, src, "tensor_scalar_int");
+    wr32(p, 56, static_cast<uint32_t>(s0));
+    wr32(p, 60, op1 == AluOp::none ? 0 : static_cast<uint32_t>(s1));
+    return *this;
+}
 StreamBuilder &StreamBuilder::reduce(ReduceOp op, const Tap &dst, const Tap &src) {
     auto p = W(emit(NEURON_OP_REDUCE));
     wr8(p, 2, static_cast<uint8_t>(op));
@@ -317,6 +345,11 @@ StreamBuilder &StreamBuilder::copy(const Tap &dst, const Tap &src) {
     auto p = W(emit(NEURON_OP_COPY));
     put_tap(p.data(), 0, dst, "copy");
     put_tap(p.data(), 1, src, "copy");
+    return *this;
+}
+StreamBuilder &StreamBuilder::copy_trunc(const Tap &dst, const Tap &src) {
+    copy(dst, src);
+    wr8(W(code_.data() + code_.size() - 64), 1, NEURON_COPY_F_TRUNC);
     return *this;
 }
 StreamBuilder &StreamBuilder::memset(const Tap &dst, float value) {

@@ -15,7 +15,7 @@ using namespace detail;
 namespace {
 
 const char *dt_name(uint8_t dt) {
-    return dt >= 1 && dt <= 4 ? to_string(static_cast<DType>(dt)) : "dt?";
+    return dt >= 1 && dt < NEURON_DT_COUNT ? to_string(static_cast<DType>(dt)) : "dt?";
 }
 
 float f32(uint32_t u) {
@@ -31,8 +31,9 @@ const char *alu_name(uint8_t op) {
     return op < NEURON_ALU_COUNT ? n[op] : "alu?";
 }
 const char *act_name(uint8_t f) {
-    static const char *const n[] = {"?",    "identity", "relu", "gelu_tanh", "gelu",      "sigmoid",
-                                    "tanh", "exp",      "silu", "rsqrt",     "reciprocal"};
+    static const char *const n[] = {"?",     "identity",   "relu", "gelu_tanh", "gelu",
+                                    "sigmoid", "tanh",     "exp",  "silu",      "rsqrt",
+                                    "reciprocal", "ln", "erf",  "sqrt",      "abs"};
     static_assert(std::size(n) == NEURON_ACT_COUNT);
     return f < NEURON_ACT_COUNT ? n[f] : "act?";
 }
@@ -139,22 +140,29 @@ std::string disassemble_instruction(std::span<const std::byte> in, const Program
                            tap(in, 1, p), f32(imm0),
                            rd8(in, 40) ? tap(in, 2, p) : fmt::format("{}", f32(imm1)));
     case NEURON_OP_TENSOR_TENSOR:
-        return fmt::format("{}.{} {} <- {}, {}", name, alu_name(func), tap(in, 0, p), tap(in, 1, p),
+        return fmt::format("{}.{}{} {} <- {}, {}", name, alu_name(func),
+                           flags & NEURON_TT_F_INT32 ? ".int32" : "", tap(in, 0, p), tap(in, 1, p),
                            tap(in, 2, p));
     case NEURON_OP_TENSOR_SCALAR: {
-        std::string s0 = rd8(in, 40) ? tap(in, 2, p) : fmt::format("{}", f32(imm0));
-        std::string s =
-            fmt::format("{} {} <- {} {}{} {}", name, tap(in, 0, p), tap(in, 1, p), alu_name(func),
-                        flags & NEURON_TS_F_REVERSE0 ? "(rev)" : "", s0);
+        // Integer operations (ISA 1.2) take int32 immediates.
+        const bool integer = flags & NEURON_TS_F_INT32;
+        auto imm = [&](uint32_t v) {
+            return integer ? fmt::format("{}", static_cast<int32_t>(v)) : fmt::format("{}", f32(v));
+        };
+        std::string s0 = rd8(in, 40) ? tap(in, 2, p) : imm(imm0);
+        std::string s = fmt::format("{}{} {} <- {} {}{} {}", name, integer ? ".int32" : "",
+                                    tap(in, 0, p), tap(in, 1, p), alu_name(func),
+                                    flags & NEURON_TS_F_REVERSE0 ? "(rev)" : "", s0);
         if (func2)
             s += fmt::format(" then {}{} {}", alu_name(func2),
-                             flags & NEURON_TS_F_REVERSE1 ? "(rev)" : "", f32(imm1));
+                             flags & NEURON_TS_F_REVERSE1 ? "(rev)" : "", imm(imm1));
         return s;
     }
     case NEURON_OP_REDUCE:
         return fmt::format("{}.{} {} <- {}", name, red_name(func), tap(in, 0, p), tap(in, 1, p));
     case NEURON_OP_COPY:
-        return fmt::format("{} {} <- {}", name, tap(in, 0, p), tap(in, 1, p));
+        return fmt::format("{}{} {} <- {}", name, flags & NEURON_COPY_F_TRUNC ? ".trunc" : "",
+                           tap(in, 0, p), tap(in, 1, p));
     case NEURON_OP_MEMSET:
         return fmt::format("{} {} <- {:#010x} ({})", name, tap(in, 0, p), imm0, f32(imm0));
     case NEURON_OP_IOTA:
@@ -176,6 +184,35 @@ uint32_t isa_version() noexcept {
 
 unsigned isa_minor_of(uint8_t opcode, uint8_t func, uint8_t func2) noexcept {
     return neuron_insn_isa_minor(opcode, func, func2);
+}
+
+unsigned isa_minor_of(std::span<const std::byte> insn) noexcept {
+    if (insn.size() < sizeof(neuron_insn))
+        return 0;
+    neuron_insn in;
+    std::memcpy(&in, insn.data(), sizeof(in)); // the fields read are single bytes
+    return neuron_insn_isa_minor_of(&in);
+}
+
+std::string mnemonic(std::span<const std::byte> insn) {
+    if (insn.size() < sizeof(neuron_insn))
+        return "<truncated instruction>";
+    const uint8_t op = rd8(insn, 0), flags = rd8(insn, 1);
+    std::string s = mnemonic(op, rd8(insn, 2), rd8(insn, 3));
+    if ((op == NEURON_OP_TENSOR_TENSOR && (flags & NEURON_TT_F_INT32)) ||
+        (op == NEURON_OP_TENSOR_SCALAR && (flags & NEURON_TS_F_INT32)))
+        s += ".int32";
+    else if (op == NEURON_OP_COPY && (flags & NEURON_COPY_F_TRUNC))
+        s += ".trunc";
+    for (unsigned k = 0; k < NEURON_INSN_OPERANDS; k++) {
+        const neuron_opcode_info *info = neuron_opcode_lookup(op);
+        if (info && info->operand[k] != NEURON_OPERAND_NONE &&
+            info->operand[k] != NEURON_OPERAND_DRAM && rd8(insn, 9 + 16 * k) == NEURON_DT_U8) {
+            s += " (u8 operand)";
+            break;
+        }
+    }
+    return s;
 }
 
 std::string mnemonic(uint8_t op, uint8_t func, uint8_t func2) {

@@ -21,6 +21,7 @@ namespace f = format;
 
 static_assert(static_cast<int>(DType::fp32) == NEURON_DT_FP32);
 static_assert(static_cast<int>(DType::int32) == NEURON_DT_INT32);
+static_assert(static_cast<int>(DType::u8) == NEURON_DT_U8);
 static_assert(static_cast<int>(Engine::tensor) == NEURON_ENGINE_TENSOR);
 static_assert(static_cast<int>(Engine::sync) == NEURON_ENGINE_SYNC);
 static_assert(num_engines == NEURON_NUM_ENGINES);
@@ -40,6 +41,8 @@ const char *to_string(DType t) noexcept {
         return "fp16";
     case DType::int32:
         return "int32";
+    case DType::u8:
+        return "u8";
     }
     return "dtype?";
 }
@@ -255,9 +258,9 @@ class CodeChecker {
             return e;
         uint8_t flags = rd8(b_, I + 1), func = rd8(b_, I + 2), func2 = rd8(b_, I + 3);
         uint32_t arg = rd32(b_, I + 4);
-        if (unsigned need = neuron_insn_isa_minor(op, func, func2); need > isa_minor_)
+        if (unsigned need = isa_minor_of(b_.subspan(I, 64)); need > isa_minor_)
             return bad(I, "{} is an ISA {}.{} instruction, but the program declares ISA {}.{}",
-                       mnemonic(op, func, func2), NEURON_ISA_VERSION_MAJOR, need,
+                       mnemonic(b_.subspan(I, 64)), NEURON_ISA_VERSION_MAJOR, need,
                        NEURON_ISA_VERSION_MAJOR, isa_minor_);
         switch (op) {
         case NEURON_OP_SEM_SIGNAL:
@@ -1187,8 +1190,8 @@ uint16_t isa_minor_needed(const std::array<std::vector<std::byte>, num_engines> 
     unsigned minor = 0;
     for (const auto &code : streams)
         for (size_t i = 0; i + f::insn_size <= code.size(); i += f::insn_size)
-            minor = std::max(
-                minor, neuron_insn_isa_minor(rd8(code, i), rd8(code, i + 2), rd8(code, i + 3)));
+            minor = std::max(minor,
+                             isa_minor_of(std::span<const std::byte>(code).subspan(i, f::insn_size)));
     return static_cast<uint16_t>(minor);
 }
 

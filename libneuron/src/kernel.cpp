@@ -265,6 +265,11 @@ void Kernel::tensor_tensor(AluOp op, const Tap &dst, const Tap &a, const Tap &b)
                   [=](StreamBuilder &s) { s.tensor_tensor(op, dst, a, b); });
 }
 
+void Kernel::tensor_tensor_int(AluOp op, const Tap &dst, const Tap &a, const Tap &b) {
+    impl_->record(Engine::vector, {access(dst, true), access(a, false), access(b, false)},
+                  [=](StreamBuilder &s) { s.tensor_tensor_int(op, dst, a, b); });
+}
+
 void Kernel::tensor_scalar(Engine e, const Tap &dst, const Tap &src, AluOp op0, float s0, AluOp op1,
                            float s1, bool reverse0, bool reverse1) {
     impl_->record(e, {access(dst, true), access(src, false)}, [=](StreamBuilder &s) {
@@ -287,6 +292,11 @@ void Kernel::reduce(ReduceOp op, const Tap &dst, const Tap &src) {
 void Kernel::copy(Engine e, const Tap &dst, const Tap &src) {
     impl_->record(e, {access(dst, true), access(src, false)},
                   [=](StreamBuilder &s) { s.copy(dst, src); });
+}
+
+void Kernel::copy_trunc(Engine e, const Tap &dst, const Tap &src) {
+    impl_->record(e, {access(dst, true), access(src, false)},
+                  [=](StreamBuilder &s) { s.copy_trunc(dst, src); });
 }
 
 void Kernel::memset(Engine e, const Tap &dst, float value) {

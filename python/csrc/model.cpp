@@ -214,6 +214,8 @@ at::ScalarType torch_dtype(DType t) {
         return at::kHalf;
     case DType::int32:
         return at::kInt;
+    case DType::u8: // 0 or 1: the masks of comparisons, torch's bool
+        return at::kBool;
     }
     TORCH_CHECK(false, "neuron: unknown program dtype ", static_cast<int>(t));
 }

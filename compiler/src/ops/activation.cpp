@@ -24,6 +24,16 @@ Type infer(InferContext &c) {
 
 void declare(StepBuffers &s, const Group &group) {
     s.read(s.graph.node(group.start).operands[0]);
+    // An activation of a later ISA revision than the target's is refused
+    // at its node.
+    std::vector<uint32_t> nodes{group.start};
+    nodes.insert(nodes.end(), group.fused.begin(), group.fused.end());
+    for (uint32_t i : nodes) {
+        const Node &n = s.graph.node(i);
+        if (const auto step = op_record(n.op).step; step)
+            if (const std::optional<Step> st = step(n); st && st->kind == Step::act)
+                s.require(i, st->f);
+    }
 }
 
 void emit(Emitter &e, const Group &p) {
@@ -54,6 +64,15 @@ void emit(Emitter &e, const Group &p) {
                     k.tensor_scalar(Engine::vector, y, x, AluOp::mul, st.a);
                 else
                     k.tensor_scalar(Engine::vector, y, x, AluOp::add, st.b);
+                s++;
+            } else if (st.kind == Step::convert) {
+                k.copy(Engine::scalar, y, x);
+                s++;
+            } else if (st.kind == Step::trunc) {
+                k.copy_trunc(Engine::scalar, y, x);
+                s++;
+            } else if (st.kind == Step::nonzero) {
+                k.tensor_scalar(Engine::vector, y, x, AluOp::is_ne, 0.0f);
                 s++;
             } else if (st.kind == Step::div) {
                 k.tensor_scalar(Engine::vector, y, x, AluOp::div, st.a);

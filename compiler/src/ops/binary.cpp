@@ -11,23 +11,18 @@
 
 #include "../passes/emitter.hpp"
 #include "../shape.hpp"
+#include "binary.hpp"
 
 namespace neuron::compiler::lower {
 
-namespace {
-
-Type infer(InferContext &c) {
+Type broadcast_type(InferContext &c) {
     Type out;
     if (c.attrs.scalar) {
         c.arity(1, 1);
-        if (c.node.op == Op::div && c.in[0]->dtype == DType::int32)
-            throw c.fail("div is not supported on int32");
         out = *c.in[0];
     } else {
         c.arity(2, 2);
         c.same_dtype();
-        if (c.node.op == Op::div)
-            c.floating();
         // Broadcasting as numpy, where the result is one operand's shape.
         const Shape &x = c.in[0]->shape, &y = c.in[1]->shape;
         size_t r = std::max(x.size(), y.size());
@@ -42,6 +37,18 @@ Type infer(InferContext &c) {
         out = Type{c.in[0]->dtype, res};
     }
     return out;
+}
+
+namespace {
+
+// add, sub, mul, div: no div of int32.
+Type binary_infer(InferContext &c) {
+    Type t = broadcast_type(c);
+    if (c.node.op == Op::div && c.in[0]->dtype == DType::int32)
+        throw c.fail(c.attrs.scalar ? "div is not supported on int32"
+                                    : "int32 is supported by add, sub, mul and the data-movement "
+                                      "operators only");
+    return t;
 }
 
 // A binary operand [.., C] whose rows repeat over some of the result's
@@ -187,6 +194,17 @@ Buffers declare(StepBuffers &s, const Group &group) {
     return r;
 }
 
+// dst = a op b: with an int32 result on a target of ISA 1.2 the exact
+// integer ALU (add, sub, mul and max, min wrap or compare in 32 bits),
+// else fp32 (exact below 2^24).
+void tensor_tensor(Emitter &e, const Node &n, AluOp op, const Tap &dst, const Tap &a,
+                   const Tap &b) {
+    if (n.type.dtype == DType::int32 && (e.options.isa_version & 0xffff) >= 2)
+        e.kernel().tensor_tensor_int(op, dst, a, b);
+    else
+        e.kernel().tensor_tensor(op, dst, a, b);
+}
+
 // Binary node @p group whose operand @p b.small has rows that each repeat over
 // runs of consecutive result rows (RowRepeat::run > 1: a [B, 1, 1, K] key
 // padding mask against [B, H, Q, K] scores). Per row tile of the result,
@@ -248,7 +266,7 @@ void emit_spread(Emitter &e, const Group &group, const Buffers &b) {
         }
         const Tap m = e.rows(*b.spread[slot], 0, rt, 0, C);
         const Tap x = e.tile(bg, t);
-        k.tensor_tensor(op, e.tile(out, t), reverse ? m : x, reverse ? x : m);
+        tensor_tensor(e, n, op, e.tile(out, t), reverse ? m : x, reverse ? x : m);
     }
 }
 
@@ -290,11 +308,11 @@ void emit(Emitter &e, const Group &group) {
         const uint32_t rt = e.tile_rows(out, t);
         switch (b.form) {
         case Form::same:
-            k.tensor_tensor(op, y, a_big ? x : e.tile(*sm, t), a_big ? e.tile(*sm, t) : x);
+            tensor_tensor(e, n, op, y, a_big ? x : e.tile(*sm, t), a_big ? e.tile(*sm, t) : x);
             break;
         case Form::row: {
             Tap r = e.rows(*sm, 0, rt, 0, sm->cols);
-            k.tensor_tensor(op, y, reverse ? r : x, reverse ? x : r);
+            tensor_tensor(e, n, op, y, reverse ? r : x, reverse ? x : r);
             break;
         }
         case Form::column:
@@ -319,7 +337,7 @@ void emit(Emitter &e, const Group &group) {
                     len++;
                 Tap m = e.rows(*sm, s0, len, 0, sm->cols), o = e.rows(out, r0, len, 0, out.cols),
                     v = e.rows(bg, r0, len, 0, bg.cols);
-                k.tensor_tensor(op, o, reverse ? m : v, reverse ? v : m);
+                tensor_tensor(e, n, op, o, reverse ? m : v, reverse ? v : m);
                 p0 += len;
             }
             break;
@@ -327,9 +345,13 @@ void emit(Emitter &e, const Group &group) {
     }
 }
 
+} // namespace
+
 Kind binary_kind(const Graph &, const Node &) {
     return Kind::binary;
 }
+
+namespace {
 
 // Index into a broadcast operand of shape @p s for the output index @p idx.
 int64_t broadcast_index(const Shape &idx, const Shape &s) {
@@ -340,7 +362,8 @@ int64_t broadcast_index(const Shape &idx, const Shape &s) {
     return f;
 }
 
-// The operands of element @p f: a literal or the broadcast values.
+} // namespace
+
 std::pair<size_t, size_t> operand_elements(const Graph &g, const Node &n, size_t f) {
     if (n.scalar)
         return {f, f};
@@ -348,6 +371,8 @@ std::pair<size_t, size_t> operand_elements(const Graph &g, const Node &n, size_t
     return {static_cast<size_t>(broadcast_index(idx, g.node(n.operands[0]).type.shape)),
             static_cast<size_t>(broadcast_index(idx, g.node(n.operands[1]).type.shape))};
 }
+
+namespace {
 
 // Exact: the fp32 operation, as the device computes it from fp32 operands
 // (or operands exact in fp32).
@@ -424,7 +449,8 @@ std::optional<Step> literal_step(const Node &n) {
     }
 }
 
-// A row [.., C] or one element of a result with more: read whole.
+} // namespace
+
 bool row_operand(const Graph &g, const Node &n, size_t k) {
     const Type &t = g.node(n.operands[k]).type;
     return n.operands.size() == 2 && rows_of(t) == 1 && t.elements() != n.type.elements();
@@ -444,15 +470,13 @@ std::string mixes_rows(const Graph &g, const Node &n, int64_t rows) {
     return "";
 }
 
-} // namespace
-
 extern const KindLowering binary_lowering{[](StepBuffers &s, const Group &g) { declare(s, g); },
                                           emit};
 
 extern const OpRecord add_record{
     .op = Op::add,
     .name = "add",
-    .infer = infer,
+    .infer = binary_infer,
     .kind = binary_kind,
     .step = literal_step,
     .alu = AluOp::add,
@@ -464,7 +488,7 @@ extern const OpRecord add_record{
 extern const OpRecord sub_record{
     .op = Op::sub,
     .name = "sub",
-    .infer = infer,
+    .infer = binary_infer,
     .kind = binary_kind,
     .step = literal_step,
     .alu = AluOp::sub,
@@ -476,7 +500,7 @@ extern const OpRecord sub_record{
 extern const OpRecord mul_record{
     .op = Op::mul,
     .name = "mul",
-    .infer = infer,
+    .infer = binary_infer,
     .kind = binary_kind,
     .step = literal_step,
     .alu = AluOp::mul,
@@ -488,7 +512,7 @@ extern const OpRecord mul_record{
 extern const OpRecord div_record{
     .op = Op::div,
     .name = "div",
-    .infer = infer,
+    .infer = binary_infer,
     .kind = binary_kind,
     .step = literal_step,
     .alu = AluOp::div,

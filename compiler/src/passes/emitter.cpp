@@ -278,13 +278,13 @@ void Emitter::check_isa(const Program &p) const {
     for (unsigned e = 1; e <= num_engines; e++) {
         auto code = p.stream(static_cast<Engine>(e));
         for (size_t i = 0; i + 64 <= code.size(); i += 64) {
-            auto b = [&](size_t k) { return static_cast<uint8_t>(code[i + k]); };
-            if (unsigned need = isa_minor_of(b(0), b(2), b(3)); need > have)
+            const auto insn = code.subspan(i, 64);
+            if (unsigned need = isa_minor_of(insn); need > have)
                 throw GraphError(fmt::format(
                     "graph '{}': instruction {} of the {} stream is {}, an instruction of ISA "
                     "{}.{}, but the target device implements ISA {}.{}",
                     graph.name(), i / 64, to_string(static_cast<Engine>(e)),
-                    mnemonic(b(0), b(2), b(3)), isa_version() >> 16, need,
+                    mnemonic(insn), isa_version() >> 16, need,
                     options.isa_version >> 16, have));
         }
     }

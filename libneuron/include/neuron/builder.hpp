@@ -47,8 +47,12 @@ enum class Activation : uint8_t {
     tanh = 6,
     exp = 7,
     silu = 8,
-    rsqrt = 9,      ///< 1 / sqrt(z), ISA 1.1
-    reciprocal = 10 ///< 1 / z, ISA 1.1
+    rsqrt = 9,       ///< 1 / sqrt(z), ISA 1.1
+    reciprocal = 10, ///< 1 / z, ISA 1.1
+    ln = 11,         ///< natural logarithm, ISA 1.2
+    erf = 12,        ///< error function, ISA 1.2
+    sqrt = 13,       ///< square root, ISA 1.2
+    abs = 14         ///< |z|, ISA 1.2
 };
 /// The ACTIVATE instruction of @p f as the disassembler names it
 /// ("activate.rsqrt"), and the ISA minor revision that introduced it.
@@ -172,6 +176,13 @@ class NEURON_EXPORT StreamBuilder {
                             const Tap &bias);
     // Vector engine.
     StreamBuilder &tensor_tensor(AluOp op, const Tap &dst, const Tap &a, const Tap &b);
+    /// The same on int32 operands, exact (ISA 1.2): add, sub, mul wrap
+    /// modulo 2^32; max, min, the comparisons (1 or 0); no div.
+    StreamBuilder &tensor_tensor_int(AluOp op, const Tap &dst, const Tap &a, const Tap &b);
+    /// dst = (src op0 s0) op1 s1 on int32 operands, exact (ISA 1.2).
+    StreamBuilder &tensor_scalar_int(const Tap &dst, const Tap &src, AluOp op0, int32_t s0,
+                                     AluOp op1 = AluOp::none, int32_t s1 = 0,
+                                     bool reverse0 = false, bool reverse1 = false);
     /// dst = (src op0 s0) op1 s1 (REVERSE flags swap operands).
     StreamBuilder &tensor_scalar(const Tap &dst, const Tap &src, AluOp op0, float s0,
                                  AluOp op1 = AluOp::none, float s1 = 0.0f, bool reverse0 = false,
@@ -182,6 +193,9 @@ class NEURON_EXPORT StreamBuilder {
                                  bool reverse1 = false);
     StreamBuilder &reduce(ReduceOp op, const Tap &dst, const Tap &src);
     StreamBuilder &copy(const Tap &dst, const Tap &src);
+    /// copy() whose conversion to an int32 or u8 destination rounds toward
+    /// zero (then saturates; NaN gives 0) instead of to nearest-even (ISA 1.2).
+    StreamBuilder &copy_trunc(const Tap &dst, const Tap &src);
     StreamBuilder &memset(const Tap &dst, float value);
     StreamBuilder &memset_bits(const Tap &dst, uint32_t bits);
     StreamBuilder &iota(const Tap &dst, int32_t base, int32_t partition_step, int32_t free_step);

@@ -50,6 +50,8 @@ class NEURON_EXPORT Kernel {
     void activate(Activation f, const Tap &dst, const Tap &src, float scale, const Tap &bias);
     // Vector engine (tensor_scalar, copy and memset also on Scalar).
     void tensor_tensor(AluOp op, const Tap &dst, const Tap &a, const Tap &b);
+    /// On int32 operands, exact (ISA 1.2, StreamBuilder::tensor_tensor_int).
+    void tensor_tensor_int(AluOp op, const Tap &dst, const Tap &a, const Tap &b);
     void tensor_scalar(Engine e, const Tap &dst, const Tap &src, AluOp op0, float s0,
                        AluOp op1 = AluOp::none, float s1 = 0.0f, bool reverse0 = false,
                        bool reverse1 = false);
@@ -58,6 +60,8 @@ class NEURON_EXPORT Kernel {
                        bool reverse1 = false);
     void reduce(ReduceOp op, const Tap &dst, const Tap &src);
     void copy(Engine e, const Tap &dst, const Tap &src);
+    /// To int32 or u8 rounding toward zero (ISA 1.2, StreamBuilder::copy_trunc).
+    void copy_trunc(Engine e, const Tap &dst, const Tap &src);
     void memset(Engine e, const Tap &dst, float value);
     void iota(const Tap &dst, int32_t base, int32_t partition_step, int32_t free_step);
     /// dst = mask != 0 ? on_true : on_false (ISA 1.1).

@@ -20,7 +20,8 @@
 namespace neuron {
 
 /// Element types (the ISA's NEURON_DT_* values).
-enum class DType : uint8_t { fp32 = 1, bf16 = 2, fp16 = 3, int32 = 4 };
+/// Element types. u8 (ISA 1.2): unsigned bytes, 0..255 (bool and uint8 tensors).
+enum class DType : uint8_t { fp32 = 1, bf16 = 2, fp16 = 3, int32 = 4, u8 = 5 };
 /// How a job uses an argument; decides the binding's access rights.
 enum class Direction : uint8_t {
     in = 1,       ///< read by the program
@@ -205,6 +206,13 @@ NEURON_EXPORT unsigned isa_minor_of(uint8_t opcode, uint8_t func = 0, uint8_t fu
 /// The mnemonic of an instruction with its function, as the disassembler
 /// prints it: "activate.rsqrt", "tensor_scalar.is_ge", "select".
 NEURON_EXPORT std::string mnemonic(uint8_t opcode, uint8_t func = 0, uint8_t func2 = 0);
+/// The ISA minor revision an encoded instruction (its 64 bytes) needs: its
+/// opcode's and functions', and that of the flags and operand data types
+/// it uses (ISA 1.2: COPY's TRUNC, integer TENSOR_TENSOR/TENSOR_SCALAR, u8).
+NEURON_EXPORT unsigned isa_minor_of(std::span<const std::byte> insn) noexcept;
+/// The mnemonic of an encoded instruction, with the flags that change its
+/// operation: "copy.trunc", "tensor_tensor.add.int32".
+NEURON_EXPORT std::string mnemonic(std::span<const std::byte> insn);
 
 /// Text listing of a program: header, arguments, symbols, every stream.
 NEURON_EXPORT std::string disassemble(const Program &program);

@@ -22,6 +22,8 @@ from ..capture import Captured, call_site, node_scope
 BOOL_INPUT_DTYPE = torch.float32
 # IR operators that move a bool input's 0 and 1 without computing on them.
 _BOOL_MOVES = frozenset({"reshape", "transpose", "slice", "concat", "split"})
+# Operators that read a bool operand as a mask or convert it.
+_BOOL_CONSUMERS = frozenset({"where", "cast"})
 
 _IR_KEYWORDS = {"graph", "input", "const", "output"}
 
@@ -209,12 +211,14 @@ class Context:
 
     def emit(self, op: str, operands: Sequence[Operand], *, result: bool = True,
              shape: Optional[Sequence[int]] = None, flags: Sequence[str] = (),
-             **attrs: Any) -> Tensor:
+             dtype: Optional[torch.dtype] = None, **attrs: Any) -> Tensor:
         """Adds IR operator @p op of @p operands (a float operand is the
         operator's literal). With @p result, the node's result: the
         compiler's inferred shape must be the traced one. Attributes: ints
-        and lists of ints (dims, axis, start, end) and floats (eps, scale)."""
-        if op not in _BOOL_MOVES and any(isinstance(o, Tensor) and o.dtype == torch.bool
+        and lists of ints (dims, axis, start, end) and floats (eps, scale).
+        @p dtype: the result's, when it is not the operands' (a comparison's
+        bool, a cast's, where's)."""
+        if op not in _BOOL_MOVES and op not in _BOOL_CONSUMERS and any(isinstance(o, Tensor) and o.dtype == torch.bool
                                          for o in operands):
             raise self.unsupported(f"a bool operand of {op}: the device has no bool, and takes "
                                    "a bool input only as the mask of masked_fill (made additive "
@@ -224,7 +228,8 @@ class Context:
         flags = list(flags)
         literals = [o for o in operands if not isinstance(o, Tensor)]
         if literals:
-            if len(literals) != 1 or len(operands) != 2:
+            # one literal of two operands, or where's false value
+            if len(literals) != 1 or len(operands) != (3 if op == "where" else 2):
                 raise self.unsupported(f"{op} of {len(literals)} literals")
             floats["scalar"] = float(literals[0])
             if not isinstance(operands[0], Tensor):
@@ -240,7 +245,8 @@ class Context:
             else:
                 ints[k] = [int(x) for x in a]
         want_dtype = tensors[0].dtype if tensors else torch.float32
-        if result and self.node is not None and isinstance(self.value(self.node), torch.Tensor):
+        if dtype is None and result and self.node is not None \
+                and isinstance(self.value(self.node), torch.Tensor):
             want_dtype = self.value(self.node).dtype
             for o in tensors:
                 if o.dtype != want_dtype and not (o.dtype == torch.bool and op in _BOOL_MOVES):
@@ -258,7 +264,8 @@ class Context:
             raise RuntimeError(f"torch_neuronx: lowering {self.node}: the IR's {op} '{name}' is "
                                f"{list(got)}, the traced value {list(expected)}")
         self._emitted.append(name)
-        dtype = tensors[0].dtype if tensors else want_dtype
+        if dtype is None:
+            dtype = tensors[0].dtype if tensors else want_dtype
         return Tensor(node, name, got, dtype)
 
     def split(self, x: Tensor, axis: int, sizes: List[int]) -> List[Tensor]:
@@ -326,7 +333,9 @@ class Context:
         """@p v as an output of the IR graph: a value the program computes
         (an input or a repeated output is copied by a multiplication)."""
         t = self.tensor(v, "a result")
-        if t.dtype == torch.bool:
+        if t.dtype == torch.bool and self.graph.dtype(t.node) != "u8":
+            # a bool input, or data moved from one (comparisons' u8 masks
+            # are returned as bool)
             raise RuntimeError("torch_neuronx.trace: the traced function returns a bool "
                                "tensor; the device has no bool (it takes bool inputs only "
                                "as the mask of masked_fill)")

@@ -22,6 +22,9 @@ IR_DTYPES: Dict[torch.dtype, str] = {
     torch.float16: "fp16",
     torch.int32: "int32",
 }
+# The IR's dtype of each torch dtype a cast may produce: bool is the u8
+# of comparisons' masks (0 or 1).
+CAST_DTYPES: Dict[torch.dtype, str] = {**IR_DTYPES, torch.bool: "u8"}
 
 
 @dataclass(frozen=True)

@@ -174,7 +174,7 @@ static void test_identity(void **state) {
     assert_int_equal(rd(e, NEURON_REG_MEM_SIZE_HI), 0);
     assert_int_equal(rd(e, NEURON_REG_CLOCK_MHZ), NM_DEFAULT_CLOCK_MHZ);
     assert_int_equal(rd(e, NEURON_REG_PARTITIONS), NEURON_PARTITIONS);
-    assert_int_equal(rd(e, NEURON_REG_ISA_VERSION), 1u << 16 | 1u); /* ISA 1.1 */
+    assert_int_equal(rd(e, NEURON_REG_ISA_VERSION), 1u << 16 | 2u); /* ISA 1.2 */
     assert_int_equal(rd(e, NEURON_REG_ISA_VERSION),
                      NEURON_ISA_VERSION_MAJOR << 16 | NEURON_ISA_VERSION_MINOR);
     assert_int_not_equal(rd(e, NEURON_REG_FW_VERSION), 0);

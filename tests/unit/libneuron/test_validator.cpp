@@ -295,7 +295,7 @@ static void operands(void **) {
     t = b;
     t[i + 2] = std::byte{NEURON_ACT_COUNT};
     refix(t);
-    expect(t, i + 2, "unknown activation function 11");
+    expect(t, i + 2, "unknown activation function 15");
 }
 
 static void bindings(void **) {
@@ -479,7 +479,7 @@ static void isa_revisions(void **) {
     auto t12 = bytes;
     test::wr16(t12, 34, NEURON_ISA_VERSION_MINOR + 1);
     refix(t12);
-    expect(t12, 32, "ISA version 1.2 is not supported (this library knows 1.1)");
+    expect(t12, 32, "ISA version 1.3 is not supported (this library knows 1.2)");
 
     // SELECT with KEEP takes no fill value.
     auto k = bytes;
@@ -526,6 +526,72 @@ static void isa_revisions(void **) {
     expect(u, insn(u, NEURON_ENGINE_VECTOR, 3) + 2, "unknown ALU operation 13");
 }
 
+// ISA 1.2: ln, erf, sqrt, abs; COPY's TRUNC; integer TENSOR_TENSOR and
+// TENSOR_SCALAR; u8 operands. The builder declares 1.2 for them, the
+// disassembler names them, and a program declaring 1.1 is refused at each.
+static void isa12(void **) {
+    ProgramBuilder b("isa12");
+    auto x = b.sbuf("x", DType::fp32, 16);
+    auto i = b.sbuf("i", DType::int32, 16);
+    auto m = b.sbuf("m", DType::u8, 16);
+    b.scalar()
+        .activate(Activation::ln, x.tap(), x.tap())
+        .activate(Activation::erf, x.tap(), x.tap(), 0.5f)
+        .copy_trunc(i.tap(), x.tap());
+    b.vector()
+        .tensor_tensor_int(AluOp::mul, i.tap(), i.tap(), i.tap())
+        .tensor_scalar_int(i.tap(), i.tap(), AluOp::add, -7, AluOp::max, 3)
+        .tensor_tensor(AluOp::is_lt, m.tap(), x.tap(), x.tap());
+    auto bytes = b.build();
+    assert_int_equal(test::rd32(bytes, 32), 2u << 16 | 1u); // isa_major, isa_minor
+    Program p = Program::parse(bytes);
+    std::string text = disassemble(p);
+    for (const char *want :
+         {"ISA 1.2", "activate.ln sbuf.fp32", "activate.erf", "(x) * 0.5 + 0",
+          "copy.trunc sbuf.int32[p0+128 @0x40 16] (i) <- sbuf.fp32[p0+128 @0x0 16] (x)",
+          "tensor_tensor.mul.int32", "tensor_scalar.int32 sbuf.int32",
+          "add -7 then max 3", "tensor_tensor.is_lt sbuf.u8[p0+128 @0x80 16] (m)"})
+        if (!std::strstr(text.c_str(), want))
+            fail_msg("'%s' not in:\n%s", want, text.c_str());
+    assert_int_equal(isa_minor_of(Activation::sqrt), 2);
+    assert_int_equal(isa_minor_of(Activation::abs), 2);
+    assert_string_equal(mnemonic(Activation::ln).c_str(), "activate.ln");
+
+    auto t11 = bytes;
+    test::wr16(t11, 34, 1);
+    refix(t11);
+    expect(t11, insn(t11, NEURON_ENGINE_VECTOR, 0),
+           "tensor_tensor.mul.int32 is an ISA 1.2 instruction, but the program declares ISA 1.1");
+    test::wr8(t11, insn(t11, NEURON_ENGINE_VECTOR, 0) + 1, 0); // a float mul
+    refix(t11);
+    expect(t11, insn(t11, NEURON_ENGINE_VECTOR, 1),
+           "tensor_scalar.add.max.int32 is an ISA 1.2 instruction, but the program declares "
+           "ISA 1.1");
+    test::wr8(t11, insn(t11, NEURON_ENGINE_VECTOR, 1), NEURON_OP_NOP);
+    for (unsigned k = 1; k < 64; k++)
+        test::wr8(t11, insn(t11, NEURON_ENGINE_VECTOR, 1) + k, 0);
+    refix(t11);
+    expect(t11, insn(t11, NEURON_ENGINE_VECTOR, 2),
+           "tensor_tensor.is_lt (u8 operand) is an ISA 1.2 instruction, but the program "
+           "declares ISA 1.1");
+    test::wr8(t11, insn(t11, NEURON_ENGINE_VECTOR, 2), NEURON_OP_NOP);
+    for (unsigned k = 1; k < 64; k++)
+        test::wr8(t11, insn(t11, NEURON_ENGINE_VECTOR, 2) + k, 0);
+    refix(t11);
+    expect(t11, insn(t11, NEURON_ENGINE_SCALAR, 0),
+           "activate.ln is an ISA 1.2 instruction, but the program declares ISA 1.1");
+
+    // Integer division does not exist; the integer forms take int32 operands.
+    try {
+        ProgramBuilder d("div");
+        auto v = d.sbuf("v", DType::int32, 4);
+        d.vector().tensor_tensor_int(AluOp::div, v.tap(), v.tap(), v.tap());
+        fail_msg("integer division was built");
+    } catch (const Error &e) {
+        assert_non_null(std::strstr(e.what(), "there is no integer division"));
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(accepts_sample),  cmocka_unit_test(truncation),
@@ -536,6 +602,7 @@ int main(void) {
         cmocka_unit_test(bindings),        cmocka_unit_test(missing_end),
         cmocka_unit_test(argument_table),  cmocka_unit_test(symbol_table),
         cmocka_unit_test(isa_revisions),
+        cmocka_unit_test(isa12),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -640,7 +640,7 @@ static void test_decode(void **state) {
     struct neuron_insn in;
     memset(&in, 0, sizeof(in));
     in.opcode = NEURON_OP_ACTIVATE;
-    in.func = NEURON_ACT_COUNT; /* one past reciprocal */
+    in.func = NEURON_ACT_COUNT; /* one past the last function */
     in.op[0] = pb_sbuf(F32, 0, 64, 0, 16);
     in.op[1] = pb_sbuf(F32, 0, 64, 64, 16);
     expect_fault(S, &in, NEURON_JOB_STATUS_DECODE);
@@ -718,7 +718,7 @@ static void test_decode(void **state) {
 static void test_versions(void **state) {
     (void)state;
     assert_int_equal(NEURON_ISA_VERSION_MAJOR, 1);
-    assert_int_equal(NEURON_ISA_VERSION_MINOR, 1);
+    assert_int_equal(NEURON_ISA_VERSION_MINOR, 2);
     assert_int_equal(neuron_insn_isa_minor(NEURON_OP_ACTIVATE, NEURON_ACT_SILU, 0), 0);
     assert_int_equal(neuron_insn_isa_minor(NEURON_OP_ACTIVATE, NEURON_ACT_RSQRT, 0), 1);
     assert_int_equal(neuron_insn_isa_minor(NEURON_OP_ACTIVATE, NEURON_ACT_RECIPROCAL, 0), 1);

@@ -41,6 +41,22 @@ enum class Op : uint8_t {
     split,
     attention,
     neg,
+    log,
+    erf,
+    sqrt,
+    rsqrt,
+    reciprocal,
+    abs,
+    maximum,
+    minimum,
+    eq,
+    ne,
+    lt,
+    le,
+    gt,
+    ge,
+    cast,
+    where,
 };
 
 /// The operator's name in the text form ("matmul", "gelu_tanh", ...).
@@ -48,7 +64,9 @@ const char *to_string(Op op) noexcept;
 std::optional<Op> op_from_string(std::string_view name) noexcept;
 std::optional<DType> dtype_from_string(std::string_view name) noexcept;
 
-bool is_binary(Op op) noexcept;     ///< add, sub, mul, div
+/// add, sub, mul, div, maximum, minimum, the comparisons, where: the
+/// operators that take a literal operand.
+bool is_binary(Op op) noexcept;
 bool is_activation(Op op) noexcept; ///< relu ... exp
 /// reshape, transpose, slice, concat, split: the result's elements are
 /// the operands', moved.
@@ -118,6 +136,7 @@ struct Attrs {
     int64_t start = 0, end = 0;
     bool causal = false;        ///< softmax, attention
     std::optional<float> scale; ///< attention: 1/sqrt(the queries' last axis) if not given
+    std::optional<DType> dtype; ///< cast: the result's
 };
 
 class Graph {

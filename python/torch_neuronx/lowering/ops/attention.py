@@ -12,6 +12,7 @@ import torch
 from ..context import Context
 from ..registry import lowering
 from ..values import Expanded, External, Masked, Tensor, Weight
+from .compare import general_where
 from .masks import (MASK_HINT, additive_causal, additive_from_bool, causal_keep,
                     check_mask_shape, fill_value, is_bool_input, require_causal_fill, shape_of)
 
@@ -39,6 +40,9 @@ def where(L: Context, node: torch.fx.Node) -> None:
     if not isinstance(kept, (Tensor, External)):
         raise L.unsupported("a select whose kept value is not a tensor of the device")
     x = L.tensor(kept, "self")
+    if isinstance(cond, Tensor) and cond.dtype == torch.bool and L.graph.dtype(cond.node) == "u8":
+        general_where(L, cond, kept, fill)  # a mask the device computed
+        return
     if not isinstance(cond, Weight) or not causal_keep(x.shape, cond.value):
         raise L.unsupported(f"a condition other than the causal mask ({MASK_HINT})")
     require_causal_fill(L, fill_value(fill), fill)

@@ -110,7 +110,10 @@ def _unary(op: str) -> Callable[[Context, torch.fx.Node], None]:
 
 for _target, _op in ((aten.relu.default, "relu"), (aten.silu.default, "silu"),
                      (aten.sigmoid.default, "sigmoid"), (aten.tanh.default, "tanh"),
-                     (aten.exp.default, "exp")):
+                     (aten.exp.default, "exp"), (aten.log.default, "log"),
+                     (aten.erf.default, "erf"), (aten.sqrt.default, "sqrt"),
+                     (aten.rsqrt.default, "rsqrt"), (aten.reciprocal.default, "reciprocal"),
+                     (aten.abs.default, "abs")):
     lowering(_target)(_unary(_op))
 
 
@@ -121,3 +124,79 @@ def gelu(L: Context, node: torch.fx.Node) -> None:
     if approximate not in ops:
         raise L.unsupported(f"approximate={approximate!r}")
     L.bind(L.emit(ops[approximate], [L.tensor(L.arg(0), "self")]))
+
+
+@lowering(aten.maximum.default, dtypes=FLOATS_AND_INT32)
+def maximum(L: Context, node: torch.fx.Node) -> None:
+    _binary("maximum", L, L.arg(0), L.arg(1))
+
+
+@lowering(aten.minimum.default, dtypes=FLOATS_AND_INT32)
+def minimum(L: Context, node: torch.fx.Node) -> None:
+    _binary("minimum", L, L.arg(0), L.arg(1))
+
+
+@lowering(aten.clamp.default, aten.clamp_min.default, aten.clamp_max.default,
+          dtypes=FLOATS_AND_INT32)
+def clamp(L: Context, node: torch.fx.Node) -> None:
+    # a maximum with the lower bound, then a minimum with the upper one
+    if node.target == aten.clamp.default:
+        lo, hi = L.arg(1, "min"), L.arg(2, "max")
+    elif node.target == aten.clamp_min.default:
+        lo, hi = L.arg(1, "min"), None
+    else:
+        lo, hi = None, L.arg(1, "max")
+    if lo is None and hi is None:
+        raise L.unsupported("clamp without bounds")
+    v = L.tensor(L.arg(0), "self")
+    for op, bound in (("maximum", lo), ("minimum", hi)):
+        if bound is None:
+            continue
+        if not isinstance(bound, (int, float)) or isinstance(bound, bool):
+            raise L.unsupported(f"a {type(bound).__name__} bound (numbers only)")
+        v = L.emit(op, [v, float(bound)])
+    L.bind(v)
+
+
+# x ** n for small integers n by multiplications (exact signs for negative
+# x, as torch), x ** ±0.5 by a root, else e^(n ln x) (NaN for x < 0, as
+# torch gives for an exponent that is not an integer).
+_POW_ROOTS = {0.5: "sqrt", -0.5: "rsqrt"}
+
+
+def _pow_scalar(L: Context, x: Tensor, n: float) -> Tensor:
+    if n in _POW_ROOTS:
+        return L.emit(_POW_ROOTS[n], [x])
+    if n == int(n) and 1 <= abs(n) <= 4:
+        v = x
+        for _ in range(int(abs(n)) - 1):
+            v = L.emit("mul", [v, x])
+        return L.emit("reciprocal", [v]) if n < 0 else v
+    if n == int(n):
+        raise L.unsupported(f"the integer exponent {n:g} (the device lowers |n| <= 4; "
+                            "e^(n ln x) would be NaN for negative x)")
+    return L.emit("exp", [L.emit("mul", [L.emit("log", [x]), n])])
+
+
+@lowering(aten.pow.Tensor_Scalar)
+def pow_scalar(L: Context, node: torch.fx.Node) -> None:
+    n = L.arg(1, "exponent")
+    if not isinstance(n, (int, float)) or isinstance(n, bool):
+        raise L.unsupported(f"a {type(n).__name__} exponent")
+    x = L.tensor(L.arg(0), "self")
+    if float(n) == 1.0:
+        L.bind(L.emit("mul", [x, 1.0]))
+        return
+    if float(n) == 0.0:
+        raise L.unsupported("the exponent 0 (a constant result)")
+    L.bind(_pow_scalar(L, x, float(n)))
+
+
+@lowering(aten.pow.Tensor_Tensor)
+def pow_tensor(L: Context, node: torch.fx.Node) -> None:
+    # e^(y ln x): x > 0 (NaN for a negative base, where torch gives a
+    # number for an integer exponent)
+    x, y = L.tensor(L.arg(0), "self"), L.tensor(L.arg(1), "exponent")
+    if x.shape != y.shape:
+        raise L.unsupported("a base and an exponent of different shapes")
+    L.bind(L.emit("exp", [L.emit("mul", [L.emit("log", [x], shape=x.shape), y])]))

@@ -11,7 +11,7 @@ from typing import Any, List, Sequence
 import torch
 
 from ..context import Context
-from ..registry import FLOATS_AND_INT32, lowering
+from ..registry import CAST_DTYPES, FLOATS_AND_INT32, lowering
 from ..values import Expanded, Tensor, Transposed, Weight
 
 aten = torch.ops.aten
@@ -33,11 +33,16 @@ def identity(L: Context, node: torch.fx.Node) -> None:
 
 @lowering(aten._to_copy.default, dtypes=_MOVES)
 def to_copy(L: Context, node: torch.fx.Node) -> None:
+    # A copy, or a conversion: the IR's cast (round to nearest-even
+    # between floats, toward zero to int32, != 0 to bool).
     x = L.tensor(L.arg(0), "self")
-    if L.value(node).dtype != x.dtype:
-        raise L.unsupported(f"a conversion from {x.dtype} to {L.value(node).dtype} (the device "
-                            "does not convert dtypes)")
-    L.bind(x)
+    want = L.value(node).dtype
+    if want == x.dtype:
+        L.bind(x)
+        return
+    if want not in CAST_DTYPES:
+        raise L.unsupported(f"a conversion from {x.dtype} to {want}")
+    L.bind(L.emit("cast", [x], flags=[f"dtype={CAST_DTYPES[want]}"], dtype=want))
 
 
 def _reshape(L: Context, v: Any) -> None:

@@ -1,0 +1,42 @@
+# SPDX-License-Identifier: MIT
+"""Comparisons (bool results: the device's u8 masks) and where with a
+condition computed on the device."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ..context import Context
+from ..registry import FLOATS_AND_INT32, lowering
+from ..values import Tensor
+
+aten = torch.ops.aten
+
+
+
+def _compare(op: str):  # type: ignore[no-untyped-def]
+    def lower(L: Context, node: torch.fx.Node) -> None:
+        x, y = L.operand(L.arg(0), "self"), L.operand(L.arg(1), "other")
+        if not isinstance(x, Tensor):
+            raise L.unsupported("a comparison of a number with a tensor")
+        L.bind(L.emit(op, [x, y], dtype=torch.bool))
+    lower.__name__ = op
+    return lower
+
+
+for _op in ("eq", "ne", "lt", "le", "gt", "ge"):
+    lowering(getattr(aten, _op).Tensor, getattr(aten, _op).Scalar,
+             dtypes=FLOATS_AND_INT32)(_compare(_op))
+
+
+def general_where(L: Context, cond: Any, a: Any, b: Any) -> None:
+    """where(cond, a, b) with a condition the device computed (a comparison's
+    mask): a where cond holds, else b (a tensor of a's shape or a number)."""
+    c = L.tensor(cond, "condition")
+    x = L.tensor(a, "self")
+    y = L.operand(b, "other")
+    if isinstance(y, Tensor) and y.dtype != x.dtype:
+        raise L.unsupported(f"where of {x.dtype} and {y.dtype}")
+    L.bind(L.emit("where", [c, x, y], dtype=x.dtype))
