@@ -85,6 +85,7 @@ enum class Kind {
     norm,   // layer_norm, rms_norm
     gather, // reshape, transpose keeping the last axis, slice, concat
     transpose2,
+    reduce, // sum, mean, amax, amin, argmax, argmin over the last axis
 };
 
 // One unary step of an elementwise chain or a matmul's epilogue.

@@ -9,20 +9,27 @@ namespace neuron::compiler::lower {
 extern const OpRecord input_record, constant_record, matmul_record, add_record, sub_record,
     mul_record, div_record, relu_record, gelu_record, gelu_tanh_record, silu_record, sigmoid_record,
     tanh_record, exp_record, softmax_record, layer_norm_record, rms_norm_record, reshape_record,
-    transpose_record, slice_record, concat_record, split_record, attention_record, neg_record;
+    transpose_record, slice_record, concat_record, split_record, attention_record, neg_record,
+    sum_record, mean_record, amax_record, amin_record, argmax_record, argmin_record,
+    softmax_backward_record, log_softmax_backward_record;
 extern const KindLowering matmul_lowering, elementwise_lowering, binary_lowering, softmax_lowering,
-    norm_lowering, gather_lowering, in_place_lowering, transpose2_lowering;
+    norm_lowering, gather_lowering, in_place_lowering, transpose2_lowering, reduce_lowering;
 
 namespace {
 
 // In the order of Op.
-const std::array<const OpRecord *, 24> records{
+// A table: entries are appended without reflowing the others.
+// clang-format off
+const std::array<const OpRecord *, 32> records{
     &input_record,      &constant_record, &matmul_record,    &add_record,       &sub_record,
     &mul_record,        &div_record,      &relu_record,      &gelu_record,      &gelu_tanh_record,
     &silu_record,       &sigmoid_record,  &tanh_record,      &exp_record,       &softmax_record,
     &layer_norm_record, &rms_norm_record, &reshape_record,   &transpose_record, &slice_record,
     &concat_record,     &split_record,    &attention_record, &neg_record,
+    &sum_record, &mean_record, &amax_record, &amin_record, &argmax_record, &argmin_record,
+    &softmax_backward_record, &log_softmax_backward_record,
 };
+// clang-format on
 
 } // namespace
 
@@ -97,6 +104,8 @@ const KindLowering *kind_lowering(Kind kind) {
         return &gather_lowering;
     case Kind::transpose2:
         return &transpose2_lowering;
+    case Kind::reduce:
+        return &reduce_lowering;
     }
     return nullptr;
 }
