@@ -59,6 +59,8 @@ int64_t Graph::add(const std::string &op, const std::string &name,
             attrs.transpose_b = true;
         else if (f == "causal")
             attrs.causal = true;
+        else if (f == "keepdim")
+            attrs.keepdim = true;
         else
             TORCH_CHECK(false, "neuron graph: ", op, " '", name, "': unknown flag '", f, "'");
     }

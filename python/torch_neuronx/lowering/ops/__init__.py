@@ -2,4 +2,4 @@
 """The lowerings of the ATen operators, a module per family; importing
 this package registers them all."""
 
-from . import attention, elementwise, matmul, movement, normalization  # noqa: F401
+from . import attention, elementwise, matmul, movement, normalization, reductions  # noqa: F401
