@@ -142,6 +142,10 @@ struct OpRecord {
     /// is (the form its decomposition is made of). nullptr: every node of
     /// the operator is decomposed.
     bool (*primitive)(const Node &n) = nullptr;
+    /// Operand @p k of node @p n (a graph input or constant) may be left in
+    /// device memory when SBUF is short: the lowering then reads it by DMA
+    /// itself (StepBuffers::streamed). nullptr: only as a matmul's weight.
+    bool (*streams_operand)(const Node &n, size_t k) = nullptr;
     /// split_rows(): node @p node's relation to the split from its
     /// operands', or a refusal naming why its rows cannot be split.
     /// nullptr: it works element by element (SplitRoles::elementwise).

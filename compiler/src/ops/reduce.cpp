@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 // sum, mean, amax and amin over any set of axes, with or without keepdim:
-// a reduction of the last axis alone is lowered as it is (Kind::reduce,
-// ops/reduction.cpp); any other is decomposed into such reductions of
-// runs of consecutive axes, the operand reshaped (and transposed when
-// axes follow the run) so that the run is the last axis. mean over
+// a reduction of the last axis alone, and one of every axis but the last
+// (its operand streamed from device memory when SBUF is short), are
+// lowered as they are (Kind::reduce, ops/reduction.cpp); any other is
+// decomposed into those: every axis but the last first when they are all
+// reduced, else runs of consecutive axes, the operand reshaped (and
+// transposed when axes follow the run) so that the run is the last axis. mean over
 // several runs is the mean of the runs' means (every run has as many
 // elements); amax and amin are exact.
 #include <cmath>
@@ -18,27 +20,22 @@ Type infer(InferContext &c) {
     return infer_reduction(c, false);
 }
 
+bool primitive(const Node &n) {
+    return reduces_last_axis(n) || reduces_leading_axes(n);
+}
+
 Kind kind(const Graph &g, const Node &n) {
-    if (!reduces_last_axis(n))
+    if (!primitive(n))
         unsupported(g, n,
                     "no lowering: a reduction of other axes is compiled as its "
                     "decomposition");
     return Kind::reduce;
 }
 
-bool primitive(const Node &n) {
-    return reduces_last_axis(n);
-}
-
-// The unit roundoff of a value stored as @p t (half an ulp, relative).
-double unit_roundoff(DType t) {
-    return t == DType::bf16 ? 0x1p-8 : t == DType::fp16 ? 0x1p-11 : 0x1p-24;
-}
-
-// Per result element: REDUCE sum's bound (1e-5 of the sum of magnitudes,
-// hw/isa.md §6) for each run of the decomposition, the rounding of each
-// run's partial results to the dtype but the last, and for mean each
-// run's division (correctly rounded) of the partial means.
+// Per result element: the bound of the decomposition's steps
+// (sum_bound_factor(): REDUCE sum's 1e-5 of the sum of magnitudes per run
+// of axes, or the fp32 additions of the rows, the rounding of partial
+// results to the dtype, each mean's division).
 Expected reference(const Graph &g, const Node &n, const Values &ops) {
     const Shape &in = g.node(n.operands[0]).type.shape;
     const ReducedIndex r = reduced_index(in, n.dims);
@@ -60,15 +57,12 @@ Expected reference(const Graph &g, const Node &n, const Values &ops) {
     e.value = std::move(acc);
     if (n.op == Op::amax || n.op == Op::amin)
         return e; // exact: rounding to the dtype keeps the order
-    const auto steps = static_cast<double>(reduction_runs(in, n.dims, false).size());
-    const double per_step = n.op == Op::mean ? 1e-5 + 0x1p-24 : 1e-5;
+    const double factor = sum_bound_factor(n, in);
     const double scale = n.op == Op::mean ? 1.0 / static_cast<double>(r.per_output) : 1.0;
     e.bound.resize(outs);
     for (size_t o = 0; o < outs; o++) {
-        if (n.op == Op::mean)
-            e.value[o] *= scale;
-        e.bound[o] =
-            (steps * per_step + (steps - 1) * unit_roundoff(n.type.dtype)) * magnitude[o] * scale;
+        e.value[o] *= scale;
+        e.bound[o] = factor * magnitude[o] * scale;
     }
     return e;
 }
@@ -104,6 +98,7 @@ std::vector<double> carry(const Graph &g, const Node &n, const std::vector<doubl
         .carry = carry,                                                                            \
         .decompose = decompose_reduction,                                                          \
         .primitive = primitive,                                                                    \
+        .streams_operand = reduction_streams_operand,                                              \
         .split = reduction_split,                                                                  \
     };
 

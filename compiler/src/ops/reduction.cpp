@@ -71,6 +71,55 @@ bool reduces_last_axis(const Node &n) {
            n.dims[0] == static_cast<int64_t>(n.type.shape.size()) - 1;
 }
 
+bool reduces_leading_axes(const Node &n) {
+    const size_t r = n.type.shape.size();
+    if (is_arg(n) || !n.keepdim || r < 2 || n.dims.size() != r - 1)
+        return false;
+    for (size_t d = 0; d + 1 < r; d++)
+        if (n.dims[d] != static_cast<int64_t>(d))
+            return false;
+    return true;
+}
+
+namespace {
+
+// The reduction of @p n's axes of an operand of shape @p in starts with
+// one of every axis but the last (reduces_leading_axes()).
+bool leading_first(const Node &n, const Shape &in) {
+    if (is_arg(n) || in.size() < 2)
+        return false;
+    for (size_t d = 0; d + 1 < in.size(); d++)
+        if (std::find(n.dims.begin(), n.dims.end(), static_cast<int64_t>(d)) == n.dims.end())
+            return false;
+    return true;
+}
+
+// The unit roundoff of a value stored as @p t (half an ulp, relative).
+double unit_roundoff(DType t) {
+    return t == DType::bf16 ? 0x1p-8 : t == DType::fp16 ? 0x1p-11 : 0x1p-24;
+}
+
+} // namespace
+
+double sum_bound_factor(const Node &n, const Shape &in) {
+    const double u = unit_roundoff(n.type.dtype), div = n.op == Op::mean ? 0x1p-24 : 0;
+    if (!leading_first(n, in)) {
+        const auto k = static_cast<double>(reduction_runs(in, n.dims, false).size());
+        return k * (1e-5 + div) + (k - 1) * u;
+    }
+    // fp32 additions of the rows: a tree of depth ceil(log2(rows)) in each
+    // row tile, then one per further row tile (gamma_d of the sum)
+    const int64_t rows = product(in, 0, in.size() - 1), tiles = (rows + P - 1) / P;
+    double depth = static_cast<double>(tiles - 1);
+    for (int64_t h = std::min<int64_t>(rows, P); h > 1; h = (h + 1) / 2)
+        depth += 1;
+    double f = depth * 0x1p-24 / (1 - depth * 0x1p-24) + div;
+    if (std::find(n.dims.begin(), n.dims.end(), static_cast<int64_t>(in.size()) - 1) !=
+        n.dims.end()) // then the row of partial results rounded to the dtype and reduced
+        f += u + (1e-5 + div) * (1 + u + f);
+    return f;
+}
+
 std::vector<std::pair<size_t, size_t>>
 reduction_runs(const Shape &in, const std::vector<int64_t> &dims, bool whole) {
     std::vector<bool> left(in.size(), false);
@@ -92,9 +141,34 @@ reduction_runs(const Shape &in, const std::vector<int64_t> &dims, bool whole) {
     return runs;
 }
 
+// Every axis but the last, then (if reduced) the last.
+uint32_t decompose_leading(Graph &into, const Node &n, uint32_t v) {
+    Shape s = into.node(v).type.shape;
+    Attrs leading, last_axis;
+    leading.dims.resize(s.size() - 1);
+    std::iota(leading.dims.begin(), leading.dims.end(), 0);
+    leading.keepdim = last_axis.keepdim = true;
+    last_axis.dims = {-1};
+    const bool last = n.dims.size() == s.size();
+    std::fill(s.begin(), s.end() - 1, 1);
+    v = into.add(n.op, !last && s == n.type.shape ? n.name : n.name + ".rows", {v}, leading);
+    if (last) {
+        s.back() = 1;
+        v = into.add(n.op, s == n.type.shape ? n.name : n.name + ".part", {v}, last_axis);
+    }
+    if (into.node(v).name != n.name) {
+        Attrs r;
+        r.dims = n.type.shape;
+        v = into.add(Op::reshape, n.name, {v}, r);
+    }
+    return v;
+}
+
 uint32_t decompose_reduction(Graph &into, const Node &n, const std::vector<uint32_t> &operands) {
     uint32_t v = operands[0];
     Shape s = into.node(v).type.shape;
+    if (leading_first(n, s))
+        return decompose_leading(into, n, v);
     const auto runs = reduction_runs(s, n.dims, is_arg(n));
     Attrs last_axis;
     last_axis.dims = {-1};
@@ -169,6 +243,10 @@ std::vector<std::string> reduction_attributes(const Node &n) {
     return a;
 }
 
+bool reduction_streams_operand(const Node &n, size_t k) {
+    return k == 0 && reduces_leading_axes(n);
+}
+
 std::string reduction_mixes_rows(const Graph &, const Node &n, int64_t) {
     return reduces_last_axis(n) ? "" : "it reduces over rows";
 }
@@ -192,14 +270,29 @@ struct Buffers {
     const Buf *column = nullptr;                  // fp32, one per row
     const Buf *first = nullptr, *block = nullptr; // argmax, argmin: indices
     const Buf *index = nullptr, *hit = nullptr;   // of a column block
+    // every axis but the last: fp32 partial results of a row tile, their
+    // running total, and (streamed operand) two row tiles it is loaded into
+    const Buf *work = nullptr, *total = nullptr, *load[2] = {nullptr, nullptr};
 };
 
 Buffers declare(StepBuffers &s, const Group &group) {
     const uint32_t i = group.start;
     const Node &n = s.graph.node(i);
-    s.read(n.operands[0]);
-    const auto C = static_cast<uint32_t>(s.graph.node(n.operands[0]).type.shape.back());
+    const uint32_t x = n.operands[0];
+    const auto C = static_cast<uint32_t>(s.graph.node(x).type.shape.back());
     Buffers b;
+    if (reduces_leading_axes(n)) {
+        if (s.streamed(x))
+            for (int j = 0; j < 2; j++)
+                b.load[j] =
+                    &s.temp(fmt::format("{}.load{}", n.name, j), s.graph.node(x).type.dtype, P, C);
+        else
+            s.read(x);
+        b.work = &s.temp(n.name + ".work", DType::fp32, P, C);
+        b.total = &s.temp(n.name + ".total", DType::fp32, 1, C);
+        return b;
+    }
+    s.read(x);
     if (is_arg(n)) {
         const uint32_t w = std::min(C, arg_block);
         s.require(i, mnemonic_tensor_scalar(AluOp::is_eq), isa_minor_of(AluOp::is_eq));
@@ -256,8 +349,64 @@ void first_extreme(Emitter &e, const Buffers &b, const Buf &in, uint32_t t, cons
     k.copy(Engine::vector, y, first);
 }
 
+// Every axis but the last: each row tile (loaded by DMA when the operand
+// is streamed, into two buffers in turn) folded in halves down the
+// partitions into its first row (the upper half of the rows combined into
+// the lower half by one TENSOR_TENSOR, which pairs partitions relative to
+// each operand's first), that row combined into the running total, the
+// total (divided by the rows for mean) into the result.
+void emit_leading(Emitter &e, uint32_t i, const Buffers &b) {
+    Kernel &k = e.kernel();
+    const Node &n = e.graph.node(i);
+    const uint32_t x = n.operands[0];
+    const Buf &in = e.buf(x), &out = e.buf(i);
+    const Type &xt = e.graph.node(x).type;
+    const auto C = static_cast<uint32_t>(xt.shape.back());
+    const auto R = static_cast<uint32_t>(rows_of(xt));
+    const AluOp op = n.op == Op::amax ? AluOp::max : n.op == Op::amin ? AluOp::min : AluOp::add;
+    const uint64_t esize = dtype_size(xt.dtype);
+    const Tap total = e.rows(*b.total, 0, 1, 0, C);
+    auto work = [&](uint32_t r0, uint32_t rows) { return e.rows(*b.work, r0, rows, 0, C); };
+    for (uint32_t t = 0; t * P < R; t++) {
+        const uint32_t rt = std::min(P, R - t * P);
+        const Buf *load = b.load[t % 2];
+        if (load)
+            k.dma_load(e.rows(*load, 0, rt, 0, C),
+                       e.arg(x).at(uint64_t{t} * P * C * esize,
+                                   static_cast<uint32_t>(uint64_t{C} * esize)));
+        // rows [r0, r0 + rows) of the row tile
+        auto source = [&](uint32_t r0, uint32_t rows) {
+            return load ? e.rows(*load, r0, rows, 0, C) : e.rows(in, t * P + r0, rows, 0, C);
+        };
+        if (rt == 1)
+            k.copy(Engine::vector, work(0, 1), source(0, 1));
+        for (uint32_t h = rt; h > 1;) {
+            const uint32_t lo = h / 2, hi = h - lo;
+            const bool first = h == rt;
+            k.tensor_tensor(op, work(0, lo), first ? source(0, lo) : work(0, lo),
+                            first ? source(hi, lo) : work(hi, lo));
+            if (first && hi > lo) // the middle row of an odd count, as it is
+                k.copy(Engine::vector, work(lo, 1), source(lo, 1));
+            h = hi;
+        }
+        if (t == 0)
+            k.copy(Engine::vector, total, work(0, 1));
+        else
+            k.tensor_tensor(op, total, total, work(0, 1));
+    }
+    const Tap y = e.rows(out, 0, 1, 0, C);
+    if (n.op == Op::mean)
+        k.tensor_scalar(Engine::vector, y, total, AluOp::div, static_cast<float>(R));
+    else
+        k.copy(Engine::vector, y, total);
+}
+
 void emit(Emitter &e, const Group &group) {
     const Buffers b = declare(e, group);
+    if (b.work) {
+        emit_leading(e, group.start, b);
+        return;
+    }
     Kernel &k = e.kernel();
     const uint32_t i = group.start;
     const Node &n = e.graph.node(i);

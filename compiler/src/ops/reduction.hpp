@@ -25,6 +25,16 @@ Type infer_reduction(InferContext &c, bool arg);
 /// form the lowering runs (Kind::reduce); every other is decomposed.
 bool reduces_last_axis(const Node &n);
 
+/// The node reduces every axis of its operand but the last and keeps
+/// them as 1s (sum, mean, amax, amin): also lowered as it is, its operand
+/// read row tile by row tile (from device memory when it is streamed).
+bool reduces_leading_axes(const Node &n);
+
+/// sum and mean: the bound on the device's error as a multiple of the sum
+/// of the magnitudes of the elements (of a mean: of their mean), for an
+/// operand of shape @p in (the decomposition's steps, ops/reduction.cpp).
+double sum_bound_factor(const Node &n, const Shape &in);
+
 /// The runs of consecutive reduced axes of an operand of shape @p in that
 /// the decomposition reduces one after the other, the last first: [first,
 /// end) axes each, at most max_cols elements (a row of the row layout)
@@ -49,6 +59,7 @@ ReducedIndex reduced_index(const Shape &in, const std::vector<int64_t> &dims);
 
 std::vector<std::string> reduction_attributes(const Node &n);
 std::string reduction_mixes_rows(const Graph &g, const Node &n, int64_t rows);
+bool reduction_streams_operand(const Node &n, size_t k);
 void reduction_split(SplitRoles &s, uint32_t n);
 
 } // namespace neuron::compiler::lower

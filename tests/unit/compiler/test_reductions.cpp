@@ -3,11 +3,12 @@
 // argmin over one axis or all) and the backward kernels of softmax and
 // log_softmax, compiled, run through the device model and checked against
 // the double-precision reference in fp32 and bf16: every result from its
-// operand within its own bound, every reduction of the last axis that the
-// decomposition made from the values the device gave it, and the result
-// within the bound carried from the inputs; odd shapes, rows wider than a
-// partition holds (a reduction in two runs), and a row reduction of 32 MiB,
-// more than the core's SBUF, in chunks of rows.
+// operand within its own bound, every reduction that the decomposition
+// made from the values the device gave it, and the result within the bound
+// carried from the inputs; odd shapes, rows wider than a partition holds (a
+// reduction in two runs); a row reduction of 32 MiB, more than the core's
+// SBUF, in chunks of rows, and reductions of every axis but the last of a
+// 32 MiB input streamed from device memory.
 #include <cstring>
 
 #include <neuron/compiler/compile.hpp>
@@ -43,10 +44,11 @@ std::string dims_name(const std::vector<int64_t> &d) {
     return d.empty() ? "all" : n;
 }
 
-// The result against its reference from the input, the reductions of the
-// last axis of its decomposition against theirs from what the device gave
-// them, and the result within the bound carried from the input. Returns
-// the number of reductions of the last axis the decomposition made.
+// The result against its reference from the input, the reductions of its
+// decomposition against theirs from what the device gave them, and the
+// result within the bound carried from the input. Returns
+// the number of reductions the decomposition made that are lowered as
+// they are.
 size_t check_reduction(const Graph &g, uint64_t seed) {
     const auto in = harness::make_inputs(g, seed);
     const auto out = harness::run(g, in);
@@ -91,9 +93,8 @@ void reductions(DType dt) {
                     graphs++;
                 }
         }
-    print_message("%zu reductions in %s, %zu reductions of the last axis in their "
-                  "decompositions\n",
-                  graphs, to_string(dt), parts);
+    print_message("%zu reductions in %s, %zu lowered reductions in their decompositions\n", graphs,
+                  to_string(dt), parts);
 }
 
 void reductions_fp32(void **) {
@@ -223,6 +224,56 @@ void rows_in_chunks(void **) {
     assert_true(harness::check_nodes(g, in, out, g.name()) == 3 * 32768);
 }
 
+// Reductions of every axis but the last, and of all of them: with one
+// byte less SBUF than the resident plan's peak the operand is streamed from
+// device memory, row tile by row tile, with the same bits; then the same
+// of a 32 MiB input, more than the core's SBUF.
+void streamed_operand(void **) {
+    uint64_t seed = 8000;
+    for (DType dt : {DType::fp32, DType::bf16})
+        for (Op op : {Op::sum, Op::mean, Op::amax, Op::amin})
+            for (const Shape &s : {Shape{300, 129}, Shape{2, 129, 77}}) {
+                Graph g(std::string(to_string(op)) + "_streamed_" + shape_name(s) + "_" +
+                        to_string(dt));
+                const uint32_t x = g.input("x", Type{dt, s});
+                Attrs leading, all;
+                for (size_t d = 0; d + 1 < s.size(); d++)
+                    leading.dims.push_back(static_cast<int64_t>(d));
+                g.mark_output(g.add(op, "r", {x}, leading));
+                g.mark_output(g.add(op, "a", {x}, all));
+                const auto in = harness::make_inputs(g, seed++);
+                const auto resident = harness::run(g, in);
+                CompileOptions small;
+                small.limits.sbuf_bytes = static_cast<uint32_t>(plan_peak(resident.compiled) - 1);
+                const auto streamed = harness::run(g, in, small);
+                if (streamed.compiled.plan.find("streamed from device memory") == std::string::npos)
+                    fail_msg("%s: x is not streamed:\n%s", g.name().c_str(),
+                             streamed.compiled.plan.c_str());
+                for (const char *v : {"r", "a"}) {
+                    const auto &r = resident.outputs.at(v), &c = streamed.outputs.at(v);
+                    assert_int_equal(r.size(), c.size());
+                    assert_memory_equal(r.data(), c.data(), r.size() * sizeof(float));
+                }
+                harness::check_nodes(g, in, streamed, g.name());
+            }
+    Graph g("streamed_32MiB");
+    const uint32_t x = g.input("x", Type{DType::fp32, {32768, 256}});
+    Attrs rows;
+    rows.dims = {0};
+    rows.keepdim = true;
+    for (Op op : {Op::sum, Op::mean, Op::amax})
+        g.mark_output(g.add(op, to_string(op), {x}, rows));
+    g.mark_output(g.add(Op::sum, "total", {x}));
+    const auto in = harness::make_inputs(g, seed);
+    const auto out = harness::run(g, in);
+    if (out.compiled.plan.find("streamed from device memory") == std::string::npos)
+        fail_msg("%s: x is not streamed:\n%s", g.name().c_str(), out.compiled.plan.c_str());
+    print_message("%s: %s\n", g.name().c_str(),
+                  out.compiled.plan.substr(0, out.compiled.plan.find('\n')).c_str());
+    assert_true(harness::check_nodes(g, in, out, g.name()) == 3 * 256 + 1);
+    harness::check_carried(g, in, out, g.name());
+}
+
 // The text form: dims and keepdim printed and parsed back; the errors.
 void reduction_text(void **) {
     const char *text = "graph r\n"
@@ -269,6 +320,7 @@ int main() {
         cmocka_unit_test(reductions_bf16),       cmocka_unit_test(arg_reductions_fp32),
         cmocka_unit_test(arg_reductions_bf16),   cmocka_unit_test(softmax_backward_fp32),
         cmocka_unit_test(softmax_backward_bf16), cmocka_unit_test(rows_in_chunks),
+        cmocka_unit_test(streamed_operand),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
