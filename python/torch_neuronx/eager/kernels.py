@@ -15,7 +15,7 @@ import threading
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import torch
 
@@ -35,9 +35,13 @@ _DEVICE_DTYPES = (torch.float32, torch.bfloat16)
 class Kernel:
     kernel: Any  # torch.classes.neuron.EagerKernel
     single: bool  # the operator returns one tensor (else a tuple)
+    # results that are 0-dimensional, which the program computes as [1]
+    scalars: Tuple[int, ...] = ()
 
     def __call__(self, call: Call) -> Any:
         outs = self.kernel.run(_inputs(call))
+        for i in self.scalars:
+            outs[i] = outs[i].view(())
         return outs[0] if self.single else tuple(outs)
 
     def run_into(self, call: Call, outputs: List[torch.Tensor]) -> bool:
@@ -136,7 +140,7 @@ def _compile(call: Call) -> Entry:
     examples = [torch.zeros(t.shape, dtype=t.dtype) for t in call.tensors]
     try:
         captured = capture(call.rebuilt(), examples, kept_whole=LOWERINGS, api="neuron")
-        lowered = lower(captured, _name(call.op))
+        lowered = lower(captured, _name(call.op), scalar_results=True)
     except UnsupportedOperatorError as e:
         return Unsupported(f"the compiler has no lowering of {e.kind}"
                            f"{' (' + e.reason + ')' if e.reason else ''}")
@@ -153,11 +157,14 @@ def _compile(call: Call) -> Entry:
     kernel = torch.ops.neuron.eager_kernel(model)
     expected = _expected_outputs(captured)
     got = kernel.output_meta()
-    if [(t.dtype, tuple(t.shape)) for t in expected] != [(t.dtype, tuple(t.shape)) for t in got]:
+    scalars = tuple(i for i, (e, g) in enumerate(zip(expected, got))
+                    if e.dim() == 0 and tuple(g.shape) == (1,))
+    if [(t.dtype, tuple(t.shape)) for t in expected] != \
+            [(t.dtype, () if i in scalars else tuple(t.shape)) for i, t in enumerate(got)]:
         return Unsupported("the compiled program's outputs differ from the operator's")
     global compiles
     compiles += 1
-    return Kernel(kernel, single=len(call.op._schema.returns) == 1)
+    return Kernel(kernel, single=len(call.op._schema.returns) == 1, scalars=scalars)
 
 
 def _expected_outputs(captured: Any) -> List[torch.Tensor]:
@@ -171,7 +178,7 @@ def _load(call: Call, path: Path) -> Optional[Entry]:
         saved = torch.load(path, weights_only=True)
         kernel = torch.ops.neuron.eager_kernel_from_bytes(saved["program"], saved["inputs"],
                                                           saved["outputs"])
-        return Kernel(kernel, single=saved["single"])
+        return Kernel(kernel, single=saved["single"], scalars=tuple(saved["scalars"]))
     except Exception as e:  # noqa: BLE001 - a damaged file is recompiled
         log.warning("neuron: ignoring the cached kernel %s: %s", path, e)
         return None
@@ -183,7 +190,8 @@ def _store(entry: Kernel, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         torch.save({"program": k.program_bytes(), "inputs": k.input_names(),
-                    "outputs": k.output_names(), "single": entry.single}, tmp)
+                    "outputs": k.output_names(), "single": entry.single,
+                    "scalars": list(entry.scalars)}, tmp)
         os.replace(tmp, path)
     except OSError as e:
         log.warning("neuron: cannot cache a kernel in %s: %s", path.parent, e)

@@ -36,10 +36,12 @@ def _check_dtype(L: Context, dtype: Optional[torch.dtype], x: Tensor) -> None:
 
 def _reduce(L: Context, op: str, x: Tensor, dims: Sequence[int], keepdim: bool,
             shape: Optional[Sequence[int]] = None) -> Tensor:
-    if len(L.out_shape() if shape is None else shape) == 0:
+    want = tuple(L.out_shape() if shape is None else shape)
+    if not want and not L.scalar_results:
         raise L.unsupported("a reduction to a 0-dimensional tensor (the IR's values have "
                             "rank >= 1)")
-    return L.emit(op, [x], shape=shape, flags=["keepdim"] if keepdim else [], dims=list(dims))
+    return L.emit(op, [x], shape=want or (1,), flags=["keepdim"] if keepdim else [],
+                  dims=list(dims))
 
 
 @lowering(aten.sum.dim_IntList, aten.sum.default)
@@ -86,7 +88,7 @@ def var(L: Context, node: torch.fx.Node) -> None:
     centred = L.emit("sub", [x, m], shape=x.shape)
     squares = L.emit("mul", [centred, centred], shape=x.shape)
     s = _reduce(L, "sum", squares, dims, bool(L.arg(None, "keepdim", False)))
-    L.bind(L.emit("div", [s, float(n - correction)]))
+    L.bind(L.emit("div", [s, float(n - correction)], shape=s.shape))
 
 
 def _softmax_backward(L: Context, op: str) -> None:
