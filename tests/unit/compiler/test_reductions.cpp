@@ -143,6 +143,32 @@ void arg_reductions(DType dt) {
     }
 }
 
+// Equal extremes give the first index, in a row tile and across the
+// column blocks of 2048 (a maximum at 100 and at 4100 of 5000 columns).
+void arg_ties(void **) {
+    for (DType dt : {DType::fp32, DType::bf16}) {
+        Graph g(std::string("arg_ties_") + to_string(dt));
+        const uint32_t x = g.input("x", Type{dt, {4, 5000}});
+        Attrs last;
+        last.dims = {-1};
+        g.mark_output(g.add(Op::argmax, "max", {x}, last));
+        g.mark_output(g.add(Op::argmin, "min", {x}, last));
+        std::vector<float> v(4 * 5000, 0.0f);
+        v[100] = v[4100] = 3; // row 0: maxima at 100 and 4100, minima 0 elsewhere
+        for (int c = 0; c < 5000; c++)
+            v[5000 + static_cast<size_t>(c)] = 1; // row 1: all equal
+        v[2 * 5000 + 4999] = -2;                  // row 2: the minimum last
+        v[2 * 5000 + 2048] = v[2 * 5000 + 3000] = 5;
+        v[3 * 5000 + 7] = v[3 * 5000 + 6] = -1; // row 3: minima at 6 and 7
+        const harness::Inputs in{{"x", v}};
+        const auto out = harness::run(g, in);
+        const std::vector<float> want_max{100, 0, 2048, 0}, want_min{0, 0, 4999, 6};
+        assert_memory_equal(out.outputs.at("max").data(), want_max.data(), 4 * sizeof(float));
+        assert_memory_equal(out.outputs.at("min").data(), want_min.data(), 4 * sizeof(float));
+        harness::check_nodes(g, in, out, g.name());
+    }
+}
+
 void arg_reductions_fp32(void **) {
     arg_reductions(DType::fp32);
 }
@@ -318,9 +344,9 @@ int main() {
     const CMUnitTest tests[] = {
         cmocka_unit_test(reduction_text),        cmocka_unit_test(reductions_fp32),
         cmocka_unit_test(reductions_bf16),       cmocka_unit_test(arg_reductions_fp32),
-        cmocka_unit_test(arg_reductions_bf16),   cmocka_unit_test(softmax_backward_fp32),
-        cmocka_unit_test(softmax_backward_bf16), cmocka_unit_test(rows_in_chunks),
-        cmocka_unit_test(streamed_operand),
+        cmocka_unit_test(arg_reductions_bf16),   cmocka_unit_test(arg_ties),
+        cmocka_unit_test(softmax_backward_fp32), cmocka_unit_test(softmax_backward_bf16),
+        cmocka_unit_test(rows_in_chunks),        cmocka_unit_test(streamed_operand),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
