@@ -205,6 +205,82 @@ void softmax_backward_bf16(void **) {
     softmax_backward(DType::bf16);
 }
 
+// Random graphs of reductions (random axes, keepdim or not), activations,
+// literal products, differences with a row maximum (a column operand) and
+// softmax backward kernels on random shapes, seeded; every node against
+// its reference from the device's operands and the outputs within the
+// bound carried from the inputs.
+Graph random_reduction_graph(uint64_t seed, DType dt) {
+    harness::Rng rng(seed);
+    const int64_t sizes[] = {1, 2, 77, 127, 129, 200, 300};
+    Graph g("random_reductions_" + std::to_string(seed) + "_" + to_string(dt));
+    Shape s;
+    const uint32_t rank = 1 + rng.below(3);
+    for (uint32_t d = 0; d < rank; d++)
+        s.push_back(sizes[rng.below(7)]);
+    while (Type{dt, s}.elements() > 40000)
+        s[rng.below(rank)] = 2;
+    std::vector<uint32_t> vals{g.input("x", Type{dt, s})};
+    const int steps = 3 + static_cast<int>(rng.below(4));
+    for (int k = 0; k < steps; k++) {
+        const uint32_t v = vals[rng.below(static_cast<uint32_t>(vals.size()))];
+        const Shape vs = g.node(v).type.shape;
+        const std::string name = "v" + std::to_string(k);
+        Attrs a;
+        switch (rng.below(5)) {
+        case 0: {
+            const Op ops[] = {Op::sum, Op::mean, Op::amax, Op::amin};
+            for (int64_t d = 0; d < static_cast<int64_t>(vs.size()); d++)
+                if (rng.below(2))
+                    a.dims.push_back(d);
+            a.keepdim = rng.below(2);
+            vals.push_back(g.add(ops[rng.below(4)], name, {v}, a));
+            break;
+        }
+        case 1: {
+            const Op acts[] = {Op::tanh, Op::sigmoid, Op::relu};
+            vals.push_back(g.add(acts[rng.below(3)], name, {v}));
+            break;
+        }
+        case 2:
+            a.scalar = rng.uniform(2.0f);
+            vals.push_back(g.add(Op::mul, name, {v}, a));
+            break;
+        case 3: {
+            a.dims = {-1};
+            a.keepdim = true;
+            const uint32_t m = g.add(Op::amax, name + "max", {v}, a);
+            vals.push_back(g.add(Op::sub, name, {v, m}));
+            break;
+        }
+        default: {
+            const uint32_t y = g.add(Op::softmax, name + "y", {v});
+            const uint32_t grad = g.input("grad" + std::to_string(k), Type{dt, vs});
+            vals.push_back(g.add(Op::softmax_backward, name, {grad, y}));
+        }
+        }
+    }
+    for (uint32_t v : vals)
+        if (g.node(v).op != Op::input)
+            g.mark_output(v);
+    return g;
+}
+
+void random_graphs(void **) {
+    size_t checked = 0, carried = 0;
+    for (uint64_t seed = 9000; seed < 9012; seed++)
+        for (DType dt : {DType::fp32, DType::bf16}) {
+            const Graph g = harness::all_outputs(random_reduction_graph(seed, dt));
+            const auto in = harness::make_inputs(g, seed);
+            const auto out = harness::run(g, in);
+            checked += harness::check_nodes(g, in, out, g.name());
+            carried += harness::check_carried(g, in, out, g.name());
+        }
+    print_message("24 random graphs (seeds 9000-9011, fp32 and bf16): %zu elements against "
+                  "their nodes' references, %zu within the bound carried from the inputs\n",
+                  checked, carried);
+}
+
 uint64_t plan_peak(const Compiled &c) {
     return std::strtoull(c.plan.c_str() + std::strlen("SBUF: "), nullptr, 10);
 }
@@ -347,6 +423,7 @@ int main() {
         cmocka_unit_test(arg_reductions_bf16),   cmocka_unit_test(arg_ties),
         cmocka_unit_test(softmax_backward_fp32), cmocka_unit_test(softmax_backward_bf16),
         cmocka_unit_test(rows_in_chunks),        cmocka_unit_test(streamed_operand),
+        cmocka_unit_test(random_graphs),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
