@@ -223,15 +223,28 @@ ReducedIndex reduced_index(const Shape &in, const std::vector<int64_t> &dims) {
     }
     const int64_t n = product(in, 0, in.size());
     r.outputs = n / r.per_output;
+    // each axis's stride in the result's flat index or in the flat index
+    // among the reduced axes; the coordinates counted up like an odometer
+    std::vector<int64_t> stride(in.size()), idx(in.size(), 0);
+    int64_t out_stride = 1, within_stride = 1;
+    for (size_t d = in.size(); d-- > 0;) {
+        int64_t &st = reduced[d] ? within_stride : out_stride;
+        stride[d] = st;
+        st *= in[d];
+    }
     r.out.resize(static_cast<size_t>(n));
     r.within.resize(static_cast<size_t>(n));
+    int64_t o = 0, w = 0;
     for (int64_t f = 0; f < n; f++) {
-        const std::vector<int64_t> idx = unravel(f, in);
-        int64_t o = 0, w = 0;
-        for (size_t d = 0; d < in.size(); d++)
-            (reduced[d] ? w : o) = (reduced[d] ? w : o) * in[d] + idx[d];
         r.out[static_cast<size_t>(f)] = o;
         r.within[static_cast<size_t>(f)] = w;
+        for (size_t d = in.size(); d-- > 0;) {
+            (reduced[d] ? w : o) += stride[d];
+            if (++idx[d] < in[d])
+                break;
+            (reduced[d] ? w : o) -= stride[d] * in[d];
+            idx[d] = 0;
+        }
     }
     return r;
 }
