@@ -86,6 +86,7 @@ enum class Kind {
     gather, // reshape, transpose keeping the last axis, slice, concat
     transpose2,
     select, // where
+    reduce, // sum, mean, amax, amin, argmax, argmin over the last axis
 };
 
 // One unary step of an elementwise chain or a matmul's epilogue.

@@ -138,6 +138,14 @@ struct OpRecord {
     /// that stands for @p n, named as @p n.
     uint32_t (*decompose)(Graph &into, const Node &n,
                           const std::vector<uint32_t> &operands) = nullptr;
+    /// An operator with a decomposition whose node @p n is lowered as it
+    /// is (the form its decomposition is made of). nullptr: every node of
+    /// the operator is decomposed.
+    bool (*primitive)(const Node &n) = nullptr;
+    /// Operand @p k of node @p n (a graph input or constant) may be left in
+    /// device memory when SBUF is short: the lowering then reads it by DMA
+    /// itself (StepBuffers::streamed). nullptr: only as a matmul's weight.
+    bool (*streams_operand)(const Node &n, size_t k) = nullptr;
     /// split_rows(): node @p node's relation to the split from its
     /// operands', or a refusal naming why its rows cannot be split.
     /// nullptr: it works element by element (SplitRoles::elementwise).
@@ -145,6 +153,11 @@ struct OpRecord {
 };
 
 const OpRecord &op_record(Op op);
+/// Node @p n is replaced by its decomposition (Graph::decomposed()).
+inline bool decomposes(const Node &n) {
+    const OpRecord &r = op_record(n.op);
+    return r.decompose && !(r.primitive && r.primitive(n));
+}
 /// Every operator's record, in the order of Op.
 std::span<const OpRecord *const> op_records();
 /// The first row of slice or split piece @p n in its operand's row layout,

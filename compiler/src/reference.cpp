@@ -16,7 +16,7 @@ Expected attention_reference(const Graph &g, uint32_t node,
                              const std::vector<const std::vector<double> *> &operands);
 bool has_decomposition(const Graph &g) {
     return std::any_of(g.nodes().begin(), g.nodes().end(),
-                       [](const Node &n) { return lower::op_record(n.op).decompose; });
+                       [](const Node &n) { return lower::decomposes(n); });
 }
 } // namespace
 

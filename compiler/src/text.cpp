@@ -269,14 +269,16 @@ Graph parse(std::string_view text, const std::string &source) {
                     }
                     std::string id = c.ident("an operand or key=value");
                     if (c.accept('=')) {
-                        if (id == "transpose_a" || id == "transpose_b" || id == "causal") {
+                        if (id == "transpose_a" || id == "transpose_b" || id == "causal" ||
+                            id == "keepdim") {
                             size_t vat = (c.skip(), c.pos());
                             std::string v = c.ident("true or false");
                             if (v != "true" && v != "false")
                                 c.fail("expected true or false", vat);
                             (id == "transpose_a"   ? a.transpose_a
                              : id == "transpose_b" ? a.transpose_b
-                                                   : a.causal) = v == "true";
+                             : id == "causal"      ? a.causal
+                                                   : a.keepdim) = v == "true";
                         } else if (id == "eps") {
                             a.eps = static_cast<float>(c.number("eps"));
                         } else if (id == "scale") {
@@ -286,7 +288,7 @@ Graph parse(std::string_view text, const std::string &source) {
                             const std::string v = c.ident("a dtype");
                             if (!(a.dtype = dtype_from_string(v)))
                                 c.fail(fmt::format("unknown dtype '{}'", v), vat);
-                        } else if (id == "shape" || id == "perm" || id == "sizes") {
+                        } else if (id == "shape" || id == "perm" || id == "sizes" || id == "dims") {
                             if ((id == "sizes") != (*op == Op::split))
                                 c.fail(fmt::format("{} has no attribute '{}'", opname, id), aat);
                             a.dims = c.int_list(id.c_str());

@@ -61,6 +61,8 @@ int64_t Graph::add(const std::string &op, const std::string &name,
             attrs.causal = true;
         else if (f.rfind("dtype=", 0) == 0 && nc::dtype_from_string(f.substr(6)))
             attrs.dtype = nc::dtype_from_string(f.substr(6));
+        else if (f == "keepdim")
+            attrs.keepdim = true;
         else
             TORCH_CHECK(false, "neuron graph: ", op, " '", name, "': unknown flag '", f, "'");
     }

@@ -12,14 +12,18 @@ extern const OpRecord input_record, constant_record, matmul_record, add_record, 
     transpose_record, slice_record, concat_record, split_record, attention_record, neg_record,
     log_record, erf_record, sqrt_record, rsqrt_record, reciprocal_record, abs_record,
     maximum_record, minimum_record, eq_record, ne_record, lt_record, le_record, gt_record,
-    ge_record, cast_record, where_record;
+    ge_record, cast_record, where_record,
+    sum_record, mean_record, amax_record, amin_record, argmax_record, argmin_record,
+    softmax_backward_record, log_softmax_backward_record;
 extern const KindLowering matmul_lowering, elementwise_lowering, binary_lowering, softmax_lowering,
-    norm_lowering, gather_lowering, in_place_lowering, transpose2_lowering, select_lowering;
+    norm_lowering, gather_lowering, in_place_lowering, transpose2_lowering, select_lowering, reduce_lowering;
 
 namespace {
 
 // In the order of Op.
-const std::array<const OpRecord *, 40> records{
+// A table: entries are appended without reflowing the others.
+// clang-format off
+const std::array<const OpRecord *, 48> records{
     &input_record,      &constant_record, &matmul_record,    &add_record,       &sub_record,
     &mul_record,        &div_record,      &relu_record,      &gelu_record,      &gelu_tanh_record,
     &silu_record,       &sigmoid_record,  &tanh_record,      &exp_record,       &softmax_record,
@@ -28,7 +32,10 @@ const std::array<const OpRecord *, 40> records{
     &erf_record,        &sqrt_record,     &rsqrt_record,     &reciprocal_record, &abs_record,
     &maximum_record,    &minimum_record,  &eq_record,        &ne_record,         &lt_record,
     &le_record,         &gt_record,       &ge_record,        &cast_record,       &where_record,
+    &sum_record, &mean_record, &amax_record, &amin_record, &argmax_record, &argmin_record,
+    &softmax_backward_record, &log_softmax_backward_record,
 };
+// clang-format on
 
 } // namespace
 
@@ -105,6 +112,8 @@ const KindLowering *kind_lowering(Kind kind) {
         return &transpose2_lowering;
     case Kind::select:
         return &select_lowering;
+    case Kind::reduce:
+        return &reduce_lowering;
     }
     return nullptr;
 }

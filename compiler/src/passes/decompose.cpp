@@ -16,15 +16,14 @@ Graph Graph::decomposed() const {
         std::vector<uint32_t> operands;
         for (uint32_t o : n.operands)
             operands.push_back(at[o]);
-        const auto decompose = lower::op_record(n.op).decompose;
-        if (!decompose) {
+        if (!lower::decomposes(n)) {
             Node c = n;
             c.operands = std::move(operands);
             at[i] = d.push(std::move(c));
             continue;
         }
         try {
-            at[i] = decompose(d, n, operands);
+            at[i] = lower::op_record(n.op).decompose(d, n, operands);
         } catch (const GraphError &e) {
             throw GraphError(fmt::format("'{}' ({}): in its decomposition: {}", n.name,
                                          to_string(n.op), e.what()));

@@ -185,7 +185,8 @@ bool Planner::chunkable(std::string &why) {
 // The weights that streaming would take out of SBUF at the peak, largest
 // first: graph inputs and constants live then whose every use is a matmul
 // reading them as its right operand in [.., K, N] form (or a constant read
-// transposed, which is stored so), not outputs, not streamed yet.
+// transposed, which is stored so) or an operator whose record streams them
+// (OpRecord::streams_operand), not outputs, not streamed yet.
 std::vector<uint32_t> Planner::streamable() const {
     const auto &nodes = g_.nodes();
     const Buf &peak = m_.bufs[static_cast<size_t>(m_.peak_buf)];
@@ -202,7 +203,10 @@ std::vector<uint32_t> Planner::streamable() const {
         for (const Node &u : nodes)
             for (size_t k = 0; k < u.operands.size(); k++)
                 if (u.operands[k] == v)
-                    ok &= u.op == Op::matmul && k == 1 && (!u.transpose_b || folded_.count(v) != 0);
+                    ok &=
+                        (u.op == Op::matmul && k == 1 &&
+                         (!u.transpose_b || folded_.count(v) != 0)) ||
+                        (op_record(u.op).streams_operand && op_record(u.op).streams_operand(u, k));
         if (ok)
             c.push_back(v);
     }
@@ -235,8 +239,9 @@ void Planner::refuse_peak(const std::string &chunk_why) const {
         g_, g_.node(static_cast<uint32_t>(step)),
         fmt::format("graph '{}' needs {} bytes of SBUF per partition at its peak, the core has "
                     "{}; live then: {}{}{}. Only a matmul's weight (a graph input or constant "
-                    "that only matmuls read as [K, N]) is streamed from device memory, and "
-                    "nothing else live then can be; {}",
+                    "that only matmuls read as [K, N]) or the operand of a reduction of every "
+                    "axis but the last is streamed from device memory, and nothing else live "
+                    "then can be; {}",
                     g_.name(), m_.peak, options.limits.sbuf_bytes, fmt::join(names, ", "),
                     streamed.empty() ? std::string()
                                      : fmt::format(" (streamed: {})", fmt::join(streamed, ", ")),

@@ -36,8 +36,10 @@ _DEVICE_DTYPES = (torch.float32, torch.bfloat16)
 class Kernel:
     kernel: Any  # torch.classes.neuron.EagerKernel
     single: bool  # the operator returns one tensor (else a tuple)
-    # The operator's result shapes where the program's differ: a result of
-    # 0-dimensional inputs, which the program takes as [1] (_as_program_input).
+    # The operator's result shapes where the program's differ: a
+    # 0-dimensional result, which the program computes as [1] (the IR has
+    # no rank 0), or one of 0-dimensional inputs, which it takes as [1]
+    # (_as_program_input).
     shapes: Optional[List[List[int]]] = None
 
     def __call__(self, call: Call) -> Any:
@@ -171,11 +173,17 @@ def _compile(call: Call) -> Entry:
     kernel = torch.ops.neuron.eager_kernel(model)
     expected = _expected_outputs(captured)
     got = kernel.output_meta()
-    if [(t.dtype, tuple(t.shape)) for t in expected] != [(t.dtype, tuple(t.shape)) for t in got]:
+    if len(expected) != len(got) or not all(
+            e.dtype == g.dtype and (tuple(e.shape) == tuple(g.shape)
+                                    or e.dim() == 0 and tuple(g.shape) == (1,))
+            for e, g in zip(expected, got)):
         return Unsupported("the compiled program's outputs differ from the operator's")
+    if shapes is None:
+        shapes = [list(e.shape) for e in expected]
     global compiles
     compiles += 1
-    return Kernel(kernel, single=len(call.op._schema.returns) == 1, shapes=shapes)
+    return Kernel(kernel, single=len(call.op._schema.returns) == 1,
+                  shapes=None if shapes == [list(g.shape) for g in got] else shapes)
 
 
 def _captured_and_lowered(call: Call, examples: List[torch.Tensor]) -> Tuple[Any, Any]:
@@ -185,11 +193,11 @@ def _captured_and_lowered(call: Call, examples: List[torch.Tensor]) -> Tuple[Any
     if call.op in LOWERINGS:
         try:
             captured = capture_call(call, examples, _name(call.op))
-            return captured, lower(captured, _name(call.op))
+            return captured, lower(captured, _name(call.op), scalar_results=True)
         except UnsupportedOperatorError:
             pass
     captured = capture(call.rebuilt(), examples, kept_whole=LOWERINGS, api="neuron")
-    return captured, lower(captured, _name(call.op))
+    return captured, lower(captured, _name(call.op), scalar_results=True)
 
 
 def _scalar_result_shapes(call: Call, examples: List[torch.Tensor]) -> Any:

@@ -60,10 +60,14 @@ def _outputs(ctx: Context) -> List[torch.fx.Node]:
     return list(out) if isinstance(out, (tuple, list)) else [out]
 
 
-def lower(captured: Captured, name: Optional[str] = None) -> Lowered:
+def lower(captured: Captured, name: Optional[str] = None,
+          scalar_results: bool = False) -> Lowered:
     """The whole graph as one IR graph; raises UnsupportedOperatorError at
-    the first operator the device cannot run."""
+    the first operator the device cannot run. @p scalar_results: a
+    0-dimensional result of a reduction is lowered as the IR's [1], which
+    the caller views as 0-dimensional (Context.scalar_results)."""
     ctx = Context(captured, name or captured.name)
+    ctx.scalar_results = scalar_results
     inputs: List[str] = []
     bool_inputs: List[int] = []
     for i, (node, x, name) in enumerate(zip(captured.inputs, captured.example_inputs,

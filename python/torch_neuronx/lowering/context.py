@@ -74,6 +74,10 @@ class Context:
         self.log: List[str] = []
         self.input_names: set = set()
         self._emitted: List[str] = []
+        # A 0-dimensional result of a reduction may be the IR's [1] (its
+        # values have rank >= 1): the caller views it as 0-dimensional (an
+        # eager kernel does; a traced program returns what the IR has).
+        self.scalar_results = False
 
     # --- names ---------------------------------------------------------------
     @staticmethod

@@ -57,6 +57,14 @@ enum class Op : uint8_t {
     ge,
     cast,
     where,
+    sum,
+    mean,
+    amax,
+    amin,
+    argmax,
+    argmin,
+    softmax_backward,
+    log_softmax_backward,
 };
 
 /// The operator's name in the text form ("matmul", "gelu_tanh", ...).
@@ -106,7 +114,7 @@ struct Node {
     bool transpose_a = false, transpose_b = false;
     float eps = 0;
     /// reshape: the shape; transpose: the permutation; split: the sizes of
-    /// all the pieces
+    /// all the pieces; the reductions: the reduced axes
     std::vector<int64_t> dims;
     /// slice, and a piece of a split: [start, end) of the axis
     int64_t axis = 0, start = 0, end = 0;
@@ -115,6 +123,9 @@ struct Node {
     bool causal = false;
     float scale = 0;   ///< attention: the factor of the scores
     ConstantInit init; ///< constants
+    /// the reductions (sum, mean, amax, amin, argmax, argmin): the reduced
+    /// axes are in dims (sorted, non-negative); keepdim: they stay as 1s
+    bool keepdim = false;
 
     bool operator==(const Node &) const = default;
 };
@@ -137,6 +148,7 @@ struct Attrs {
     bool causal = false;        ///< softmax, attention
     std::optional<float> scale; ///< attention: 1/sqrt(the queries' last axis) if not given
     std::optional<DType> dtype; ///< cast: the result's
+    bool keepdim = false;       ///< the reductions: the reduced axes stay, of size 1
 };
 
 class Graph {

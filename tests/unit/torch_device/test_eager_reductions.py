@@ -1,0 +1,46 @@
+# SPDX-License-Identifier: MIT
+"""Reductions on the neuron device, eagerly: sum, mean, amax, var and the
+softmax backward kernel run on the device (not the CPU fallback), 0-dimensional
+results included, within the compiler's bounds against torch on the CPU."""
+
+import torch
+
+import torch_neuronx
+
+REDUCE_SUM_REL = 1e-5  # hw/isa.md section 6: |err| <= 1e-5 * sum |x|
+
+
+def test_reductions_run_on_the_device() -> None:
+    x = torch.randn(200, 130, generator=torch.Generator().manual_seed(5))
+    d = x.to("neuron")
+    before = torch_neuronx.get_device_ops()
+    fallbacks = dict(torch_neuronx.get_fallback_ops())
+    total, mean, rows, top = d.sum(), d.mean(), d.sum(0), d.amax(-1, keepdim=True)
+    assert total.shape == () and mean.shape == () and rows.shape == (130,)
+    magnitude = x.double().abs()
+    # docs/compiler.md, "Numerics": the 200 rows folded and added in fp32
+    # (depth 7 in a row tile, one more for the second: gamma_8), then for
+    # every axis the row of partial sums rounded and REDUCE'd; a mean's
+    # division correctly rounded
+    u = 2.0 ** -24
+    gamma = 8 * u / (1 - 8 * u)
+    every = gamma + u + REDUCE_SUM_REL * (1 + u + gamma)
+    assert abs(total.cpu().item() - x.double().sum().item()) <= \
+        every * magnitude.sum().item() + u * abs(x.double().sum().item())
+    every_mean = (gamma + u) + u + (REDUCE_SUM_REL + u) * (1 + u + gamma + u)
+    assert abs(mean.cpu().item() - x.double().mean().item()) <= \
+        every_mean * magnitude.mean().item() + u * abs(x.double().mean().item())
+    assert ((rows.cpu().double() - x.double().sum(0)).abs()
+            <= gamma * magnitude.sum(0) + u * x.double().sum(0).abs()).all()
+    assert torch.equal(top.cpu(), x.amax(-1, keepdim=True))
+    v = d.var()
+    assert v.shape == ()
+    y = torch.softmax(x, -1)
+    g = torch.ops.aten._softmax_backward_data(x.to("neuron"), y.to("neuron"), -1, torch.float32)
+    assert g.shape == x.shape
+    after = torch_neuronx.get_device_ops()
+    # sum() and mean() dispatch as sum.dim_IntList and mean.dim
+    for op, calls in (("aten::sum.dim_IntList", 2), ("aten::mean.dim", 1), ("aten::amax", 1),
+                      ("aten::var.correction", 1), ("aten::_softmax_backward_data", 1)):
+        assert after.get(op, 0) - before.get(op, 0) == calls, (op, after)
+    assert torch_neuronx.get_fallback_ops() == fallbacks
