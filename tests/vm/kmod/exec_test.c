@@ -8,7 +8,9 @@
  *   neuron-exec-test [TEST...]     run the default tests, or those named
  *
  * Environment: NEURON_ACCEL_DEV picks the device (default: the first
- * neuron device); NEURON_EXEC_MAX_COPY caps the largest copy (bytes).
+ * neuron device); NEURON_EXEC_MAX_COPY caps the largest copy (bytes);
+ * NEURON_PM_TEST (e.g. "devices") makes "suspend" use the kernel's
+ * pm_test instead of a real suspend to RAM.
  * The "timeout" test sets the job_timeout_ms module parameter and rebinds
  * the device, so it runs in a boot of its own. "isolation" (processes
  * cannot reach each other's buffers), "copy_large" (128 and 256 MiB
