@@ -27,22 +27,33 @@
 
 #include "neuron_debugfs.h"
 #include "neuron_drv.h"
+#include "neuron_pm.h"
 #include "neuron_ring.h"
 
+/*
+ * The files that read or write registers wake the device for the access
+ * (neuron_pm.c).
+ */
 static int device_show(struct seq_file *m, void *data)
 {
 	struct neuron_device *ndev = m->private;
 	struct neuron_hw *hw = &ndev->hw;
-	int idx;
+	int idx, ret;
 
-	if (!drm_dev_enter(&ndev->drm, &idx))
+	ret = neuron_pm_get(ndev);
+	if (ret)
+		return ret;
+	if (!drm_dev_enter(&ndev->drm, &idx)) {
+		neuron_pm_put(ndev);
 		return -ENODEV;
+	}
 	seq_printf(m, "dev_status:  %#x\n", neuron_rd32(hw, NEURON_REG_DEV_STATUS));
 	seq_printf(m, "fatal_cause: %u\n", neuron_rd32(hw, NEURON_REG_FATAL_CAUSE));
 	seq_printf(m, "reset_count: %u\n", neuron_rd32(hw, NEURON_REG_RESET_COUNT));
 	seq_printf(m, "irq_status:  %#x\n", neuron_rd32(hw, NEURON_REG_IRQ_STATUS));
 	seq_printf(m, "irq_mask:    %#x\n", neuron_rd32(hw, NEURON_REG_IRQ_MASK));
 	drm_dev_exit(idx);
+	neuron_pm_put(ndev);
 	seq_printf(m, "ready:       %d\n", READ_ONCE(hw->ready));
 	seq_printf(m, "exec_ready:  %d\n", READ_ONCE(ndev->exec->ready));
 	return 0;
@@ -51,7 +62,15 @@ DEFINE_SHOW_ATTRIBUTE(device);
 
 static int ring_show(struct seq_file *m, void *data)
 {
-	return neuron_ring_show(m->private, m);
+	struct neuron_ring *ring = m->private;
+	int ret;
+
+	ret = neuron_pm_get(ring->ndev);
+	if (ret)
+		return ret;
+	ret = neuron_ring_show(ring, m);
+	neuron_pm_put(ring->ndev);
+	return ret;
 }
 DEFINE_SHOW_ATTRIBUTE(ring);
 
@@ -84,12 +103,18 @@ static ssize_t inject_fatal_write(struct file *file, const char __user *ubuf,
 		return ret;
 	if (!val)
 		return count;
-	if (!drm_dev_enter(&ndev->drm, &idx))
-		return -ENODEV;
-	ndev_warn(ndev, "injecting a fatal device error (debugfs)\n");
-	neuron_wr32(&ndev->hw, NEURON_REG_INJECT, NEURON_INJECT_FATAL);
-	drm_dev_exit(idx);
-	return count;
+	ret = neuron_pm_get(ndev);
+	if (ret)
+		return ret;
+	ret = -ENODEV;
+	if (drm_dev_enter(&ndev->drm, &idx)) {
+		ndev_warn(ndev, "injecting a fatal device error (debugfs)\n");
+		neuron_wr32(&ndev->hw, NEURON_REG_INJECT, NEURON_INJECT_FATAL);
+		drm_dev_exit(idx);
+		ret = count;
+	}
+	neuron_pm_put(ndev);
+	return ret;
 }
 
 static const struct file_operations inject_fatal_fops = {
@@ -122,6 +147,9 @@ static ssize_t reset_core_write(struct file *file, const char __user *ubuf,
 	if (!READ_ONCE(ndev->exec->ready))
 		return -EIO;
 
+	ret = neuron_pm_get(ndev);
+	if (ret)
+		return ret;
 	ring = neuron_exec_core(ndev->exec, core);
 	base = NEURON_QUEUE_BASE(core);
 	mutex_lock(&ring->lock);
@@ -138,6 +166,7 @@ static ssize_t reset_core_write(struct file *file, const char __user *ubuf,
 	ret = count;
 unlock:
 	mutex_unlock(&ring->lock);
+	neuron_pm_put(ndev);
 	return ret;
 }
 

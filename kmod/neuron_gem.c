@@ -37,6 +37,7 @@
 #include "neuron_gem_host.h"
 #include "neuron_client.h"
 #include "neuron_mm.h"
+#include "neuron_pm.h"
 #include "neuron_telemetry.h"
 
 static_assert(offsetof(struct drm_gem_shmem_object, base) == 0,
@@ -232,6 +233,8 @@ static void neuron_device_bo_free(struct drm_gem_object *obj)
 static int neuron_device_bo_mmap(struct drm_gem_object *obj,
 				 struct vm_area_struct *vma)
 {
+	int ret;
+
 	/* I/O memory cannot be copied on write. */
 	if (is_cow_mapping(vma->vm_flags))
 		return -EINVAL;
@@ -242,6 +245,11 @@ static int neuron_device_bo_mmap(struct drm_gem_object *obj,
 	/* A device already gone gets no new mapping of its BAR. */
 	if (drm_dev_is_unplugged(obj->dev))
 		return -ENODEV;
+
+	/* The BAR is decoded in D0 only: the mapping keeps the device awake. */
+	ret = neuron_pm_get(to_neuron_device(obj->dev));
+	if (ret)
+		return ret;
 
 	vm_flags_set(vma, VM_PFNMAP | VM_IO | VM_DONTEXPAND | VM_DONTDUMP);
 	vma->vm_page_prot = pgprot_writecombine(vm_get_page_prot(vma->vm_flags));
@@ -280,15 +288,33 @@ static vm_fault_t neuron_device_bo_fault(struct vm_fault *vmf)
 	return ret;
 }
 
+static void neuron_device_bo_vm_open(struct vm_area_struct *vma)
+{
+	struct drm_gem_object *obj = vma->vm_private_data;
+
+	neuron_pm_get_noresume(to_neuron_device(obj->dev));
+	drm_gem_vm_open(vma);
+}
+
+static void neuron_device_bo_vm_close(struct vm_area_struct *vma)
+{
+	struct drm_gem_object *obj = vma->vm_private_data;
+
+	neuron_pm_put(to_neuron_device(obj->dev));
+	drm_gem_vm_close(vma);
+}
+
 /*
  * The GEM core takes a reference on the object for each mapping and drops
  * it when the mapping goes; drm_dev_unplug() zaps all mappings, so that no
- * process reaches the BAR of an unbound device.
+ * process reaches the BAR of an unbound device. Each mapping also holds a
+ * runtime PM reference (neuron_pm.c), taken in mmap and in open (a split
+ * or a fork of the mapping), dropped in close.
  */
 static const struct vm_operations_struct neuron_device_bo_vm_ops = {
 	.fault = neuron_device_bo_fault,
-	.open = drm_gem_vm_open,
-	.close = drm_gem_vm_close,
+	.open = neuron_device_bo_vm_open,
+	.close = neuron_device_bo_vm_close,
 };
 
 static const struct drm_gem_object_funcs neuron_device_bo_funcs = {

@@ -19,6 +19,7 @@
 #include "neuron_gem.h"
 #include "neuron_gem_host.h"
 #include "neuron_job.h"
+#include "neuron_pm.h"
 #include "neuron_table.h"
 
 /**
@@ -54,6 +55,8 @@ struct neuron_job *neuron_job_alloc(struct neuron_device *ndev,
 	job->client = client;
 	atomic_inc(&client->jobs_inflight);
 	atomic_inc(&ndev->jobs_alive);
+	/* The ioctl holds the device awake; the job does until released. */
+	neuron_pm_get_noresume(ndev);
 	return job;
 }
 
@@ -90,6 +93,7 @@ void neuron_job_release(struct neuron_job *job)
 	neuron_client_put(job->client);
 	kfree(job);
 
+	neuron_pm_put(ndev);
 	if (atomic_dec_and_test(&ndev->jobs_alive))
 		wake_up_all(&ndev->jobs_idle);
 }

@@ -25,6 +25,8 @@
 #include "neuron_hw.h"
 #include "neuron_irq.h"
 #include "neuron_mm.h"
+#include "neuron_pm.h"
+#include "neuron_reset.h"
 #include "neuron_submit.h"
 #include "neuron_sysfs.h"
 #include "neuron_telemetry.h"
@@ -160,21 +162,52 @@ static bool neuron_ioctl_refused(unsigned int cmd)
 	       nr == _IOC_NR(DRM_IOCTL_GEM_OPEN);
 }
 
+/* The device of an open file. */
+static struct neuron_device *neuron_filp_device(struct file *filp)
+{
+	struct drm_file *file = filp->private_data;
+
+	return to_neuron_device(file->minor->dev);
+}
+
+/* Every ioctl runs with the device awake: it resumes an idle device. */
 static long neuron_ioctl(struct file *filp, unsigned int cmd,
 			 unsigned long arg)
 {
+	struct neuron_device *ndev = neuron_filp_device(filp);
+	long ret;
+
 	if (neuron_ioctl_refused(cmd))
 		return -EOPNOTSUPP;
-	return drm_ioctl(filp, cmd, arg);
+	ret = neuron_pm_get(ndev);
+	/* A device gone has nothing to wake: the ioctl reports it, or frees. */
+	if (ret == -ENODEV)
+		return drm_ioctl(filp, cmd, arg);
+	if (ret)
+		return ret;
+	ret = drm_ioctl(filp, cmd, arg);
+	neuron_pm_put(ndev);
+	return ret;
 }
 
 #ifdef CONFIG_COMPAT
 static long neuron_compat_ioctl(struct file *filp, unsigned int cmd,
 				unsigned long arg)
 {
+	struct neuron_device *ndev = neuron_filp_device(filp);
+	long ret;
+
 	if (neuron_ioctl_refused(cmd))
 		return -EOPNOTSUPP;
-	return drm_compat_ioctl(filp, cmd, arg);
+	ret = neuron_pm_get(ndev);
+	/* A device gone has nothing to wake: the ioctl reports it, or frees. */
+	if (ret == -ENODEV)
+		return drm_compat_ioctl(filp, cmd, arg);
+	if (ret)
+		return ret;
+	ret = drm_compat_ioctl(filp, cmd, arg);
+	neuron_pm_put(ndev);
+	return ret;
 }
 #else
 #define neuron_compat_ioctl NULL
@@ -299,7 +332,13 @@ static int neuron_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (ret)
 		return ret;
 
-	return drm_dev_register(&ndev->drm, 0);
+	ret = drm_dev_register(&ndev->drm, 0);
+	if (ret)
+		return ret;
+	/* What PCI error recovery restores (neuron_reset.c). */
+	pci_save_state(pdev);
+	neuron_pm_init(ndev);
+	return 0;
 }
 
 static void neuron_remove(struct pci_dev *pdev)
@@ -311,6 +350,7 @@ static void neuron_remove(struct pci_dev *pdev)
 	 * BAR are zapped; open files keep the DRM device (and the buffers,
 	 * and the allocator) alive after device-managed resources go.
 	 */
+	neuron_pm_fini(ndev);
 	drm_dev_unplug(&ndev->drm);
 	neuron_exec_unplug(ndev);
 	neuron_gem_host_unplug(ndev);
@@ -327,6 +367,9 @@ static struct pci_driver neuron_pci_driver = {
 	.id_table = neuron_pci_ids,
 	.probe = neuron_probe,
 	.remove = neuron_remove,
+	.shutdown = neuron_pm_shutdown,
+	.err_handler = &neuron_pci_err_handlers,
+	.driver.pm = pm_ptr(&neuron_pm_ops),
 };
 
 static int __init neuron_init(void)

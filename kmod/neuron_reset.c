@@ -29,6 +29,7 @@
 #include "neuron_drv.h"
 #include "neuron_genl.h"
 #include "neuron_job.h"
+#include "neuron_pm.h"
 #include "neuron_reset.h"
 #include "neuron_ring.h"
 #include "neuron_telemetry.h"
@@ -43,6 +44,8 @@ static const char *neuron_reset_reason_name(enum neuron_reset_reason reason)
 		return "error";
 	case NEURON_RESET_FATAL:
 		return "fatal";
+	case NEURON_RESET_PCI:
+		return "pcie";
 	default:
 		return "debug";
 	}
@@ -83,6 +86,9 @@ void neuron_reset_notify(struct neuron_device *ndev, int core,
 	case NEURON_RESET_FATAL:
 		neuron_genl_event(ndev, NEURON_EVENT_FATAL, core);
 		break;
+	case NEURON_RESET_PCI:
+		neuron_genl_event(ndev, NEURON_EVENT_ERROR, core);
+		break;
 	case NEURON_RESET_DEBUG:
 		break;
 	}
@@ -109,18 +115,16 @@ static bool neuron_reset_device_fatal(struct neuron_device *ndev)
 	return fatal;
 }
 
-/*
- * Resets the whole device and restarts every ring. Every job that was on
- * the hardware fails with -ECANCELED (-ENODEV if the device is gone);
- * waiting jobs run after.
+/**
+ * neuron_reset_stop() - keep every job off the hardware
+ * @exec: the device's execution state
+ *
+ * Stops every ring (waiting jobs stay waiting) and pauses it (the
+ * completion interrupt leaves it alone) until neuron_reset_start().
  */
-static void neuron_reset_device(struct neuron_device *ndev)
+void neuron_reset_stop(struct neuron_exec *exec)
 {
-	struct neuron_exec *exec = ndev->exec;
-	struct neuron_hw *hw = &ndev->hw;
 	u32 i, n = neuron_exec_num_rings(exec);
-	bool present;
-	int idx, ret = 0;
 
 	for (i = 0; i < n; i++) {
 		struct neuron_ring *ring = exec->rings[i];
@@ -130,37 +134,113 @@ static void neuron_reset_device(struct neuron_device *ndev)
 		neuron_ring_pause(ring);
 		mutex_unlock(&ring->lock);
 	}
+}
 
-	present = drm_dev_enter(&ndev->drm, &idx);
-	if (present) {
-		ndev_err(ndev, "device error (status %#x, cause %u): resetting the device\n",
-			 neuron_rd32(hw, NEURON_REG_DEV_STATUS),
-			 neuron_rd32(hw, NEURON_REG_FATAL_CAUSE));
-		/* Counter readers wait; the counters keep what they reached. */
-		neuron_telemetry_reset_begin(ndev);
-		ret = neuron_hw_reset(hw);
-		neuron_telemetry_reset_end(ndev);
-		neuron_wr32(hw, NEURON_REG_IRQ_STATUS, ~0u);
-		neuron_wr32(hw, NEURON_REG_IRQ_MASK, ~hw->irq_enabled);
-	}
+/**
+ * neuron_reset_hw() - reset the device and enable its interrupts again
+ * @ndev: the device, inside drm_dev_enter(), its rings stopped
+ *
+ * Counter readers wait during the reset; the counters keep what they
+ * reached.
+ *
+ * Return: 0, or neuron_hw_reset()'s error (the device is then not ready).
+ */
+int neuron_reset_hw(struct neuron_device *ndev)
+{
+	struct neuron_hw *hw = &ndev->hw;
+	int ret;
+
+	neuron_telemetry_reset_begin(ndev);
+	ret = neuron_hw_reset(hw);
+	neuron_telemetry_reset_end(ndev);
+	neuron_wr32(hw, NEURON_REG_IRQ_STATUS, ~0u);
+	neuron_wr32(hw, NEURON_REG_IRQ_MASK, ~hw->irq_enabled);
+	return ret;
+}
+
+/**
+ * neuron_reset_rings() - fail the jobs of a reset device, program its rings
+ * @exec: the device's execution state, its rings stopped
+ * @err: the error of every job that was on the hardware
+ * @reprogram: the device is reset and ready: program every ring again and
+ *	let the completion interrupt at it; otherwise the rings stay paused
+ */
+void neuron_reset_rings(struct neuron_exec *exec, int err, bool reprogram)
+{
+	u32 i, n = neuron_exec_num_rings(exec);
+
 	for (i = 0; i < n; i++) {
 		struct neuron_ring *ring = exec->rings[i];
 
 		mutex_lock(&ring->lock);
 		spin_lock_irq(&ring->irq_lock);
-		neuron_ring_clear_locked(ring, present ? -ECANCELED : -ENODEV);
-		if (present && !ret) {
+		neuron_ring_clear_locked(ring, err);
+		if (reprogram) {
 			ring->ops->hw_init(ring);
 			ring->paused = false;
 		}
 		spin_unlock_irq(&ring->irq_lock);
-		atomic_inc(&ring->resets);
+		mutex_unlock(&ring->lock);
+	}
+}
+
+/**
+ * neuron_reset_start() - let jobs onto the hardware again
+ * @exec: the device's execution state
+ *
+ * Undoes neuron_reset_stop(): the waiting jobs are written to the units
+ * (or fail, when the device is not ready).
+ */
+void neuron_reset_start(struct neuron_exec *exec)
+{
+	u32 i, n = neuron_exec_num_rings(exec);
+
+	for (i = 0; i < n; i++) {
+		struct neuron_ring *ring = exec->rings[i];
+
+		mutex_lock(&ring->lock);
 		ring->stopped = false;
 		neuron_ring_dispatch_locked(ring);
 		mutex_unlock(&ring->lock);
 	}
-	if (present) {
+}
+
+/* Counts a reset of every ring and, if it was there, of the device. */
+static void neuron_reset_count(struct neuron_exec *exec, bool present)
+{
+	u32 i, n = neuron_exec_num_rings(exec);
+
+	for (i = 0; i < n; i++)
+		atomic_inc(&exec->rings[i]->resets);
+	if (present)
 		atomic_inc(&exec->device_resets);
+}
+
+/*
+ * Resets the whole device and restarts every ring. Every job that was on
+ * the hardware fails with -ECANCELED (-ENODEV if the device is gone);
+ * waiting jobs run after.
+ */
+static void neuron_reset_device(struct neuron_device *ndev)
+{
+	struct neuron_exec *exec = ndev->exec;
+	struct neuron_hw *hw = &ndev->hw;
+	bool present;
+	int idx, ret = 0;
+
+	neuron_reset_stop(exec);
+	present = drm_dev_enter(&ndev->drm, &idx);
+	if (present) {
+		ndev_err(ndev, "device error (status %#x, cause %u): resetting the device\n",
+			 neuron_rd32(hw, NEURON_REG_DEV_STATUS),
+			 neuron_rd32(hw, NEURON_REG_FATAL_CAUSE));
+		ret = neuron_reset_hw(ndev);
+	}
+	neuron_reset_rings(exec, present ? -ECANCELED : -ENODEV,
+			   present && !ret);
+	neuron_reset_count(exec, present);
+	neuron_reset_start(exec);
+	if (present) {
 		if (ret)
 			ndev_err(ndev, "device reset failed (%d): no more jobs will run\n",
 				 ret);
@@ -213,7 +293,8 @@ static void neuron_reset_timeout_work(struct work_struct *work)
 		copy = job->kind == NEURON_JOB_COPY;
 	}
 	spin_unlock_irq(&ring->irq_lock);
-	if (!seqno)
+	/* Recovery from a PCIe error, or system sleep, resets the device. */
+	if (!seqno || READ_ONCE(ndev->exec->offline))
 		return;
 
 	if (neuron_reset_device_fatal(ndev)) {
@@ -246,12 +327,15 @@ static void neuron_reset_work(struct work_struct *work)
 	DECLARE_BITMAP(halted, NEURON_MAX_CORES + NEURON_MAX_DMA_ENGINES) = {};
 	int idx;
 
+	/* An error of an idle device: keep it awake for the reset. */
+	if (READ_ONCE(exec->offline) || neuron_pm_get(ndev))
+		return;
 	if (neuron_reset_device_fatal(ndev)) {
 		neuron_reset_device(ndev);
-		return;
+		goto out;
 	}
 	if (!drm_dev_enter(&ndev->drm, &idx))
-		return;
+		goto out;
 	for (i = 0; i < n; i++) {
 		if (exec->rings[i]->ops->halted(exec->rings[i]))
 			__set_bit(i, halted);
@@ -260,8 +344,10 @@ static void neuron_reset_work(struct work_struct *work)
 
 	for_each_set_bit(i, halted, n) {
 		if (!neuron_reset_ring(exec->rings[i], 0, -EIO))
-			return;
+			break;
 	}
+out:
+	neuron_pm_put(ndev);
 }
 
 /**
@@ -284,3 +370,91 @@ void neuron_reset_error_irq(struct neuron_device *ndev)
 	if (READ_ONCE(exec->ready))
 		queue_work(exec->reset_wq, &exec->recover_work);
 }
+
+/*
+ * PCI error recovery. The PCI core calls these in turn when AER (or DPC,
+ * or a platform's EEH) reports an uncorrectable error of the device:
+ *  - error_detected(): the reset works are told to leave the device alone
+ *    and waited for; every ring is stopped, so no job goes to the
+ *    hardware; a reset is asked for. Jobs on the hardware stay there: the
+ *    device may still access their buffers until it is reset.
+ *  - the core resets the link for a fatal error (the device comes back
+ *    reset, its configuration space cleared), not for a non-fatal one.
+ *  - slot_reset(): the configuration space is restored and the device is
+ *    reset (again) through DEV_CTRL; every job that was on the hardware
+ *    fails with -ECANCELED, as after any device reset, and the rings are
+ *    programmed again.
+ *  - resume(): the waiting jobs, and new ones, run.
+ * A device that does not come back from its reset is left not ready:
+ * every job then fails with -EIO, and recovery is reported as failed.
+ */
+static const char *neuron_pci_channel_name(pci_channel_state_t state)
+{
+	switch (state) {
+	case pci_channel_io_normal:
+		return "normal";
+	case pci_channel_io_frozen:
+		return "frozen";
+	default:
+		return "failed";
+	}
+}
+
+static pci_ers_result_t neuron_pci_error_detected(struct pci_dev *pdev,
+						  pci_channel_state_t state)
+{
+	struct neuron_device *ndev = pci_get_drvdata(pdev);
+	struct neuron_exec *exec = ndev->exec;
+
+	ndev_warn(ndev, "PCIe error, I/O channel %s: stopping the device\n",
+		  neuron_pci_channel_name(state));
+	if (state == pci_channel_io_perm_failure)
+		return PCI_ERS_RESULT_DISCONNECT;
+
+	WRITE_ONCE(exec->offline, true);
+	/* A reset under way finishes; the next ones see @offline. */
+	flush_workqueue(exec->reset_wq);
+	neuron_reset_stop(exec);
+	return PCI_ERS_RESULT_NEED_RESET;
+}
+
+static pci_ers_result_t neuron_pci_slot_reset(struct pci_dev *pdev)
+{
+	struct neuron_device *ndev = pci_get_drvdata(pdev);
+	struct neuron_exec *exec = ndev->exec;
+	int idx, ret = -ENODEV;
+
+	pci_restore_state(pdev);
+	pci_save_state(pdev);
+	if (drm_dev_enter(&ndev->drm, &idx)) {
+		ret = neuron_reset_hw(ndev);
+		drm_dev_exit(idx);
+	}
+	neuron_reset_rings(exec, -ECANCELED, !ret);
+	neuron_reset_count(exec, true);
+	if (ret) {
+		ndev_err(ndev, "device reset after the PCIe error failed (%d): no more jobs will run\n",
+			 ret);
+		WRITE_ONCE(exec->offline, false);
+		neuron_reset_start(exec);
+		return PCI_ERS_RESULT_DISCONNECT;
+	}
+	return PCI_ERS_RESULT_RECOVERED;
+}
+
+static void neuron_pci_resume(struct pci_dev *pdev)
+{
+	struct neuron_device *ndev = pci_get_drvdata(pdev);
+	struct neuron_exec *exec = ndev->exec;
+
+	WRITE_ONCE(exec->offline, false);
+	neuron_reset_start(exec);
+	neuron_reset_notify(ndev, -1, NEURON_RESET_PCI);
+	ndev_info(ndev, "recovered from the PCIe error\n");
+}
+
+const struct pci_error_handlers neuron_pci_err_handlers = {
+	.error_detected = neuron_pci_error_detected,
+	.slot_reset = neuron_pci_slot_reset,
+	.resume = neuron_pci_resume,
+};

@@ -214,6 +214,8 @@ struct neuron_file_ring {
  * @lane_drained: woken when a lane's last waiting job leaves it
  * @device_resets: full device resets done by the driver
  * @ready: the rings exist and are programmed
+ * @offline: the device is being recovered from a PCIe error or is
+ *	suspended: the reset works leave it alone
  */
 struct neuron_exec {
 	struct neuron_device *ndev;
@@ -228,6 +230,7 @@ struct neuron_exec {
 	wait_queue_head_t lane_drained;
 	atomic_t device_resets;
 	bool ready;
+	bool offline;
 };
 
 static inline u32 neuron_exec_num_rings(const struct neuron_exec *exec)

@@ -14,6 +14,7 @@
 #include <linux/mutex.h>
 
 #include "neuron_drv.h"
+#include "neuron_pm.h"
 #include "neuron_telemetry.h"
 
 static const u32 neuron_core_counter_regs[NEURON_CORE_NR_COUNTERS] = {
@@ -41,16 +42,22 @@ static int neuron_telemetry_read(struct neuron_device *ndev, u32 base,
 {
 	struct neuron_telemetry *t = ndev->telemetry;
 	unsigned int i;
-	int idx;
+	int idx, ret;
 
 	if (!drm_dev_enter(&ndev->drm, &idx))
 		return -ENODEV;
+	/* The counters are registers: a suspended device is woken to read them. */
+	ret = neuron_pm_get(ndev);
+	if (ret)
+		goto exit;
 	mutex_lock(&t->counter_lock);
 	for (i = 0; i < n; i++)
 		values[i] = saved[i] + neuron_rd64(&ndev->hw, base + regs[i]);
 	mutex_unlock(&t->counter_lock);
+	neuron_pm_put(ndev);
+exit:
 	drm_dev_exit(idx);
-	return 0;
+	return ret;
 }
 
 /**
@@ -149,7 +156,13 @@ int neuron_telemetry_state(struct neuron_device *ndev,
 
 	if (!drm_dev_enter(&ndev->drm, &idx))
 		return -ENODEV;
-	status = neuron_rd32(&ndev->hw, NEURON_REG_DEV_STATUS);
+	/* A suspended device is idle and was ready: do not wake it. */
+	if (neuron_pm_get_if_active(ndev)) {
+		status = neuron_rd32(&ndev->hw, NEURON_REG_DEV_STATUS);
+		neuron_pm_put(ndev);
+	} else {
+		status = NEURON_DEV_STATUS_READY;
+	}
 	drm_dev_exit(idx);
 
 	if (status & NEURON_DEV_STATUS_FATAL)

@@ -36,6 +36,11 @@
  * instead would make every completion contend with the vCPUs, and would
  * forbid waiting for the workers while holding the BQL.
  *
+ * Configuration space: the PCIe endpoint capability, MSI-X, PCI power
+ * management (D0 and D3hot, No_Soft_Reset) and Advanced Error Reporting,
+ * so that QEMU's pcie_aer_inject_error reaches the guest's recovery when
+ * the device sits behind a root port with AER (pcie-root-port).
+ *
  * Usage: -device neuron[,cores=2][,dma-engines=2][,mem-size=256M]
  *                      [,sbuf-size=24M][,clock-mhz=1400][,x-irq-on-vcpu=on]
  */
@@ -431,6 +436,28 @@ static const MemoryRegionOps neuron_reg_ops = {
 
 /* ---- device ---- */
 
+/* The AER extended capability, the first in extended configuration space. */
+#define NEURON_AER_OFFSET 0x100
+
+/*
+ * PCI power management: D0 and D3hot. BAR accesses are off outside D0
+ * (pci_pm_init()); No_Soft_Reset is set, since the registers and the
+ * device memory keep their contents in D3hot, so the guest does not have
+ * to reinitialize the device after D3hot -> D0.
+ */
+static int neuron_pm_cap_init(PCIDevice *pdev, Error **errp)
+{
+    int pm = pci_pm_init(pdev, 0, errp);
+
+    if (pm < 0) {
+        return pm;
+    }
+    pci_set_word(pdev->config + pm + PCI_PM_PMC, PCI_PM_CAP_VER_1_2);
+    pci_set_word(pdev->config + pm + PCI_PM_CTRL, PCI_PM_CTRL_NO_SOFT_RESET);
+    pci_set_word(pdev->wmask + pm + PCI_PM_CTRL, PCI_PM_CTRL_STATE_MASK);
+    return pm;
+}
+
 static void neuron_pci_realize(PCIDevice *pdev, Error **errp)
 {
     NeuronPCIState *s = NEURON_PCI(pdev);
@@ -500,6 +527,19 @@ static void neuron_pci_realize(PCIDevice *pdev, Error **errp)
         error_setg(errp, "neuron: cannot add the PCIe capability");
         goto fail_msix;
     }
+    /* The Device Control bits that let the device report its errors. */
+    pcie_cap_deverr_init(pdev);
+    if (neuron_pm_cap_init(pdev, errp) < 0) {
+        goto fail_pcie;
+    }
+    /*
+     * Advanced Error Reporting, so that errors can be injected
+     * (pcie_aer_inject_error) and the guest's recovery exercised.
+     */
+    if (pcie_aer_init(pdev, PCI_ERR_VER, NEURON_AER_OFFSET, PCI_ERR_SIZEOF,
+                      errp) < 0) {
+        goto fail_pcie;
+    }
 
     nm_device_config_default(&cfg);
     cfg.num_cores = s->cores;
@@ -523,7 +563,7 @@ static void neuron_pci_realize(PCIDevice *pdev, Error **errp)
     s->dev = nm_device_new(&cfg, &env, err, sizeof(err));
     if (!s->dev) {
         error_setg(errp, "neuron: %s", err);
-        goto fail_pcie;
+        goto fail_aer;
     }
 
     s->nworkers = s->cores + s->dma_engines;
@@ -547,9 +587,11 @@ static void neuron_pci_realize(PCIDevice *pdev, Error **errp)
     trace_neuron_realize(s->cores, s->dma_engines, s->mem_size, s->nvectors);
     return;
 
-fail_pcie:
+fail_aer:
     qemu_bh_delete(s->irq_bh);
     s->irq_bh = NULL;
+    pcie_aer_exit(pdev);
+fail_pcie:
     pcie_cap_exit(pdev);
 fail_msix:
     msix_unuse_all_vectors(pdev);
@@ -565,6 +607,7 @@ static void neuron_pci_exit(PCIDevice *pdev)
     s->dev = NULL;
     qemu_bh_delete(s->irq_bh);
     s->irq_bh = NULL;
+    pcie_aer_exit(pdev);
     pcie_cap_exit(pdev);
     msix_unuse_all_vectors(pdev);
     msix_uninit_exclusive_bar(pdev);
@@ -581,6 +624,7 @@ static void neuron_pci_reset(DeviceState *ds)
     NeuronPCIState *s = NEURON_PCI(ds);
 
     trace_neuron_device_reset("PCI");
+    pcie_cap_deverr_reset(PCI_DEVICE(ds));
     if (s->dev) {
         nm_device_reset(s->dev, true);
     }

@@ -31,6 +31,15 @@
  * -ENOMEM when the kernel runs out of memory, -EINTR/-ERESTARTSYS when
  * interrupted by a signal.
  *
+ * Resets of the whole device: work that was on the device when the whole
+ * device was reset fails with -ECANCELED and is not run again (its buffers
+ * may be half written); work not yet on the device runs afterwards. The
+ * device is reset after a fatal device error, when the PCI core recovers
+ * it from an uncorrectable PCIe error (AER), and when the system suspends
+ * (to RAM or disk) while work is still on the device after a few seconds.
+ * Device memory is kept across these resets. Any ioctl resumes a device
+ * that runtime power management suspended while idle.
+ *
  * The DRM core copies an ioctl's argument structure in before the driver
  * sees it and copies it back out after the driver succeeded. When that
  * copy-out fails (the structure is no longer writable), the ioctl returns
@@ -345,7 +354,8 @@ struct drm_neuron_sync {
  *
  * A copy that fails on the device signals its fence with an error: -EIO
  * for a DMA error, -ETIMEDOUT when it exceeded the copy timeout (the
- * engine is then reset), -ECANCELED when a reset of the device aborted it.
+ * engine is then reset), -ECANCELED when a reset of the whole device
+ * aborted it (see "Resets of the whole device" at the top of this file).
  * DRM_IOCTL_NEURON_WAIT waits for the fence and returns that error. The
  * generic DRM syncobj waits return once the fence signalled, error or
  * not; with them the error is read from a sync file exported from the
@@ -467,8 +477,10 @@ struct drm_neuron_binding {
  * A job that faults (an access outside its bindings, a bad instruction,
  * ...) or exceeds the job timeout signals its fence with an error: -EFAULT
  * for an access fault, -EINVAL for a malformed program, -ETIMEDOUT for a
- * timeout (the core is then reset), -ECANCELED when a reset of the device
- * aborted it, -EIO for other failures (including a halted queue). The
+ * timeout (the core is then reset), -ECANCELED when a reset of the whole
+ * device aborted it (a fatal device error, PCIe error recovery, system
+ * sleep: see the top of this file), -EIO for other failures (including a
+ * halted queue). The
  * error is read as for &drm_neuron_copy. Jobs queued behind a job that
  * timed out, on the same core, run normally once the core is reset.
  *

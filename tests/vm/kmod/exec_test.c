@@ -8,7 +8,9 @@
  *   neuron-exec-test [TEST...]     run the default tests, or those named
  *
  * Environment: NEURON_ACCEL_DEV picks the device (default: the first
- * neuron device); NEURON_EXEC_MAX_COPY caps the largest copy (bytes).
+ * neuron device); NEURON_EXEC_MAX_COPY caps the largest copy (bytes);
+ * NEURON_PM_TEST (e.g. "devices") makes "suspend" use the kernel's
+ * pm_test instead of a real suspend to RAM.
  * The "timeout" test sets the job_timeout_ms module parameter and rebinds
  * the device, so it runs in a boot of its own. "isolation" (processes
  * cannot reach each other's buffers), "copy_large" (128 and 256 MiB
@@ -16,7 +18,10 @@
  * 95% of RAM, pin limits, a pin that runs out of memory) and
  * "fault_injection" (allocation failure sweeps, debug kernel) and
  * "probe_fault_injection" (the same for binding the device) run only
- * when named.
+ * when named, as do "aer" (PCI error recovery, QEMU's AER injection),
+ * "runtime_pm" (autosuspend and resume) and "suspend" (suspend to RAM),
+ * the first and the last through the harness's QEMU monitor
+ * (neuron-vm --monitor).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -2901,6 +2906,379 @@ static void test_probe_fault_injection(void **state) {
 
 /* ------------------------------------------------------------------------ */
 
+/* ------------------------------------------------------------------------
+ * PCI error recovery and power management (own boots)
+ */
+
+/* Asks the VM harness (neuron-vm --monitor) for something through the kernel log. */
+static void host_request(const char *request) {
+    char line[200];
+
+    snprintf(line, sizeof(line), "neuron-vm-host: %s\n", request);
+    write_file("/dev/kmsg", line);
+}
+
+/* A file of the device's PCI function in sysfs, read into @buf (newline cut). */
+static void pci_attr(const char *attr, char *buf, size_t n) {
+    char path[400];
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/%s", tdev.bdf, attr);
+    f = fopen(path, "r");
+    if (!f)
+        fail_msg("cannot open %s: %s", path, strerror(errno));
+    if (!fgets(buf, (int)n, f))
+        buf[0] = 0;
+    fclose(f);
+    buf[strcspn(buf, "\n")] = 0;
+}
+
+static void pci_attr_write(const char *attr, const char *val) {
+    char path[400];
+
+    snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/%s", tdev.bdf, attr);
+    write_file(path, val);
+}
+
+/* Waits up to @timeout_s for power/runtime_status to read @want; 0 if it did. */
+static int wait_runtime_status(const char *want, double timeout_s) {
+    double end = now_s() + timeout_s;
+    char buf[32];
+
+    do {
+        pci_attr("power/runtime_status", buf, sizeof(buf));
+        if (!strcmp(buf, want))
+            return 0;
+        usleep(20000);
+    } while (now_s() < end);
+    printf("# runtime_status is %s after %.1f s, not %s\n", buf, timeout_s, want);
+    return -1;
+}
+
+/* A job timeout long enough for the recovery or the suspend to come first. */
+static void long_job_timeout(int on) {
+    write_file("/sys/module/neuron/parameters/job_timeout_ms", on ? "120000" : "5000");
+    rebind();
+}
+
+/* A device buffer of @size with a pattern of @seed, written by a copy from a host buffer. */
+static uint32_t devmem_pattern(int fd, uint64_t size, uint32_t seed) {
+    uint32_t dev = bo_new(fd, size, DRM_NEURON_BO_DEVICE);
+    uint32_t host = bo_new(fd, size, DRM_NEURON_BO_HOST);
+    uint32_t out = syncobj_new(fd);
+    uint8_t *p = bo_map(fd, host, NULL);
+
+    fill(p, size, seed);
+    munmap(p, size);
+    assert_int_equal(copy(fd, host, 0, dev, 0, size, out, 0, NULL), 0);
+    assert_int_equal(syncobj_status(fd, out, 30), 1);
+    bo_close(fd, host);
+    drmSyncobjDestroy(fd, out);
+    return dev;
+}
+
+/* Whether device buffer @dev still holds the pattern of @seed (read back by a copy). */
+static void devmem_check(int fd, uint32_t dev, uint64_t size, uint32_t seed) {
+    uint32_t host = bo_new(fd, size, DRM_NEURON_BO_HOST);
+    uint32_t out = syncobj_new(fd);
+    uint8_t *want = malloc(size), *p;
+
+    assert_non_null(want);
+    assert_int_equal(copy(fd, dev, 0, host, 0, size, out, 0, NULL), 0);
+    assert_int_equal(syncobj_status(fd, out, 30), 1);
+    p = bo_map(fd, host, NULL);
+    fill(want, size, seed);
+    if (memcmp(p, want, size))
+        fail_msg("device memory lost its contents");
+    munmap(p, size);
+    free(want);
+    bo_close(fd, host);
+    drmSyncobjDestroy(fd, out);
+}
+
+/* The job of @jb on @core, signalling @out once @in has signalled. */
+static int submit_after(int fd, const struct job_bufs *jb, uint32_t core, uint32_t out,
+                        uint32_t in) {
+    struct drm_neuron_binding b[2] = {
+        {.handle = jb->in, .flags = DRM_NEURON_BIND_READ, .size = PROG_BYTES},
+        {.handle = jb->out, .flags = DRM_NEURON_BIND_WRITE, .size = PROG_BYTES},
+    };
+    struct drm_neuron_sync after = {.handle = in};
+    struct drm_neuron_submit s = {
+        .core = core,
+        .program_handle = jb->prog,
+        .program_size = jb->prog_size,
+        .num_bindings = 2,
+        .bindings = (uintptr_t)b,
+        .in_syncs = (uintptr_t)&after,
+        .num_in_syncs = 1,
+        .out_sync = {.handle = out},
+    };
+
+    return neuron_ioctl(fd, DRM_IOCTL_NEURON_SUBMIT, &s);
+}
+
+/*
+ * One uncorrectable error injected by QEMU (pcie_aer_inject_error) while a
+ * job spins on core 0 with another behind it on the device, a job and a
+ * copy wait (in-sync) for the spinning job and a device buffer is mapped:
+ * the two jobs on the device fail with -ECANCELED (seen by
+ * DRM_IOCTL_NEURON_WAIT and the syncobjs), the device is reset once, the
+ * waiting job and copy then run, the mapping reaches what the copy wrote,
+ * and new work runs.
+ */
+static void aer_round(int fd, const char *error) {
+    struct job_bufs spin, queued, waiting, good;
+    uint32_t s_spin = syncobj_new(fd), s_queued = syncobj_new(fd), s_copy = syncobj_new(fd);
+    uint32_t s_good = syncobj_new(fd), s_waiting = syncobj_new(fd);
+    uint32_t src = bo_new(fd, 1 * MIB, DRM_NEURON_BO_HOST);
+    uint32_t dst = bo_new(fd, 1 * MIB, DRM_NEURON_BO_DEVICE);
+    struct drm_neuron_sync after_spin = {.handle = s_spin}, copy_out = {.handle = s_copy};
+    uint8_t *psrc = bo_map(fd, src, NULL), *pmapped = bo_map(fd, dst, NULL);
+    long resets = read_sysfs_long("reset_count");
+    char request[100];
+    double t0;
+    int status;
+
+    job_bufs_init(fd, &spin, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, 0,
+                  1);
+    job_bufs_init(fd, &queued, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_HOST, DRM_NEURON_BO_DEVICE, 0,
+                  0);
+    job_bufs_init(fd, &waiting, DRM_NEURON_BO_HOST, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, 0,
+                  0);
+    job_bufs_init(fd, &good, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, 0,
+                  0);
+    fill(psrc, 1 * MIB, 45);
+    memset(pmapped, 0x5a, 1 * MIB);
+
+    assert_int_equal(submit(fd, &spin, 0, s_spin, NULL), 0);
+    assert_int_equal(submit(fd, &queued, 0, s_queued, NULL), 0);
+    /* On core 1: a dependency within a lane is met by the lane's order. */
+    assert_int_equal(submit_after(fd, &waiting, 1, s_waiting, s_spin), 0);
+    assert_int_equal(copy_sync(fd, src, 0, dst, 0, 1 * MIB, copy_out, &after_spin, 0, NULL), 0);
+    usleep(200000);
+    assert_int_equal(neuron_wait(fd, s_spin, 0, &status), -ETIME);
+
+    t0 = now_s();
+    snprintf(request, sizeof(request), "pcie_aer_inject_error neuron0 %s", error);
+    host_request(request);
+    assert_int_equal(neuron_wait(fd, s_spin, 60, &status), 0);
+    assert_int_equal(status, -ECANCELED);
+    printf("# %s: the spinning job failed with -ECANCELED %.2f s after the request\n", error,
+           now_s() - t0);
+    assert_int_equal(syncobj_status(fd, s_spin, 30), -ECANCELED);
+    /* The job behind it on the device was lost with it. */
+    assert_int_equal(syncobj_status(fd, s_queued, 30), -ECANCELED);
+    /*
+     * The job and the copy that waited for the spinning job (a failed
+     * fence is a signalled one) run after the recovery.
+     */
+    assert_int_equal(syncobj_status(fd, s_waiting, 30), 1);
+    check_axpb(&waiting);
+    assert_int_equal(syncobj_status(fd, s_copy, 30), 1);
+    assert_int_equal(neuron_test_sysfs_wait(&tdev, "reset_count", resets + 1, 10), resets + 1);
+
+    /* The mapping reaches the device buffer, which the copy wrote. */
+    if (memcmp(psrc, pmapped, 1 * MIB))
+        fail_msg("the mapped device buffer does not hold what the copy wrote");
+
+    /* New work runs: a job and a copy. */
+    memset(good.pout, 0, PROG_BYTES);
+    assert_int_equal(submit(fd, &good, 0, s_good, NULL), 0);
+    assert_int_equal(syncobj_status(fd, s_good, 30), 1);
+    check_axpb(&good);
+    memset(pmapped, 0x3c, 1 * MIB);
+    fill(psrc, 1 * MIB, 46);
+    assert_int_equal(copy(fd, src, 0, dst, 0, 1 * MIB, s_copy, 0, NULL), 0);
+    assert_int_equal(syncobj_status(fd, s_copy, 30), 1);
+    if (memcmp(psrc, pmapped, 1 * MIB))
+        fail_msg("copy after recovery moved the wrong bytes");
+
+    munmap(psrc, 1 * MIB);
+    munmap(pmapped, 1 * MIB);
+    bo_close(fd, src);
+    bo_close(fd, dst);
+    job_bufs_fini(fd, &spin);
+    job_bufs_fini(fd, &queued);
+    job_bufs_fini(fd, &waiting);
+    job_bufs_fini(fd, &good);
+    drmSyncobjDestroy(fd, s_spin);
+    drmSyncobjDestroy(fd, s_queued);
+    drmSyncobjDestroy(fd, s_waiting);
+    drmSyncobjDestroy(fd, s_copy);
+    drmSyncobjDestroy(fd, s_good);
+}
+
+/*
+ * PCI error recovery (own boot, neuron-vm --monitor): a non-fatal error
+ * (the PCI core asks the driver to reset the device) and a fatal one (the
+ * PCI core resets the link first), then a correctable one, which changes
+ * nothing.
+ */
+static void test_aer(void **state) {
+    struct job_bufs good;
+    uint32_t s_good;
+    long resets;
+    int fd, kmemleak;
+
+    (void)state;
+    long_job_timeout(1);
+    kmemleak = !neuron_test_kmemleak_clear();
+    fd = open_dev();
+    assert_true(fd >= 0);
+    assert_true(get_param(fd, DRM_NEURON_PARAM_NUM_CORES) >= 2);
+    aer_round(fd, "POISON_TLP");
+    aer_round(fd, "DLP");
+
+    s_good = syncobj_new(fd);
+    job_bufs_init(fd, &good, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, 0,
+                  0);
+    resets = read_sysfs_long("reset_count");
+    host_request("pcie_aer_inject_error neuron0 BAD_TLP -c");
+    sleep(2);
+    assert_int_equal(submit(fd, &good, 0, s_good, NULL), 0);
+    assert_int_equal(syncobj_status(fd, s_good, 30), 1);
+    check_axpb(&good);
+    assert_int_equal(read_sysfs_long("reset_count"), resets);
+    job_bufs_fini(fd, &good);
+    drmSyncobjDestroy(fd, s_good);
+    close(fd);
+    long_job_timeout(0);
+    if (kmemleak)
+        assert_int_equal(neuron_test_kmemleak_scan(), 0);
+}
+
+/*
+ * Runtime PM: the idle device suspends (D3hot) after its autosuspend delay;
+ * the next ioctl resumes it; jobs and copies are correct across it; device
+ * memory is kept; a mapping of a device buffer keeps the device awake.
+ */
+static void test_runtime_pm(void **state) {
+    struct job_bufs jb;
+    char buf[64], delay[32];
+    uint32_t s = syncobj_new(FD(state)), dev;
+    int fd = FD(state), round;
+    void *map;
+
+    if (!(get_param(fd, DRM_NEURON_PARAM_CAPABILITIES) & DRM_NEURON_CAP_HOST_BINDINGS))
+        skip();
+    pci_attr("power/autosuspend_delay_ms", delay, sizeof(delay));
+    pci_attr("power/control", buf, sizeof(buf));
+    assert_string_equal(buf, "auto");
+    pci_attr_write("power/autosuspend_delay_ms", "200");
+
+    /* Host buffers only: a mapping of a device buffer would keep it awake. */
+    job_bufs_init(fd, &jb, DRM_NEURON_BO_HOST, DRM_NEURON_BO_HOST, DRM_NEURON_BO_HOST, 0, 0);
+    dev = devmem_pattern(fd, 1 * MIB, 7);
+    for (round = 0; round < 3; round++) {
+        assert_int_equal(wait_runtime_status("suspended", 10), 0);
+        pci_attr("power_state", buf, sizeof(buf));
+        assert_string_equal(buf, "D3hot");
+        memset(jb.pout, 0, PROG_BYTES);
+        assert_int_equal(submit(fd, &jb, 0, s, NULL), 0);
+        pci_attr("power/runtime_status", buf, sizeof(buf));
+        assert_string_equal(buf, "active");
+        assert_int_equal(syncobj_status(fd, s, 30), 1);
+        check_axpb(&jb);
+    }
+    assert_int_equal(wait_runtime_status("suspended", 10), 0);
+    devmem_check(fd, dev, 1 * MIB, 7);
+
+    /* A mapping of a device buffer holds the device in D0. */
+    map = bo_map(fd, dev, NULL);
+    usleep(1000000);
+    pci_attr("power/runtime_status", buf, sizeof(buf));
+    assert_string_equal(buf, "active");
+    munmap(map, 1 * MIB);
+    assert_int_equal(wait_runtime_status("suspended", 10), 0);
+
+    bo_close(fd, dev);
+    job_bufs_fini(fd, &jb);
+    drmSyncobjDestroy(fd, s);
+    pci_attr_write("power/autosuspend_delay_ms", delay);
+}
+
+/*
+ * Suspend to RAM with the module loaded (own boot, neuron-vm --monitor;
+ * QEMU's S3, woken by system_wakeup; with NEURON_PM_TEST=devices the
+ * kernel's pm_test instead: every device's suspend callbacks, 5 s, then
+ * the resume callbacks, without S3): a job spinning on core 0 and the one
+ * behind it on the device fail with -ECANCELED; a job waiting (in-sync)
+ * for the spinning one runs after resume; device memory keeps its
+ * contents; new work runs.
+ */
+static void test_suspend(void **state) {
+    struct job_bufs spin, queued, waiting;
+    uint32_t s_spin, s_queued, s_waiting, dev;
+    const char *pm_test = getenv("NEURON_PM_TEST");
+    char states[64];
+    double t0;
+    FILE *f;
+    int fd, status, kmemleak;
+
+    (void)state;
+    f = fopen("/sys/power/state", "r");
+    assert_non_null(f);
+    assert_non_null(fgets(states, sizeof(states), f));
+    fclose(f);
+    if (!strstr(states, "mem"))
+        fail_msg("the guest cannot suspend to RAM (/sys/power/state: %s)", states);
+    long_job_timeout(1);
+    kmemleak = !neuron_test_kmemleak_clear();
+    fd = open_dev();
+    assert_true(fd >= 0);
+    assert_true(get_param(fd, DRM_NEURON_PARAM_NUM_CORES) >= 2);
+    s_spin = syncobj_new(fd);
+    s_queued = syncobj_new(fd);
+    s_waiting = syncobj_new(fd);
+    dev = devmem_pattern(fd, 4 * MIB, 11);
+    job_bufs_init(fd, &spin, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, 0,
+                  1);
+    job_bufs_init(fd, &queued, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_HOST, DRM_NEURON_BO_DEVICE, 0,
+                  0);
+    job_bufs_init(fd, &waiting, DRM_NEURON_BO_HOST, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, 0,
+                  0);
+    assert_int_equal(submit(fd, &spin, 0, s_spin, NULL), 0);
+    assert_int_equal(submit(fd, &queued, 0, s_queued, NULL), 0);
+    /* On core 1: a dependency within a lane is met by the lane's order. */
+    assert_int_equal(submit_after(fd, &waiting, 1, s_waiting, s_spin), 0);
+
+    if (pm_test) {
+        /* The kernel's own test: devices suspended, 5 s, then resumed. */
+        write_file("/sys/power/pm_test", pm_test);
+    } else {
+        host_request("system_wakeup");
+    }
+    t0 = now_s();
+    write_file("/sys/power/state", "mem");
+    printf("# resumed after %.1f s (pm_test %s)\n", now_s() - t0, pm_test ? pm_test : "none");
+    if (pm_test)
+        write_file("/sys/power/pm_test", "none");
+
+    assert_int_equal(neuron_wait(fd, s_spin, 30, &status), 0);
+    assert_int_equal(status, -ECANCELED);
+    assert_int_equal(syncobj_status(fd, s_queued, 30), -ECANCELED);
+    assert_int_equal(syncobj_status(fd, s_waiting, 30), 1);
+    check_axpb(&waiting);
+    devmem_check(fd, dev, 4 * MIB, 11);
+    memset(queued.pout, 0, PROG_BYTES);
+    assert_int_equal(submit(fd, &queued, 0, s_queued, NULL), 0);
+    assert_int_equal(syncobj_status(fd, s_queued, 30), 1);
+    check_axpb(&queued);
+
+    bo_close(fd, dev);
+    job_bufs_fini(fd, &spin);
+    job_bufs_fini(fd, &queued);
+    job_bufs_fini(fd, &waiting);
+    drmSyncobjDestroy(fd, s_spin);
+    drmSyncobjDestroy(fd, s_queued);
+    drmSyncobjDestroy(fd, s_waiting);
+    close(fd);
+    long_job_timeout(0);
+    if (kmemleak)
+        assert_int_equal(neuron_test_kmemleak_scan(), 0);
+}
+
 #define T(fn)                                                                                      \
     { #fn + 5, fn, setup, teardown }
 
@@ -2935,17 +3313,21 @@ static const struct named_test all_tests[] = {
     {"host_huge", test_host_huge, setup, teardown},
     {"fault_injection", test_fault_injection, setup, teardown},
     {"probe_fault_injection", test_probe_fault_injection, NULL, NULL},
+    {"aer", test_aer, NULL, NULL},
+    {"runtime_pm", test_runtime_pm, setup, teardown},
+    {"suspend", test_suspend, NULL, NULL},
 };
 
 /*
  * Tests run by default; "timeout", "isolation", "copy_large", "host_pin",
- * "host_huge", "fault_injection" and "probe_fault_injection" must be asked
- * for by name.
+ * "host_huge", "fault_injection", "probe_fault_injection", "aer",
+ * "runtime_pm" and "suspend" must be asked for by name.
  */
 static int default_test(const char *name) {
     return strcmp(name, "timeout") && strcmp(name, "isolation") && strcmp(name, "copy_large") &&
            strcmp(name, "host_pin") && strcmp(name, "host_huge") &&
-           strcmp(name, "fault_injection") && strcmp(name, "probe_fault_injection");
+           strcmp(name, "fault_injection") && strcmp(name, "probe_fault_injection") &&
+           strcmp(name, "aer") && strcmp(name, "runtime_pm") && strcmp(name, "suspend");
 }
 
 int main(int argc, char **argv) {

@@ -8,7 +8,9 @@ through PCI config space (ports 0xcf8/0xcfc), assigns the BARs, enables
 memory decoding, bus mastering and MSI-X, and points every MSI-X vector at
 a guest RAM word so that an interrupt becomes a memory write it can read.
 
-Then: identity registers and PCI identity; a DMA copy host -> device ->
+Then: identity registers and PCI identity; D3hot and back to D0 through
+the power management capability (the register BAR off in D3hot, the
+registers kept); a DMA copy host -> device ->
 host checked byte for byte (and its throughput); a job that runs a small
 program (two engine streams synchronised by semaphores, a host SG binding,
 a notify) and raises its MSI-X vector; a fault status; an error interrupt
@@ -434,6 +436,26 @@ def test_identity(d, rep):
               "SCRATCH is RW, MAGIC ignores writes")
 
 
+def test_power_management(d, rep):
+    """D3hot turns the register BAR off; back in D0 the registers are as
+    they were (No_Soft_Reset)."""
+    p = d.pci
+    cap = p.find_cap(0x01)
+    if not rep.check(cap is not None, "PCI: power management capability present"):
+        return
+    pmcsr = p.read(cap + 4) & 0xFFFF
+    rep.check(pmcsr & 0x3 == 0, "PM: in D0")
+    rep.check(pmcsr & 0x8 != 0, "PM: No_Soft_Reset set")
+    d.wreg(REG_SCRATCH, 0xA5A5F00D)
+    p.write(cap + 4, (pmcsr & ~0x3) | 0x3)
+    rep.check(p.read(cap + 4) & 0x3 == 3, "PM: D3hot entered")
+    rep.check(d.reg(REG_MAGIC) != MAGIC, "PM: register BAR not decoded in D3hot")
+    p.write(cap + 4, pmcsr & ~0x3)
+    rep.check(p.read(cap + 4) & 0x3 == 0, "PM: back in D0")
+    rep.check(d.reg(REG_MAGIC) == MAGIC and d.reg(REG_SCRATCH) == 0xA5A5F00D,
+              "PM: registers kept across D3hot")
+
+
 def test_dma(d, rep, size):
     qt = d.qt
     data = random.Random(1).randbytes(size)
@@ -740,6 +762,7 @@ def main():
             d = Device(qt, rep)
             d.probe()
             test_identity(d, rep)
+            test_power_management(d, rep)
             test_dma(d, rep, args.dma_mib << 20)
             test_job(d, rep)
             test_ring_error(d, rep)
