@@ -20,11 +20,11 @@ namespace {
 
 // In the order of Op.
 const std::array<const OpRecord *, 40> records{
-    &input_record,      &constant_record, &matmul_record,    &add_record,       &sub_record,
-    &mul_record,        &div_record,      &relu_record,      &gelu_record,      &gelu_tanh_record,
-    &silu_record,       &sigmoid_record,  &tanh_record,      &exp_record,       &softmax_record,
-    &layer_norm_record, &rms_norm_record, &reshape_record,   &transpose_record, &slice_record,
-    &concat_record,     &split_record,    &attention_record, &neg_record,       &log_record,
+    &input_record,      &constant_record, &matmul_record,    &add_record,        &sub_record,
+    &mul_record,        &div_record,      &relu_record,      &gelu_record,       &gelu_tanh_record,
+    &silu_record,       &sigmoid_record,  &tanh_record,      &exp_record,        &softmax_record,
+    &layer_norm_record, &rms_norm_record, &reshape_record,   &transpose_record,  &slice_record,
+    &concat_record,     &split_record,    &attention_record, &neg_record,        &log_record,
     &erf_record,        &sqrt_record,     &rsqrt_record,     &reciprocal_record, &abs_record,
     &maximum_record,    &minimum_record,  &eq_record,        &ne_record,         &lt_record,
     &le_record,         &gt_record,       &ge_record,        &cast_record,       &where_record,
