@@ -31,9 +31,9 @@ const char *alu_name(uint8_t op) {
     return op < NEURON_ALU_COUNT ? n[op] : "alu?";
 }
 const char *act_name(uint8_t f) {
-    static const char *const n[] = {"?",     "identity",   "relu", "gelu_tanh", "gelu",
-                                    "sigmoid", "tanh",     "exp",  "silu",      "rsqrt",
-                                    "reciprocal", "ln", "erf",  "sqrt",      "abs"};
+    static const char *const n[] = {"?",          "identity", "relu", "gelu_tanh", "gelu",
+                                    "sigmoid",    "tanh",     "exp",  "silu",      "rsqrt",
+                                    "reciprocal", "ln",       "erf",  "sqrt",      "abs"};
     static_assert(std::size(n) == NEURON_ACT_COUNT);
     return f < NEURON_ACT_COUNT ? n[f] : "act?";
 }

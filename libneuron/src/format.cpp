@@ -1190,8 +1190,8 @@ uint16_t isa_minor_needed(const std::array<std::vector<std::byte>, num_engines> 
     unsigned minor = 0;
     for (const auto &code : streams)
         for (size_t i = 0; i + f::insn_size <= code.size(); i += f::insn_size)
-            minor = std::max(minor,
-                             isa_minor_of(std::span<const std::byte>(code).subspan(i, f::insn_size)));
+            minor = std::max(
+                minor, isa_minor_of(std::span<const std::byte>(code).subspan(i, f::insn_size)));
     return static_cast<uint16_t>(minor);
 }
 

@@ -38,8 +38,8 @@ bool holds(Op op, double a, double b) {
 
 // Operand k's value of element f as the device reads it (fp32), its error
 // and their rounding.
-std::pair<double, double> operand(const Graph &g, const Node &n, const Values &v,
-                                  const Values *err, size_t f, size_t k) {
+std::pair<double, double> operand(const Graph &g, const Node &n, const Values &v, const Values *err,
+                                  size_t f, size_t k) {
     if (n.scalar && k == (n.scalar_first ? 0 : 1))
         return {*n.scalar, 0};
     const auto [ia, ib] = operand_elements(g, n, f);

@@ -12,11 +12,11 @@ extern const OpRecord input_record, constant_record, matmul_record, add_record, 
     transpose_record, slice_record, concat_record, split_record, attention_record, neg_record,
     log_record, erf_record, sqrt_record, rsqrt_record, reciprocal_record, abs_record,
     maximum_record, minimum_record, eq_record, ne_record, lt_record, le_record, gt_record,
-    ge_record, cast_record, where_record,
-    sum_record, mean_record, amax_record, amin_record, argmax_record, argmin_record,
-    softmax_backward_record, log_softmax_backward_record;
+    ge_record, cast_record, where_record, sum_record, mean_record, amax_record, amin_record,
+    argmax_record, argmin_record, softmax_backward_record, log_softmax_backward_record;
 extern const KindLowering matmul_lowering, elementwise_lowering, binary_lowering, softmax_lowering,
-    norm_lowering, gather_lowering, in_place_lowering, transpose2_lowering, select_lowering, reduce_lowering;
+    norm_lowering, gather_lowering, in_place_lowering, transpose2_lowering, select_lowering,
+    reduce_lowering;
 
 namespace {
 

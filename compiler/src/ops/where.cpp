@@ -61,9 +61,8 @@ Expected reference(const Graph &, const Node &n, const Values &ops) {
     Expected e;
     e.value.resize(ops[0]->size());
     for (size_t i = 0; i < e.value.size(); i++)
-        e.value[i] = (*ops[0])[i] != 0
-                         ? static_cast<float>((*ops[1])[i])
-                         : (n.scalar ? static_cast<double>(*n.scalar) : (*ops[2])[i]);
+        e.value[i] = (*ops[0])[i] != 0 ? static_cast<float>((*ops[1])[i])
+                                       : (n.scalar ? static_cast<double>(*n.scalar) : (*ops[2])[i]);
     return e;
 }
 

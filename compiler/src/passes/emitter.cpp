@@ -283,9 +283,8 @@ void Emitter::check_isa(const Program &p) const {
                 throw GraphError(fmt::format(
                     "graph '{}': instruction {} of the {} stream is {}, an instruction of ISA "
                     "{}.{}, but the target device implements ISA {}.{}",
-                    graph.name(), i / 64, to_string(static_cast<Engine>(e)),
-                    mnemonic(insn), isa_version() >> 16, need,
-                    options.isa_version >> 16, have));
+                    graph.name(), i / 64, to_string(static_cast<Engine>(e)), mnemonic(insn),
+                    isa_version() >> 16, need, options.isa_version >> 16, have));
         }
     }
 }

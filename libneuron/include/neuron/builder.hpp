@@ -181,8 +181,8 @@ class NEURON_EXPORT StreamBuilder {
     StreamBuilder &tensor_tensor_int(AluOp op, const Tap &dst, const Tap &a, const Tap &b);
     /// dst = (src op0 s0) op1 s1 on int32 operands, exact (ISA 1.2).
     StreamBuilder &tensor_scalar_int(const Tap &dst, const Tap &src, AluOp op0, int32_t s0,
-                                     AluOp op1 = AluOp::none, int32_t s1 = 0,
-                                     bool reverse0 = false, bool reverse1 = false);
+                                     AluOp op1 = AluOp::none, int32_t s1 = 0, bool reverse0 = false,
+                                     bool reverse1 = false);
     /// dst = (src op0 s0) op1 s1 (REVERSE flags swap operands).
     StreamBuilder &tensor_scalar(const Tap &dst, const Tap &src, AluOp op0, float s0,
                                  AluOp op1 = AluOp::none, float s1 = 0.0f, bool reverse0 = false,

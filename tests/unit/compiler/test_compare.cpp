@@ -61,12 +61,12 @@ Graph compare_graph(DType dt, const Shape &s) {
     g.mark_output(g.add(Op::minimum, "mn", {x, r}));
     g.mark_output(g.add(Op::maximum, "relu6lo", {x}, literal(-0.25f)));
     // clamp(x, -0.5, 0.5): a maximum, then a minimum
-    g.mark_output(g.add(Op::minimum, "clamp",
-                        {g.add(Op::maximum, "clamp_lo", {x}, literal(-0.5f))}, literal(0.5f)));
+    g.mark_output(g.add(Op::minimum, "clamp", {g.add(Op::maximum, "clamp_lo", {x}, literal(-0.5f))},
+                        literal(0.5f)));
     uint32_t lt = 0;
-    for (auto [op, name] : {std::pair{Op::eq, "eq"}, std::pair{Op::ne, "ne"},
-                            std::pair{Op::lt, "lt"}, std::pair{Op::le, "le"},
-                            std::pair{Op::gt, "gt"}, std::pair{Op::ge, "ge"}}) {
+    for (auto [op, name] :
+         {std::pair{Op::eq, "eq"}, std::pair{Op::ne, "ne"}, std::pair{Op::lt, "lt"},
+          std::pair{Op::le, "le"}, std::pair{Op::gt, "gt"}, std::pair{Op::ge, "ge"}}) {
         const uint32_t c = g.add(op, name, {x, y});
         g.mark_output(c);
         if (op == Op::lt)
@@ -83,8 +83,8 @@ Graph compare_graph(DType dt, const Shape &s) {
     const uint32_t i = g.add(Op::cast, "i", {big}, to(DType::int32));
     g.mark_output(i);
     g.mark_output(g.add(Op::cast, "f", {i}, to(dt)));
-    g.mark_output(g.add(Op::cast, "nz", {g.add(Op::cast, "xi", {x}, to(DType::int32))},
-                        to(DType::u8)));
+    g.mark_output(
+        g.add(Op::cast, "nz", {g.add(Op::cast, "xi", {x}, to(DType::int32))}, to(DType::u8)));
     g.mark_output(g.add(Op::cast, "back", {lt}, to(dt)));
     g.mark_output(g.add(Op::cast, "other", {x}, to(dt == DType::fp32 ? DType::bf16 : DType::fp32)));
     return g;
@@ -102,8 +102,8 @@ harness::Inputs inputs(const Graph &g, uint64_t seed) {
 
 void compare_ops(DType dt) {
     uint64_t seed = 1400;
-    for (const Shape &s : {Shape{1}, Shape{2, 77}, Shape{127, 129}, Shape{300, 2},
-                           Shape{2, 129, 200}}) {
+    for (const Shape &s :
+         {Shape{1}, Shape{2, 77}, Shape{127, 129}, Shape{300, 2}, Shape{2, 129, 200}}) {
         const Graph g = harness::all_outputs(compare_graph(dt, s));
         const auto in = inputs(g, seed++);
         const auto o = harness::run(g, in);
@@ -172,7 +172,8 @@ void expect_error(Graph &g, Op op, std::vector<uint32_t> operands, Attrs a, cons
 
 void compare_errors(void **) {
     Graph g("errors");
-    const uint32_t x = g.input("x", T(DType::fp32, {4, 8})), h = g.input("h", T(DType::bf16, {4, 8}));
+    const uint32_t x = g.input("x", T(DType::fp32, {4, 8})),
+                   h = g.input("h", T(DType::bf16, {4, 8}));
     const uint32_t m = g.add(Op::lt, "m", {x, x});
     expect_error(g, Op::maximum, {x, h}, {}, "operands of different dtypes");
     expect_error(g, Op::where, {m, x, h}, {}, "a and b of different dtypes");
@@ -207,8 +208,8 @@ void int32_exact(void **) {
     const auto o = harness::run(g, in);
     assert_true(harness::check_nodes(g, in, o, g.name()) > 0);
     const std::string text = disassemble(o.compiled.program);
-    for (const char *want : {"tensor_tensor.add.int32", "tensor_tensor.mul.int32",
-                             "tensor_tensor.max.int32"})
+    for (const char *want :
+         {"tensor_tensor.add.int32", "tensor_tensor.mul.int32", "tensor_tensor.max.int32"})
         if (text.find(want) == std::string::npos)
             fail_msg("no '%s' in:\n%s", want, text.c_str());
     CompileOptions v11;
@@ -224,10 +225,8 @@ void int32_exact(void **) {
 
 int main() {
     const CMUnitTest tests[] = {
-        cmocka_unit_test(compare_fp32),
-        cmocka_unit_test(compare_bf16),
-        cmocka_unit_test(compare_chunked),
-        cmocka_unit_test(compare_errors),
+        cmocka_unit_test(compare_fp32),    cmocka_unit_test(compare_bf16),
+        cmocka_unit_test(compare_chunked), cmocka_unit_test(compare_errors),
         cmocka_unit_test(int32_exact),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);

@@ -65,8 +65,8 @@ void check(const Graph &g, uint64_t seed) {
 
 void math_ops(DType dt) {
     uint64_t seed = 1200;
-    for (const Shape &s : {Shape{1}, Shape{2, 77}, Shape{127, 129}, Shape{300, 2},
-                           Shape{2, 129, 200}})
+    for (const Shape &s :
+         {Shape{1}, Shape{2, 77}, Shape{127, 129}, Shape{300, 2}, Shape{2, 129, 200}})
         check(functions(dt, s), seed++);
     // In a chain (log(x * 0.5 + 1) is one ACTIVATE) and a matmul's epilogue.
     Graph g(std::string("math_fused_") + to_string(dt));
@@ -76,7 +76,8 @@ void math_ops(DType dt) {
     half.scalar = 0.5f;
     one.scalar = 1.0f;
     const uint32_t a = g.add(Op::abs, "a", {den});
-    g.mark_output(g.add(Op::log, "l", {g.add(Op::add, "p", {g.add(Op::mul, "h", {a}, half)}, one)}));
+    g.mark_output(
+        g.add(Op::log, "l", {g.add(Op::add, "p", {g.add(Op::mul, "h", {a}, half)}, one)}));
     g.mark_output(g.add(Op::erf, "m", {g.add(Op::matmul, "mm", {den, w})}));
     const auto in = harness::make_inputs(g, seed);
     const auto out = harness::run(g, in);

@@ -549,8 +549,8 @@ static void isa12(void **) {
     for (const char *want :
          {"ISA 1.2", "activate.ln sbuf.fp32", "activate.erf", "(x) * 0.5 + 0",
           "copy.trunc sbuf.int32[p0+128 @0x40 16] (i) <- sbuf.fp32[p0+128 @0x0 16] (x)",
-          "tensor_tensor.mul.int32", "tensor_scalar.int32 sbuf.int32",
-          "add -7 then max 3", "tensor_tensor.is_lt sbuf.u8[p0+128 @0x80 16] (m)"})
+          "tensor_tensor.mul.int32", "tensor_scalar.int32 sbuf.int32", "add -7 then max 3",
+          "tensor_tensor.is_lt sbuf.u8[p0+128 @0x80 16] (m)"})
         if (!std::strstr(text.c_str(), want))
             fail_msg("'%s' not in:\n%s", want, text.c_str());
     assert_int_equal(isa_minor_of(Activation::sqrt), 2);
@@ -601,8 +601,7 @@ int main(void) {
         cmocka_unit_test(reserved_fields), cmocka_unit_test(operands),
         cmocka_unit_test(bindings),        cmocka_unit_test(missing_end),
         cmocka_unit_test(argument_table),  cmocka_unit_test(symbol_table),
-        cmocka_unit_test(isa_revisions),
-        cmocka_unit_test(isa12),
+        cmocka_unit_test(isa_revisions),   cmocka_unit_test(isa12),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

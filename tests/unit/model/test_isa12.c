@@ -134,8 +134,7 @@ static void check_act(uint8_t func, double (*ref)(double), double ulps, uint64_t
         const double want = ref((double)x[i]);
         if (isnan(want) || isinf(want) || want == 0) { /* exact, with sign */
             if (isnan(want) ? !isnan(got[i]) : tu_bits(got[i]) != tu_bits((float)want))
-                fail_msg("func %u (%a): got %a, want %a", func, (double)x[i], (double)got[i],
-                         want);
+                fail_msg("func %u (%a): got %a, want %a", func, (double)x[i], (double)got[i], want);
             continue;
         }
         if (fabs((double)got[i] - want) > ulps * ulp_of(want))
@@ -177,9 +176,9 @@ static void test_ln_erf_specials(void **state) {
     const uint8_t dt[] = {F32};
     struct act_ctx c = {NEURON_ACT_LN};
     assert_int_equal(run_raw(S, in, dt, 1, F32, emit_act, &c, got), NEURON_JOB_STATUS_OK);
-    assert_true(isinf(got[0]) && got[0] < 0); /* ln(+0) = -inf */
-    assert_true(isinf(got[1]) && got[1] < 0); /* ln(-0) = -inf */
-    assert_true(isinf(got[2]) && got[2] > 0); /* ln(+inf) = +inf */
+    assert_true(isinf(got[0]) && got[0] < 0);                     /* ln(+0) = -inf */
+    assert_true(isinf(got[1]) && got[1] < 0);                     /* ln(-0) = -inf */
+    assert_true(isinf(got[2]) && got[2] > 0);                     /* ln(+inf) = +inf */
     assert_true(isnan(got[3]) && isnan(got[4]) && isnan(got[6])); /* ln(-inf), ln(NaN), ln(-1) */
     assert_int_equal(tu_bits(got[5]), 0u);                        /* ln(1) = +0 */
     c.func = NEURON_ACT_ERF;
@@ -199,8 +198,7 @@ struct copy_ctx {
 
 static void emit_copy(pb_prog *p, const void *c) {
     const struct copy_ctx *a = c;
-    pb_copy(p, S, pb_sbuf(a->ddt, 0, P, OUT_OFF, F), pb_sbuf(a->sdt, 0, P, 0, F))->flags =
-        a->flags;
+    pb_copy(p, S, pb_sbuf(a->ddt, 0, P, OUT_OFF, F), pb_sbuf(a->sdt, 0, P, 0, F))->flags = a->flags;
 }
 
 /* fp32 -> INT32 and U8, rounding to nearest-even or (TRUNC) toward zero. */
@@ -212,9 +210,9 @@ static void test_convert(void **state) {
     uint64_t s = 11;
     for (size_t i = 0; i < N; i++)
         x[i] = 600.0f * tu_uniform(&s) - 300.0f;
-    static const float named[] = {2.5f,  3.5f,     -2.5f,         -2.7f,     2.7f,  0.5f,
-                                  -0.5f, 255.5f,   254.5f,        1e10f,     -1e10f, NAN,
-                                  -0.0f, INFINITY, -INFINITY,     16777217.f};
+    static const float named[] = {2.5f,  3.5f,     -2.5f,     -2.7f,     2.7f,   0.5f,
+                                  -0.5f, 255.5f,   254.5f,    1e10f,     -1e10f, NAN,
+                                  -0.0f, INFINITY, -INFINITY, 16777217.f};
     memcpy(x, named, sizeof(named));
     const void *in[] = {x};
     const uint8_t dt[] = {F32};
@@ -224,13 +222,13 @@ static void test_convert(void **state) {
         assert_int_equal(run_raw(S, in, dt, 1, I32, emit_copy, &c, i32), NEURON_JOB_STATUS_OK);
         for (size_t i = 0; i < N; i++) {
             const double r = tr ? trunc(x[i]) : nearbyint(x[i]);
-            const int32_t want = isnan(x[i])      ? 0
-                                 : r >= 2147483647.0 ? INT32_MAX
+            const int32_t want = isnan(x[i])          ? 0
+                                 : r >= 2147483647.0  ? INT32_MAX
                                  : r <= -2147483648.0 ? INT32_MIN
                                                       : (int32_t)r;
             if (i32[i] != want)
-                fail_msg("int32(%a)%s: got %d, want %d", (double)x[i], tr ? " trunc" : "",
-                         i32[i], want);
+                fail_msg("int32(%a)%s: got %d, want %d", (double)x[i], tr ? " trunc" : "", i32[i],
+                         want);
         }
         c.ddt = U8;
         assert_int_equal(run_raw(S, in, dt, 1, U8, emit_copy, &c, u8), NEURON_JOB_STATUS_OK);
@@ -259,8 +257,7 @@ static void test_convert(void **state) {
     assert_int_equal(run_raw(S, in, dt, 1, BF16, emit_copy, &c, bf), NEURON_JOB_STATUS_OK);
     for (size_t i = 0; i < N; i++)
         if (!isnan(x[i]) && bf[i] != tu_bf16(x[i]))
-            fail_msg("bf16(%a) with TRUNC: got %#x, want %#x", (double)x[i], bf[i],
-                     tu_bf16(x[i]));
+            fail_msg("bf16(%a) with TRUNC: got %#x, want %#x", (double)x[i], bf[i], tu_bf16(x[i]));
 }
 
 /* U8 through DMA, to fp32 and back, and as a comparison's mask for SELECT. */
@@ -309,8 +306,8 @@ static void test_u8(void **state) {
     for (size_t i = 0; i < N; i++) {
         const float want = a[i] < b[i] ? a[i] : -INFINITY;
         if (tu_bits(got[i]) != tu_bits(want))
-            fail_msg("select(%a < %a): got %a, want %a", (double)a[i], (double)b[i],
-                     (double)got[i], (double)want);
+            fail_msg("select(%a < %a): got %a, want %a", (double)a[i], (double)b[i], (double)got[i],
+                     (double)want);
     }
 }
 
@@ -416,9 +413,12 @@ static void test_int_tensor_scalar(void **state) {
     assert_int_equal(run_raw(V, in, dt, 1, I32, emit_int, &c, got), NEURON_JOB_STATUS_OK);
     for (size_t i = 0; i < N; i++)
         assert_int_equal(got[i], ref_int(NEURON_ALU_ADD, ref_int(NEURON_ALU_MUL, a[i], s1), s2));
-    c = (struct int_ctx){NEURON_ALU_SUB, NEURON_ALU_IS_GE,
+    c = (struct int_ctx){NEURON_ALU_SUB,
+                         NEURON_ALU_IS_GE,
                          NEURON_TS_F_INT32 | NEURON_TS_F_REVERSE0 | NEURON_TS_F_REVERSE1,
-                         s1, s2, true};
+                         s1,
+                         s2,
+                         true};
     assert_int_equal(run_raw(V, in, dt, 1, I32, emit_int, &c, got), NEURON_JOB_STATUS_OK);
     for (size_t i = 0; i < N; i++)
         assert_int_equal(got[i], ref_int(NEURON_ALU_IS_GE, s2, ref_int(NEURON_ALU_SUB, s1, a[i])));
