@@ -51,7 +51,7 @@ void emit(Emitter &e, const Group &p) {
                 k.activate(p.steps[s + 1].f, y, x, st.a, st.b);
                 s += 2;
             } else if (st.kind == Step::act) {
-                k.activate(st.f, y, x);
+                k.activate(st.f, y, x, st.a, st.b);
                 s++;
             } else if (st.kind == Step::affine && s + 1 < p.steps.size() &&
                        p.steps[s + 1].kind == Step::affine && st.b == 0 && p.steps[s + 1].a == 1) {

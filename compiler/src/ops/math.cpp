@@ -36,7 +36,8 @@ Activation function(Op op) {
 }
 
 std::optional<Step> activate(const Node &n) {
-    return Step{Step::act, 1, 0, function(n.op)};
+    // A bias of -0 keeps z = x for x = -0 (reciprocal(-0) is -inf, sqrt(-0) -0).
+    return Step{Step::act, 1, -0.0f, function(n.op)};
 }
 
 Kind elementwise_kind(const Graph &, const Node &) {

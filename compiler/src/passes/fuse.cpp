@@ -73,7 +73,8 @@ FusionPlan fuse(const Graph &g, const Usage &usage, bool enabled) {
             std::vector<uint32_t> chain;
             auto look = next;
             // (x * scale) + bias, in that order, then f: ACTIVATE's f(x * scale + bias)
-            float scale = 1, bias = 0;
+            // A bias of -0 keeps x * scale + bias = -0 for x * scale = -0.
+            float scale = 1, bias = -0.0f;
             bool have_mul = false, have_add = false;
             while (look) {
                 auto st = unary_step(nodes[*look]);

@@ -426,7 +426,7 @@ def test_identity(d, rep):
     rep.check(d.reg(REG_SBUF_SIZE) == 24 << 20, "SBUF_SIZE 24 MiB")
     rep.check(d.reg(REG_PSUM_SIZE) == 2 << 20, "PSUM_SIZE 2 MiB")
     rep.check(d.reg(REG_PARTITIONS) == 128, "PARTITIONS 128")
-    rep.check(d.reg(REG_ISA_VERSION) == 0x00010001, "ISA_VERSION 1.1")
+    rep.check(d.reg(REG_ISA_VERSION) == 0x00010002, "ISA_VERSION 1.2")
     rep.check(d.reg(REG_CLOCK_MHZ) > 0, "CLOCK_MHZ non-zero")
     rep.check(d.reg(REG_DEV_STATUS) == DEV_STATUS_READY, "DEV_STATUS READY")
     rep.check(d.reg(REG_RESET_COUNT) == 0, "RESET_COUNT 0")

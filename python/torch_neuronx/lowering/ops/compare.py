@@ -9,11 +9,20 @@ from typing import Any
 import torch
 
 from ..context import Context
-from ..registry import FLOATS_AND_INT32, lowering
+from ..registry import CAST_DTYPES, FLOATS_AND_INT32, lowering
 from ..values import Tensor
+from .broadcast import one_sided
 
 aten = torch.ops.aten
 
+
+def _cast(L: Context, t: Tensor, dtype: torch.dtype) -> Tensor:
+    if t.dtype == dtype:
+        return t
+    if dtype not in CAST_DTYPES:
+        raise L.unsupported(f"a comparison in {dtype}")
+    return L.emit("cast", [t], result=False, shape=t.shape,
+                  flags=[f"dtype={CAST_DTYPES[dtype]}"], dtype=dtype)
 
 
 def _compare(op: str):  # type: ignore[no-untyped-def]
@@ -21,6 +30,11 @@ def _compare(op: str):  # type: ignore[no-untyped-def]
         x, y = L.operand(L.arg(0), "self"), L.operand(L.arg(1), "other")
         if not isinstance(x, Tensor):
             raise L.unsupported("a comparison of a number with a tensor")
+        if isinstance(y, Tensor) and y.dtype != x.dtype:
+            # compared in the promoted dtype, as torch compares
+            common = torch.promote_types(x.dtype, y.dtype)
+            x, y = (_cast(L, t, common) for t in (x, y))
+        x, y = one_sided(L, x, y)
         L.bind(L.emit(op, [x, y], dtype=torch.bool))
     lower.__name__ = op
     return lower

@@ -4,13 +4,14 @@ over leading axes by the device) and the activations."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Tuple
+from typing import Any, Callable
 
 import torch
 
 from ..context import Context
-from ..registry import FLOATS_AND_INT32, lowering
+from ..registry import FLOATS, FLOATS_AND_INT32, lowering
 from ..values import Expanded, Masked, Tensor
+from .broadcast import materialised, one_sided
 from .masks import additive_causal, broadcast_binary
 
 aten = torch.ops.aten
@@ -34,32 +35,10 @@ def _binary(op: str, L: Context, a: Any, b: Any, alpha: Any = 1) -> None:
     x, y = L.operand(a, "self"), L.operand(b, "other")
     if not isinstance(x, Tensor) and not isinstance(y, Tensor):
         raise L.unsupported("arithmetic on numbers alone")
-    out = L.out_shape()
-    if isinstance(x, Tensor) and isinstance(y, Tensor) and x.shape != out and y.shape != out:
-        x = _materialised(L, x, out)  # the device broadcasts one operand only
+    x, y = one_sided(L, x, y)
     L.bind(L.emit(op, [x, _scaled(L, y, alpha)]))
 
 
-# Copies of an axis a broadcast may take as a concatenation.
-_MAX_BROADCAST_COPIES = 256
-
-
-def _materialised(L: Context, x: Tensor, shape: Tuple[int, ...]) -> Tensor:
-    """@p x broadcast to @p shape as a tensor of its own: reshaped to its
-    rank, each axis of 1 concatenated as many times as @p shape has."""
-    if len(x.shape) < len(shape):
-        x = L.emit("reshape", [x], shape=(1,) * (len(shape) - len(x.shape)) + x.shape,
-                   dims=[1] * (len(shape) - len(x.shape)) + list(x.shape))
-    for axis, (have, want) in enumerate(zip(x.shape, shape)):
-        if have == want:
-            continue
-        if want > _MAX_BROADCAST_COPIES:
-            raise L.unsupported(f"both operands broadcast, one along an axis of {want} "
-                                f"(the device broadcasts one operand; at most "
-                                f"{_MAX_BROADCAST_COPIES} copies of the other are made)")
-        grown = x.shape[:axis] + (want,) + x.shape[axis + 1:]
-        x = L.emit("concat", [x] * want, shape=grown, axis=axis)
-    return x
 
 
 @lowering(aten.add.Tensor, aten.add.Scalar, dtypes=FLOATS_AND_INT32)
@@ -126,23 +105,44 @@ def gelu(L: Context, node: torch.fx.Node) -> None:
     L.bind(L.emit(ops[approximate], [L.tensor(L.arg(0), "self")]))
 
 
+def _nan_kept(L: Context, r: Tensor, operands: Any) -> Tensor:
+    """@p r, a maximum or minimum of @p operands, with their NaNs: the
+    device's return the other operand of a NaN (hw/isa.md), torch's NaN."""
+    for x in operands:
+        if not isinstance(x, Tensor) or x.dtype not in FLOATS:
+            continue
+        if x.shape != r.shape:
+            x = materialised(L, x, r.shape)
+        nan = L.emit("ne", [x, x], result=False, shape=r.shape, dtype=torch.bool)
+        r = L.emit("where", [nan, x, r], result=False, shape=r.shape, dtype=r.dtype)
+    return r
+
+
+def _extremum(op: str, L: Context, a: Any, b: Any) -> None:
+    x, y = one_sided(L, L.operand(a, "self"), L.operand(b, "other"))
+    if not isinstance(x, Tensor):
+        x, y = y, x
+    L.bind(_nan_kept(L, L.emit(op, [x, y]), [x, y]))
+
+
 @lowering(aten.maximum.default, dtypes=FLOATS_AND_INT32)
 def maximum(L: Context, node: torch.fx.Node) -> None:
-    _binary("maximum", L, L.arg(0), L.arg(1))
+    _extremum("maximum", L, L.arg(0), L.arg(1))
 
 
 @lowering(aten.minimum.default, dtypes=FLOATS_AND_INT32)
 def minimum(L: Context, node: torch.fx.Node) -> None:
-    _binary("minimum", L, L.arg(0), L.arg(1))
+    _extremum("minimum", L, L.arg(0), L.arg(1))
 
 
 @lowering(aten.clamp.default, aten.clamp_min.default, aten.clamp_max.default,
+          aten.clamp.Tensor, aten.clamp_min.Tensor, aten.clamp_max.Tensor,
           dtypes=FLOATS_AND_INT32)
 def clamp(L: Context, node: torch.fx.Node) -> None:
     # a maximum with the lower bound, then a minimum with the upper one
-    if node.target == aten.clamp.default:
+    if node.target in (aten.clamp.default, aten.clamp.Tensor):
         lo, hi = L.arg(1, "min"), L.arg(2, "max")
-    elif node.target == aten.clamp_min.default:
+    elif node.target in (aten.clamp_min.default, aten.clamp_min.Tensor):
         lo, hi = L.arg(1, "min"), None
     else:
         lo, hi = None, L.arg(1, "max")
@@ -152,9 +152,14 @@ def clamp(L: Context, node: torch.fx.Node) -> None:
     for op, bound in (("maximum", lo), ("minimum", hi)):
         if bound is None:
             continue
-        if not isinstance(bound, (int, float)) or isinstance(bound, bool):
-            raise L.unsupported(f"a {type(bound).__name__} bound (numbers only)")
-        v = L.emit(op, [v, float(bound)])
+        if isinstance(bound, bool):
+            raise L.unsupported("a bool bound")
+        b = L.operand(bound, "a bound")
+        shape = tuple(torch.broadcast_shapes(v.shape, b.shape)) if isinstance(b, Tensor) \
+            else v.shape
+        if isinstance(b, Tensor) and v.shape != shape and b.shape != shape:
+            v = materialised(L, v, shape)
+        v = _nan_kept(L, L.emit(op, [v, b], shape=shape), [v, b])
     L.bind(v)
 
 

@@ -1,0 +1,42 @@
+# SPDX-License-Identifier: MIT
+"""Broadcasts the device does not do itself: it broadcasts one operand of a
+binary operator against the other's shape, so when both are broadcast one
+is made a tensor of the result's shape first."""
+
+from __future__ import annotations
+
+from typing import Any, Tuple
+
+from ..context import Context
+from ..values import Tensor
+
+
+def one_sided(L: Context, x: Any, y: Any) -> Tuple[Any, Any]:
+    """@p x and @p y with at most one of them broadcast to the node's result."""
+    out = L.out_shape()
+    if isinstance(x, Tensor) and isinstance(y, Tensor) and x.shape != out and y.shape != out:
+        x = materialised(L, x, out)
+    return x, y
+
+
+# Copies of an axis a broadcast may take as a concatenation.
+_MAX_BROADCAST_COPIES = 256
+
+
+def materialised(L: Context, x: Tensor, shape: Tuple[int, ...]) -> Tensor:
+    """@p x broadcast to @p shape as a tensor of its own: reshaped to its
+    rank, each axis of 1 concatenated as many times as @p shape has."""
+    if len(x.shape) < len(shape):
+        x = L.emit("reshape", [x], result=False,
+                   shape=(1,) * (len(shape) - len(x.shape)) + x.shape,
+                   dims=[1] * (len(shape) - len(x.shape)) + list(x.shape))
+    for axis, (have, want) in enumerate(zip(x.shape, shape)):
+        if have == want:
+            continue
+        if want > _MAX_BROADCAST_COPIES:
+            raise L.unsupported(f"both operands broadcast, one along an axis of {want} "
+                                f"(the device broadcasts one operand; at most "
+                                f"{_MAX_BROADCAST_COPIES} copies of the other are made)")
+        grown = x.shape[:axis] + (want,) + x.shape[axis + 1:]
+        x = L.emit("concat", [x] * want, result=False, shape=grown, axis=axis)
+    return x
