@@ -142,11 +142,13 @@ _NATIVE_COPIES = ("aten::clone", "aten::_to_copy", "aten::lift_fresh_copy", "ate
 
 
 def _lowered_composites() -> List[torch._ops.OpOverload]:
-    """The lowered operators that a CompositeExplicitAutograd kernel would
-    otherwise run for the device, as other operators (native_layer_norm as
-    native_batch_norm): computations, not views, not writes, not copies."""
+    """The lowered operators that a composite kernel would otherwise run
+    for the device as other operators (native_layer_norm as
+    native_batch_norm, add.Tensor as add.out): computations, not views,
+    not writes, not copies."""
     return [op for op in kernels.LOWERINGS
-            if op.has_kernel_for_dispatch_key("CompositeExplicitAutograd")
+            if (op.has_kernel_for_dispatch_key("CompositeExplicitAutograd")
+                or op.has_kernel_for_dispatch_key("CompositeExplicitAutogradNonFunctional"))
             and not op.has_kernel_for_dispatch_key("PrivateUse1")
             and not any(r.alias_info is not None for r in op._schema.returns)
             and not _writes(op) and op.name().split(".")[0] not in _NATIVE_COPIES]

@@ -59,8 +59,9 @@ def _leaf_key(x: Any) -> Any:
     if isinstance(x, torch.Tensor):
         if x.device.type == "neuron":
             return ("T", x.dtype, tuple(x.shape))
-        # A CPU scalar tensor mixed with device tensors: its value counts.
-        return ("S", x.dtype, x.item())
+        # A CPU scalar tensor mixed with device tensors: its value counts
+        # (a larger one is refused by check_devices).
+        return ("S", x.dtype, x.item()) if x.dim() == 0 else ("C", x.dtype, tuple(x.shape))
     if isinstance(x, (torch.dtype, torch.device, torch.layout, torch.memory_format)):
         return str(x)
     if isinstance(x, float) and x != x:
