@@ -12,6 +12,7 @@ import hashlib
 import logging
 import os
 import threading
+import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,6 +93,7 @@ Entry = Union[Kernel, Unsupported]
 _lock = threading.Lock()
 _memory: Dict[Any, Entry] = {}
 compiles = 0  # kernels compiled by this process (not read from disk)
+compile_seconds = 0.0  # the time those compiles took
 _device_ops: Counter = Counter()
 
 
@@ -261,7 +263,10 @@ def kernel_for(call: Call) -> Entry:
         if path is not None and path.is_file():
             entry = _load(call, path)
         if entry is None:
+            global compile_seconds
+            started = time.perf_counter()
             entry = _compile(call)
+            compile_seconds += time.perf_counter() - started
             if isinstance(entry, Kernel) and path is not None:
                 _store(entry, path)
         _memory[call.key] = entry

@@ -19,13 +19,23 @@ def one_sided(L: Context, x: Any, y: Any) -> Tuple[Any, Any]:
     return x, y
 
 
-# Copies of an axis a broadcast may take as a concatenation.
-_MAX_BROADCAST_COPIES = 256
+# The broadcasts made as concatenations: few copies of a small operand
+# (each copy is a data movement the program runs; a larger broadcast of
+# both operands runs on the CPU).
+_MAX_BROADCAST_COPIES = 64
+_MAX_BROADCAST_ELEMENTS = 1 << 16
 
 
 def materialised(L: Context, x: Tensor, shape: Tuple[int, ...]) -> Tensor:
     """@p x broadcast to @p shape as a tensor of its own: reshaped to its
     rank, each axis of 1 concatenated as many times as @p shape has."""
+    elements = 1
+    for n in shape:
+        elements *= n
+    if elements > _MAX_BROADCAST_ELEMENTS:
+        raise L.unsupported(f"both operands broadcast to {list(shape)} (the device broadcasts "
+                            f"one operand; the other is copied out to at most "
+                            f"{_MAX_BROADCAST_ELEMENTS} elements)")
     if len(x.shape) < len(shape):
         x = L.emit("reshape", [x], result=False,
                    shape=(1,) * (len(shape) - len(x.shape)) + x.shape,
