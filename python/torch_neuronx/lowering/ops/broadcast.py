@@ -22,8 +22,8 @@ def one_sided(L: Context, x: Any, y: Any) -> Tuple[Any, Any]:
 # The broadcasts made as concatenations: few copies of a small operand
 # (each copy is a data movement the program runs; a larger broadcast of
 # both operands runs on the CPU).
-_MAX_BROADCAST_COPIES = 64
-_MAX_BROADCAST_ELEMENTS = 1 << 16
+_MAX_BROADCAST_COPIES = 256
+_MAX_BROADCAST_ELEMENTS = 1 << 22
 
 
 def materialised(L: Context, x: Tensor, shape: Tuple[int, ...]) -> Tensor:
