@@ -9,7 +9,7 @@ and PyTorch's decompositions."""
 from __future__ import annotations
 
 import operator
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 import torch
 
@@ -25,20 +25,22 @@ def _literal(x: Any) -> Any:
     return x
 
 
+def _arguments(call: Call, tensors: List[Any]) -> Tuple[Tuple[Any, ...], Dict[str, Any]]:
+    """The call's arguments with @p tensors for its neuron tensors."""
+    leaves = [_literal(x) for x in call.leaves]
+    for pos, t in zip(call.tensor_positions, tensors):
+        leaves[pos] = t
+    return call.arguments(leaves)
+
+
 def capture_call(call: Call, examples: List[torch.Tensor], name: str) -> Captured:
     graph = torch.fx.Graph()
     inputs = [graph.placeholder(f"input{i}") for i in range(len(examples))]
-    leaves = [_literal(x) for x in call.leaves]
-    for pos, node in zip(call.tensor_positions, inputs):
-        leaves[pos] = node
-    args, kwargs = call.arguments(leaves)
+    args, kwargs = _arguments(call, inputs)
     op_node = graph.call_function(call.op, args, kwargs)
 
     values: Dict[torch.fx.Node, Any] = dict(zip(inputs, examples))
-    example_leaves = [_literal(x) for x in call.leaves]
-    for pos, x in zip(call.tensor_positions, examples):
-        example_leaves[pos] = x
-    eargs, ekwargs = call.arguments(example_leaves)
+    eargs, ekwargs = _arguments(call, examples)
     with torch.no_grad():
         result = call.op(*eargs, **ekwargs)
     values[op_node] = result

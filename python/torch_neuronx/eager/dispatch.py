@@ -66,15 +66,15 @@ def _empty_results(call: Call) -> Optional[Any]:
         return x
     args, kwargs = call.arguments([to_cpu(x) for x in call.leaves])
     try:
-        meta = call.op(*args, **kwargs)
+        on_cpu = call.op(*args, **kwargs)
     except (NotImplementedError, RuntimeError):
         return None  # the fallback reports it
-    results = meta if isinstance(meta, tuple) else (meta,)
+    results = on_cpu if isinstance(on_cpu, tuple) else (on_cpu,)
     if not all(isinstance(r, torch.Tensor) and r.numel() == 0 for r in results):
         return None
     made = tuple(torch.empty_strided(r.shape, r.stride(), dtype=r.dtype, device=device)
                  for r in results)
-    return made if isinstance(meta, tuple) else made[0]
+    return made if isinstance(on_cpu, tuple) else made[0]
 
 
 def _run_functional(op: torch._ops.OpOverload, args: Tuple[Any, ...],

@@ -44,21 +44,16 @@ def _reduce(L: Context, op: str, x: Tensor, dims: Sequence[int], keepdim: bool,
                   dims=list(dims))
 
 
-@lowering(aten.sum.dim_IntList, aten.sum.default)
-def sum_(L: Context, node: torch.fx.Node) -> None:
-    # sum.dim_IntList(self, dim, keepdim=False, *, dtype=None); sum.default(self, *, dtype)
+@lowering(aten.sum.dim_IntList, aten.sum.default, aten.mean.dim, aten.mean.default)
+def sum_mean(L: Context, node: torch.fx.Node) -> None:
+    # sum.dim_IntList(self, dim, keepdim=False, *, dtype=None); sum.default(self, *, dtype);
+    # mean's the same
     x = L.tensor(L.arg(0), "self")
     _check_dtype(L, L.arg(None, "dtype"), x)
-    dim = L.arg(1, "dim") if node.target == aten.sum.dim_IntList else None
-    L.bind(_reduce(L, "sum", x, _dims(L, x, dim), bool(L.arg(2, "keepdim", False))))
-
-
-@lowering(aten.mean.dim, aten.mean.default)
-def mean(L: Context, node: torch.fx.Node) -> None:
-    x = L.tensor(L.arg(0), "self")
-    _check_dtype(L, L.arg(None, "dtype"), x)
-    dim = L.arg(1, "dim") if node.target == aten.mean.dim else None
-    L.bind(_reduce(L, "mean", x, _dims(L, x, dim), bool(L.arg(2, "keepdim", False))))
+    whole = node.target in (aten.sum.default, aten.mean.default)
+    dim = None if whole else L.arg(1, "dim")
+    op = "sum" if node.target in (aten.sum.dim_IntList, aten.sum.default) else "mean"
+    L.bind(_reduce(L, op, x, _dims(L, x, dim), bool(L.arg(2, "keepdim", False))))
 
 
 @lowering(aten.amax.default, aten.amin.default)
