@@ -264,6 +264,8 @@ class Context:
             raise self.unsupported(str(e).splitlines()[0]) from e
         got = tuple(self.graph.shape(node))
         expected = tuple(shape) if shape is not None else (self.out_shape() if result else got)
+        if not expected and self.scalar_results:
+            expected = (1,)  # a 0-dimensional value is the IR's [1] (see scalar_results)
         if got != expected:
             raise RuntimeError(f"torch_neuronx: lowering {self.node}: the IR's {op} '{name}' is "
                                f"{list(got)}, the traced value {list(expected)}")

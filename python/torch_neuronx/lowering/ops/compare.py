@@ -25,17 +25,26 @@ def _cast(L: Context, t: Tensor, dtype: torch.dtype) -> Tensor:
                   flags=[f"dtype={CAST_DTYPES[dtype]}"], dtype=dtype)
 
 
+# The comparison that holds for (y, x) when op holds for (x, y).
+_MIRRORED = {"eq": "eq", "ne": "ne", "lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
+
+
 def _compare(op: str):  # type: ignore[no-untyped-def]
     def lower(L: Context, node: torch.fx.Node) -> None:
         x, y = L.operand(L.arg(0), "self"), L.operand(L.arg(1), "other")
+        name = op
         if not isinstance(x, Tensor):
-            raise L.unsupported("a comparison of a number with a tensor")
+            # a number against a tensor (decompositions make them, e.g.
+            # lerp's `weight >= 0.5` with a number weight): the tensor first
+            if not isinstance(y, Tensor):
+                raise L.unsupported("a comparison of two numbers")
+            x, y, name = y, x, _MIRRORED[op]
         if isinstance(y, Tensor) and y.dtype != x.dtype:
             # compared in the promoted dtype, as torch compares
             common = torch.promote_types(x.dtype, y.dtype)
             x, y = (_cast(L, t, common) for t in (x, y))
         x, y = one_sided(L, x, y)
-        L.bind(L.emit(op, [x, y], dtype=torch.bool))
+        L.bind(L.emit(name, [x, y], dtype=torch.bool))
     lower.__name__ = op
     return lower
 

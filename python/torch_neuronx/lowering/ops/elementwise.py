@@ -4,12 +4,12 @@ over leading axes by the device) and the activations."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Optional, Tuple
 
 import torch
 
 from ..context import Context
-from ..registry import FLOATS, FLOATS_AND_INT32, lowering
+from ..registry import CAST_DTYPES, FLOATS, FLOATS_AND_INT32, lowering
 from ..values import Expanded, Masked, Tensor
 from .broadcast import materialised, one_sided
 from .masks import additive_causal, broadcast_binary
@@ -73,6 +73,41 @@ def mul(L: Context, node: torch.fx.Node) -> None:
 @lowering(aten.div.Tensor, aten.div.Scalar)
 def div(L: Context, node: torch.fx.Node) -> None:
     _binary("div", L, L.arg(0), L.arg(1))
+
+
+@lowering(aten.lerp.Scalar, aten.lerp.Tensor, dtypes=FLOATS)
+def lerp(L: Context, node: torch.fx.Node) -> None:
+    # torch's two forms, each exact at its end of the interval, chosen by
+    # the weight as its CPU kernel chooses: start + w * (end - start) for
+    # |w| < 0.5, else end - (1 - w) * (end - start); in float32 with one
+    # rounding to bfloat16 at the end, as torch computes bfloat16
+    out = L.out_shape()
+
+    def emit(op: str, *operands: Any, dtype: Optional[torch.dtype] = None,
+             flags: Tuple[str, ...] = ()) -> Tensor:
+        return L.emit(op, list(operands), result=False, shape=out, dtype=dtype, flags=flags)
+
+    def cast(t: Tensor, dtype: torch.dtype) -> Tensor:
+        return t if t.dtype == dtype else \
+            emit("cast", t, dtype=dtype, flags=(f"dtype={CAST_DTYPES[dtype]}",))
+
+    def operand(v: Any, what: str) -> Tensor:
+        t = L.tensor(v, what)
+        return cast(t if t.shape == out else materialised(L, t, out), torch.float32)
+
+    start, end = operand(L.arg(0), "self"), operand(L.arg(1), "end")
+    result_dtype = L.tensor(L.arg(0), "self").dtype
+    diff = emit("sub", end, start)
+    w = L.arg(2)
+    if isinstance(w, (int, float)):
+        r = emit("add", start, emit("mul", diff, float(w))) if abs(w) < 0.5 else \
+            emit("sub", end, emit("mul", diff, 1.0 - w))
+    else:
+        w = operand(w, "weight")
+        near_start = emit("lt", emit("abs", w), 0.5, dtype=torch.bool)
+        r = emit("where", near_start, emit("add", start, emit("mul", diff, w)),
+                 emit("sub", end, emit("mul", diff, emit("sub", 1.0, w))), dtype=torch.float32)
+    L.bind(cast(r, result_dtype))
 
 
 @lowering(aten.neg.default)
