@@ -13,7 +13,8 @@ extern const OpRecord input_record, constant_record, matmul_record, add_record, 
     log_record, erf_record, sqrt_record, rsqrt_record, reciprocal_record, abs_record,
     maximum_record, minimum_record, eq_record, ne_record, lt_record, le_record, gt_record,
     ge_record, cast_record, where_record, sum_record, mean_record, amax_record, amin_record,
-    argmax_record, argmin_record, softmax_backward_record, log_softmax_backward_record;
+    argmax_record, argmin_record, softmax_backward_record, log_softmax_backward_record,
+    log_softmax_record;
 extern const KindLowering matmul_lowering, elementwise_lowering, binary_lowering, softmax_lowering,
     norm_lowering, gather_lowering, in_place_lowering, transpose2_lowering, select_lowering,
     reduce_lowering;
@@ -23,7 +24,7 @@ namespace {
 // In the order of Op.
 // A table: entries are appended without reflowing the others.
 // clang-format off
-const std::array<const OpRecord *, 48> records{
+const std::array<const OpRecord *, 49> records{
     &input_record,      &constant_record, &matmul_record,    &add_record,       &sub_record,
     &mul_record,        &div_record,      &relu_record,      &gelu_record,      &gelu_tanh_record,
     &silu_record,       &sigmoid_record,  &tanh_record,      &exp_record,       &softmax_record,
@@ -34,6 +35,7 @@ const std::array<const OpRecord *, 48> records{
     &le_record,         &gt_record,       &ge_record,        &cast_record,       &where_record,
     &sum_record, &mean_record, &amax_record, &amin_record, &argmax_record, &argmin_record,
     &softmax_backward_record, &log_softmax_backward_record,
+    &log_softmax_record,
 };
 // clang-format on
 

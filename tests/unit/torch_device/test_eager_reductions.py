@@ -46,3 +46,19 @@ def test_reductions_run_on_the_device() -> None:
                       ("aten::var", 1), ("aten::_softmax_backward_data", 1)):
         assert calls_of(after, op) - calls_of(before, op) == calls, (op, after)
     assert torch_neuronx.get_fallback_ops() == fallbacks
+
+
+def test_log_softmax_runs_on_the_device_and_stays_finite() -> None:
+    # Rows of moderate logits and rows 400 apart, whose smallest
+    # probabilities underflow: log_softmax is x - max - log(sum(exp(x - max))),
+    # finite where log(softmax(x)) would be -inf. The bound: the compiler's
+    # decomposition in fp32 (exp and log within 1e-5 relative, hw/isa.md).
+    g = torch.Generator().manual_seed(7)
+    for scale in (1.0, 200.0):
+        x = torch.randn(33, 1000, generator=g) * scale
+        before = torch_neuronx.get_device_ops().get("aten::_log_softmax", 0)
+        got = torch.log_softmax(x.to("neuron"), -1).cpu()
+        assert torch_neuronx.get_device_ops().get("aten::_log_softmax", 0) == before + 1
+        assert torch.isfinite(got).all()
+        want = torch.log_softmax(x.double(), -1)
+        torch.testing.assert_close(got.double(), want, rtol=1e-5, atol=1e-4)

@@ -65,6 +65,7 @@ enum class Op : uint8_t {
     argmin,
     softmax_backward,
     log_softmax_backward,
+    log_softmax,
 };
 
 /// The operator's name in the text form ("matmul", "gelu_tanh", ...).

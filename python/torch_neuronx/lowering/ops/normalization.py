@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Softmax and layer normalization over the last axis."""
+"""Softmax, log_softmax and layer normalization over the last axis."""
 
 from __future__ import annotations
 
@@ -26,6 +26,17 @@ def softmax(L: Context, node: torch.fx.Node) -> None:
     if L.arg(2):
         raise L.unsupported("softmax of a half tensor into float (half_to_float)")
     _softmax_of(L, L.arg(1))
+
+
+@lowering(aten._log_softmax.default)
+def log_softmax(L: Context, node: torch.fx.Node) -> None:
+    # (self, dim, half_to_float)
+    if L.arg(2):
+        raise L.unsupported("log_softmax of a half tensor into float (half_to_float)")
+    x, dim = L.tensor(L.arg(0), "self"), L.arg(1)
+    if (dim + len(x.shape) if dim < 0 else dim) != len(x.shape) - 1:
+        raise L.unsupported("log_softmax over an axis other than the last")
+    L.bind(L.emit("log_softmax", [x], axis=-1))
 
 
 @lowering(aten.native_layer_norm.default)
