@@ -682,8 +682,9 @@ static int neuron_host_range_build_sgt(struct neuron_host_range *range)
  * neuron_bo_dma_put(). May sleep; not for the fence signalling path.
  *
  * Return: the range, whose SG table (DMA segments only, starting at byte
- * &neuron_host_range.start of the buffer) is valid until the matching
- * neuron_bo_dma_put(); ERR_PTR(-EDQUOT) when new pins would exceed
+ * &neuron_host_range.start of the buffer: the first page of the first
+ * mapping used, which may begin before @offset's page) is valid until the
+ * matching neuron_bo_dma_put(); ERR_PTR(-EDQUOT) when new pins would exceed
  * neuron_host_pin_limit() or neuron_host_pin_file_limit(), -ENOMEM when
  * they would take the caller's pinned_vm over its RLIMIT_MEMLOCK (without
  * CAP_IPC_LOCK) or memory is short, -EINTR when the caller was killed, -ERESTARTSYS when a
@@ -724,7 +725,6 @@ struct neuron_host_range *neuron_bo_dma_get(struct neuron_bo *bo,
 		goto err_unlock;
 	}
 	range->bo = bo;
-	range->start = (u64)first << PAGE_SHIFT;
 	neuron_host_range_scan_locked(bo, first, last, range, &maps, &gaps);
 	bytes = (u64)missing << PAGE_SHIFT;
 	ret = neuron_host_charge(client, current->mm, bytes);
@@ -762,6 +762,8 @@ struct neuron_host_range *neuron_bo_dma_get(struct neuron_bo *bo,
 	kfree(fresh);
 	sort(range->maps, range->num_maps, sizeof(range->maps[0]),
 	     neuron_map_cmp, NULL);
+	/* A mapping made for an earlier range may start before @first. */
+	range->start = (u64)range->maps[0]->first << PAGE_SHIFT;
 
 	ret = neuron_host_range_build_sgt(range);
 	if (ret) {

@@ -61,7 +61,8 @@ struct neuron_host_map {
 /**
  * struct neuron_host_range - the pages of a host buffer one job or copy uses
  * @bo: the buffer
- * @start: byte of the buffer at which @sgt starts (page aligned)
+ * @start: byte of the buffer at which @sgt starts (page aligned; at or
+ *	before the first byte used, since @maps[0] may start earlier)
  * @sgt: the DMA segments of @maps, in order: a table that only lists the
  *	addresses of mappings made elsewhere, never mapped itself
  * @num_maps: entries in @maps

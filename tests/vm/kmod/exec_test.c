@@ -357,6 +357,44 @@ static void test_copy_chain(void **state) {
     munmap(pe, n);
 }
 
+/*
+ * A range that begins inside a mapping an earlier copy left (idle for less
+ * than the driver's unmap delay) reads and writes its own bytes, not those
+ * at the start of that mapping: pages [0, 2) of a host buffer are mapped
+ * by a first copy, then bytes from inside page 1 to page 3 go through the
+ * device and back into pages 1 to 3 of a second buffer, whose pages [0, 2)
+ * a first copy mapped likewise.
+ */
+static void test_copy_in_cached_mapping(void **state) {
+    int fd = FD(state);
+    uint64_t n = 4 * 4096, off = 4096 + 100, size = 2 * 4096 - 300;
+    uint32_t src = bo_new(fd, n, DRM_NEURON_BO_HOST), dst = bo_new(fd, n, DRM_NEURON_BO_HOST);
+    uint32_t dev = bo_new(fd, n, DRM_NEURON_BO_DEVICE), sync = syncobj_new(fd);
+    uint8_t *ps = bo_map(fd, src, NULL), *pd = bo_map(fd, dst, NULL);
+
+    fill(ps, n, 41);
+    memset(pd, 0, n);
+    /* The mappings the next copies start inside of. */
+    assert_int_equal(copy(fd, src, 0, dev, 0, 2 * 4096, sync, DRM_NEURON_ENGINE_ANY, NULL), 0);
+    assert_int_equal(syncobj_status(fd, sync, 60), 1);
+    assert_int_equal(copy(fd, dev, 0, dst, 0, 2 * 4096, sync, DRM_NEURON_ENGINE_ANY, NULL), 0);
+    assert_int_equal(syncobj_status(fd, sync, 60), 1);
+    memset(pd, 0, n);
+
+    assert_int_equal(copy(fd, src, off, dev, 512, size, sync, DRM_NEURON_ENGINE_ANY, NULL), 0);
+    assert_int_equal(syncobj_status(fd, sync, 60), 1);
+    assert_int_equal(copy(fd, dev, 512, dst, off + 1000, size, sync, DRM_NEURON_ENGINE_ANY, NULL),
+                     0);
+    assert_int_equal(syncobj_status(fd, sync, 60), 1);
+    assert_memory_equal(pd + off + 1000, ps + off, size);
+    munmap(ps, n);
+    munmap(pd, n);
+    bo_close(fd, src);
+    bo_close(fd, dst);
+    bo_close(fd, dev);
+    drmSyncobjDestroy(fd, sync);
+}
+
 static void test_copy_invalid(void **state) {
     int fd = FD(state);
     uint32_t h = bo_new(fd, 8192, DRM_NEURON_BO_HOST);
@@ -3292,6 +3330,7 @@ static const struct named_test all_tests[] = {
     T(test_copy_invalid),
     T(test_copy_roundtrip),
     T(test_copy_chain),
+    T(test_copy_in_cached_mapping),
     T(test_submit_invalid),
     T(test_submit_batch),
     T(test_submit_program),
