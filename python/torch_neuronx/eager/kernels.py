@@ -1,16 +1,15 @@
 # SPDX-License-Identifier: MIT
 """Device kernels of operator calls: each signature compiled once through
 the FX lowering and the compiler (capture -> lower -> compile_graph), kept
-in memory and on disk (under $NEURON_EAGER_CACHE, else
-~/.cache/neuron/eager, in a directory per version of the op library), so
-a second call, or a second process, costs one job submission."""
+in memory and on disk (torch_neuronx.cache: under $NEURON_EAGER_CACHE,
+else ~/.cache/neuron/eager, in a directory per version of the op library
+and the compiler), so a second call, or a second process, costs one job
+submission."""
 
 from __future__ import annotations
 
 import functools
 import hashlib
-import logging
-import os
 import threading
 import time
 from collections import Counter
@@ -20,14 +19,11 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 
 import torch
 
-from .._library import library_path
-from .._version import __version__
+from .. import cache
 from ..capture import capture
 from ..lowering import LOWERINGS, UnsupportedOperatorError, lower
 from .direct import capture_call
 from .signature import Call
-
-log = logging.getLogger("torch_neuronx.eager")
 
 # Output dtypes the device computes in (others fall back).
 _DEVICE_DTYPES = (torch.float32, torch.bfloat16)
@@ -106,24 +102,11 @@ def get_device_ops() -> Dict[str, int]:
     return dict(sorted(_device_ops.items()))
 
 
-def _cache_dir() -> Optional[Path]:
-    root = os.environ.get("NEURON_EAGER_CACHE")
-    if root == "":
-        return None  # caching on disk turned off
-    base = Path(root) if root else Path.home() / ".cache" / "neuron" / "eager"
-    try:
-        st = library_path().stat()
-        version = f"{__version__}-{st.st_size:x}-{st.st_mtime_ns:x}"
-    except OSError:
-        version = __version__
-    return base / version
-
-
 def _file_of(call: Call) -> Optional[Path]:
-    d = _cache_dir()
+    d = cache.directory()
     if d is None:
         return None
-    return d / (hashlib.sha256(repr(call.key).encode()).hexdigest()[:32] + ".pt")
+    return d / (hashlib.sha256(repr(call.key).encode()).hexdigest()[:32] + cache.SUFFIX)
 
 
 def _why_not(call: Call) -> Optional[str]:
@@ -226,28 +209,15 @@ def _expected_outputs(captured: Any) -> List[torch.Tensor]:
     return [captured.values[n] if isinstance(n, torch.fx.Node) else n for n in nodes]
 
 
-def _load(call: Call, path: Path) -> Optional[Entry]:
-    try:
-        saved = torch.load(path, weights_only=True)
-        kernel = torch.ops.neuron.eager_kernel_from_bytes(saved["program"], saved["inputs"],
-                                                          saved["outputs"])
-        return Kernel(kernel, single=saved["single"], shapes=saved.get("shapes"))
-    except Exception as e:  # noqa: BLE001 - a damaged file is recompiled
-        log.warning("neuron: ignoring the cached kernel %s: %s", path, e)
+def _load(path: Path) -> Optional[Entry]:
+    saved = cache.load(path)
+    if saved is None:
         return None
+    return Kernel(saved["kernel"], single=saved["single"], shapes=saved.get("shapes"))
 
 
 def _store(entry: Kernel, path: Path) -> None:
-    k = entry.kernel
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        torch.save({"program": k.program_bytes(), "inputs": k.input_names(),
-                    "outputs": k.output_names(), "single": entry.single,
-                    "shapes": entry.shapes}, tmp)
-        os.replace(tmp, path)
-    except OSError as e:
-        log.warning("neuron: cannot cache a kernel in %s: %s", path.parent, e)
+    cache.store(path, entry.kernel, single=entry.single, shapes=entry.shapes)
 
 
 def kernel_for(call: Call) -> Entry:
@@ -261,7 +231,7 @@ def kernel_for(call: Call) -> Entry:
             return entry
         path = _file_of(call)
         if path is not None and path.is_file():
-            entry = _load(call, path)
+            entry = _load(path)
         if entry is None:
             global compile_seconds
             started = time.perf_counter()
