@@ -67,7 +67,7 @@ def module_name(func: Union[torch.nn.Module, Callable[..., Any]]) -> str:
             else getattr(func, "__name__", "function"))
 
 
-def _decompositions(kept_whole: Collection[Any]) -> Dict[Any, Callable[..., Any]]:
+def decompositions(kept_whole: Collection[Any]) -> Dict[Any, Callable[..., Any]]:
     """PyTorch's decompositions into core ATen operators of every operator
     but those in @p kept_whole (the ones that have a lowering)."""
     table = torch.export.default_decompositions()
@@ -117,7 +117,10 @@ def _input_names(fn: Callable[..., Any], count: int) -> List[str]:
     return params[:count]
 
 
-class _Recorder(torch.fx.Interpreter):
+class Recorder(torch.fx.Interpreter):
+    """Runs a graph and keeps every node's value (in-place operators'
+    operands as they were before the write)."""
+
     def __init__(self, gm: torch.fx.GraphModule) -> None:
         super().__init__(gm)
         self.values: Dict[torch.fx.Node, Any] = {}
@@ -161,14 +164,14 @@ def capture(func: Union[torch.nn.Module, Callable[..., Any]], example_inputs: Ex
     # (aten._native_multi_head_attention, ...) instead of the operators
     # they are made of.
     with torch.enable_grad(), _module_paths(module):
-        gm = make_fx(forward, decomposition_table=_decompositions(kept_whole),
+        gm = make_fx(forward, decomposition_table=decompositions(kept_whole),
                      record_stack_traces=True)(params, buffers, *inputs)
     # What autograd would save (detached results) is dead code here.
     gm.graph.eliminate_dead_code()
     gm.recompile()
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     np_, nb = len(params), len(buffers)
-    recorder = _Recorder(gm)
+    recorder = Recorder(gm)
     with torch.no_grad():
         out = recorder.run(*params.values(), *buffers.values(), *inputs)
     return Captured(

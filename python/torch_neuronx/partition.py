@@ -14,15 +14,16 @@ import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Set, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple, Union
 
 import torch
 
 from ._version import __version__
 from .capture import Captured, call_site, stack_frames
 from .program import compile_lowered, script
-from .lowering import (UnsupportedOperatorError, classify, is_operator, lower_part,
+from .lowering import (Lowered, UnsupportedOperatorError, classify, is_operator, lower_part,
                        operator_name)
+from .lowering.values import External
 
 Placement = Dict[torch.fx.Node, Optional[UnsupportedOperatorError]]
 
@@ -100,6 +101,7 @@ class Analysis:
     placement: Placement  # in graph order
     folded: Set[torch.fx.Node]  # computed when traced: constants
     ignored: Set[str] = field(default_factory=set)
+    scalar_results: bool = False
 
     def counted(self) -> List[Tuple[torch.fx.Node, Optional[UnsupportedOperatorError]]]:
         return [(n, e) for n, e in self.placement.items()
@@ -137,13 +139,15 @@ class Analysis:
 
 
 def analyze_graph(captured: Captured, to_cpu: frozenset = frozenset(),
-                  ignored: Optional[Set[str]] = None) -> Analysis:
-    placement, folded = classify(captured, to_cpu)
-    return Analysis(captured, placement, folded, set(ignored or ()))
+                  ignored: Optional[Set[str]] = None, scalar_results: bool = False) -> Analysis:
+    """@p scalar_results: 0-dimensional values are the IR's [1] (see
+    lowering.lower), which the caller's program calls view back."""
+    placement, folded = classify(captured, to_cpu, scalar_results)
+    return Analysis(captured, placement, folded, set(ignored or ()), scalar_results)
 
 
 @dataclass
-class _Subgraph:
+class Subgraph:
     """A run of device operators between CPU operators, with the getitem
     nodes that pick their results."""
     members: List[torch.fx.Node]
@@ -152,8 +156,8 @@ class _Subgraph:
 
 
 def _subgraphs(captured: Captured, placement: Placement, folded: Set[torch.fx.Node]
-               ) -> List[_Subgraph]:
-    subgraphs: List[_Subgraph] = []
+               ) -> List[Subgraph]:
+    subgraphs: List[Subgraph] = []
     current: List[torch.fx.Node] = []
     for n in captured.gm.graph.nodes:
         if not is_operator(n) or n in folded:
@@ -161,10 +165,10 @@ def _subgraphs(captured: Captured, placement: Placement, folded: Set[torch.fx.No
         if placement[n] is None:
             current.append(n)
         elif current:
-            subgraphs.append(_Subgraph(current))
+            subgraphs.append(Subgraph(current))
             current = []
     if current:
-        subgraphs.append(_Subgraph(current))
+        subgraphs.append(Subgraph(current))
     for s in subgraphs:
         s.closure = set(s.members)
         for m in s.members:
@@ -176,6 +180,30 @@ def _subgraphs(captured: Captured, placement: Placement, folded: Set[torch.fx.No
                 s.outputs.append(n)
     # A run whose values nothing outside it uses is dead code.
     return [s for s in subgraphs if s.outputs]
+
+
+def lower_subgraphs(captured: Captured, analysis: Analysis, to_cpu: Set[str], prefix: str
+                    ) -> Tuple[List[Subgraph], List[Tuple[Lowered, List[External]]]]:
+    """The runs of device operators of @p analysis, each lowered as the IR
+    graph <prefix><i>, with what its inputs are. An operator that lowers
+    with its inputs from wherever they come may still not be lowerable once
+    its neighbours are placed (an input the CPU computes in a form the
+    device does not take): it then joins the CPU's part (@p to_cpu and
+    @p analysis are updated), and the subgraphs are formed again."""
+    while True:
+        subgraphs = _subgraphs(captured, analysis.placement, analysis.folded)
+        parts = []
+        try:
+            for i, s in enumerate(subgraphs):
+                parts.append(lower_part(captured, f"{prefix}{i}", frozenset(s.members),
+                                        s.outputs, analysis.scalar_results))
+            return subgraphs, parts
+        except UnsupportedOperatorError as e:
+            if e.node_name is None or e.node_name in to_cpu:
+                raise
+            to_cpu.add(e.node_name)
+            analysis.placement, analysis.folded = classify(captured, frozenset(to_cpu),
+                                                           analysis.scalar_results)
 
 
 def _describe(n: torch.fx.Node, e: UnsupportedOperatorError) -> str:
@@ -200,23 +228,7 @@ def partition(captured: Captured, config: PartitionerConfig,
     to_cpu = set(config.ops_to_partition or ())
     analysis = analyze_graph(captured, frozenset(to_cpu), ap.get("additional_ignored_ops"))
 
-    # An operator that lowers with its inputs from wherever they come may
-    # still not be lowerable once its neighbours are placed (an input the
-    # CPU computes in a form the device does not take): it then joins the
-    # CPU's part, and the subgraphs are formed again.
-    while True:
-        subgraphs = _subgraphs(captured, analysis.placement, analysis.folded)
-        parts = []
-        try:
-            for i, s in enumerate(subgraphs):
-                parts.append(lower_part(captured, f"{name}_neuron{i}", frozenset(s.members),
-                                        s.outputs))
-            break
-        except UnsupportedOperatorError as e:
-            if e.node_name is None or e.node_name in to_cpu:
-                raise
-            to_cpu.add(e.node_name)
-            analysis.placement, analysis.folded = classify(captured, frozenset(to_cpu))
+    subgraphs, parts = lower_subgraphs(captured, analysis, to_cpu, f"{name}_neuron")
 
     if ap.get("compiler_workdir") is not None:
         d = Path(ap["compiler_workdir"])
@@ -253,7 +265,17 @@ def partition(captured: Captured, config: PartitionerConfig,
                    f"({operator_name(s.members[0].target)} at {call_site(s.members[0])} to "
                    f"{operator_name(s.members[-1].target)} at {call_site(s.members[-1])}), "
                    f"{len(lowered.inputs)} inputs, {len(s.outputs)} outputs")
-    graph = _partitioned_graph(captured, root, subgraphs, [p[1] for p in parts])
+
+    def call(graph: torch.fx.Graph, i: int, args: List[torch.fx.Node]) -> torch.fx.Node:
+        return graph.call_function(torch.ops.neuron.forward_v2,
+                                   (args, graph.get_attr(f"neuron_subgraph{i}")))
+
+    def constant(n: torch.fx.Node, target: str) -> str:
+        attr = _attribute_name(target)
+        root.register_buffer(attr, captured.values[n].detach())
+        return attr
+    graph = partitioned_graph(captured, subgraphs, [p[1] for p in parts], call, constant,
+                              scripted=True)
     module = script(torch.fx.GraphModule(root, graph, class_name=name))
     if workdir is not None:
         Path(workdir).mkdir(parents=True, exist_ok=True)
@@ -271,11 +293,20 @@ def partition(captured: Captured, config: PartitionerConfig,
     return module
 
 
-def _partitioned_graph(captured: Captured, root: torch.nn.Module, subgraphs: List[_Subgraph],
-                       externals: List[Any]) -> torch.fx.Graph:
-    """The captured graph with the parameters and buffers attributes of
-    @p root, and each subgraph's nodes replaced by its program's call."""
-    graph = torch.fx.Graph()
+def partitioned_graph(captured: Captured, subgraphs: List[Subgraph],
+                      externals: List[List[External]],
+                      call: Callable[[torch.fx.Graph, int, List[torch.fx.Node]], torch.fx.Node],
+                      constant: Callable[[torch.fx.Node, str], str],
+                      root: Optional[torch.nn.Module] = None,
+                      scripted: bool = False) -> torch.fx.Graph:
+    """The captured graph with each subgraph's nodes replaced by
+    @p call(graph, i, its inputs), whose result is the tuple of its
+    outputs; the parameters, buffers and get_attr nodes are attributes
+    named by @p constant(node, name). @p scripted: for TorchScript, which
+    resolves an operator by its name and the arguments, not an overload's
+    attribute. @p root: the module that will own the graph, for graphs
+    that call its submodules (FX checks their purity by it)."""
+    graph = torch.fx.Graph(owning_module=root)
     env: Dict[torch.fx.Node, torch.fx.Node] = {}
     last = {s.members[-1]: i for i, s in enumerate(subgraphs)}
     inside = set().union(*(s.closure for s in subgraphs)) if subgraphs else set()
@@ -284,13 +315,9 @@ def _partitioned_graph(captured: Captured, root: torch.nn.Module, subgraphs: Lis
              if n.op == "call_function" and n.target is operator.getitem}
     for n in captured.gm.graph.nodes:
         if n in constants:
-            attr = _attribute_name(constants[n])
-            root.register_buffer(attr, captured.values[n].detach())
-            env[n] = graph.get_attr(attr)
+            env[n] = graph.get_attr(constant(n, constants[n]))
         elif n.op == "get_attr":
-            attr = _attribute_name(n.target)
-            root.register_buffer(attr, captured.values[n].detach())
-            env[n] = graph.get_attr(attr)
+            env[n] = graph.get_attr(constant(n, str(n.target)))
         elif n in last:
             i = last[n]
             s = subgraphs[i]
@@ -303,19 +330,16 @@ def _partitioned_graph(captured: Captured, root: torch.nn.Module, subgraphs: Lis
                     args.append(env[pick])
                 else:
                     args.append(graph.call_function(operator.getitem, (env[e.source], e.index)))
-            model = graph.get_attr(f"neuron_subgraph{i}")
-            call = graph.call_function(torch.ops.neuron.forward_v2, (args, model))
+            result = call(graph, i, args)
             for k, out in enumerate(s.outputs):
-                env[out] = graph.call_function(operator.getitem, (call, k))
+                env[out] = graph.call_function(operator.getitem, (result, k))
         elif n.op == "output":
             # make_fx returns a list of the results: the model's own form
-            outs = [env[o] for o in n.args[0]]
+            outs = torch.fx.map_arg(n.args[0], lambda a: env[a])
             graph.output(tuple(outs) if captured.tuple_output else outs[0])
         elif n not in inside:
             env[n] = graph.node_copy(n, lambda a: env[a])
-            if isinstance(n.target, torch._ops.OpOverload):
-                # TorchScript resolves an operator by its name and the
-                # arguments, not an overload's attribute
+            if scripted and isinstance(n.target, torch._ops.OpOverload):
                 env[n].target = n.target.overloadpacket
     graph.eliminate_dead_code()
     graph.lint()

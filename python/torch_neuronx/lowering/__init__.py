@@ -109,14 +109,16 @@ def _bind_outside(ctx: Context, node: torch.fx.Node) -> None:
         ctx.env.pop(node, None)
 
 
-def classify(captured: Captured, to_cpu: frozenset = frozenset()
+def classify(captured: Captured, to_cpu: frozenset = frozenset(), scalar_results: bool = False
              ) -> Tuple[Dict[torch.fx.Node, Optional[UnsupportedOperatorError]],
                         Set[torch.fx.Node]]:
     """For each operator node, in graph order: None if the device runs it,
     with its inputs from wherever they come, else why not; and the
     operators folded into constants (computed when traced). @p to_cpu:
-    node names or ATen names ("aten::relu") kept on the CPU."""
+    node names or ATen names ("aten::relu") kept on the CPU.
+    @p scalar_results: as lower_part's."""
     ctx = Context(captured, captured.name)
+    ctx.scalar_results = scalar_results
     _bind_externals(ctx)
     result: Dict[torch.fx.Node, Optional[UnsupportedOperatorError]] = {}
 
@@ -135,11 +137,15 @@ def classify(captured: Captured, to_cpu: frozenset = frozenset()
 
 
 def lower_part(captured: Captured, name: str, members: frozenset,
-               outputs: List[torch.fx.Node]) -> Tuple[Lowered, List[External]]:
+               outputs: List[torch.fx.Node], scalar_results: bool = False
+               ) -> Tuple[Lowered, List[External]]:
     """The operator nodes @p members as the IR graph @p name computing
     @p outputs; every other tensor they use is an input. Returns the
-    lowered graph and what its inputs are, in order."""
+    lowered graph and what its inputs are, in order. @p scalar_results:
+    0-dimensional values, results and inputs from outside, are the IR's
+    [1], which the caller passes and views as 0-dimensional."""
     ctx = Context(captured, name)
+    ctx.scalar_results = scalar_results
     _bind_externals(ctx)
 
     def lower_op(node: torch.fx.Node) -> None:

@@ -166,9 +166,12 @@ class Context:
         return IR_DTYPES[dtype]
 
     def input(self, hint: str, shape: Sequence[int], dtype: torch.dtype) -> Tensor:
-        """A new input of the IR graph; a bool one is BOOL_INPUT_DTYPE."""
+        """A new input of the IR graph; a bool one is BOOL_INPUT_DTYPE. A
+        0-dimensional one is the IR's [1] under scalar_results."""
         if len(shape) == 0:
-            raise self.unsupported("a 0-dimensional tensor operand")
+            if not self.scalar_results:
+                raise self.unsupported("a 0-dimensional tensor operand")
+            shape = (1,)
         name = self.fresh(hint)
         ir = self.ir_dtype(BOOL_INPUT_DTYPE if dtype == torch.bool else dtype)
         node = self.graph.input(name, ir, [int(s) for s in shape])
@@ -184,7 +187,8 @@ class Context:
             if v.lowered is None:
                 v.lowered = self.input(v.hint, v.value.shape, v.value.dtype)
                 self.weight_names.append(v.lowered.name)
-                self.weights.append(v.value.detach().contiguous())
+                # (a 0-dimensional one is the IR's [1]: see input())
+                self.weights.append(v.value.detach().reshape(v.lowered.shape).contiguous())
             return v.lowered
         if isinstance(v, External):
             if v.lowered is None:
