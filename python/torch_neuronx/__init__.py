@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """PyTorch on neuron devices: the `neuron` device (tensors and modules
-moved to "neuron" run there, eagerly), and torch_neuronx.trace, which
+moved to "neuron" run there, eagerly), torch.compile(backend="neuron")
+(torch_neuronx.dynamo), and torch_neuronx.trace, which
 compiles a model for the device and returns a TorchScript module that runs
 it there (docs/torch.md). Importing the package loads the op library and
 registers the device; importing torch does it too (the `torch.backends`
@@ -22,9 +23,14 @@ from . import backend  # noqa: E402
 
 backend.register()
 
+from . import dynamo  # noqa: E402
+
+dynamo.register()
+
 from ._version import __version__  # noqa: E402
 from .analyze import analyze  # noqa: E402
 from .data_parallel import DataParallel  # noqa: E402
+from .dynamo import get_compiled_programs  # noqa: E402
 from .eager import get_device_ops, get_fallback_ops  # noqa: E402
 from .lowering import SUPPORTED_OPERATORS, UnsupportedOperatorError  # noqa: E402
 from .partition import PartitionerConfig, PartitionWarning  # noqa: E402
@@ -32,4 +38,5 @@ from .trace import trace  # noqa: E402
 
 __all__ = ["trace", "analyze", "DataParallel", "PartitionerConfig", "PartitionWarning",
            "UnsupportedOperatorError", "SUPPORTED_OPERATORS", "get_device_ops", "get_fallback_ops",
+           "get_compiled_programs",
            "__version__"]

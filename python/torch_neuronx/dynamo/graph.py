@@ -1,0 +1,122 @@
+# SPDX-License-Identifier: MIT
+"""One FX graph of AOTAutograd (a forward, a backward or an inference
+graph of core ATen operators, the parameters among its inputs) made a
+module that runs it on `neuron` tensors: each run of operators the
+lowering takes is one device program (programs.py), the other operators
+run as they are, eagerly on the device (where the device cannot run one,
+the eager path runs it on the CPU, logged once). It is the partitioner
+of torch_neuronx.trace (partition.py) over the same lowering, with the
+programs called on device tensors instead of TorchScript's."""
+
+from __future__ import annotations
+
+import logging
+import operator
+from typing import Any, Dict, List, Sequence, Tuple
+
+import torch
+
+from ..capture import Captured, Recorder
+from ..lowering.registry import operator_name
+from ..partition import analyze_graph, lower_subgraphs, partitioned_graph
+from . import _torch, programs
+from .programs import Program
+
+log = logging.getLogger("torch_neuronx")
+
+
+class _HostRecorder(Recorder):
+    """Records every node's value on the CPU: the graph's factories
+    (zeros, full, arange) make their tensors there instead of on
+    `neuron`, next to the CPU example inputs."""
+
+    def call_function(self, target: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
+        device = kwargs.get("device")
+        if device is not None and torch.device(device).type == "neuron":
+            kwargs = {**kwargs, "device": torch.device("cpu")}
+        return super().call_function(target, args, kwargs)
+
+
+def static_shapes(example_inputs: Sequence[Any]) -> bool:
+    """Whether every input has a static shape (no SymInt)."""
+    for x in example_inputs:
+        if isinstance(x, torch.SymInt):
+            return False
+        if isinstance(x, torch.Tensor) and any(isinstance(s, torch.SymInt) for s in x.shape):
+            return False
+    return True
+
+
+def _captured(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], name: str) -> Captured:
+    """@p gm as the lowering takes a graph: its tensor placeholders are
+    its inputs (parameters included: they are never constants of a
+    program), and every node's value on CPU tensors of zeros of the
+    inputs' shapes and dtypes (the lowering reads shapes, dtypes and the
+    values of what it folds: constants the graph makes)."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    if len(placeholders) != len(example_inputs):
+        raise RuntimeError(f"neuron: graph {name} has {len(placeholders)} inputs, "
+                           f"{len(example_inputs)} example inputs")
+    examples = [torch.zeros(tuple(x.shape), dtype=x.dtype) if isinstance(x, torch.Tensor)
+                else x for x in example_inputs]
+    recorder = _HostRecorder(gm)
+    with torch.no_grad():
+        recorder.run(*examples)
+    tensors = [(n, x) for n, x in zip(placeholders, examples) if isinstance(x, torch.Tensor)]
+    return Captured(name=name, gm=gm, parameters={}, buffers={},
+                    inputs=[n for n, _ in tensors], input_names=[n.name for n, _ in tensors],
+                    example_inputs=tuple(x for _, x in tensors), values=recorder.values,
+                    tuple_output=True)
+
+
+def _check_outputs(kernel: Any, expected: List[Any], name: str) -> None:
+    got = kernel.output_meta()
+    for i, (e, g) in enumerate(zip(expected, got)):
+        same_shape = tuple(e.shape) == tuple(g.shape) or e.dim() == 0 and tuple(g.shape) == (1,)
+        if e.dtype != g.dtype or not same_shape:
+            raise RuntimeError(f"neuron: program {name}: output {i} is {g.dtype}{list(g.shape)}, "
+                               f"the graph's value {e.dtype}{list(e.shape)}")
+
+
+def compile_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
+                  kind: str) -> torch.fx.GraphModule:
+    """@p gm (AOTAutograd's @p kind graph: "forward", "backward",
+    "inference"), its example inputs of static shapes, as a module whose
+    device programs are compiled."""
+    if not static_shapes(example_inputs):
+        raise NotImplementedError(f"neuron: the {kind} graph has dynamic shapes")
+    # The lowering computes with real tensors (constants it folds, the
+    # programs' constants), not the fake ones of the caller's mode.
+    with _torch.real_tensors():
+        return _compile(gm, example_inputs, kind)
+
+
+def _compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
+             kind: str) -> torch.fx.GraphModule:
+    number = programs.statistics.graphs
+    programs.statistics.graphs += 1
+    name = f"{kind}{number}"
+    captured = _captured(gm, example_inputs, name)
+    analysis = analyze_graph(captured, scalar_results=True)
+    subgraphs, parts = lower_subgraphs(captured, analysis, set(), f"{name}_program")
+    root = torch.nn.Module()
+    for i, (s, (lowered, _)) in enumerate(zip(subgraphs, parts)):
+        program = f"{name}_program{i}"
+        kernel = programs.kernel_of(lowered)
+        expected = [captured.values[n] for n in s.outputs]
+        _check_outputs(kernel, expected, program)
+        root.add_module(f"program{i}", Program(kernel, program, [tuple(e.shape) for e in expected]))
+
+    def call(graph: torch.fx.Graph, i: int, args: List[torch.fx.Node]) -> torch.fx.Node:
+        return graph.call_module(f"program{i}", tuple(args))
+
+    def constant(n: torch.fx.Node, target: str) -> str:
+        attr = "c_" + target.replace(".", "_")
+        setattr(root, attr, operator.attrgetter(target)(gm))
+        return attr
+    graph = partitioned_graph(captured, subgraphs, [p[1] for p in parts], call, constant, root)
+    eager = [n for n, e in analysis.placement.items() if e is not None]
+    log.info("neuron: %s: %d operators in %d device programs, %d eagerly%s", name,
+             sum(len(s.members) for s in subgraphs), len(subgraphs), len(eager),
+             (": " + ", ".join(sorted({operator_name(n.target) for n in eager}))) if eager else "")
+    return torch.fx.GraphModule(root, graph, class_name=name)

@@ -1,0 +1,225 @@
+# SPDX-License-Identifier: MIT
+"""torch.compile(backend="neuron"): AOTAutograd's forward and backward
+graphs run as device programs, the operators the device lacks eagerly;
+training steps give the CPU's losses and parameters (fp32, the tolerance
+of test_training.py: the device's matmuls and sums add in another order),
+new shapes recompile, and a second process finds the programs on disk."""
+
+import os
+import subprocess
+import sys
+import textwrap
+from typing import Callable, Dict, List, Tuple
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_neuronx
+from torch_neuronx.dynamo import statistics
+from torch_neuronx.eager.fallback import fallback_calls_by_reason
+
+STEPS = 4
+RTOL, ATOL = 1e-4, 1e-5
+
+Loss = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+@pytest.fixture(autouse=True)
+def fresh_dynamo() -> None:
+    """Each test's functions are compiled anew (Dynamo keeps compiled code
+    by code object)."""
+    torch._dynamo.reset()
+
+
+def mlp() -> torch.nn.Module:
+    return torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.GELU(),
+                               torch.nn.Linear(128, 10))
+
+
+class Sine(torch.nn.Module):
+    """An MLP with an operator the device lacks (sin, and cos in its
+    backward)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1, self.fc2 = torch.nn.Linear(64, 128), torch.nn.Linear(128, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(torch.sin(self.fc1(x)))
+
+
+def mse(out: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    return F.mse_loss(out, target)
+
+
+def cross_entropy(out: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    return F.cross_entropy(out, target)
+
+
+def batches(loss: Loss, batch: int = 32) -> List[Tuple[torch.Tensor, torch.Tensor]]:
+    data = torch.Generator().manual_seed(1)
+    out = []
+    for _ in range(STEPS):
+        x = torch.randn(batch, 64, generator=data)
+        y = (torch.randint(0, 10, (batch,), generator=data) if loss is cross_entropy
+             else torch.randn(batch, 10, generator=data))
+        out.append((x, y))
+    return out
+
+
+def train(device: str, make: Callable[[], torch.nn.Module], loss: Loss,
+          compiled: bool) -> Tuple[List[float], torch.nn.Module]:
+    """STEPS steps of SGD with momentum: the forward and the loss
+    compiled (their backward with them), the update eager."""
+    torch.manual_seed(0)
+    model = make().to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+    def step(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return loss(model(x), y)
+    run = torch.compile(step, backend="neuron") if compiled else step
+    losses = []
+    for x, y in batches(loss):
+        value = run(x.to(device), y.to(device))
+        opt.zero_grad()
+        value.backward()
+        opt.step()
+        losses.append(value.item())
+    return losses, model
+
+
+def assert_matches_cpu(make: Callable[[], torch.nn.Module], loss: Loss) -> None:
+    expected_losses, expected = train("cpu", make, loss, compiled=False)
+    losses, model = train("neuron", make, loss, compiled=True)
+    torch.testing.assert_close(losses, expected_losses, rtol=RTOL, atol=ATOL)
+    for (name, got), want in zip(model.named_parameters(), expected.parameters()):
+        assert got.device.type == "neuron" and got.grad.device.type == "neuron", name
+        torch.testing.assert_close(got.detach().cpu(), want.detach(), rtol=RTOL, atol=ATOL,
+                                   msg=lambda m: f"{name} after {STEPS} steps: {m}")
+
+
+def ran_since(before: Dict[str, int], now: Dict[str, int]) -> Dict[str, int]:
+    return {k: n - before.get(k, 0) for k, n in now.items() if n > before.get(k, 0)}
+
+
+def test_the_backend_is_registered() -> None:
+    assert "neuron" in torch._dynamo.list_backends()
+
+
+def test_a_training_step_runs_as_one_program_forward_and_one_backward() -> None:
+    programs, ops = torch_neuronx.get_compiled_programs(), torch_neuronx.get_device_ops()
+    fallback = fallback_calls_by_reason()
+    graphs = statistics.graphs
+    assert_matches_cpu(mlp, mse)
+    ran = ran_since(programs, torch_neuronx.get_compiled_programs())
+    assert statistics.graphs == graphs + 2  # a forward and a backward graph
+    assert sorted(ran.values()) == [STEPS, STEPS], ran
+    assert sorted(name.split("_")[0].rstrip("0123456789") for name in ran) == ["backward", "forward"], ran
+    # the matmuls, GELU and its backward ran inside the programs, never as
+    # operators of their own; nothing fell back to the CPU
+    eager = ran_since(ops, torch_neuronx.get_device_ops())
+    inside = {"aten::addmm", "aten::mm", "aten::gelu", "aten::gelu_backward"}
+    assert not inside & set(eager), f"run eagerly: {sorted(inside & set(eager))}"
+    assert fallback_calls_by_reason() == fallback
+
+
+def test_an_operator_the_device_lacks_runs_eagerly() -> None:
+    programs = torch_neuronx.get_compiled_programs()
+    fallback = fallback_calls_by_reason()
+    assert_matches_cpu(Sine, mse)
+    fell_back = {op for (op, _), n in fallback_calls_by_reason().items()
+                 if n > fallback.get((op, _), 0)}
+    assert {"aten::sin", "aten::cos"} <= fell_back, fell_back
+    ran = ran_since(programs, torch_neuronx.get_compiled_programs())
+    # fc1 before sin and fc2 after it; in the backward, fc2's and fc1's
+    # gradients around cos
+    assert any(n.startswith("forward") for n in ran) and any(n.startswith("backward")
+                                                             for n in ran), ran
+
+
+# cross_entropy's nll_loss, decomposed into core ATen: the operators on its
+# int64 class indices and their bool masks, which the device does not hold
+NLL_LOSS_ON_THE_CPU = {"aten::gather", "aten::ne.Scalar", "aten::scatter.value", "aten::sum",
+                       "aten::where.self"}
+
+
+def test_cross_entropy_trains_with_its_class_indices_eager() -> None:
+    programs = torch_neuronx.get_compiled_programs()
+    fallback = fallback_calls_by_reason()
+    assert_matches_cpu(mlp, cross_entropy)
+    fell_back = {op for (op, _), n in fallback_calls_by_reason().items()
+                 if n > fallback.get((op, _), 0)}
+    assert fell_back <= NLL_LOSS_ON_THE_CPU, fell_back - NLL_LOSS_ON_THE_CPU
+    ran = ran_since(programs, torch_neuronx.get_compiled_programs())
+    assert any(n.startswith("forward") for n in ran) and any(n.startswith("backward")
+                                                             for n in ran), ran
+
+
+# (batch, whether a program is compiled for it). With dynamic=False, Dynamo
+# guards each graph's shapes and keeps one graph per shape; by default it
+# gives a graph with dynamic shapes at the first new shape, which the
+# backend compiles for each shape it is called with.
+SHAPES = {False: ((6, True), (6, False), (12, True), (6, False), (12, False)),
+          None: ((5, True), (5, False), (10, True), (7, True), (10, False), (7, False))}
+
+
+@pytest.mark.parametrize("dynamic", [False, None], ids=["static", "default"])
+def test_a_new_shape_recompiles(dynamic) -> None:
+    torch.manual_seed(0)
+    cpu = mlp().eval()
+    model = mlp().to("neuron").eval()
+    model.load_state_dict(cpu.state_dict())
+    compiled = torch.compile(model, backend="neuron", dynamic=dynamic)
+    with torch.no_grad():
+        for batch, new in SHAPES[dynamic]:
+            made = statistics.compiled + statistics.loaded
+            programs = torch_neuronx.get_compiled_programs()
+            x = torch.randn(batch, 64)
+            torch.testing.assert_close(compiled(x.to("neuron")).cpu(), cpu(x),
+                                       rtol=RTOL, atol=ATOL)
+            assert statistics.compiled + statistics.loaded == made + int(new), batch
+            ran = ran_since(programs, torch_neuronx.get_compiled_programs())
+            assert list(ran.values()) == [1], (batch, ran)
+
+
+def test_inference_matches_the_cpu() -> None:
+    torch.manual_seed(0)
+    cpu = mlp().eval()
+    device = mlp().to("neuron").eval()
+    device.load_state_dict(cpu.state_dict())
+    model = torch.compile(device, backend="neuron")
+    x = torch.randn(4, 64)
+    programs = torch_neuronx.get_compiled_programs()
+    with torch.no_grad():
+        got = model(x.to("neuron"))
+    assert got.device.type == "neuron"
+    torch.testing.assert_close(got.cpu(), cpu(x), rtol=RTOL, atol=ATOL)
+    ran = ran_since(programs, torch_neuronx.get_compiled_programs())
+    assert list(ran.values()) == [1] and next(iter(ran)).startswith("inference"), ran
+
+
+def run_python(code: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)],
+                          env=dict(os.environ, **env), capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_a_second_process_compiles_nothing(tmp_path) -> None:
+    code = """
+        import torch, torch_neuronx
+        from torch_neuronx.dynamo import statistics
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(),
+                                    torch.nn.Linear(32, 4)).to("neuron")
+        step = torch.compile(lambda x: model(x).square().mean(), backend="neuron")
+        step(torch.randn(8, 16, device="neuron")).backward()
+        print(statistics.compiled, statistics.loaded)
+    """
+    first = run_python(code, NEURON_EAGER_CACHE=str(tmp_path))
+    second = run_python(code, NEURON_EAGER_CACHE=str(tmp_path))
+    assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
+    compiled, loaded = map(int, first.stdout.split()[-2:])
+    assert compiled >= 2 and loaded == 0, first.stdout
+    compiled, loaded = map(int, second.stdout.split()[-2:])
+    assert compiled == 0 and loaded >= 2, second.stdout
