@@ -157,6 +157,15 @@ def lower_part(captured: Captured, name: str, members: frozenset,
     names: List[str] = []
     for node in outputs:
         ctx.node = node
+        if node not in ctx.env:
+            # a result of an operator whose lowering computes only others
+            # (native_layer_norm's mean and rstd): that operator is not
+            # the device's where this one is used
+            if node.target is operator.getitem:
+                ctx.node = node.args[0]  # type: ignore[assignment]
+                raise ctx.unsupported(f"its result {node.args[1]} is used, which the device "
+                                      "does not compute")
+            raise ctx.unsupported("its result is used, which the device does not compute")
         t = ctx.result(ctx.env[node], names)
         ctx.graph.output(t.node)
         names.append(t.name)

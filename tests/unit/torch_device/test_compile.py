@@ -156,6 +156,30 @@ def test_cross_entropy_trains_with_its_class_indices_eager() -> None:
                                                              for n in ran), ran
 
 
+def test_a_transformer_layer_trains() -> None:
+    """Attention, layer norms and their backward: layer norm's statistics
+    (which the device does not compute) and the attention's bool masks
+    run eagerly, between the programs."""
+    torch.manual_seed(0)
+    make = lambda: torch.nn.TransformerEncoderLayer(  # noqa: E731
+        d_model=64, nhead=4, dim_feedforward=128, dropout=0.0, batch_first=True)
+    cpu, device = make(), make().to("neuron")
+    device.load_state_dict(cpu.state_dict())
+    x = torch.randn(2, 16, 64)
+    programs = torch_neuronx.get_compiled_programs()
+    loss = torch.compile(lambda x: device(x).square().mean(), backend="neuron")(x.to("neuron"))
+    loss.backward()
+    want = cpu(x).square().mean()
+    want.backward()
+    torch.testing.assert_close(loss.cpu(), want, rtol=RTOL, atol=ATOL)
+    for (name, got), expected in zip(device.named_parameters(), cpu.parameters()):
+        torch.testing.assert_close(got.grad.cpu(), expected.grad, rtol=RTOL, atol=ATOL,
+                                   msg=lambda m: f"{name}'s gradient: {m}")
+    ran = ran_since(programs, torch_neuronx.get_compiled_programs())
+    assert any(n.startswith("forward") for n in ran) and any(n.startswith("backward")
+                                                             for n in ran), ran
+
+
 # (batch, whether a program is compiled for it). With dynamic=False, Dynamo
 # guards each graph's shapes and keeps one graph per shape; by default it
 # gives a graph with dynamic shapes at the first new shape, which the
