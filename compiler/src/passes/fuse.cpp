@@ -160,6 +160,14 @@ FusionPlan fuse(const Graph &g, const Usage &usage, bool enabled) {
             auto next = single_consumer(chain.back());
             if (!next || taken[*next] || !moves(*next))
                 break;
+            // The gather runs where the chain starts: every other operand
+            // of the next step (a concatenation's) must exist by then.
+            const auto &ops = nodes[*next].operands;
+            if (!std::all_of(ops.begin(), ops.end(), [&](uint32_t o) {
+                    return o < i || nodes[o].op == Op::input || nodes[o].op == Op::constant ||
+                           std::find(chain.begin(), chain.end(), o) != chain.end();
+                }))
+                break;
             gathers |= groups[*next].kind == Kind::gather;
             chain.push_back(*next);
         }

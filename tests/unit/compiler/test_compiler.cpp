@@ -492,6 +492,38 @@ void split_pieces(void **) {
     }
 }
 
+// A concatenation of pieces made after the first one (a flip: the pieces
+// of a split in reverse order; a stack of reshapes) reads each piece after
+// it is made: the gather that fuses the first piece's chain waits for them.
+void concat_of_later_pieces(void **) {
+    uint64_t seed = 380;
+    for (DType dt : {DType::fp32, DType::bf16}) {
+        Graph g(std::string("flip_") + to_string(dt));
+        uint32_t x = g.input("x", T(dt, {5, 3, 7}));
+        uint32_t y = g.input("y", T(dt, {3, 7}));
+        uint32_t e = g.add(Op::exp, "e", {x});
+        Attrs rows;
+        rows.axis = 0;
+        rows.dims = {1, 1, 1, 1, 1};
+        auto p = g.split({"p0", "p1", "p2", "p3", "p4"}, e, rows);
+        Attrs c;
+        c.axis = 0;
+        g.mark_output(g.add(Op::concat, "flipped", {p[4], p[3], p[2], p[1], p[0]}, c));
+        Attrs grown;
+        grown.dims = {3, 1, 7};
+        uint32_t a = g.add(Op::reshape, "a", {y}, grown);
+        uint32_t t = g.add(Op::tanh, "t", {y});
+        uint32_t b = g.add(Op::reshape, "b", {t}, grown);
+        c.axis = 1;
+        g.mark_output(g.add(Op::concat, "stacked", {a, b}, c));
+        // as it is (all_outputs would keep the pieces from fusing)
+        auto in = harness::make_inputs(g, seed);
+        auto o = harness::run(g, in);
+        harness::check_carried(g, in, o, g.name());
+        check(g, seed++, g.name());
+    }
+}
+
 // --- fused patterns: checked end to end ------------------------------------
 
 // y = f(x W + b): one ACTIVATE per PSUM block evacuates matmul, bias and f.
@@ -1545,6 +1577,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(isa_targets),
         cmocka_unit_test(causal_softmax),
         cmocka_unit_test(split_pieces),
+        cmocka_unit_test(concat_of_later_pieces),
         cmocka_unit_test(attention_fp32),
         cmocka_unit_test(attention_bf16),
         cmocka_unit_test(attention_text),
