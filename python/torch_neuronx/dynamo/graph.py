@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import operator
+import time
 from typing import Any, Dict, List, Sequence, Tuple
 
 import torch
@@ -87,8 +88,12 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
         raise NotImplementedError(f"neuron: the {kind} graph has dynamic shapes")
     # The lowering computes with real tensors (constants it folds, the
     # programs' constants), not the fake ones of the caller's mode.
-    with _torch.real_tensors():
-        return _compile(gm, example_inputs, kind)
+    started = time.perf_counter()
+    try:
+        with _torch.real_tensors():
+            return _compile(gm, example_inputs, kind)
+    finally:
+        programs.statistics.graph_seconds += time.perf_counter() - started
 
 
 def _compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],

@@ -29,6 +29,7 @@ class Statistics:
     loaded: int = 0  # programs read from the disk cache
     compile_seconds: float = 0.0  # the time the compiles took
     graphs: int = 0  # FX graphs (forward, backward, inference) compiled
+    graph_seconds: float = 0.0  # the time those took: values, lowering, programs
 
 
 statistics = Statistics()
