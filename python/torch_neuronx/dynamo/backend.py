@@ -57,10 +57,22 @@ def _compiled_or_eager(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
         return gm
 
 
+def _on_the_device(example_inputs: Sequence[Any]) -> bool:
+    """Whether the graph computes on `neuron` tensors (a graph of CPU
+    tensors runs as it is, where they are)."""
+    return any(isinstance(x, torch.Tensor) and x.device.type == "neuron" for x in example_inputs)
+
+
 def _compiler(kind: str) -> Callable[..., Any]:
     def compile_fx(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
-        fn = (_PerShape(gm, kind) if not static_shapes(example_inputs)
-              else _compiled_or_eager(gm, example_inputs, kind))
+        if not _on_the_device(example_inputs):
+            log.info("neuron: torch.compile: the %s graph has no neuron tensor input: it runs "
+                     "as it is", kind)
+            fn: Callable[..., Any] = gm
+        elif not static_shapes(example_inputs):
+            fn = _PerShape(gm, kind)
+        else:
+            fn = _compiled_or_eager(gm, example_inputs, kind)
         return _torch.boxed(fn)
     compile_fx.__name__ = f"neuron_{kind}_compiler"
     return compile_fx

@@ -223,6 +223,18 @@ def test_inference_matches_the_cpu() -> None:
     assert list(ran.values()) == [1] and next(iter(ran)).startswith("inference"), ran
 
 
+def test_a_model_on_the_cpu_stays_there() -> None:
+    torch.manual_seed(0)
+    model = mlp().eval()
+    x = torch.randn(3, 64)
+    programs = torch_neuronx.get_compiled_programs()
+    with torch.no_grad():
+        got = torch.compile(model, backend="neuron")(x)
+    assert got.device.type == "cpu"
+    torch.testing.assert_close(got, model(x))
+    assert torch_neuronx.get_compiled_programs() == programs
+
+
 def run_python(code: str, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)],
                           env=dict(os.environ, **env), capture_output=True, text=True,
