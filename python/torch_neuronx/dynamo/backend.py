@@ -24,6 +24,16 @@ log = logging.getLogger("torch_neuronx")
 
 NAME = "neuron"
 
+# Operators kept whole although the device does not run them: their
+# operands include int64 class indices, which the device does not hold, so
+# their decompositions' operators on them (gather, scatter, ne, where,
+# sum) would each fall back to the CPU, with copies both ways; whole, each
+# runs eagerly as one operator (on the CPU: logged, counted).
+_EAGER_WHOLE = frozenset({torch.ops.aten.nll_loss_forward.default,
+                          torch.ops.aten.nll_loss_backward.default,
+                          torch.ops.aten.nll_loss2d_forward.default,
+                          torch.ops.aten.nll_loss2d_backward.default})
+
 
 class _PerShape:
     """A graph with dynamic shapes, compiled for the static shapes of each
@@ -83,7 +93,7 @@ def _aot_backend() -> Callable[..., Any]:
     return _torch.aot_autograd(fw_compiler=_compiler("forward"),
                                bw_compiler=_compiler("backward"),
                                inference_compiler=_compiler("inference"),
-                               decompositions=decompositions(LOWERINGS))
+                               decompositions=decompositions(set(LOWERINGS) | _EAGER_WHOLE))
 
 
 def neuron(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], **kwargs: Any) -> Any:
