@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 
 import torch
 from torch.testing._internal.common_methods_invocations import op_db
-from torch.utils._pytree import tree_map
+from torch.utils._pytree import tree_flatten, tree_map
 
 import torch_neuronx
 from torch_neuronx.eager.fallback import fallback_calls_by_reason
@@ -47,10 +47,18 @@ def skipped_by_pytorch(op: Any, dtype: torch.dtype) -> bool:
                for d in op.decorators if hasattr(d, "is_active"))
 
 
+def aten_name(op: Any) -> str:
+    """The ATen operator the OpInfo's function calls: its aten_name, which
+    PyTorch leaves as the Python name for most of torch.nn.functional
+    ("nn.functional.silu" calls aten::silu)."""
+    name = op.aten_name
+    return name[len("nn.functional."):] if name.startswith("nn.functional.") else name
+
+
 def claimed_opinfos() -> List[Any]:
     """The comparable OpInfos whose ATen operator the device lowers."""
     lowered = set(torch_neuronx.SUPPORTED_OPERATORS)
-    return [op for op in op_db if comparable(op) and f"aten::{op.aten_name}" in lowered]
+    return [op for op in op_db if comparable(op) and f"aten::{aten_name(op)}" in lowered]
 
 
 def to_neuron(x: Any) -> Any:
@@ -67,6 +75,7 @@ class Outcome:
     failures: List[str] = field(default_factory=list)
     device_ops: Set[str] = field(default_factory=set)  # ATen operators run by device kernels
     fell_back: Set[Tuple[str, str]] = field(default_factory=set)  # (ATen operator, why) on the CPU
+    on_device_samples: int = 0  # samples nothing of which ran on the CPU
 
     @property
     def on_device(self) -> bool:
@@ -82,6 +91,9 @@ def run_op(op: Any, dtype: torch.dtype, max_samples: Optional[int] = None) -> Ou
         if max_samples is not None and i >= max_samples:
             break
         args = (sample.input, *sample.args)
+        if any(isinstance(t, torch.Tensor) and t.is_complex()
+               for t in tree_flatten((args, sample.kwargs))[0]):
+            continue  # a complex tensor cannot be moved to the device (docs/torch.md)
         try:
             expected = op(*args, **sample.kwargs)
         except Exception:  # noqa: BLE001 - a sample the CPU refuses is not one to compare
@@ -100,8 +112,10 @@ def run_op(op: Any, dtype: torch.dtype, max_samples: Optional[int] = None) -> Ou
             out.failures.append(f"sample {i}: {type(e).__name__}: {first}")
         after = torch_neuronx.get_device_ops()
         out.device_ops |= {k for k, n in after.items() if n > before.get(k, 0)}
-        out.fell_back |= {k for k, n in fallback_calls_by_reason().items()
-                          if n > before_fallback.get(k, 0)}
+        fell_back = {k for k, n in fallback_calls_by_reason().items()
+                     if n > before_fallback.get(k, 0)}
+        out.fell_back |= fell_back
+        out.on_device_samples += not fell_back
     return out
 
 
@@ -135,7 +149,7 @@ def main() -> int:
     for name, f in sorted(failing.items()):
         print(f"FAIL {name}: {f[0]}")
     claimed = sorted(k for k, v in ops_on_device.items() if v)
-    aten = {next(op.aten_name for op in op_db if opinfo_id(op) == k) for k in claimed}
+    aten = {next(aten_name(op) for op in op_db if opinfo_id(op) == k) for k in claimed}
     print(f"OpInfo (op, dtype) pairs matching the CPU: {matched}/{pairs} "
           f"({100.0 * matched / pairs:.1f}%); entirely on the device: {on_device}/{pairs} "
           f"({100.0 * on_device / pairs:.1f}%)")

@@ -2,5 +2,5 @@
 """The lowerings of the ATen operators, a module per family; importing
 this package registers them all."""
 
-from . import (attention, compare, elementwise, matmul, movement, normalization,  # noqa: F401
-               reductions)
+from . import (activations, attention, compare, elementwise, functions, matmul,  # noqa: F401
+               movement, normalization, reductions)

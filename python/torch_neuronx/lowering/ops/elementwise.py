@@ -183,7 +183,13 @@ def clamp(L: Context, node: torch.fx.Node) -> None:
         lo, hi = None, L.arg(1, "max")
     if lo is None and hi is None:
         raise L.unsupported("clamp without bounds")
-    v = L.tensor(L.arg(0), "self")
+    L.bind(clamped(L, L.tensor(L.arg(0), "self"), lo, hi))
+
+
+def clamped(L: Context, v: Tensor, lo: Any, hi: Any) -> Tensor:
+    """@p v clamped to [lo, hi] (numbers or tensors; None: no bound), NaN
+    kept: a maximum with the lower bound, then a minimum with the upper
+    one."""
     for op, bound in (("maximum", lo), ("minimum", hi)):
         if bound is None:
             continue
@@ -195,7 +201,7 @@ def clamp(L: Context, node: torch.fx.Node) -> None:
         if isinstance(b, Tensor) and v.shape != shape and b.shape != shape:
             v = materialised(L, v, shape)
         v = _nan_kept(L, L.emit(op, [v, b], shape=shape), [v, b])
-    L.bind(v)
+    return v
 
 
 # x ** n for small integers n by multiplications (exact signs for negative
