@@ -269,12 +269,28 @@ void emit_in_place(Emitter &e, const Group &p) {
     declare_in_place(e, p);
 }
 
+// A reshape from or to a last axis of 1 (reshape_transposes): as a
+// transpose of [r, c, 1] into [r, 1, c] (a column of the operand per row of
+// the result) or of [r, 1, c] into [r, c, 1].
+bool reshape_transposes(const Graph &g, const Node &n) {
+    const int64_t in = g.node(n.operands[0]).type.shape.back(), out = n.type.shape.back();
+    return in != out && (in == 1 || out == 1);
+}
+
 // transpose of the last two axes, the others in place
 void emit_transpose2(Emitter &e, const Group &p) {
     declare_in_place(e, p);
     const Node &n = e.graph.node(p.start);
     const Shape &s = e.graph.node(n.operands[0]).type.shape;
-    const auto x = static_cast<uint32_t>(s[s.size() - 2]), y = static_cast<uint32_t>(s.back());
+    uint32_t x, y;
+    if (n.op == Op::reshape) {
+        const bool columns = s.back() == 1; // [r c, 1] -> [r, c]
+        x = columns ? static_cast<uint32_t>(n.type.shape.back()) : 1;
+        y = columns ? 1 : static_cast<uint32_t>(s.back());
+    } else {
+        x = static_cast<uint32_t>(s[s.size() - 2]);
+        y = static_cast<uint32_t>(s.back());
+    }
     e.transpose_blocks(e.buf(n.operands[0]), e.buf(p.start),
                        static_cast<uint32_t>(n.type.elements() / (int64_t{x} * y)), x, y);
 }
@@ -301,9 +317,14 @@ std::vector<double> moved_errors(const Graph &g, const Node &n, const std::vecto
     return moved(g, n, err).value;
 }
 
+// A reshape keeping the last axis shares its operand's buffer; one from or
+// to a last axis of 1 moves each row of one into a column of the other by
+// TRANSPOSE blocks (a gather would copy them an element at a time); any
+// other gathers.
 Kind reshape_kind(const Graph &g, const Node &n) {
-    return g.node(n.operands[0]).type.shape.back() == n.type.shape.back() ? Kind::alias
-                                                                          : Kind::gather;
+    if (g.node(n.operands[0]).type.shape.back() == n.type.shape.back())
+        return Kind::alias;
+    return reshape_transposes(g, n) ? Kind::transpose2 : Kind::gather;
 }
 
 Kind transpose_kind(const Graph &g, const Node &n) {

@@ -524,6 +524,33 @@ void concat_of_later_pieces(void **) {
     }
 }
 
+// A reshape from or to a last axis of 1 ([r, c, 1] -> [r, c], [r, c] ->
+// [r, c, 1]): TRANSPOSE blocks of up to 128 elements, not a COPY per element
+// (mvlgamma's [1029, 917, 1] -> [1029, 917] took minutes to compile).
+void reshape_last_axis_of_one(void **) {
+    uint64_t seed = 390;
+    for (DType dt : {DType::fp32, DType::bf16}) {
+        Graph g(std::string("reshape_ones_") + to_string(dt));
+        uint32_t x = g.input("x", T(dt, {300, 130, 1}));
+        uint32_t y = g.input("y", T(dt, {77, 200}));
+        Attrs a;
+        a.dims = {300, 130};
+        g.mark_output(g.add(Op::reshape, "dropped", {g.add(Op::exp, "e", {x})}, a));
+        a.dims = {77, 200, 1};
+        g.mark_output(g.add(Op::reshape, "added", {g.add(Op::tanh, "t", {y})}, a));
+        a.dims = {15400, 1};
+        g.mark_output(g.add(Op::reshape, "column", {y}, a));
+        auto in = harness::make_inputs(g, seed);
+        auto o = harness::run(g, in);
+        // (a gather would be 300 * 130 + 2 * 77 * 200 COPYs on the Vector engine)
+        if (o.compiled.stats.insns[1] > 64)
+            fail_msg("%s: %u Vector instructions; the reshapes are transposes:\n%s",
+                     g.name().c_str(), o.compiled.stats.insns[1], o.compiled.plan.c_str());
+        harness::check_carried(g, in, o, g.name());
+        check(g, seed++, g.name());
+    }
+}
+
 // --- fused patterns: checked end to end ------------------------------------
 
 // y = f(x W + b): one ACTIVATE per PSUM block evacuates matmul, bias and f.
@@ -1578,6 +1605,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(causal_softmax),
         cmocka_unit_test(split_pieces),
         cmocka_unit_test(concat_of_later_pieces),
+        cmocka_unit_test(reshape_last_axis_of_one),
         cmocka_unit_test(attention_fp32),
         cmocka_unit_test(attention_bf16),
         cmocka_unit_test(attention_text),
