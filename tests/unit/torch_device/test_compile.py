@@ -223,6 +223,32 @@ def test_inference_matches_the_cpu() -> None:
     assert list(ran.values()) == [1] and next(iter(ran)).startswith("inference"), ran
 
 
+class Broken(torch.nn.Module):
+    """An MLP whose forward Dynamo cannot capture whole (a graph break)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1, self.fc2 = torch.nn.Linear(64, 128), torch.nn.Linear(128, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = torch.nn.functional.gelu(self.fc1(x))
+        torch._dynamo.graph_break()
+        return self.fc2(h)
+
+
+def test_a_graph_break_gives_graphs_that_train() -> None:
+    graphs, programs = statistics.graphs, torch_neuronx.get_compiled_programs()
+    assert_matches_cpu(Broken, mse)
+    # three Dynamo graphs (up to the break; the rest of forward; the loss,
+    # after forward returns), each a forward and a backward graph of one
+    # program, run every step
+    ran = ran_since(programs, torch_neuronx.get_compiled_programs())
+    assert statistics.graphs == graphs + 6, ran
+    assert sorted(ran.values()) == [STEPS] * 6, ran
+    assert sorted(name.split("_")[0].rstrip("0123456789") for name in ran) == \
+        ["backward"] * 3 + ["forward"] * 3, ran
+
+
 def test_a_model_on_the_cpu_stays_there() -> None:
     torch.manual_seed(0)
     model = mlp().eval()
