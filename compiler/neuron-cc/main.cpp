@@ -36,11 +36,11 @@ int main(int argc, char **argv) {
     app.add_option("--isa", isa, "the target device's ISA version MAJOR.MINOR")
         ->capture_default_str();
     uint32_t sbuf_bytes = CompileOptions{}.limits.sbuf_bytes;
-    app.add_option("--sbuf-bytes", sbuf_bytes,
-                   "SBUF bytes per partition of the target core; matmul weights that do not "
-                   "fit are streamed from device memory, rows computed in chunks")
-        ->capture_default_str()
-        ->check(CLI::PositiveNumber);
+    neuron::tools::positive(
+        app.add_option("--sbuf-bytes", sbuf_bytes,
+                       "SBUF bytes per partition of the target core; matmul weights that do not "
+                       "fit are streamed from device memory, rows computed in chunks")
+            ->capture_default_str());
     app.footer("Exit status: 0 ok, 1 the graph does not compile or the file cannot be "
                "written, 2 usage error. " +
                neuron::tools::man_page_footer("neuron-cc"));
@@ -62,9 +62,8 @@ int main(int argc, char **argv) {
     unsigned isa_major = 0, isa_minor = 0;
     if (char end; std::sscanf(isa.c_str(), "%u.%u%c", &isa_major, &isa_minor, &end) != 2 ||
                   isa_major > 0xffff || isa_minor > 0xffff) {
-        std::fprintf(stderr, "neuron-cc: --isa '%s': expected MAJOR.MINOR, e.g. 1.0\n",
-                     isa.c_str());
-        return 2;
+        return neuron::tools::usage_error(
+            app, fmt::format("--isa '{}': expected MAJOR.MINOR, e.g. 1.0", isa), std::cerr);
     }
     try {
         Graph g;

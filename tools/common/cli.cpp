@@ -5,6 +5,7 @@
 #include <exception>
 #include <filesystem>
 #include <iostream>
+#include <stdexcept>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -74,16 +75,64 @@ std::string explain(const CLI::App &app, const CLI::ParseError &e) {
                 hint = fmt::format(" (did you mean {}?)", m);
         return fmt::format("unknown option {}{}", name, hint);
     }
+    std::string list;
+    for (const std::string &c : commands)
+        list += (list.empty() ? "" : ", ") + c;
     if (&in == &app && !commands.empty() && !app.remaining().empty()) {
         const std::string word = app.remaining().front();
-        std::string list;
-        for (const std::string &c : commands)
-            list += (list.empty() ? "" : ", ") + c;
         auto m = closest_match(word, commands);
         return fmt::format("'{}' is not a command{}; the commands are {}", word,
                            m.empty() ? "" : fmt::format(" (did you mean {}?)", m), list);
     }
-    return e.what();
+    // CLI11's own wording, in the tools' words.
+    const std::string_view what = e.what();
+    if (dynamic_cast<const CLI::ExtrasError *>(&e)) {
+        std::string words;
+        for (const std::string &w : in.remaining())
+            words += fmt::format("{}'{}'", words.empty() ? "" : " ", w);
+        return fmt::format("unexpected argument{} {}", in.remaining().size() > 1 ? "s" : "", words);
+    }
+    if (dynamic_cast<const CLI::RequiredError *>(&e)) {
+        if (what.starts_with("A subcommand"))
+            return fmt::format("a command is required: {}", list);
+        // "input is required": a positional argument, named as --help shows it.
+        const std::string name(what.substr(0, what.find(' ')));
+        const CLI::Option *o = in.get_option_no_throw(name);
+        if (o && o->get_positional())
+            return fmt::format("missing {}: {}", name, o->get_description());
+    }
+    if (dynamic_cast<const CLI::ArgumentMismatch *>(&e) && what.ends_with(" missing"))
+        return fmt::format("{} needs a value", what.substr(0, what.find(':')));
+    // "Could not convert: --count = abc"
+    if (constexpr std::string_view prefix = "Could not convert: ";
+        dynamic_cast<const CLI::ConversionError *>(&e) && what.starts_with(prefix)) {
+        std::string_view rest = what.substr(prefix.size());
+        if (auto eq = rest.find(" = "); eq != std::string_view::npos) {
+            const std::string name(rest.substr(0, eq));
+            const CLI::Option *o = in.get_option_no_throw(name);
+            if (!o && &in != &app)
+                o = app.get_option_no_throw(name);
+            const std::string type = o ? o->get_type_name() : "";
+            std::string expected = type.starts_with("UINT")    ? "a whole number, 0 or more"
+                                   : type.starts_with("INT")   ? "a whole number"
+                                   : type.starts_with("FLOAT") ? "a number"
+                                                               : "a value of its kind";
+            return fmt::format("{} '{}': expected {}", name, rest.substr(eq + 3), expected);
+        }
+    }
+    return std::string(what);
+}
+
+// A number, all of @p text.
+std::optional<double> number(const std::string &text) {
+    try {
+        size_t end = 0;
+        double v = std::stod(text, &end);
+        if (end == text.size())
+            return v;
+    } catch (const std::logic_error &) {
+    }
+    return std::nullopt;
 }
 
 } // namespace
@@ -129,6 +178,28 @@ int usage_error(const CLI::App &app, std::string_view what, std::ostream &err) {
     err << app.get_name() << ": " << what << "\nRun " << app.get_name()
         << " --help for the options.\n";
     return exit_usage;
+}
+
+CLI::Option *in_range(CLI::Option *option, double lo, double hi) {
+    return option->check(CLI::Validator(
+        [lo, hi](std::string &text) -> std::string {
+            auto v = number(text);
+            if (v && *v >= lo && *v <= hi)
+                return {};
+            return fmt::format("'{}' is not a number from {} to {}", text, lo, hi);
+        },
+        fmt::format("{}..{}", lo, hi)));
+}
+
+CLI::Option *positive(CLI::Option *option) {
+    return option->check(CLI::Validator(
+        [](std::string &text) -> std::string {
+            auto v = number(text);
+            if (v && *v > 0)
+                return {};
+            return fmt::format("'{}' is not a number above 0", text);
+        },
+        "POSITIVE"));
 }
 
 CLI::Option *add_device_option(CLI::App &app, std::string &value, std::string_view what) {

@@ -57,9 +57,9 @@ int main(int argc, char **argv) {
                  "neuron-bench"};
     app.add_flag("-q,--quick", o.quick,
                  "Few sizes, short runs, 3 repeats unless --repeat: a check that it all runs");
-    auto *repeat = app.add_option("-r,--repeat", o.repeat, "Measured runs per figure")
-                       ->check(CLI::Range(1u, 1000u))
-                       ->capture_default_str();
+    auto *repeat = neuron::tools::in_range(
+        app.add_option("-r,--repeat", o.repeat, "Measured runs per figure")->capture_default_str(),
+        1, 1000);
     neuron::tools::add_device_option(app, o.device, "The device to measure, instead of the first");
     if (const char *env = std::getenv("NEURON_VM_NVME"))
         o.nvme = env;
@@ -71,9 +71,10 @@ int main(int argc, char **argv) {
     app.add_option("--max-copy", o.max_copy, "Largest copy in bytes")
         ->transform(CLI::AsSizeValue(false))
         ->capture_default_str();
-    app.add_option("--max-depth", o.max_depth, "Deepest queue of the submission figures")
-        ->check(CLI::Range(1u, 1024u))
-        ->capture_default_str();
+    neuron::tools::in_range(
+        app.add_option("--max-depth", o.max_depth, "Deepest queue of the submission figures")
+            ->capture_default_str(),
+        1, 1024);
     app.add_option("-s,--sections", o.sections, "Sections to run (default: all)")
         ->delimiter(',')
         ->check(CLI::IsMember(

@@ -155,8 +155,8 @@ int run(int argc, const char *const *argv, std::ostream &out, std::ostream &err,
         ->type_name("ADDRESS");
     std::string device;
     add_device_option(app, device, "The one device to export, instead of every device");
-    app.add_option("--interval", interval, "Seconds between two samples (default 5.0)")
-        ->check(CLI::Range(0.05, 3600.0));
+    in_range(app.add_option("--interval", interval, "Seconds between two samples (default 5.0)"),
+             0.05, 3600);
     app.add_flag("-j,--json", as_json,
                  "Print every sample as a JSON object on one line instead of serving HTTP");
     app.add_option("-n,--count", count,

@@ -117,8 +117,8 @@ int main(int argc, char **argv) {
                     "the output format: chrome (Trace Event format, every job) or svg (a "
                     "picture of one job's timeline)")
         ->check(CLI::IsMember({"chrome", "svg"}));
-    exp->add_option("--job", job, "svg: the job to draw, 1 = the first (1)")
-        ->check(CLI::PositiveNumber);
+    neuron::tools::positive(
+        exp->add_option("--job", job, "svg: the job to draw, 1 = the first (1)"));
 
     if (auto status = neuron::tools::parse_command_line(app, argc, argv, std::cout, std::cerr))
         return *status;

@@ -242,10 +242,10 @@ int run(int argc, const char *const *argv, std::ostream &out, std::ostream &err,
                    "double-precision reference within hw/isa.md's bounds");
     neuron::tools::add_device_option(app, device, "The device to run on, instead of the first");
     app.add_option("--core", core, "the core to run on (0)");
-    app.add_option("--iterations", iterations, "jobs to run (1); the outputs are the first's")
-        ->check(CLI::PositiveNumber);
-    app.add_option("--timeout", timeout_s, "seconds each job may take (120)")
-        ->check(CLI::PositiveNumber);
+    neuron::tools::positive(
+        app.add_option("--iterations", iterations, "jobs to run (1); the outputs are the first's"));
+    neuron::tools::positive(
+        app.add_option("--timeout", timeout_s, "seconds each job may take (120)"));
     app.footer("Exit status: 0 ok, 1 error, 2 usage error, 6 an output beyond its bound "
                "(--check). " +
                neuron::tools::man_page_footer("neuron-run"));

@@ -312,8 +312,8 @@ int run(int argc, const char *const *argv, std::ostream &out, std::ostream &err,
     std::string screen_size, sort = "util";
     std::string device;
     add_device_option(app, device, "The one device to show, instead of every device");
-    app.add_option("--interval", interval, "Seconds between two samples (default 1.0)")
-        ->check(CLI::Range(0.05, 3600.0));
+    in_range(app.add_option("--interval", interval, "Seconds between two samples (default 1.0)"),
+             0.05, 3600);
     auto *batch_opt = app.add_flag("-b,--batch", batch,
                                    "Print samples as text lines instead of the interactive screen");
     auto *json_opt = app.add_flag("-j,--json", as_json,

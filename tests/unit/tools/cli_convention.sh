@@ -80,6 +80,41 @@ for t in "${tools[@]}"; do
     fi
 done
 
+# Other usage errors, in the tools' words (never CLI11's own: "The following
+# argument was not expected", "1 required TEXT missing", "Could not convert",
+# "Value 0 not in range 0.000000 to 1797...", "A subcommand is required").
+# usage_error PATTERN TOOL ARGS...: status 2, "TOOL: " then PATTERN.
+usage_error() {
+    local pattern=$1 tool=$2
+    shift 2
+    [ -n "${bin[$tool]:-}" ] || return 0
+    if run 2 "$tool" "$@"; then
+        grep -qE -- "^$tool: $pattern" <<<"$err" || fail "$tool $*: expected '$tool: $pattern': $err"
+        grep -qE 'following argument|required [A-Z]+ missing|Could not convert|not in range|A subcommand' <<<"$err" &&
+            fail "$tool $*: CLI11's wording: $err"
+    fi
+}
+for t in neuron-ls neuron-top neuron-monitor neuron-bench; do
+    usage_error "unexpected argument 'extra'$" "$t" extra
+    usage_error "--device needs a value$" "$t" -d
+done
+usage_error "unexpected arguments 'b' 'c'$" neuron-run a.nprog b c
+usage_error "unexpected argument 'b.nir'$" neuron-cc a.nir b.nir
+usage_error "unexpected argument 'b'$" neuron-profile view a b
+usage_error "missing program: " neuron-run
+usage_error "missing input: " neuron-cc
+usage_error "missing file: " neuron-profile view
+usage_error "a command is required: capture, view, export$" neuron-profile
+usage_error "--output needs a value$" neuron-cc a.nir -o
+usage_error "--interval: 'abc' is not a number from 0.05 to 3600$" neuron-top --interval abc
+usage_error "--interval: '0.01' is not a number from 0.05 to 3600$" neuron-monitor --interval 0.01
+usage_error "--count 'x': expected a whole number, 0 or more$" neuron-top --count x
+usage_error "--iterations: '0' is not a number above 0$" neuron-run a.nprog --iterations 0
+usage_error "--repeat: '0' is not a number from 1 to 1000$" neuron-bench --repeat 0
+usage_error "--sbuf-bytes: '0' is not a number above 0$" neuron-cc a.nir --sbuf-bytes 0
+usage_error "--isa '9': expected MAJOR.MINOR" neuron-cc a.nir --isa 9
+usage_error "--job: '0' is not a number above 0$" neuron-profile export --job 0 a
+
 # The device selector: a bad one is a usage error naming its source.
 for t in neuron-ls neuron-top neuron-monitor neuron-run neuron-bench; do
     [ -n "${bin[$t]:-}" ] || continue

@@ -52,6 +52,14 @@ int usage_error(const CLI::App &app, std::string_view what, std::ostream &err);
 /// misspelling of it; empty otherwise.
 std::string closest_match(std::string_view word, const std::vector<std::string> &candidates);
 
+/// Checks that @p option's value is a number from @p lo to @p hi: anything
+/// else is a usage error that says so ("--interval: 'abc' is not a number
+/// from 0.05 to 3600"). Returns @p option.
+CLI::Option *in_range(CLI::Option *option, double lo, double hi);
+
+/// Checks that @p option's value is a number above zero. Returns @p option.
+CLI::Option *positive(CLI::Option *option);
+
 /// Adds -d,--device SELECTOR, the same in every tool: an index, a device
 /// node, a PCI address or sim[:OPTIONS] (neuron::DeviceSelector).
 CLI::Option *add_device_option(CLI::App &app, std::string &value, std::string_view what);
