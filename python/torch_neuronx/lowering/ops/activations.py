@@ -5,6 +5,8 @@ kernels define them (their NaNs and infinities included), in float32
 
 from __future__ import annotations
 
+from typing import Tuple
+
 import torch
 
 from ..context import Context
@@ -134,3 +136,48 @@ def glu(L: Context, node: torch.fx.Node) -> None:
     P = Pointwise(L)
     r = P("mul", P.input(a, "self"), P("sigmoid", P.input(b, "self")))
     L.bind(P.result(r, x.dtype))
+
+
+# --- backward kernels (training) ---------------------------------------------------
+
+def _gradient(L: Context) -> Tuple[Pointwise, Tensor, Tensor, torch.dtype]:
+    """(grad_output, self, ...): the builder, both in float32, the dtype."""
+    P = Pointwise(L)
+    g = L.tensor(L.arg(0), "grad_output")
+    return P, P.input(g, "grad_output"), P.input(L.arg(1), "self"), g.dtype
+
+
+@lowering(aten.threshold_backward.default)
+def threshold_backward(L: Context, node: torch.fx.Node) -> None:
+    # (grad_output, self, threshold): x <= threshold ? 0 : grad (NaN: grad);
+    # ReLU's backward
+    P, g, x, dtype = _gradient(L)
+    r = P.where(P.mask("gt", x, float(L.arg(2))), g, 0.0)
+    L.bind(P.result(P.where(P.mask("eq", x, x), r, g), dtype))
+
+
+@lowering(aten.hardtanh_backward.default)
+def hardtanh_backward(L: Context, node: torch.fx.Node) -> None:
+    # (grad_output, self, min_val, max_val): min < x < max ? grad : 0 (NaN:
+    # 0, as torch's vectorized CPU kernel)
+    P, g, x, dtype = _gradient(L)
+    lo, hi = float(L.arg(2)), float(L.arg(3))
+    L.bind(P.result(P.where(P.mask("gt", x, lo), P.where(P.mask("lt", x, hi), g, 0.0), 0.0),
+                    dtype))
+
+
+@lowering(aten.hardsigmoid_backward.default)
+def hardsigmoid_backward(L: Context, node: torch.fx.Node) -> None:
+    # -3 < x < 3 ? grad / 6 : 0 (NaN: 0)
+    P, g, x, dtype = _gradient(L)
+    inside = P.where(P.mask("lt", x, 3.0), P("mul", g, 1.0 / 6.0), 0.0)
+    L.bind(P.result(P.where(P.mask("gt", x, -3.0), inside, 0.0), dtype))
+
+
+@lowering(aten.hardswish_backward.default)
+def hardswish_backward(L: Context, node: torch.fx.Node) -> None:
+    # x <= -3 ? 0 : (x < 3 ? grad (x / 3 + 1/2) : grad) (NaN: NaN, as
+    # torch's vectorized CPU kernel)
+    P, g, x, dtype = _gradient(L)
+    r = P.where(P.mask("ge", x, 3.0), g, P("mul", g, P("add", P("div", x, 3.0), 0.5)))
+    L.bind(P.result(P.keep_nan(x, P.where(P.mask("gt", x, -3.0), r, 0.0)), dtype))
