@@ -161,6 +161,22 @@ void record_stream(at::Tensor &self, c10::Stream stream) {
     device_allocator().recordStream(self.storage().data_ptr(), stream);
 }
 
+/// Whether @p from's TensorImpl may be shallow-copied into @p self's, as
+/// between CPU and CUDA tensors: dense tensors of the CPU and of the device
+/// (plain TensorImpls both). c10 lists no PrivateUse1 backend as dense, so
+/// without this Module.to("neuron") makes a new Parameter per module and
+/// unties tied weights (a language model's embedding and output layer).
+bool has_compatible_shallow_copy_type(const at::Tensor &self, const at::Tensor &from) {
+    constexpr auto backends =
+        c10::DispatchKeySet({c10::BackendComponent::CPUBit, c10::BackendComponent::PrivateUse1Bit});
+    constexpr auto dense = c10::DispatchKeySet(c10::DispatchKey::Dense);
+    auto is_dense = [&](const at::Tensor &t) {
+        const c10::DispatchKeySet ks = t.key_set();
+        return ks.has_any(dense) && ks.has_any(backends) && t.layout() == at::kStrided;
+    };
+    return self.key_set() == from.key_set() || (is_dense(self) && is_dense(from));
+}
+
 } // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -180,6 +196,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     m.impl("fill_.Tensor", fill_tensor);
     m.impl("zero_", zero);
     m.impl("record_stream", record_stream);
+    m.impl("_has_compatible_shallow_copy_type", has_compatible_shallow_copy_type);
 }
 
 } // namespace neuron::torch_bridge
