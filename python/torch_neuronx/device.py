@@ -20,7 +20,7 @@ __all__ = ["is_available", "device_count", "current_device", "set_device", "devi
            "seed_all", "initial_seed", "get_rng_state", "set_rng_state", "get_rng_state_all",
            "set_rng_state_all", "default_generator", "memory_allocated", "max_memory_allocated",
            "memory_reserved", "max_memory_reserved", "memory_stats", "reset_peak_memory_stats",
-           "empty_cache", "is_initialized", "why_unavailable"]
+           "empty_cache", "is_initialized", "why_unavailable", "get_amp_supported_dtype"]
 
 
 def _index(device: DeviceLike) -> int:
@@ -186,6 +186,16 @@ def get_rng_state_all() -> List[torch.Tensor]:
 def set_rng_state_all(states: List[torch.Tensor]) -> None:
     for i, s in enumerate(states):
         set_rng_state(s, i)
+
+
+# Mixed precision: torch.autocast("neuron") asks the device module which
+# lower precisions it may cast to; the cast policy is PyTorch's own operator
+# lists, registered for the device by csrc/runtime/autocast.cpp.
+
+def get_amp_supported_dtype() -> List[torch.dtype]:
+    """The dtypes autocast may run operators in: the device computes in
+    bfloat16 (and float32), not float16."""
+    return [torch.bfloat16]
 
 
 # Memory: the caching allocator's statistics (torch.accelerator's).
