@@ -89,6 +89,22 @@ def train(device: str, make: Callable[[], torch.nn.Module], loss: Loss,
     return losses, model
 
 
+def train_whole_step(device: str, compiled: bool) -> Tuple[List[float], torch.nn.Module]:
+    """The forward, backward and SGD step in one compiled function."""
+    torch.manual_seed(0)
+    model = mlp().to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+    def step(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        loss = mse(model(x), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        return loss
+    run = torch.compile(step, backend="neuron") if compiled else step
+    return [run(x.to(device), y.to(device)).item() for x, y in batches(mse)], model
+
+
 def assert_matches_cpu(make: Callable[[], torch.nn.Module], loss: Loss) -> None:
     expected_losses, expected = train("cpu", make, loss, compiled=False)
     losses, model = train("neuron", make, loss, compiled=True)
@@ -122,6 +138,22 @@ def test_a_training_step_runs_as_one_program_forward_and_one_backward() -> None:
     inside = {"aten::addmm", "aten::mm", "aten::gelu", "aten::gelu_backward"}
     assert not inside & set(eager), f"run eagerly: {sorted(inside & set(eager))}"
     assert fallback_calls_by_reason() == fallback
+
+
+def test_a_whole_training_step_compiled_with_its_optimizer() -> None:
+    """The optimizer's step is a graph of its own, whose updates write the
+    parameters (AOTAutograd copies the results into them)."""
+    programs = torch_neuronx.get_compiled_programs()
+    expected_losses, expected = train_whole_step("cpu", compiled=False)
+    losses, model = train_whole_step("neuron", compiled=True)
+    torch.testing.assert_close(losses, expected_losses, rtol=RTOL, atol=ATOL)
+    for (name, got), want in zip(model.named_parameters(), expected.parameters()):
+        assert got.device.type == "neuron", name
+        torch.testing.assert_close(got.detach().cpu(), want.detach(), rtol=RTOL, atol=ATOL,
+                                   msg=lambda m: f"{name} after {STEPS} steps: {m}")
+    ran = ran_since(programs, torch_neuronx.get_compiled_programs())
+    assert sorted(n.split("_")[0].rstrip("0123456789") for n, k in ran.items()
+                  if k == STEPS) == ["backward", "forward"], ran
 
 
 def test_an_operator_the_device_lacks_runs_eagerly() -> None:
