@@ -95,6 +95,10 @@ std::optional<ListenAddress> parse_listen_address(std::string_view text);
 /// Binds a socket to @p a and closes it: 0 or the errno that says why not.
 int try_bind(const ListenAddress &a);
 
+/// Whether the HTTP server (civetweb, as the system built it) listens on
+/// IPv6 addresses: Debian's does not.
+bool http_server_has_ipv6();
+
 /// The whole program (exit statuses: neuron_tools/cli.hpp), its streams and roots
 /// injectable for tests.
 int run(int argc, const char *const *argv, std::ostream &out, std::ostream &err,

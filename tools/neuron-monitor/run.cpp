@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <atomic>
 #include <cerrno>
+#include <civetweb.h>
 #include <csignal>
 #include <cstring>
 #include <fmt/format.h>
@@ -140,6 +141,10 @@ int try_bind(const ListenAddress &a) {
     return e;
 }
 
+bool http_server_has_ipv6() {
+    return mg_check_feature(8) != 0; // 8: IPv6, civetweb.h
+}
+
 int run(int argc, const char *const *argv, std::ostream &out, std::ostream &err,
         const Roots &roots) {
     CLI::App app{"Exports the counters of neuron accelerator devices, the processes using them "
@@ -224,6 +229,12 @@ int run(int argc, const char *const *argv, std::ostream &out, std::ostream &err,
     published->publish(metric_families(monitor.sample()));
     // The exposer's own errors are its web server's internals: try the
     // address first, for the system's reason.
+    if (address->ipv6 && !http_server_has_ipv6()) {
+        err << "neuron-monitor: cannot listen on " << listen
+            << ": the HTTP server (the system's civetweb) was built without IPv6; listen on an "
+               "IPv4 address (IP:PORT, or PORT for every one)\n";
+        return exit_error;
+    }
     if (int e = try_bind(*address)) {
         err << "neuron-monitor: cannot listen on " << listen << ": " << std::strerror(e)
             << (e == EADDRINUSE ? " (another neuron-monitor? pick another port with --listen)" : "")

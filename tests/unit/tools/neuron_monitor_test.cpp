@@ -284,6 +284,19 @@ void test_http(void **) {
         assert_true(r.err.find(std::string("neuron-monitor: --listen '") + bad +
                                "': expected PORT, IP:PORT or [IPv6]:PORT") == 0);
     }
+    // An IPv6 address: served where the HTTP server has IPv6, else status 1
+    // and why (Debian's civetweb has none).
+    std::string v6 = "[::1]:" + std::to_string(http::free_port());
+    r = run_monitor(t.roots(), {"--listen", v6.c_str(), "--count", "1", "--no-netlink"});
+    if (mon::http_server_has_ipv6()) {
+        assert_int_equal(r.status, 0);
+        assert_true(r.err.find("neuron-monitor: serving Prometheus metrics on http://" + v6) == 0);
+    } else {
+        assert_int_equal(r.status, 1);
+        assert_true(r.err.find("neuron-monitor: cannot listen on " + v6 +
+                               ": the HTTP server (the system's civetweb) was built without "
+                               "IPv6") == 0);
+    }
     auto la = mon::parse_listen_address("[::1]:0");
     assert_true(la && la->ipv6 && la->host == "::1" && la->port == 0);
     la = mon::parse_listen_address("9880");
