@@ -18,6 +18,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 from ..capture import decompositions
 from ..lowering import LOWERINGS
 from . import _torch
+from .foreach import foreach_decompositions
 from .graph import compile_graph, static_shapes
 
 log = logging.getLogger("torch_neuronx")
@@ -93,7 +94,8 @@ def _aot_backend() -> Callable[..., Any]:
     return _torch.aot_autograd(fw_compiler=_compiler("forward"),
                                bw_compiler=_compiler("backward"),
                                inference_compiler=_compiler("inference"),
-                               decompositions=decompositions(set(LOWERINGS) | _EAGER_WHOLE))
+                               decompositions={**decompositions(set(LOWERINGS) | _EAGER_WHOLE),
+                                               **foreach_decompositions()})
 
 
 def neuron(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], **kwargs: Any) -> Any:

@@ -1,0 +1,95 @@
+# SPDX-License-Identifier: MIT
+"""Decompositions of the `_foreach` operators (the optimizers' updates over
+lists of tensors) into their operator on each tensor, which PyTorch's core
+ATen decompositions keep: in a graph, each tensor's update is then an
+operator the lowering takes, and the update of all of them can be one
+device program instead of a job per tensor and operator."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import torch
+
+_PREFIX = "_foreach_"
+
+
+def _signature(base: Any) -> Tuple[int, List[str]]:
+    """How many arguments every overload of @p base takes by position, and
+    the keyword-only ones of those that take no more (addcmul: 3,
+    ["value"]): a `_foreach` form takes them all by position."""
+    schemas = [getattr(base, o)._schema for o in base.overloads()]
+    positional = min(sum(1 for a in s.arguments if not a.kwarg_only) for s in schemas)
+    keywords: List[str] = []
+    for s in schemas:
+        if sum(1 for a in s.arguments if not a.kwarg_only) == positional:
+            names = [a.name for a in s.arguments if a.kwarg_only and a.name != "out"]
+            keywords = names if len(names) > len(keywords) else keywords
+    return positional, keywords
+
+
+def _per_tensor(base: Any) -> Callable[..., Any]:
+    """The decomposition of a functional `_foreach_<base>` overload: the
+    lists among its arguments (of tensors or of numbers) zipped, the other
+    arguments the same for every tensor; its arguments past the ones
+    @p base takes by position are @p base's keyword-only ones, in order. A
+    call whose arguments @p base does not take stays whole (NotImplemented
+    tells the tracer so)."""
+    positional, keywords = _signature(base)
+
+    def decomposed(*args: Any, **kwargs: Any) -> Any:
+        extra = args[positional:]
+        if len(extra) > len(keywords):
+            return NotImplemented
+        kwargs = {**dict(zip(keywords, extra)), **kwargs}
+        args = args[:positional]
+        n = len(next(a for a in args if isinstance(a, (list, tuple))))
+
+        def pick(a: Any, i: int) -> Any:
+            return a[i] if isinstance(a, (list, tuple)) else a
+        try:
+            return [base(*[pick(a, i) for a in args],
+                         **{k: pick(v, i) for k, v in kwargs.items()}) for i in range(n)]
+        except (RuntimeError, TypeError):
+            return NotImplemented
+    return decomposed
+
+
+def _tensor_list(t: Any) -> bool:
+    return str(t) in ("Tensor[]", "List[Tensor]")
+
+
+def _base(op: torch._ops.OpOverload) -> Optional[Any]:
+    """The operator @p op applies to each tensor (aten.add for
+    _foreach_add.List), or None for an in-place form or an unknown one."""
+    name = op._schema.name.split("::")[-1]
+    if not name.startswith(_PREFIX) or name.endswith("_"):
+        return None
+    returns = op._schema.returns
+    if len(returns) != 1 or not _tensor_list(returns[0].type) \
+            or not any(_tensor_list(a.type) for a in op._schema.arguments):
+        return None  # an out= form
+    return getattr(torch.ops.aten, name[len(_PREFIX):], None)
+
+
+# The operators of the `_foreach` forms torch.optim's updates and
+# clip_grad_norm_ use (SGD, Adam, AdamW, RMSprop, Adagrad, ...).
+_OPERATORS = ("add", "sub", "mul", "div", "addcmul", "addcdiv", "lerp", "sqrt", "neg", "abs",
+              "exp", "reciprocal", "sign", "maximum", "minimum", "clamp_min", "clamp_max", "pow",
+              "copy")
+
+
+def foreach_decompositions() -> Dict[torch._ops.OpOverload, Callable[..., Any]]:
+    """The decompositions of the functional overloads of those operators'
+    `_foreach` forms."""
+    table: Dict[torch._ops.OpOverload, Callable[..., Any]] = {}
+    for name in (_PREFIX + o for o in _OPERATORS):
+        packet = getattr(torch.ops.aten, name, None)
+        if packet is None:
+            continue
+        for overload in packet.overloads():
+            op = getattr(packet, overload)
+            base = _base(op)
+            if base is not None:
+                table[op] = _per_tensor(base)
+    return table
