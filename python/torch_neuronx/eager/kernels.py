@@ -119,7 +119,7 @@ def _why_not(call: Call) -> Optional[str]:
     if not call.tensor_positions:
         return "it has no neuron tensor input"
     for t in call.tensors:
-        if t.dtype not in _DEVICE_DTYPES:
+        if t.dtype not in _DEVICE_DTYPES and t.dtype != torch.bool:
             return f"the device computes in float32 and bfloat16, not {t.dtype}"
         if t.numel() == 0:
             return "an input is empty"
@@ -178,11 +178,12 @@ def _captured_and_lowered(call: Call, examples: List[torch.Tensor]) -> Tuple[Any
     if call.op in LOWERINGS:
         try:
             captured = capture_call(call, examples, _name(call.op))
-            return captured, lower(captured, _name(call.op), scalar_results=True)
+            return captured, lower(captured, _name(call.op), scalar_results=True,
+                                   bool_inputs_u8=True)
         except UnsupportedOperatorError:
             pass
     captured = capture(call.rebuilt(), examples, kept_whole=LOWERINGS, api="neuron")
-    return captured, lower(captured, _name(call.op), scalar_results=True)
+    return captured, lower(captured, _name(call.op), scalar_results=True, bool_inputs_u8=True)
 
 
 def _scalar_result_shapes(call: Call, examples: List[torch.Tensor]) -> Any:

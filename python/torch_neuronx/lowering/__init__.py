@@ -61,13 +61,17 @@ def _outputs(ctx: Context) -> List[torch.fx.Node]:
 
 
 def lower(captured: Captured, name: Optional[str] = None,
-          scalar_results: bool = False) -> Lowered:
+          scalar_results: bool = False, bool_inputs_u8: bool = False) -> Lowered:
     """The whole graph as one IR graph; raises UnsupportedOperatorError at
     the first operator the device cannot run. @p scalar_results: a
     0-dimensional result of a reduction is lowered as the IR's [1], which
-    the caller views as 0-dimensional (Context.scalar_results)."""
+    the caller views as 0-dimensional (Context.scalar_results). @p
+    bool_inputs_u8: bool inputs are the IR's u8, which the caller passes
+    as they are (Context.bool_inputs_u8); else they are listed in the
+    result's bool_inputs, for the caller to convert."""
     ctx = Context(captured, name or captured.name)
     ctx.scalar_results = scalar_results
+    ctx.bool_inputs_u8 = bool_inputs_u8
     inputs: List[str] = []
     bool_inputs: List[int] = []
     for i, (node, x, name) in enumerate(zip(captured.inputs, captured.example_inputs,
@@ -76,7 +80,7 @@ def lower(captured: Captured, name: Optional[str] = None,
         t = ctx.input(name, x.shape, x.dtype)
         ctx.env[node] = t
         inputs.append(t.name)
-        if x.dtype == torch.bool:
+        if x.dtype == torch.bool and not bool_inputs_u8:
             bool_inputs.append(i)
     _walk(ctx, ctx.lower_node)
     outputs: List[str] = []

@@ -78,6 +78,10 @@ class Context:
         # values have rank >= 1): the caller views it as 0-dimensional (an
         # eager kernel does; a traced program returns what the IR has).
         self.scalar_results = False
+        # Bool inputs as the IR's u8 (one byte, 0 or 1: torch.bool's own
+        # layout, which an eager kernel passes as it is), else as
+        # BOOL_INPUT_DTYPE 0 and 1 (which a traced program converts them to).
+        self.bool_inputs_u8 = False
 
     # --- names ---------------------------------------------------------------
     @staticmethod
@@ -173,7 +177,10 @@ class Context:
                 raise self.unsupported("a 0-dimensional tensor operand")
             shape = (1,)
         name = self.fresh(hint)
-        ir = self.ir_dtype(BOOL_INPUT_DTYPE if dtype == torch.bool else dtype)
+        if dtype == torch.bool:
+            ir = "u8" if self.bool_inputs_u8 else self.ir_dtype(BOOL_INPUT_DTYPE)
+        else:
+            ir = self.ir_dtype(dtype)
         node = self.graph.input(name, ir, [int(s) for s in shape])
         self.input_names.add(name)
         return Tensor(node, name, tuple(int(s) for s in shape), dtype)

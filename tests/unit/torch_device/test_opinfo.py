@@ -20,11 +20,11 @@ from opinfo_run import DTYPES, aten_name, claimed_opinfos, opinfo_id, run_op
 NOT_CLAIMED: Dict[str, str] = {
     "div.trunc_rounding": "div's rounding_mode needs a float-to-integer conversion",
     "div.floor_rounding": "div's rounding_mode needs a float-to-integer conversion",
-    "masked_fill": "its mask is a bool tensor, which device programs do not read yet",
-    "where": "its condition is a bool tensor, which device programs do not read yet",
     "max.reduction_with_dim": "its indices are int64, which the device does not compute",
     "min.reduction_with_dim": "its indices are int64, which the device does not compute",
     "norm.nuc": "the nuclear norm is a sum of singular values (an SVD)",
+    "masked_fill": "a 0-dimensional value tensor on the device runs on the CPU: its kernel is "
+                   "compiled for [1], which masked_fill.Tensor refuses",
     "repeat": "a 0-dimensional input runs on the CPU: its kernel is compiled for [1], which "
               "repeat's sizes do not fit",
     "select_scatter": "a 0-dimensional src runs on the CPU: its kernel is compiled for [1], "

@@ -181,3 +181,14 @@ def hardswish_backward(L: Context, node: torch.fx.Node) -> None:
     P, g, x, dtype = _gradient(L)
     r = P.where(P.mask("ge", x, 3.0), g, P("mul", g, P("add", P("div", x, 3.0), 0.5)))
     L.bind(P.result(P.keep_nan(x, P.where(P.mask("gt", x, -3.0), r, 0.0)), dtype))
+
+
+@lowering(aten.native_dropout_backward.default)
+def native_dropout_backward(L: Context, node: torch.fx.Node) -> None:
+    # (grad_output, mask, scale): grad * mask * scale, the bool mask as 0
+    # and 1 (a NaN gradient stays NaN where the mask is 0, as torch)
+    P = Pointwise(L)
+    g = L.tensor(L.arg(0), "grad_output")
+    m = P.as_float(L.tensor(L.arg(1), "mask"))
+    r = P("mul", P("mul", P.input(g, "grad_output"), m), float(L.arg(2)))
+    L.bind(P.result(r, g.dtype))

@@ -12,7 +12,7 @@ import torch
 from ..context import Context
 from ..registry import lowering
 from ..values import Expanded, External, Masked, Tensor, Weight
-from .compare import general_where
+from .compare import general_where, is_device_mask
 from .masks import (MASK_HINT, additive_causal, additive_from_bool, causal_keep,
                     check_mask_shape, fill_value, is_bool_input, require_causal_fill, shape_of)
 
@@ -22,6 +22,9 @@ aten = torch.ops.aten
 @lowering(aten.masked_fill.Scalar, aten.masked_fill.Tensor)
 def masked_fill(L: Context, node: torch.fx.Node) -> None:
     x, mask, fill = L.arg(0), L.arg(1), L.arg(2)
+    if is_device_mask(L, mask):
+        general_where(L, mask, fill, x)  # the fill where the mask holds
+        return
     if is_bool_input(mask):
         additive_from_bool(L, x, mask, fill)
         return
@@ -37,12 +40,12 @@ def masked_fill(L: Context, node: torch.fx.Node) -> None:
 @lowering(aten.where.self)
 def where(L: Context, node: torch.fx.Node) -> None:
     cond, kept, fill = L.arg(0), L.arg(1), L.arg(2)
+    if is_device_mask(L, cond):
+        general_where(L, cond, kept, fill)  # a mask the device holds
+        return
     if not isinstance(kept, (Tensor, External)):
         raise L.unsupported("a select whose kept value is not a tensor of the device")
     x = L.tensor(kept, "self")
-    if isinstance(cond, Tensor) and cond.dtype == torch.bool and L.graph.dtype(cond.node) == "u8":
-        general_where(L, cond, kept, fill)  # a mask the device computed
-        return
     if not isinstance(cond, Weight) or not causal_keep(x.shape, cond.value):
         raise L.unsupported(f"a condition other than the causal mask ({MASK_HINT})")
     require_causal_fill(L, fill_value(fill), fill)

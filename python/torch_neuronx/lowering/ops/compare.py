@@ -11,7 +11,7 @@ import torch
 from ..context import Context
 from ..registry import CAST_DTYPES, FLOATS_AND_INT32, lowering
 from ..values import Tensor
-from .broadcast import one_sided
+from .broadcast import materialised, one_sided
 
 aten = torch.ops.aten
 
@@ -54,12 +54,34 @@ for _op in ("eq", "ne", "lt", "le", "gt", "ge"):
              dtypes=FLOATS_AND_INT32)(_compare(_op))
 
 
+def is_device_mask(L: Context, v: Any) -> bool:
+    """Whether @p v is a mask the device holds as u8: a comparison's
+    result, or a bool input of an eager kernel (Context.bool_inputs_u8)."""
+    return isinstance(v, Tensor) and v.dtype == torch.bool and L.graph.dtype(v.node) == "u8"
+
+
 def general_where(L: Context, cond: Any, a: Any, b: Any) -> None:
-    """where(cond, a, b) with a condition the device computed (a comparison's
-    mask): a where cond holds, else b (a tensor of a's shape or a number)."""
+    """where(cond, a, b) with a condition the device holds (is_device_mask):
+    a where cond holds, else b; a and b tensors or numbers (not both), each
+    broadcast to the result's shape."""
+    out = L.out_shape()
     c = L.tensor(cond, "condition")
-    x = L.tensor(a, "self")
-    y = L.operand(b, "other")
-    if isinstance(y, Tensor) and y.dtype != x.dtype:
-        raise L.unsupported(f"where of {x.dtype} and {y.dtype}")
+    if c.shape != out:
+        c = materialised(L, c, out)
+    x, y = L.operand(a, "self"), L.operand(b, "other")
+    if not isinstance(x, Tensor):
+        if not isinstance(y, Tensor):
+            raise L.unsupported("a select of two numbers")
+        # the number is the false value: cond negated (as 0 and 1, == 0)
+        ones = L.emit("cast", [c], result=False, shape=out, dtype=torch.float32,
+                      flags=["dtype=fp32"])
+        c = L.emit("eq", [ones, 0.0], result=False, shape=out, dtype=torch.bool)
+        x, y = y, x
+    if x.shape != out:
+        x = materialised(L, x, out)
+    if isinstance(y, Tensor):
+        if y.dtype != x.dtype:
+            raise L.unsupported(f"where of {x.dtype} and {y.dtype}")
+        if y.shape != out:
+            y = materialised(L, y, out)
     L.bind(L.emit("where", [c, x, y], dtype=x.dtype))
