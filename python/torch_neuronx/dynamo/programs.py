@@ -34,7 +34,8 @@ class Statistics:
 
 statistics = Statistics()
 _runs: Counter = Counter()
-_lock = threading.Lock()
+_runs_lock = threading.Lock()  # protects _runs
+_lock = threading.Lock()  # protects _memory and statistics: one compile at a time
 _memory: Dict[str, Any] = {}  # key -> torch.classes.neuron.EagerKernel
 
 
@@ -42,7 +43,7 @@ def get_compiled_programs() -> Dict[str, int]:
     """The device programs of torch.compile's graphs that ran, by name
     ("forward0_program0": graph 0's forward, its first program), with how
     many times each did."""
-    with _lock:
+    with _runs_lock:
         return dict(sorted(_runs.items()))
 
 
@@ -135,7 +136,7 @@ class Program(torch.nn.Module):
                 t = t.to(device)  # a CPU scalar mixed with device tensors
             args.append(t.reshape(1) if t.dim() == 0 else t.contiguous())
         outputs = self.kernel.run(args)
-        with _lock:
+        with _runs_lock:
             _runs[self.program_name] += 1
         if self.shapes is not None:
             outputs = [o.view(s) for o, s in zip(outputs, self.shapes)]
