@@ -34,8 +34,6 @@ NOT_CLAIMED: Dict[str, str] = {
 # Claimed forms that do not yet match, as strict expected failures (one
 # that starts to pass fails the suite, to be moved out of here).
 KNOWN_MISMATCHES: Dict[Tuple[str, torch.dtype], str] = {
-    ("baddbmm", torch.bfloat16): "the product is rounded to bfloat16 before beta * input is "
-                                 "added; the CPU rounds once",
     ("native_layer_norm", torch.bfloat16): "a row of one element normalizes to 0 exactly, "
                                            "which the device gives; the CPU's bfloat16 kernel "
                                            "gives 1.04e-3",

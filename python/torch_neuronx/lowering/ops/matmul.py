@@ -64,6 +64,23 @@ def baddbmm(L: Context, node: torch.fx.Node) -> None:
     mask_shape = shape_of(mask)
     if beta != 0 and mask_shape is not None:
         check_mask_shape(L, mask_shape, out, "the mask (baddbmm's self)")
+    dtype = L.value(node).dtype
+    if beta != 0 and not (beta == 1 and additive_causal(out, mask)) \
+            and not isinstance(mask, Expanded) and dtype != torch.float32:
+        # beta * mask + alpha * product in float32, rounded once, as
+        # torch's CPU kernel (a product rounded to bfloat16 first loses it)
+        a, b = (Transposed(_float(L, v.source)) if isinstance(v, Transposed)
+                else _float(L, L.tensor(v, what))
+                for v, what in ((L.arg(1), "batch1"), (L.arg(2), "batch2")))
+        p = matrix_product(L, a, b, result=False)
+        if alpha != 1:
+            p = L.emit("mul", [p, float(alpha)], result=False, shape=out)
+        m = _float(L, L.tensor(mask, "self"))
+        if beta != 1:
+            m = L.emit("mul", [m, float(beta)], result=False, shape=m.shape)
+        L.bind(L.emit("cast", [L.emit("add", [p, m], result=False, shape=out)], result=False,
+                      shape=out, dtype=dtype, flags=[f"dtype={CAST_DTYPES[dtype]}"]))
+        return
     h = matrix_product(L, L.arg(1), L.arg(2))
     if alpha != 1:
         h = L.emit("mul", [h, float(alpha)])
