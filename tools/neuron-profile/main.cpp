@@ -39,6 +39,11 @@ int capture(const std::filesystem::path &out, uint64_t records,
                 neuron::errc::io_error,
                 fmt::format("{}: cannot create it: {}", path.string(), std::strerror(errno)));
     }
+    // The profiled processes append to it, and it is read back: a file.
+    if (!std::filesystem::is_regular_file(path))
+        throw neuron::Error(
+            neuron::errc::invalid_argument,
+            fmt::format("{}: not a regular file: name a .ntrace file to write", path.string()));
     ::setenv(neuron::ntrace::env_file, path.c_str(), 1);
     if (records)
         ::setenv(neuron::ntrace::env_records, std::to_string(records).c_str(), 1);

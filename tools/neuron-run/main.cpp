@@ -287,6 +287,15 @@ int run(int argc, const char *const *argv, std::ostream &out, std::ostream &err,
         files[name] = spec.substr(eq + 1);
     }
 
+    // Where the outputs go, before the run: a -o that cannot be one fails now.
+    if (!out_dir.empty()) {
+        std::error_code ec;
+        fs::create_directories(out_dir, ec);
+        if (ec || !fs::is_directory(out_dir))
+            throw std::runtime_error(fmt::format("-o {}: cannot create the directory: {}", out_dir,
+                                                 ec ? ec.message() : std::strerror(ENOTDIR)));
+    }
+
     std::optional<nc::Graph> graph;
     if (!graph_path.empty()) {
         graph = nc::load(graph_path);
@@ -366,7 +375,6 @@ int run(int argc, const char *const *argv, std::ostream &out, std::ostream &err,
                        job_ms.front(), job_ms[job_ms.size() / 2]);
 
     if (!out_dir.empty()) {
-        fs::create_directories(out_dir);
         for (const auto &[name, bytes] : outputs) {
             const neuron::ArgumentInfo &a = *program.find_argument(name);
             const fs::path path = fs::path(out_dir) / (name + (raw ? ".bin" : ".npy"));

@@ -637,6 +637,16 @@ static void broken_files(void **) {
     Run missing = run(fmt::format("'{}' view '{}'", NEURON_PROFILE_BIN, scratch("none").string()));
     assert_int_equal(missing.status, 1);
     assert_true(contains(missing.err, "cannot open it"));
+
+    // capture's output: a file it can create, and a regular one.
+    Run nodir = run(fmt::format("'{}' capture -o '{}' -- true", NEURON_PROFILE_BIN,
+                                (scratch("none") / "x.ntrace").string()));
+    assert_int_equal(nodir.status, 1);
+    assert_true(contains(nodir.err, "x.ntrace: cannot create it: No such file or directory"));
+    Run dev = run(fmt::format("'{}' capture -o /dev/null -- true", NEURON_PROFILE_BIN));
+    assert_int_equal(dev.status, 1);
+    assert_true(contains(dev.err, "neuron-profile: /dev/null: not a regular file: name a .ntrace "
+                                  "file to write"));
     fs::remove(f);
 }
 
