@@ -16,6 +16,7 @@ import time
 from typing import Any, Dict, List, Sequence, Tuple
 
 import torch
+from torch.utils._pytree import tree_map
 
 from ..capture import Captured, Recorder
 from ..lowering.registry import operator_name
@@ -26,16 +27,25 @@ from .programs import Program
 log = logging.getLogger("torch_neuronx")
 
 
+def _to_cpu(value: Any) -> Any:
+    return tree_map(lambda x: x.cpu() if isinstance(x, torch.Tensor) and x.device.type == "neuron"
+                    else x, value)
+
+
 class _HostRecorder(Recorder):
     """Records every node's value on the CPU: the graph's factories
     (zeros, full, arange) make their tensors there instead of on
-    `neuron`, next to the CPU example inputs."""
+    `neuron`, next to the CPU example inputs, and the graph's constants
+    (get_attr) are copied there."""
 
     def call_function(self, target: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
         device = kwargs.get("device")
         if device is not None and torch.device(device).type == "neuron":
             kwargs = {**kwargs, "device": torch.device("cpu")}
-        return super().call_function(target, args, kwargs)
+        return _to_cpu(super().call_function(target, args, kwargs))
+
+    def get_attr(self, target: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
+        return _to_cpu(super().get_attr(target, args, kwargs))
 
 
 def static_shapes(example_inputs: Sequence[Any]) -> bool:

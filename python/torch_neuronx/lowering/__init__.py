@@ -16,7 +16,7 @@ from ..capture import Captured
 from .context import BOOL_INPUT_DTYPE, Context, Lowered, is_operator
 from .errors import UnsupportedOperatorError
 from .registry import LOWERINGS, lowering, operator_name, supported_operators
-from .values import External, Weight
+from .values import Expanded, External, Tensor, Transposed, Weight
 
 SUPPORTED_OPERATORS: Tuple[str, ...] = supported_operators()
 
@@ -170,7 +170,14 @@ def lower_part(captured: Captured, name: str, members: frozenset,
                 raise ctx.unsupported(f"its result {node.args[1]} is used, which the device "
                                       "does not compute")
             raise ctx.unsupported("its result is used, which the device does not compute")
-        t = ctx.result(ctx.env[node], names)
+        v = ctx.env[node]
+        source = v.source if isinstance(v, (Expanded, Transposed)) else v
+        if isinstance(source, Tensor) and source.dtype == torch.bool \
+                and ctx.graph.dtype(source.node) != "u8":
+            # a bool input moved (a comparison's u8 mask is returned as bool)
+            raise ctx.unsupported("its result is a bool tensor moved from a bool input, which "
+                                  "a program does not return")
+        t = ctx.result(v, names)
         ctx.graph.output(t.node)
         names.append(t.name)
     inputs = [e.lowered.name for e in ctx.externals if e.lowered is not None]

@@ -176,6 +176,9 @@ class Context:
             if not self.scalar_results:
                 raise self.unsupported("a 0-dimensional tensor operand")
             shape = (1,)
+        if any(int(s) == 0 for s in shape):
+            raise self.unsupported(f"an empty tensor operand {list(shape)} (the IR's sizes are "
+                                   ">= 1)")
         name = self.fresh(hint)
         if dtype == torch.bool:
             ir = "u8" if self.bool_inputs_u8 else self.ir_dtype(BOOL_INPUT_DTYPE)

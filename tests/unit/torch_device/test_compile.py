@@ -242,6 +242,35 @@ def test_a_transformer_layer_trains() -> None:
     assert fell_back <= BOOL_MASKS_ON_THE_CPU, fell_back - BOOL_MASKS_ON_THE_CPU
 
 
+def test_a_transformers_gpt2_trains_compiled() -> None:
+    """A transformers GPT-2 config: its graphs hold empty constants, bool
+    masks moved from the inputs and int64 positions, which run eagerly
+    around the programs; its loss and gradients are the CPU's."""
+    import transformers
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(vocab_size=128, n_layer=1, n_embd=32, n_head=2,
+                                     n_positions=16, resid_pdrop=0.0, embd_pdrop=0.0,
+                                     attn_pdrop=0.0)
+    cpu = transformers.GPT2LMHeadModel(config)
+    device = transformers.GPT2LMHeadModel(config).to("neuron")
+    device.load_state_dict(cpu.state_dict())
+    ids = torch.randint(0, 128, (2, 16))
+    graphs, programs = statistics.graphs, torch_neuronx.get_compiled_programs()
+    loss = torch.compile(lambda ids: device(ids, labels=ids).loss, backend="neuron")(
+        ids.to("neuron"))
+    loss.backward()
+    want = cpu(ids, labels=ids).loss
+    want.backward()
+    torch.testing.assert_close(loss.cpu(), want, rtol=RTOL, atol=ATOL)
+    for (name, got), expected in zip(device.named_parameters(), cpu.parameters()):
+        torch.testing.assert_close(got.grad.cpu(), expected.grad, rtol=RTOL, atol=ATOL,
+                                   msg=lambda m: f"{name}'s gradient: {m}")
+    # every graph compiled (none run eagerly as a whole) and ran its programs
+    ran = ran_since(programs, torch_neuronx.get_compiled_programs())
+    assert {n.split("_")[0] for n in ran} == {f"{kind}{i}" for i, kind in zip(
+        range(graphs, statistics.graphs), ("forward", "forward", "backward", "backward"))}, ran
+
+
 # (batch, whether a program is compiled for it). With dynamic=False, Dynamo
 # guards each graph's shapes and keeps one graph per shape; by default it
 # gives a graph with dynamic shapes at the first new shape, which the
