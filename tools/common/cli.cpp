@@ -2,6 +2,7 @@
 #include "neuron_tools/cli.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <exception>
 #include <filesystem>
 #include <iostream>
@@ -138,17 +139,27 @@ std::optional<double> number(const std::string &text) {
 } // namespace
 
 std::string closest_match(std::string_view word, const std::vector<std::string> &candidates) {
+    auto lower = [](std::string_view w) {
+        std::string l(w);
+        std::transform(l.begin(), l.end(), l.begin(),
+                       [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+        return l;
+    };
+    const std::string folded = lower(word);
     std::string best;
     size_t best_d = SIZE_MAX;
     for (const std::string &c : candidates) {
-        size_t d = edit_distance(word, c);
+        if (c == word)
+            return {}; // not a misspelling
+        size_t d = edit_distance(folded, lower(c));
         if (d < best_d) {
             best_d = d;
             best = c;
         }
     }
-    // A misspelling: at most two edits, and fewer than a third of the word.
-    if (best_d == 0 || best_d > 2 || best_d * 3 > word.size())
+    // A misspelling: at most two edits, and fewer than a third of the word
+    // (--JSON for --json is none).
+    if (best_d > 2 || best_d * 3 > word.size())
         return {};
     return best;
 }
@@ -200,6 +211,21 @@ CLI::Option *positive(CLI::Option *option) {
             return fmt::format("'{}' is not a number above 0", text);
         },
         "POSITIVE"));
+}
+
+CLI::Option *one_of(CLI::Option *option, std::vector<std::string> choices) {
+    std::string list;
+    for (const std::string &c : choices)
+        list += (list.empty() ? "" : ", ") + c;
+    return option->check(CLI::Validator(
+        [choices = std::move(choices), list](std::string &text) -> std::string {
+            if (std::find(choices.begin(), choices.end(), text) != choices.end())
+                return {};
+            auto m = closest_match(text, choices);
+            return fmt::format("'{}' is not one of {}{}", text, list,
+                               m.empty() ? "" : fmt::format(" (did you mean {}?)", m));
+        },
+        ""));
 }
 
 CLI::Option *add_device_option(CLI::App &app, std::string &value, std::string_view what) {

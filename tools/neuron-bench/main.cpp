@@ -75,10 +75,10 @@ int main(int argc, char **argv) {
         app.add_option("--max-depth", o.max_depth, "Deepest queue of the submission figures")
             ->capture_default_str(),
         1, 1024);
-    app.add_option("-s,--sections", o.sections, "Sections to run (default: all)")
-        ->delimiter(',')
-        ->check(CLI::IsMember(
-            std::vector<std::string>(std::begin(all_sections), std::end(all_sections))));
+    neuron::tools::one_of(
+        app.add_option("-s,--sections", o.sections, "Sections to run (default: all)")
+            ->delimiter(','),
+        std::vector<std::string>(std::begin(all_sections), std::end(all_sections)));
     app.add_option("--host-figures", o.host_figures,
                    "JSON of neuron-model-bench --json, measured on the host: the compute limits")
         ->check(CLI::ExistingFile);

@@ -118,10 +118,10 @@ int main(int argc, char **argv) {
         "export", "write a .ntrace file as a Trace Event JSON, or a job's timeline as SVG, on "
                   "stdout");
     exp->add_option("file", file, "the .ntrace file")->required();
-    exp->add_option("--format", format,
-                    "the output format: chrome (Trace Event format, every job) or svg (a "
-                    "picture of one job's timeline)")
-        ->check(CLI::IsMember({"chrome", "svg"}));
+    neuron::tools::one_of(exp->add_option("--format", format,
+                                          "the output format: chrome (Trace Event format, "
+                                          "every job) or svg (a picture of one job's timeline)"),
+                          {"chrome", "svg"});
     neuron::tools::positive(
         exp->add_option("--job", job, "svg: the job to draw, 1 = the first (1)"));
 

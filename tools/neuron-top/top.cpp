@@ -327,9 +327,9 @@ int run(int argc, const char *const *argv, std::ostream &out, std::ostream &err,
         ->type_name("COLSxROWS")
         ->excludes(batch_opt)
         ->excludes(json_opt);
-    app.add_option("-s,--sort", sort,
-                   "Sort the process list by util (default), memory, pid or command")
-        ->check(CLI::IsMember({"util", "memory", "pid", "command"}));
+    one_of(app.add_option("-s,--sort", sort,
+                          "Sort the process list by util (default), memory, pid or command"),
+           {"util", "memory", "pid", "command"});
     app.add_flag("--no-netlink", no_netlink,
                  "Do not listen to the driver's netlink events: detect resets from the counters");
     app.footer("Keys: q quit, ? or F1 help, s sort, arrows select. "

@@ -114,6 +114,11 @@ usage_error "--repeat: '0' is not a number from 1 to 1000$" neuron-bench --repea
 usage_error "--sbuf-bytes: '0' is not a number above 0$" neuron-cc a.nir --sbuf-bytes 0
 usage_error "--isa '9': expected MAJOR.MINOR" neuron-cc a.nir --isa 9
 usage_error "--job: '0' is not a number above 0$" neuron-profile export --job 0 a
+usage_error "--sort: 'memroy' is not one of util, memory, pid, command \\(did you mean memory\\?\\)$" neuron-top --sort memroy
+usage_error "--format: 'x' is not one of chrome, svg$" neuron-profile export --format x a
+usage_error "--sections: 'cmopute' is not one of dma, submit, compute, alloc, e2e \\(did you mean compute\\?\\)$" neuron-bench --sections dma,cmopute
+# Letter case aside, a misspelling too.
+usage_error "unknown option --JSON \\(did you mean --json\\?\\)$" neuron-ls --JSON
 
 # The device selector: a bad one is a usage error naming its source.
 for t in neuron-ls neuron-top neuron-monitor neuron-run neuron-bench; do

@@ -49,7 +49,7 @@ std::optional<int> parse_command_line(CLI::App &app, int argc, const char *const
 int usage_error(const CLI::App &app, std::string_view what, std::ostream &err);
 
 /// The closest of @p candidates to @p word when close enough to be a
-/// misspelling of it; empty otherwise.
+/// misspelling of it (letter case aside); empty otherwise.
 std::string closest_match(std::string_view word, const std::vector<std::string> &candidates);
 
 /// Checks that @p option's value is a number from @p lo to @p hi: anything
@@ -59,6 +59,11 @@ CLI::Option *in_range(CLI::Option *option, double lo, double hi);
 
 /// Checks that @p option's value is a number above zero. Returns @p option.
 CLI::Option *positive(CLI::Option *option);
+
+/// Checks that @p option's value is one of @p choices: anything else is a
+/// usage error listing them, with a "did you mean" for a misspelling.
+/// Returns @p option.
+CLI::Option *one_of(CLI::Option *option, std::vector<std::string> choices);
 
 /// Adds -d,--device SELECTOR, the same in every tool: an index, a device
 /// node, a PCI address or sim[:OPTIONS] (neuron::DeviceSelector).
