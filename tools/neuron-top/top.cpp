@@ -372,7 +372,11 @@ int run(int argc, const char *const *argv, std::ostream &out, std::ostream &err,
     opts.access = false;
     if (scan_devices(r, opts).empty()) {
         if (driver.loaded && !r.device.source.empty()) {
-            err << "neuron-top: " << r.device.source << ": no such device (neuron-ls lists them)\n";
+            // top(1)'s -d is its delay: say where the period is.
+            const bool delay_like = r.device.kind == neuron::DeviceSelector::Kind::index &&
+                                    r.device.source.starts_with("-d ");
+            err << "neuron-top: " << r.device.source << ": no such device (neuron-ls lists them"
+                << (delay_like ? "; the period between samples is --interval" : "") << ")\n";
             return exit_no_devices;
         }
         return no_devices(driver, err);

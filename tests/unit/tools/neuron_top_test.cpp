@@ -334,6 +334,11 @@ void test_errors_and_help(void **) {
     t.set_driver("0.1.0");
     r = run_top(t.roots(), {"--json"});
     assert_int_equal(r.status, neuron::tools::exit_no_devices);
+    // An index that names no device: top(1)'s habit of -d for the delay.
+    r = run_top(t.roots(), {"--batch", "-d", "2"});
+    assert_int_equal(r.status, neuron::tools::exit_no_devices);
+    assert_string_equal(r.err.c_str(), "neuron-top: -d 2: no such device (neuron-ls lists them; "
+                                       "the period between samples is --interval)\n");
     r = run_top(t.roots(), {"--interval", "0"});
     assert_int_equal(r.status, neuron::tools::exit_usage);
 
