@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import logging
 import operator
+import re
 import time
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Sequence, Set, Tuple
 
 import torch
 from torch.utils._pytree import tree_map
 
 from ..capture import Captured, Recorder
+from ..lowering import classify
 from ..lowering.registry import operator_name
 from ..partition import analyze_graph, lower_subgraphs, partitioned_graph
 from . import _torch, programs
@@ -80,6 +82,34 @@ def _captured(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], name: str
                     tuple_output=True)
 
 
+# The IR value a compiler's error names first ("neuron compiler: 'sum_52.rows0'
+# (reshape of ...): ...": sum_52, or a piece of it).
+_REFUSED = re.compile(r"'([A-Za-z_][A-Za-z0-9_]*)[.']")
+
+
+def _programs(captured: Captured, analysis: Any,
+              prefix: str) -> Tuple[List[Any], List[Any], List[Any]]:
+    """The device's parts of the graph, lowered and compiled. An operator
+    whose IR the compiler refuses (a form the lowering cannot tell it does
+    not take: a reduction's layout) runs eagerly instead, and the parts
+    are formed again."""
+    to_cpu: Set[str] = set()
+    while True:
+        subgraphs, parts = lower_subgraphs(captured, analysis, to_cpu, prefix)
+        try:
+            return subgraphs, parts, [programs.kernel_of(lowered) for lowered, _ in parts]
+        except RuntimeError as e:
+            m = _REFUSED.search(str(e))
+            node = next((lowered.ir_nodes[m.group(1)] for lowered, _ in parts
+                         if m and m.group(1) in lowered.ir_nodes), None)
+            if node is None or node in to_cpu:
+                raise
+            log.info("neuron: %s runs eagerly: %s", node, str(e).splitlines()[0])
+            to_cpu.add(node)
+            analysis.placement, analysis.folded = classify(captured, frozenset(to_cpu),
+                                                           analysis.scalar_results)
+
+
 def _check_outputs(kernel: Any, expected: List[Any], name: str) -> None:
     got = kernel.output_meta()
     for i, (e, g) in enumerate(zip(expected, got)):
@@ -113,11 +143,10 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
     name = f"{kind}{number}"
     captured = _captured(gm, example_inputs, name)
     analysis = analyze_graph(captured, scalar_results=True)
-    subgraphs, parts = lower_subgraphs(captured, analysis, set(), f"{name}_program")
+    subgraphs, parts, kernels = _programs(captured, analysis, f"{name}_program")
     root = torch.nn.Module()
-    for i, (s, (lowered, _)) in enumerate(zip(subgraphs, parts)):
+    for i, (s, kernel) in enumerate(zip(subgraphs, kernels)):
         program = f"{name}_program{i}"
-        kernel = programs.kernel_of(lowered)
         expected = [captured.values[n] for n in s.outputs]
         _check_outputs(kernel, expected, program)
         root.add_module(f"program{i}", Program(kernel, program, [tuple(e.shape) for e in expected]))
@@ -127,7 +156,11 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
 
     def constant(n: torch.fx.Node, target: str) -> str:
         attr = "c_" + target.replace(".", "_")
-        setattr(root, attr, operator.attrgetter(target)(gm))
+        value = operator.attrgetter(target)(gm)
+        if isinstance(value, torch.Tensor):
+            root.register_buffer(attr, value)
+        else:
+            setattr(root, attr, value)
         return attr
     graph = partitioned_graph(captured, subgraphs, [p[1] for p in parts], call, constant, root)
     eager = [n for n, e in analysis.placement.items() if e is not None]

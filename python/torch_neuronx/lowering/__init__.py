@@ -181,5 +181,6 @@ def lower_part(captured: Captured, name: str, members: frozenset,
         ctx.graph.output(t.node)
         names.append(t.name)
     inputs = [e.lowered.name for e in ctx.externals if e.lowered is not None]
-    return (Lowered(ctx.graph, ctx.weight_names, ctx.weights, inputs, names, False, ctx.log),
+    return (Lowered(ctx.graph, ctx.weight_names, ctx.weights, inputs, names, False, ctx.log,
+                    ir_nodes=ctx.ir_nodes),
             list(ctx.externals))

@@ -49,6 +49,9 @@ class Lowered:
     # Positions of the bool inputs, which the caller passes as
     # BOOL_INPUT_DTYPE 0 and 1.
     bool_inputs: Tuple[int, ...] = ()
+    # The FX node each IR value was emitted for, by their names (the
+    # compiler's errors name IR values).
+    ir_nodes: Dict[str, str] = field(default_factory=dict)
 
 
 def is_operator(node: torch.fx.Node) -> bool:
@@ -72,6 +75,7 @@ class Context:
         self.externals: List[External] = []  # in the order of their IR inputs
         self.node: Optional[torch.fx.Node] = None
         self.log: List[str] = []
+        self.ir_nodes: Dict[str, str] = {}  # IR value -> the FX node it was emitted for
         self.input_names: set = set()
         self._emitted: List[str] = []
         # A 0-dimensional result of a reduction may be the IR's [1] (its
@@ -321,6 +325,7 @@ class Context:
             raise RuntimeError(f"torch_neuronx: the lowering of {node.target} bound no value")
         self.log.append(f"{operator_name(node.target)} at {call_site(node)}: "
                         f"{', '.join(self._emitted) or 'no IR'}")
+        self.ir_nodes.update((name, node.name) for name in self._emitted)
 
     def fold(self, node: torch.fx.Node) -> bool:
         """Binds @p node to its traced value if it does not depend on the
