@@ -92,16 +92,25 @@ def _programs(captured: Captured, analysis: Any,
     """The device's parts of the graph, lowered and compiled. An operator
     whose IR the compiler refuses (a form the lowering cannot tell it does
     not take: a reduction's layout) runs eagerly instead, and the parts
-    are formed again."""
+    are formed again; a part refused as a whole is split at its middle
+    operator, which runs eagerly."""
     to_cpu: Set[str] = set()
     while True:
         subgraphs, parts = lower_subgraphs(captured, analysis, to_cpu, prefix)
+        kernels: List[Any] = []
         try:
-            return subgraphs, parts, [programs.kernel_of(lowered) for lowered, _ in parts]
+            for lowered, _ in parts:
+                kernels.append(programs.kernel_of(lowered))
+            return subgraphs, parts, kernels
         except RuntimeError as e:
             m = _REFUSED.search(str(e))
-            node = next((lowered.ir_nodes[m.group(1)] for lowered, _ in parts
-                         if m and m.group(1) in lowered.ir_nodes), None)
+            lowered = parts[len(kernels)][0]
+            node = lowered.ir_nodes.get(m.group(1)) if m else None
+            if node is None:
+                # refused as a whole (more arguments than a job binds): its
+                # middle operator runs eagerly, which splits it in two
+                members = subgraphs[len(kernels)].members
+                node = members[len(members) // 2].name if len(members) > 1 else None
             if node is None or node in to_cpu:
                 raise
             log.info("neuron: %s runs eagerly: %s", node, str(e).splitlines()[0])

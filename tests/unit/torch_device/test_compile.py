@@ -242,10 +242,13 @@ def test_a_transformer_layer_trains() -> None:
     assert fell_back <= BOOL_MASKS_ON_THE_CPU, fell_back - BOOL_MASKS_ON_THE_CPU
 
 
-# (vocabulary, width, heads, sequence, batch): a small GPT-2, and one of
+# (vocabulary, width, heads, sequence, batch, layers): a small GPT-2; one of
 # the training benchmark's width, whose layer norm backward sums rows of
-# 32768 elements, a layout the compiler refuses (that sum runs eagerly)
-GPT2_SIZES = {"small": (128, 32, 2, 16, 2), "bench-wide": (1024, 256, 4, 128, 8)}
+# 32768 elements, a layout the compiler refuses (that sum runs eagerly);
+# one of four layers, whose backward graph has more values crossing its
+# parts than a job binds (its parts are split until they fit)
+GPT2_SIZES = {"small": (128, 32, 2, 16, 2, 1), "bench-wide": (1024, 256, 4, 128, 8, 1),
+              "deep": (128, 32, 2, 16, 2, 4)}
 
 
 @pytest.mark.parametrize("size", sorted(GPT2_SIZES))
@@ -254,9 +257,9 @@ def test_a_transformers_gpt2_trains_compiled(size: str) -> None:
     masks moved from the inputs and int64 positions, which run eagerly
     around the programs; its loss and gradients are the CPU's."""
     import transformers
-    vocabulary, width, heads, sequence, batch = GPT2_SIZES[size]
+    vocabulary, width, heads, sequence, batch, layers = GPT2_SIZES[size]
     torch.manual_seed(0)
-    config = transformers.GPT2Config(vocab_size=vocabulary, n_layer=1, n_embd=width,
+    config = transformers.GPT2Config(vocab_size=vocabulary, n_layer=layers, n_embd=width,
                                      n_head=heads, n_positions=sequence, resid_pdrop=0.0,
                                      embd_pdrop=0.0, attn_pdrop=0.0)
     cpu = transformers.GPT2LMHeadModel(config)
