@@ -61,12 +61,24 @@ def sum_mean(L: Context, node: torch.fx.Node) -> None:
     L.bind(_reduce(L, op, x, _dims(L, x, dim), bool(L.arg(2, "keepdim", False))))
 
 
+def _nan_kept(L: Context, x: Tensor, r: Tensor, dims: List[int], keepdim: bool) -> Tensor:
+    """@p r, the largest or smallest x over @p dims, NaN where one of those
+    x is (the device's REDUCE max and min pass over a NaN; torch's amax
+    and amin return it)."""
+    nan = L.emit("ne", [x, x], result=False, shape=x.shape, dtype=torch.bool)
+    any_nan = _reduce(L, "amax", _cast(L, nan, torch.float32), dims, keepdim, shape=r.shape,
+                      result=False)
+    none = L.emit("eq", [any_nan, 0.0], result=False, shape=r.shape, dtype=torch.bool)
+    return L.emit("where", [none, r, math.nan], shape=r.shape, dtype=x.dtype)
+
+
 @lowering(aten.amax.default, aten.amin.default)
 def amax_amin(L: Context, node: torch.fx.Node) -> None:
     # amax(self, dim=[], keepdim=False): [] reduces every axis
     x = L.tensor(L.arg(0), "self")
     op = "amax" if node.target == aten.amax.default else "amin"
-    L.bind(_reduce(L, op, x, _dims(L, x, L.arg(1, "dim", [])), bool(L.arg(2, "keepdim", False))))
+    dims, keepdim = _dims(L, x, L.arg(1, "dim", [])), bool(L.arg(2, "keepdim", False))
+    L.bind(_nan_kept(L, x, _reduce(L, op, x, dims, keepdim), dims, keepdim))
 
 
 def _variance(L: Context, x: Tensor, dims: List[int], correction: Any, keepdim: bool
@@ -294,12 +306,7 @@ def max_min(L: Context, node: torch.fx.Node) -> None:
     # the largest (smallest) element; NaN if any is, as torch
     x = L.tensor(L.arg(0), "self")
     op = "amax" if node.target == aten.max.default else "amin"
-    r = _reduce(L, op, x, [], False)
-    nan = L.emit("ne", [x, x], result=False, shape=x.shape, dtype=torch.bool)
-    any_nan = _reduce(L, "amax", _cast(L, nan, torch.float32), [], False, result=False)
-    L.bind(L.emit("where", [L.emit("eq", [any_nan, 0.0], result=False, shape=r.shape,
-                                     dtype=torch.bool), r, math.nan], shape=r.shape,
-                  dtype=x.dtype))
+    L.bind(_nan_kept(L, x, _reduce(L, op, x, [], False), [], False))
 
 
 def _p_norm(L: Context, x: Tensor, p: float, dims: List[int], keepdim: bool,
