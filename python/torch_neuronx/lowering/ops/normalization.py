@@ -42,7 +42,13 @@ def log_softmax(L: Context, node: torch.fx.Node) -> None:
     x, dim = L.tensor(L.arg(0), "self"), L.arg(1)
     if (dim + len(x.shape) if dim < 0 else dim) != len(x.shape) - 1:
         raise L.unsupported("log_softmax over an axis other than the last")
-    L.bind(L.emit("log_softmax", [x], axis=-1))
+    if x.dtype == torch.float32:
+        L.bind(L.emit("log_softmax", [x], axis=-1))
+        return
+    # in float32, rounded once, as torch's CPU kernel (x - max - ln(sum)
+    # rounded to bfloat16 at each step loses the difference)
+    r = L.emit("log_softmax", [_as(L, x, torch.float32)], axis=-1, result=False, shape=x.shape)
+    L.bind(_as(L, r, x.dtype))
 
 
 def _statistics(L: Context, x: Tensor, eps: float, shape: Tuple[int, ...]
