@@ -128,6 +128,14 @@ def assert_matches_cpu(make: Callable[[], torch.nn.Module], loss: Loss) -> None:
                                    msg=lambda m: f"{name} after {STEPS} steps: {m}")
 
 
+def assert_loss_and_gradients_match(loss: torch.Tensor, device: torch.nn.Module,
+                                    want: torch.Tensor, cpu: torch.nn.Module) -> None:
+    torch.testing.assert_close(loss.cpu(), want, rtol=RTOL, atol=ATOL)
+    for (name, got), expected in zip(device.named_parameters(), cpu.parameters()):
+        torch.testing.assert_close(got.grad.cpu(), expected.grad, rtol=RTOL, atol=ATOL,
+                                   msg=lambda m: f"{name}'s gradient: {m}")
+
+
 def ran_since(before: Dict[str, int], now: Dict[str, int]) -> Dict[str, int]:
     return {k: n - before.get(k, 0) for k, n in now.items() if n > before.get(k, 0)}
 
@@ -230,10 +238,7 @@ def test_a_transformer_layer_trains() -> None:
     loss.backward()
     want = cpu(x).square().mean()
     want.backward()
-    torch.testing.assert_close(loss.cpu(), want, rtol=RTOL, atol=ATOL)
-    for (name, got), expected in zip(device.named_parameters(), cpu.parameters()):
-        torch.testing.assert_close(got.grad.cpu(), expected.grad, rtol=RTOL, atol=ATOL,
-                                   msg=lambda m: f"{name}'s gradient: {m}")
+    assert_loss_and_gradients_match(loss, device, want, cpu)
     ran = ran_since(programs, torch_neuronx.get_compiled_programs())
     assert 1 <= len([n for n in ran if n.startswith("forward")]) <= 2, ran
     assert len([n for n in ran if n.startswith("backward")]) == 1, ran
@@ -272,10 +277,7 @@ def test_a_transformers_gpt2_trains_compiled(size: str) -> None:
     loss.backward()
     want = cpu(ids, labels=ids).loss
     want.backward()
-    torch.testing.assert_close(loss.cpu(), want, rtol=RTOL, atol=ATOL)
-    for (name, got), expected in zip(device.named_parameters(), cpu.parameters()):
-        torch.testing.assert_close(got.grad.cpu(), expected.grad, rtol=RTOL, atol=ATOL,
-                                   msg=lambda m: f"{name}'s gradient: {m}")
+    assert_loss_and_gradients_match(loss, device, want, cpu)
     # every graph compiled (none run eagerly as a whole) and ran its programs
     ran = ran_since(programs, torch_neuronx.get_compiled_programs())
     assert {n.split("_")[0] for n in ran} == {f"{kind}{i}" for i, kind in zip(
