@@ -8,9 +8,8 @@ from typing import List
 
 import torch
 import torch.nn.functional as F
-import transformers
-
 import torch_neuronx  # noqa: F401  (the backend; torch also autoloads it)
+from test_transformers import BATCHES, MODELS
 
 STEPS = 20
 # bfloat16 keeps 8 bits of mantissa: one rounding is up to 2**-8 relative,
@@ -36,18 +35,15 @@ def test_the_policy_is_pytorchs() -> None:
 
 
 def train(device: str) -> List[float]:
+    """test_transformers.py's GPT-2 and batches, under autocast."""
     torch.manual_seed(0)
-    model = transformers.GPT2LMHeadModel(transformers.GPT2Config(
-        vocab_size=256, n_layer=2, n_embd=64, n_head=4, n_positions=64, resid_pdrop=0.0,
-        embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=0, eos_token_id=0)).to(device)
+    model = MODELS["gpt2"]().to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    data = torch.Generator().manual_seed(1)
-    batches = [torch.randint(0, 256, (4, 32), generator=data) for _ in range(4)]
     losses = []
     for step in range(STEPS):
-        ids = batches[step % len(batches)].to(device)
+        ids, labels = BATCHES["gpt2"][step % len(BATCHES["gpt2"])]
         with torch.autocast(device, dtype=torch.bfloat16):
-            out = model(ids, labels=ids)
+            out = model(ids.to(device), labels=labels.to(device))
         assert out.logits.dtype == torch.bfloat16
         out.loss.backward()
         opt.step()
