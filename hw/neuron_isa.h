@@ -242,6 +242,13 @@ struct neuron_insn {
  * imm[1] = rows of the table: an index outside [0, imm[1]) faults.
  */
 #define NEURON_OP_DMA_GATHER		0x12
+/*
+ * ISA 1.2: SBUF -> rows of a binding, added (scatter-add). Partition p of
+ * dma.sbuf is added, element by element in fp32, into row idx[p] (indices
+ * as DMA_GATHER's, imm[0] and imm[1] as DMA_GATHER's), partitions in
+ * increasing p, so repeated indices accumulate in that order. FP32 and BF16.
+ */
+#define NEURON_OP_DMA_SCATTER_ADD	0x13
 /* Tensor engine [Tensor]. */
 #define NEURON_OP_MATMUL		0x20 /* PSUM[M,N] (+)= op1[K,M]^T op2[K,N] */
 #define NEURON_OP_TRANSPOSE		0x21 /* dst[f, p] = src[p, f] */
@@ -254,6 +261,14 @@ struct neuron_insn {
 #define NEURON_OP_MEMSET		0x35 /* [Vector, Scalar] */
 #define NEURON_OP_IOTA			0x36 /* [Vector] */
 #define NEURON_OP_SELECT		0x37 /* [Vector] ISA 1.1: mask ? a : b */
+/*
+ * [Vector] ISA 1.2: Philox-4x32-10 random numbers. Element (p, j) of op[0]
+ * is word n % 4 of philox(counter = {n / 4 (64 bit), offset}, key = seed),
+ * n = arg + p * imm[0] + j; seed and offset are the four int32 of op[1]
+ * (seed lo, seed hi, offset lo, offset hi). FP32 destination: the uniform
+ * (word >> 8) * 2^-24 in [0, 1); INT32: the word's bits.
+ */
+#define NEURON_OP_RANDOM		0x38
 
 /* SEM_WAIT flags. */
 #define NEURON_SEM_F_DECREMENT		(1u << 0) /* then sem[func] -= arg */
@@ -336,6 +351,19 @@ struct neuron_insn {
  * false case keeps the destination's element (and imm[0] must be 0).
  */
 #define NEURON_SEL_F_KEEP		(1u << 0)
+
+/*
+ * Philox-4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2,
+ * 3", SC11; Random123's philox4x32): the multipliers, the Weyl key
+ * increments and the round count RANDOM uses.
+ */
+#define NEURON_PHILOX_M0		0xD2511F53u
+#define NEURON_PHILOX_M1		0xCD9E8D57u
+#define NEURON_PHILOX_W0		0x9E3779B9u
+#define NEURON_PHILOX_W1		0xBB67AE85u
+#define NEURON_PHILOX_ROUNDS		10
+/* RANDOM's key operand: int32 [seed lo, seed hi, offset lo, offset hi]. */
+#define NEURON_RANDOM_KEY_WORDS		4
 
 /* Reductions: REDUCE func. */
 #define NEURON_RED_SUM			1
@@ -453,6 +481,11 @@ static inline const struct neuron_opcode_info *neuron_opcode_lookup(__u8 op)
 		 (1u << NEURON_ENGINE_SYNC),
 		 {NEURON_OPERAND_SBUF, NEURON_OPERAND_DRAM, NEURON_OPERAND_DRAM},
 		 "dma_gather", 1},
+		{NEURON_OP_DMA_SCATTER_ADD, 0,
+		 NEURON_FIELD_IMM0 | NEURON_FIELD_IMM1,
+		 (1u << NEURON_ENGINE_SYNC),
+		 {NEURON_OPERAND_SBUF, NEURON_OPERAND_DRAM, NEURON_OPERAND_DRAM},
+		 "dma_scatter_add", 2},
 		{NEURON_OP_MATMUL, NEURON_MM_F_ACCUMULATE,
 		 0,
 		 (1u << NEURON_ENGINE_TENSOR),
@@ -504,6 +537,11 @@ static inline const struct neuron_opcode_info *neuron_opcode_lookup(__u8 op)
 		 (1u << NEURON_ENGINE_VECTOR),
 		 {NEURON_OPERAND_ONCHIP, NEURON_OPERAND_ONCHIP, NEURON_OPERAND_ONCHIP},
 		 "select", 1},
+		{NEURON_OP_RANDOM, 0,
+		 NEURON_FIELD_ARG | NEURON_FIELD_IMM0,
+		 (1u << NEURON_ENGINE_VECTOR),
+		 {NEURON_OPERAND_ONCHIP, NEURON_OPERAND_ONCHIP, NEURON_OPERAND_NONE},
+		 "random", 2},
 		{0, 0, 0, 0, {0, 0, 0}, NULL, 0}, /* end of the table */
 	};
 	unsigned int i;
@@ -586,6 +624,70 @@ static inline unsigned int neuron_insn_isa_minor_of(const struct neuron_insn *in
 			minor = minor < 2 ? 2 : minor;
 	}
 	return minor;
+}
+
+/*
+ * Philox-4x32 with @rounds rounds (10 for RANDOM): the 4 words of the
+ * counter @ctr under the key @key, into @out. Each round multiplies words 0
+ * and 2 by M0 and M1 (64-bit products), mixes the high halves with the
+ * other words and the key, and the key advances by the Weyl increments
+ * between rounds. @out may be @ctr.
+ */
+static inline void neuron_philox4x32(const __u32 ctr[4], const __u32 key[2], unsigned int rounds,
+				     __u32 out[4])
+{
+	__u32 x0 = ctr[0], x1 = ctr[1], x2 = ctr[2], x3 = ctr[3];
+	__u32 k0 = key[0], k1 = key[1];
+	const __u64 m0 = NEURON_PHILOX_M0, m1 = NEURON_PHILOX_M1;
+	unsigned int r;
+
+	for (r = 0; r < rounds; r++) {
+		/* 64-bit products; the assignments below keep 32 bits. */
+		__u64 p0 = m0 * x0;
+		__u64 p1 = m1 * x2;
+		__u32 hi0 = p0 >> 32, lo0 = p0 & 0xffffffffu;
+		__u32 hi1 = p1 >> 32, lo1 = p1 & 0xffffffffu;
+
+		x0 = hi1 ^ x1 ^ k0;
+		x1 = lo1;
+		x2 = hi0 ^ x3 ^ k1;
+		x3 = lo0;
+		k0 += NEURON_PHILOX_W0;
+		k1 += NEURON_PHILOX_W1;
+	}
+	out[0] = x0;
+	out[1] = x1;
+	out[2] = x2;
+	out[3] = x3;
+}
+
+/*
+ * Word @n of RANDOM's stream for @seed and @offset (hw/isa.md, RANDOM):
+ * word n % 4 of Philox-4x32-10 of the counter {n / 4, offset} (each 64
+ * bits, low word first) under the key @seed.
+ */
+static inline __u32 neuron_random_word(__u64 seed, __u64 offset, __u64 n)
+{
+	__u64 q = n >> 2;
+	__u32 ctr[4], key[2], out[4];
+
+	ctr[0] = q & 0xffffffffu;
+	ctr[1] = q >> 32;
+	ctr[2] = offset & 0xffffffffu;
+	ctr[3] = offset >> 32;
+	key[0] = seed & 0xffffffffu;
+	key[1] = seed >> 32;
+	neuron_philox4x32(ctr, key, NEURON_PHILOX_ROUNDS, out);
+	return out[n & 3];
+}
+
+/*
+ * RANDOM's uniform value of a word, as an integer: (word >> 8), so that
+ * the fp32 value is this times 2^-24 (exact), in [0, 1 - 2^-24].
+ */
+static inline __u32 neuron_random_uniform24(__u32 word)
+{
+	return word >> 8;
 }
 
 #endif /* NEURON_ISA_H */

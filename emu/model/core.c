@@ -430,6 +430,7 @@ static enum step step(nm_exec *ex, nm_stream *s) {
     case NEURON_OP_DMA_LOAD:
     case NEURON_OP_DMA_STORE:
     case NEURON_OP_DMA_GATHER:
+    case NEURON_OP_DMA_SCATTER_ADD:
         nm_exec_dma(ex, &in, &r);
         break;
     case NEURON_OP_MATMUL:
@@ -461,6 +462,9 @@ static enum step step(nm_exec *ex, nm_stream *s) {
         break;
     case NEURON_OP_SELECT:
         nm_exec_select(ex, &in, &r);
+        break;
+    case NEURON_OP_RANDOM:
+        nm_exec_random(ex, &in, &r);
         break;
     default: {
         const uint32_t pc = s->pc;

@@ -227,6 +227,7 @@ void nm_exec_copy(nm_exec *ex, const struct neuron_insn *in, nm_result *r);
 void nm_exec_memset(nm_exec *ex, const struct neuron_insn *in, nm_result *r);
 void nm_exec_iota(nm_exec *ex, const struct neuron_insn *in, nm_result *r);
 void nm_exec_select(nm_exec *ex, const struct neuron_insn *in, nm_result *r);
+void nm_exec_random(nm_exec *ex, const struct neuron_insn *in, nm_result *r);
 /*
  * ISA 1.2's integer TENSOR_TENSOR and TENSOR_SCALAR (vector_int.c), on
  * operands the caller decoded: @sc is the per-partition scalar or absent.

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * The Sync engine: DMA between bindings and SBUF (DMA_LOAD, DMA_STORE,
- * DMA_GATHER). The whole memory-side extent of an instruction is checked
+ * DMA_GATHER, DMA_SCATTER_ADD). The whole memory-side extent of an instruction is checked
  * against its binding before the first byte moves, so a faulting DMA
  * changes nothing.
  */
@@ -28,12 +28,12 @@ static uint32_t xfer(const nm_job *job, bool load, uint32_t slot, uint64_t off, 
 }
 
 /*
- * DMA_GATHER's row of each destination partition: the int32 indices at
- * SBUF byte imm[0] of its partitions, each below imm[1]. Sets *max to the
- * largest.
+ * DMA_GATHER's and DMA_SCATTER_ADD's row of each partition: the int32
+ * indices at SBUF byte imm[0] of its partitions, each below imm[1]. Sets
+ * *max to the largest.
  */
-static uint32_t gather_rows(nm_exec *ex, const struct neuron_insn *in, const nm_tap *t,
-                            uint32_t *rows, uint32_t *max) {
+static uint32_t index_rows(nm_exec *ex, const struct neuron_insn *in, const nm_tap *t,
+                           uint32_t *rows, uint32_t *max) {
     const uint32_t at = nm_le32(in->imm[0]), limit = nm_le32(in->imm[1]);
     if (at % 4)
         return NEURON_JOB_STATUS_ALIGN;
@@ -53,10 +53,50 @@ static uint32_t gather_rows(nm_exec *ex, const struct neuron_insn *in, const nm_
     return NEURON_JOB_STATUS_OK;
 }
 
+/*
+ * Add partition @p of @t (FP32 or BF16) into the binding at @poff
+ * (strides @s1, @s0), element by element in the order j1, j0: read, add
+ * in fp32, round to the element type, write. Elements that the pattern
+ * maps to one address accumulate in that order too.
+ */
+static uint32_t scatter_add_row(nm_exec *ex, const nm_tap *t, uint32_t p, uint32_t slot,
+                                uint64_t poff, uint64_t s1, uint64_t s0, bool contiguous) {
+    const uint32_t es = t->esize;
+    float *x = ex->core->scratch[0], *m = ex->core->scratch[1];
+    uint8_t *raw = (uint8_t *)ex->core->scratch[2];
+    uint32_t st;
+
+    nm_tap_load(t, p, x);
+    if (contiguous) {
+        /* Distinct addresses: one read, the sums, one write. */
+        size_t len = (size_t)t->elems * es;
+        if ((st = nm_binding_read(ex->job, slot, poff, raw, len, NEURON_BIND_READ)))
+            return st;
+        nm_load_f32(m, raw, t->dtype, t->elems, 1);
+        for (uint32_t i = 0; i < t->elems; i++)
+            m[i] += x[i];
+        nm_store_f32(raw, m, t->dtype, t->elems, 1);
+        return nm_binding_write(ex->job, slot, poff, raw, len);
+    }
+    for (uint32_t i = 0; i < t->elems; i++) {
+        uint64_t at = poff + (i / t->count[0]) * s1 + (i % t->count[0]) * s0;
+        float v;
+        if ((st = nm_binding_read(ex->job, slot, at, raw, es, NEURON_BIND_READ)))
+            return st;
+        nm_load_f32(&v, raw, t->dtype, 1, 1);
+        v += x[i];
+        nm_store_f32(raw, &v, t->dtype, 1, 1);
+        if ((st = nm_binding_write(ex->job, slot, at, raw, es)))
+            return st;
+    }
+    return NEURON_JOB_STATUS_OK;
+}
+
 void nm_exec_dma(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
     const struct neuron_dram *d = &in->dma.dram;
-    const bool gather = in->opcode == NEURON_OP_DMA_GATHER;
-    bool load = in->opcode != NEURON_OP_DMA_STORE;
+    const bool scatter = in->opcode == NEURON_OP_DMA_SCATTER_ADD;
+    const bool indexed = in->opcode == NEURON_OP_DMA_GATHER || scatter; /* rows by index */
+    bool load = in->opcode == NEURON_OP_DMA_LOAD || in->opcode == NEURON_OP_DMA_GATHER;
     uint32_t rows[NEURON_PARTITIONS], last;
     nm_tap t;
 
@@ -69,6 +109,10 @@ void nm_exec_dma(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
     if (r->status != NEURON_JOB_STATUS_OK)
         return;
 
+    if (scatter && t.dtype != NEURON_DT_FP32 && t.dtype != NEURON_DT_BF16) {
+        r->status = NEURON_JOB_STATUS_DTYPE;
+        return;
+    }
     uint64_t off = nm_le64(d->offset);
     uint64_t ps = nm_le32(d->part_stride), s0 = nm_le32(d->stride[0]), s1 = nm_le32(d->stride[1]);
     uint32_t es = t.esize;
@@ -77,8 +121,8 @@ void nm_exec_dma(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
         return;
     }
     last = t.part_count - 1; /* the furthest row */
-    if (gather) {
-        r->status = gather_rows(ex, in, &t, rows, &last);
+    if (indexed) {
+        r->status = index_rows(ex, in, &t, rows, &last);
         if (r->status == NEURON_JOB_STATUS_BINDING_RANGE) {
             r->info_is_slot = true;
             r->slot = d->slot;
@@ -87,7 +131,7 @@ void nm_exec_dma(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
             return;
     }
     /*
-     * The strides terms are < 2^32 * 2^16; a gather's row term may reach
+     * The strides terms are < 2^32 * 2^16; an indexed row term may reach
      * 2^64, but no binding reaches 2^48 (NEURON_ADDR_BITS): such a span is
      * out of range whatever it is exactly.
      */
@@ -95,8 +139,10 @@ void nm_exec_dma(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
                         ? UINT64_MAX
                         : (uint64_t)last * ps + (uint64_t)(t.count[1] - 1) * s1 +
                               (uint64_t)(t.count[0] - 1) * s0 + es;
-    r->status =
-        check_extent(ex->job, d->slot, off, span, load ? NEURON_BIND_READ : NEURON_BIND_WRITE);
+    const uint32_t need = scatter ? NEURON_BIND_READ | NEURON_BIND_WRITE
+                          : load  ? NEURON_BIND_READ
+                                  : NEURON_BIND_WRITE;
+    r->status = check_extent(ex->job, d->slot, off, span, need);
     if (r->status != NEURON_JOB_STATUS_OK) {
         r->info_is_slot = true;
         r->slot = d->slot;
@@ -109,15 +155,19 @@ void nm_exec_dma(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
     bool part_contig =
         row_contig &&
         (t.count[1] == 1 || (s1 == (uint64_t)t.count[0] * es && t.stride[1] == t.count[0]));
+    /* The memory side of a partition is one run of distinct bytes. */
+    bool mem_contig = s0 == es && (t.count[1] == 1 || s1 == (uint64_t)t.count[0] * es);
     for (uint32_t p = 0; p < t.part_count; p++) {
         if (nm_aborted(ex)) {
             r->status = NEURON_JOB_STATUS_ABORTED;
             return;
         }
-        uint64_t poff = off + (gather ? rows[p] : p) * ps;
+        uint64_t poff = off + (indexed ? rows[p] : p) * ps;
         uint8_t *row = t.base + (size_t)p * t.pitch;
         uint32_t st = NEURON_JOB_STATUS_OK;
-        if (part_contig) {
+        if (scatter) {
+            st = scatter_add_row(ex, &t, p, d->slot, poff, s1, s0, mem_contig);
+        } else if (part_contig) {
             st = xfer(ex->job, load, d->slot, poff, row, (size_t)t.elems * es);
         } else {
             for (uint32_t j1 = 0; j1 < t.count[1] && st == NEURON_JOB_STATUS_OK; j1++) {
