@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <linux/sync_file.h>
 #include <sys/mman.h>
@@ -74,9 +75,52 @@ Device::~Device() {
 
 // --- files ------------------------------------------------------------------------
 
-int Device::open(const std::string &) {
+Shared &Shared::get() {
+    static Shared s;
+    return s;
+}
+
+int Shared::add_sync_file(SyncWait w) {
+    int fd = next_fd();
     std::lock_guard<std::mutex> g(lock_);
-    int fd = next_fd_++;
+    sync_files_[fd] = std::move(w);
+    return fd;
+}
+
+int Shared::add_dma_buf(std::shared_ptr<Bo> bo) {
+    int fd = next_fd();
+    std::lock_guard<std::mutex> g(lock_);
+    dma_bufs_[fd] = std::move(bo);
+    return fd;
+}
+
+std::optional<SyncWait> Shared::sync_file(int fd) const {
+    std::lock_guard<std::mutex> g(lock_);
+    auto it = sync_files_.find(fd);
+    if (it == sync_files_.end())
+        return std::nullopt;
+    return it->second;
+}
+
+std::shared_ptr<Bo> Shared::dma_buf(int fd) const {
+    std::lock_guard<std::mutex> g(lock_);
+    auto it = dma_bufs_.find(fd);
+    return it == dma_bufs_.end() ? nullptr : it->second;
+}
+
+void Shared::close(int fd) {
+    std::shared_ptr<Bo> bo; // released outside the lock
+    std::lock_guard<std::mutex> g(lock_);
+    sync_files_.erase(fd);
+    if (auto it = dma_bufs_.find(fd); it != dma_bufs_.end()) {
+        bo = std::move(it->second);
+        dma_bufs_.erase(it);
+    }
+}
+
+int Device::open(const std::string &) {
+    int fd = Shared::get().next_fd();
+    std::lock_guard<std::mutex> g(lock_);
     files_[fd] = std::make_shared<File>(next_client_id_++, opts_.cores);
     return fd;
 }
@@ -89,8 +133,8 @@ void Device::close(int fd) {
             f = std::move(it->second);
             files_.erase(it);
         }
-        sync_files_.erase(fd);
     }
+    Shared::get().close(fd);
     // Buffers still used by queued work live on in that work.
 }
 
@@ -132,6 +176,8 @@ std::string Device::read_line(const std::string &path) {
     // The counters neuron.ko shows in sysfs, by the same names.
     if (path == "memory_used")
         return std::to_string(memory_->used());
+    if (path == "sim_devices") // how many devices the option string makes (enumerate())
+        return std::to_string(opts_.devices);
     for (size_t i = 0; i < cores_.size(); i++) {
         std::string dir = fmt::format("core{}/", i);
         if (path.rfind(dir, 0) != 0)
@@ -186,6 +232,12 @@ int Device::ioctl(int fd, unsigned long request, void *arg) {
         return syncobj_wait(*f, *static_cast<drm_syncobj_wait *>(arg));
     case DRM_IOCTL_SYNCOBJ_HANDLE_TO_FD:
         return syncobj_export(*f, *static_cast<drm_syncobj_handle *>(arg));
+    case DRM_IOCTL_SYNCOBJ_FD_TO_HANDLE:
+        return syncobj_import(*f, *static_cast<drm_syncobj_handle *>(arg));
+    case DRM_IOCTL_PRIME_HANDLE_TO_FD:
+        return prime_export(*f, *static_cast<drm_prime_handle *>(arg));
+    case DRM_IOCTL_PRIME_FD_TO_HANDLE:
+        return prime_import(*f, *static_cast<drm_prime_handle *>(arg));
     case DRM_IOCTL_NEURON_COPY:
         return copy(*f, *static_cast<drm_neuron_copy *>(arg));
     case DRM_IOCTL_NEURON_SUBMIT:
@@ -246,7 +298,7 @@ int Device::get_param(drm_neuron_get_param &p) const {
         p.value = NEURON_MAX_BINDINGS - 1; // the last slot holds the program
         return 0;
     case DRM_NEURON_PARAM_PCI_BUS_INFO:
-        p.value = 0; // 0000:00:00.0: the simulator is on no bus
+        p.value = uint64_t(opts_.device) << 3; // 0000:00:<device>.0 (sim_bdf): on no bus
         return 0;
     case DRM_NEURON_PARAM_API_VERSION:
         p.value = DRM_NEURON_API_VERSION_MAJOR << 16 | DRM_NEURON_API_VERSION_MINOR;
@@ -288,11 +340,7 @@ int Device::bo_create(File &f, drm_neuron_bo_create &c) {
     } else {
         return EINVAL;
     }
-    {
-        std::lock_guard<std::mutex> g(lock_);
-        bo->mmap_offset = next_mmap_offset_;
-        next_mmap_offset_ += bo->size;
-    }
+    bo->mmap_offset = Shared::get().next_mmap_offset(bo->size);
     std::lock_guard<std::mutex> g(f.lock);
     c.handle = f.next_handle++;
     f.bos[c.handle] = std::move(bo);
@@ -311,8 +359,9 @@ int Device::bo_info(File &f, drm_neuron_bo_info &i) {
     i.size = bo.size;
     i.region = bo.region;
     i.flags = bo.flags;
-    i.device_addr =
-        bo.region == DRM_NEURON_BO_DEVICE ? bo.dev_offset : DRM_NEURON_BO_NO_DEVICE_ADDR;
+    i.device_addr = bo.region == DRM_NEURON_BO_DEVICE && bo.memory == memory_
+                        ? bo.dev_offset
+                        : DRM_NEURON_BO_NO_DEVICE_ADDR; // host, or another device's
     return 0;
 }
 
@@ -406,21 +455,88 @@ int Device::syncobj_export(File &f, drm_syncobj_handle &h) {
     SyncWait sw;
     if (int e = syncobj_find(f, h.handle, 0, sw))
         return e;
-    std::lock_guard<std::mutex> g(lock_);
-    h.fd = next_fd_++;
-    sync_files_[h.fd] = std::move(sw);
+    h.fd = Shared::get().add_sync_file(std::move(sw));
+    return 0;
+}
+
+// DRM_IOCTL_SYNCOBJ_FD_TO_HANDLE with IMPORT_SYNC_FILE: a sync file of any
+// simulated device becomes the fence of syncobj h.handle.
+int Device::syncobj_import(File &f, drm_syncobj_handle &h) {
+    if (h.pad)
+        return EINVAL;
+    if (h.flags != DRM_SYNCOBJ_FD_TO_HANDLE_FLAGS_IMPORT_SYNC_FILE)
+        return h.flags & ~DRM_SYNCOBJ_FD_TO_HANDLE_FLAGS_IMPORT_SYNC_FILE ? EINVAL : EOPNOTSUPP;
+    auto sw = Shared::get().sync_file(h.fd);
+    if (!sw)
+        return EINVAL;
+    // A sync file of one fence (what libneuron exports: binary syncobjs);
+    // a timeline's several links are refused rather than merged.
+    std::shared_ptr<Fence> fence;
+    for (const auto &x : sw->fences)
+        if (!x->signaled()) {
+            if (fence)
+                return EOPNOTSUPP;
+            fence = x;
+        }
+    if (!fence) {
+        fence = std::make_shared<Fence>();
+        fence->signal(sw->fence_error());
+    }
+    std::lock_guard<std::mutex> g(f.lock);
+    auto it = f.syncobjs.find(h.handle);
+    if (it == f.syncobjs.end())
+        return ENOENT;
+    it->second.replace(std::move(fence));
+    return 0;
+}
+
+// --- dma-bufs ---------------------------------------------------------------------
+
+// DRM_IOCTL_PRIME_HANDLE_TO_FD: a dma-buf of the buffer, which another
+// simulated device imports. neuron.ko refuses it (EOPNOTSUPP), as the
+// option prime=0 does.
+int Device::prime_export(File &f, drm_prime_handle &p) {
+    if (!opts_.prime)
+        return EOPNOTSUPP;
+    if (p.flags & ~(DRM_CLOEXEC | DRM_RDWR))
+        return EINVAL;
+    std::shared_ptr<Bo> bo;
+    {
+        std::lock_guard<std::mutex> g(f.lock);
+        auto it = f.bos.find(p.handle);
+        if (it == f.bos.end())
+            return ENOENT;
+        bo = it->second;
+    }
+    p.fd = Shared::get().add_dma_buf(std::move(bo));
+    return 0;
+}
+
+// DRM_IOCTL_PRIME_FD_TO_HANDLE: a handle of this file for the dma-buf's
+// buffer. A buffer of another device's memory may be copied from and to
+// (its DMA reaches it, as P2P DMA would) but not bound to a job.
+int Device::prime_import(File &f, drm_prime_handle &p) {
+    if (!opts_.prime)
+        return EOPNOTSUPP;
+    auto bo = Shared::get().dma_buf(p.fd);
+    if (!bo)
+        return EBADF;
+    std::lock_guard<std::mutex> g(f.lock);
+    for (const auto &[h, b] : f.bos)
+        if (b == bo) { // the kernel gives the same handle again
+            p.handle = h;
+            return 0;
+        }
+    p.handle = f.next_handle++;
+    f.bos[p.handle] = std::move(bo);
     return 0;
 }
 
 int Device::sync_file_info(int fd, void *arg) {
-    SyncWait sw;
-    {
-        std::lock_guard<std::mutex> g(lock_);
-        auto it = sync_files_.find(fd);
-        if (it == sync_files_.end())
-            return ENOTTY;
-        sw = it->second;
-    }
+    auto found = Shared::get().sync_file(fd);
+    if (!found)
+        return ENOTTY;
+    SyncWait sw = std::move(*found);
     auto *info = static_cast<struct sync_file_info *>(arg);
     if (info->flags || info->pad)
         return EINVAL;

@@ -12,6 +12,10 @@ namespace neuron::sim {
 
 namespace {
 
+// PCI slots of bus 0 (DRM_NEURON_PCI_BUS_INFO's 5-bit device field) hold 32;
+// 16 devices of 16 cores are more ranks than a test needs.
+constexpr uint64_t max_devices = 16;
+
 // "256M", "24m", "4096", "1G", "64K".
 uint64_t parse_size(std::string_view key, std::string_view v) {
     uint64_t n = 0;
@@ -56,10 +60,16 @@ void set(Options &o, std::string_view key, std::string_view v) {
         o.timeout_ms = parse_u32(key, v, 1, UINT32_MAX);
     else if (key == "host_bindings")
         o.host_bindings = parse_u32(key, v, 0, 1) != 0;
+    else if (key == "devices")
+        o.devices = parse_u32(key, v, 1, max_devices);
+    else if (key == "device")
+        o.device = parse_u32(key, v, 0, max_devices - 1);
+    else if (key == "prime")
+        o.prime = parse_u32(key, v, 0, 1) != 0;
     else
         throw std::invalid_argument(
             fmt::format("unknown option '{}' (known: cores, dma, mem, sbuf, psum, clock_mhz, "
-                        "timeout_ms, host_bindings)",
+                        "timeout_ms, host_bindings, devices, device, prime)",
                         key));
 }
 
@@ -79,6 +89,10 @@ Options parse_options(const std::string &text) {
             throw std::invalid_argument(fmt::format("option '{}': expected key=value", item));
         set(o, item.substr(0, eq), item.substr(eq + 1));
     }
+    if (o.device >= o.devices)
+        throw std::invalid_argument(
+            fmt::format("option device={}: there are devices={} simulated devices, numbered 0..{}",
+                        o.device, o.devices, o.devices - 1));
     if (o.mem % 4096)
         throw std::invalid_argument(
             fmt::format("option mem={}: must be a multiple of 4 KiB", o.mem));
@@ -86,6 +100,10 @@ Options parse_options(const std::string &text) {
         throw std::invalid_argument(fmt::format(
             "options sbuf and psum must be multiples of {} (the partitions)", NEURON_PARTITIONS));
     return o;
+}
+
+std::string sim_bdf(uint32_t index) {
+    return fmt::format("0000:00:{:02x}.0", index);
 }
 
 } // namespace neuron::sim

@@ -21,9 +21,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The PCI address GET_PARAM reports for the simulator (it is on no bus).
-constexpr const char *sim_bdf = "0000:00:00.0";
-
 // drm_print_memory_stats(): the largest unit that divides the size exactly.
 std::string memory_size(uint64_t bytes) {
     if (bytes && bytes % (1ull << 20) == 0)
@@ -78,7 +75,7 @@ void write_file(const fs::path &path, const std::string &text) {
 
 std::map<std::string, std::string> Device::telemetry_files() const {
     std::map<std::string, std::string> out;
-    const std::string attr = fmt::format("sys/bus/pci/devices/{}/neuron/", sim_bdf);
+    const std::string attr = fmt::format("sys/bus/pci/devices/{}/neuron/", sim_bdf(opts_.device));
     auto put = [&](const std::string &name, const std::string &v) { out[attr + name] = v + "\n"; };
     auto num = [&](const std::string &name, uint64_t v) { put(name, std::to_string(v)); };
     num("cores", opts_.cores);
@@ -125,7 +122,7 @@ std::map<std::string, std::string> Device::telemetry_files() const {
                 (bo->region == DRM_NEURON_BO_DEVICE ? dev : host) += bo->size;
         }
         std::string t = fmt::format("drm-driver:\tneuron\ndrm-client-id:\t{}\ndrm-pdev:\t{}\n",
-                                    f->client_id, sim_bdf);
+                                    f->client_id, sim_bdf(opts_.device));
         for (size_t i = 0; i < f->stats->engine_ns.size(); i++)
             t += fmt::format("drm-engine-core{}:\t{} ns\ndrm-engine-capacity-core{}:\t1\n", i,
                              f->stats->engine_ns[i].load(), i);
@@ -149,13 +146,14 @@ Publisher::Publisher(const Device &dev) : dev_(dev) {
     fs::remove_all(root_, ec);
     // The links enumerate_sysfs() follows, as the kernel has them.
     const fs::path sys = fs::path(root_) / "sys";
-    const fs::path pdev = sys / "bus/pci/devices" / sim_bdf;
+    const std::string bdf = sim_bdf(dev.options().device);
+    const fs::path pdev = sys / "bus/pci/devices" / bdf;
     fs::create_directories(sys / "class/accel/accel0", ec);
     fs::create_directories(sys / "bus/pci/drivers/neuron", ec);
     fs::create_directories(pdev / "neuron", ec);
     fs::create_directories(sys / "module/neuron", ec);
     fs::create_directories(fs::path(root_) / "fdinfo", ec);
-    fs::create_directory_symlink(fs::path("../../../bus/pci/devices") / sim_bdf,
+    fs::create_directory_symlink(fs::path("../../../bus/pci/devices") / bdf,
                                  sys / "class/accel/accel0/device", ec);
     fs::create_directory_symlink("../../../../bus/pci/drivers/neuron", pdev / "driver", ec);
     write_file(pdev / "vendor", fmt::format("0x{:04x}\n", NEURON_PCI_VENDOR_ID));

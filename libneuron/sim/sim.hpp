@@ -31,7 +31,14 @@ struct Options {
     uint32_t clock_mhz = 1400;
     uint32_t timeout_ms = 5000; ///< job timeout, as neuron.ko's job_timeout_ms
     bool host_bindings = true;  ///< DRM_NEURON_CAP_HOST_BINDINGS
+    uint32_t devices = 1;       ///< simulated devices in the process (read_line("sim_devices"))
+    uint32_t device = 0;        ///< which of them this is: its PCI slot
+    bool prime = true;          ///< PRIME export/import of buffers between simulated devices
 };
+
+/// The PCI address GET_PARAM and the published tree give device @p index:
+/// 0000:00:<index>.0 (the simulator is on no bus).
+std::string sim_bdf(uint32_t index);
 
 /// Parses @p text over the defaults; throws std::invalid_argument saying what is wrong.
 Options parse_options(const std::string &text);
@@ -237,6 +244,31 @@ class Dma final : public Unit {
     int execute(Work &w) override;
 };
 
+/// The files every simulated device of the process shares, as the kernel's
+/// file table is one for all devices: fds (one numbering for device files,
+/// sync files and dma-bufs, so that one device's close never hits
+/// another's file), sync files and dma-bufs, which any device may import.
+class Shared {
+  public:
+    static Shared &get();
+    int next_fd() { return next_fd_++; }
+    /// mmap offsets: one range for all devices, so that an imported buffer
+    /// keeps an offset no buffer of the importing device has.
+    uint64_t next_mmap_offset(uint64_t size) { return next_mmap_offset_.fetch_add(size); }
+    int add_sync_file(SyncWait w);
+    int add_dma_buf(std::shared_ptr<Bo> bo);
+    std::optional<SyncWait> sync_file(int fd) const;
+    std::shared_ptr<Bo> dma_buf(int fd) const;
+    void close(int fd);
+
+  private:
+    std::atomic<int> next_fd_{1000};
+    std::atomic<uint64_t> next_mmap_offset_{1ull << 32};
+    mutable std::mutex lock_;
+    std::map<int, SyncWait> sync_files_;
+    std::map<int, std::shared_ptr<Bo>> dma_bufs_;
+};
+
 /// The simulated device and its driver: the Os libneuron talks to.
 class Device final : public detail::Os {
   public:
@@ -288,17 +320,17 @@ class Device final : public detail::Os {
     int in_syncs(File &f, uint64_t ptr, uint32_t count, Work &w);
     int out_sync(File &f, const drm_neuron_sync &s, std::shared_ptr<Fence> &fence);
     bool has_syncobj(File &f, uint32_t handle);
+    int syncobj_import(File &f, drm_syncobj_handle &h);
+    int prime_export(File &f, drm_prime_handle &p);
+    int prime_import(File &f, drm_prime_handle &p);
 
     Options opts_;
     std::shared_ptr<Memory> memory_;
     std::vector<std::unique_ptr<Core>> cores_;
     std::vector<std::unique_ptr<Dma>> dma_;
     mutable std::mutex lock_; ///< the fd tables and mmap offsets
-    int next_fd_ = 1000;
     uint64_t next_client_id_ = 1;
-    uint64_t next_mmap_offset_ = 1ull << 32;
     std::map<int, std::shared_ptr<File>> files_;
-    std::map<int, SyncWait> sync_files_;
     std::atomic<uint32_t> next_engine_{0};
     std::thread watchdog_;
     std::mutex watchdog_lock_;

@@ -72,6 +72,8 @@ int Device::submit_slot(File &f, Work &w, uint32_t handle, uint64_t offset, uint
     neuron_binding b{};
     b.size = size;
     b.flags = flags;
+    if (bo->region == DRM_NEURON_BO_DEVICE && bo->memory != memory_)
+        return EXDEV; // another device's memory (imported): copies only
     if (bo->region == DRM_NEURON_BO_HOST) {
         if (!opts_.host_bindings)
             return EOPNOTSUPP;

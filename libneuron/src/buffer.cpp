@@ -9,6 +9,12 @@ BufferState::~BufferState() {
     if (!device.state())
         return; // an idle trace buffer: ~DeviceState released it
     const auto &dev = *device.state();
+    for (const auto &[importer, h] : imports)
+        if (auto d = importer.lock()) {
+            drm_gem_close c{};
+            c.handle = h;
+            (void)d->ioctl(DRM_IOCTL_GEM_CLOSE, &c);
+        }
     if (auto *p = map.load())
         dev.os->munmap(p, size);
     if (handle) {

@@ -102,31 +102,55 @@ detail::SimCreateFn load_sim() {
     return fn;
 }
 
-// One simulated device per option string, shared by every open of it in
-// the process (like one device shared by the files that open it).
+// One simulated device per option string and device number, shared by
+// every open of it in the process (like one device shared by the files that
+// open it): "devices=2" and "devices=2,device=0" are the same device.
 std::shared_ptr<detail::Os> sim_os(const std::string &options) {
     static std::mutex lock;
     static std::map<std::string, std::weak_ptr<detail::Os>> devices;
+    auto [rest, number] = detail::split_sim_device(options);
+    const std::string key = fmt::format("{}|device={}", rest, number.empty() ? "0" : number);
     auto create = load_sim();
     std::lock_guard<std::mutex> g(lock);
-    if (auto os = devices[options].lock())
+    if (auto os = devices[key].lock())
         return os;
     char err[256] = "";
     detail::Os *raw = create(detail::sim_abi_version, options.c_str(), err, sizeof(err));
     if (!raw)
         throw Error(errc::invalid_argument, fmt::format("sim:{}: {}", options, err));
     std::shared_ptr<detail::Os> os(raw);
-    devices[options] = os;
+    devices[key] = os;
     return os;
 }
 
-Device open_sim(std::string_view spec) {
-    std::string options;
+} // namespace
+
+std::pair<std::string, std::string> detail::split_sim_device(std::string_view options) {
+    std::string rest, number;
+    while (!options.empty()) {
+        auto comma = options.find(',');
+        std::string_view item = options.substr(0, comma);
+        options = comma == std::string_view::npos ? std::string_view() : options.substr(comma + 1);
+        if (item.substr(0, 7) == "device=")
+            number = std::string(item.substr(7));
+        else if (!item.empty())
+            rest += fmt::format("{}{}", rest.empty() ? "" : ",", item);
+    }
+    return {rest, number};
+}
+
+std::string detail::sim_options(std::string_view spec) {
     if (spec.size() > 4)
-        options = std::string(spec.substr(4));
-    else if (const char *o = std::getenv("NEURON_SIM_OPTIONS"))
-        options = o;
-    return detail::open_device(sim_os(options), std::string(spec));
+        return std::string(spec.substr(4));
+    if (const char *o = std::getenv("NEURON_SIM_OPTIONS"))
+        return o;
+    return {};
+}
+
+namespace {
+
+Device open_sim(std::string_view spec) {
+    return detail::open_device(sim_os(detail::sim_options(spec)), std::string(spec));
 }
 
 } // namespace

@@ -65,6 +65,10 @@ struct BufferAccess {
 
 struct BufferState {
     Device device;
+    /// Handles of this buffer in other devices' files (PRIME imports, made
+    /// by cross-device copies), closed with the buffer on the devices still open.
+    mutable std::mutex import_lock;
+    mutable std::vector<std::pair<std::weak_ptr<DeviceState>, uint32_t>> imports;
     uint32_t handle = 0;
     uint64_t size = 0;
     uint64_t mmap_offset = 0;
@@ -110,10 +114,34 @@ inline void BufferAccess::attach(const Buffer &b, const Device &d) {
 /// A syncobj for a new fence, idle or created; throws on failure.
 uint32_t create_syncobj(const DeviceState &dev);
 
+/// The in-syncs of a copy or job. A fence of another open device is
+/// exported as a sync file and imported into a syncobj of this one, so that
+/// the device waits for it; where that cannot be done (a driver without
+/// sync-file import, the simulator and neuron.ko mixed) it is waited for on
+/// the host before the work is queued. The imported syncobjs are given back
+/// when this is destroyed, after the ioctl that took their fences.
+struct InSyncs {
+    const DeviceState *dev = nullptr;
+    std::vector<drm_neuron_sync> list;
+    std::vector<uint32_t> imported;
+    InSyncs() = default;
+    InSyncs(InSyncs &&o) noexcept
+        : dev(o.dev), list(std::move(o.list)), imported(std::move(o.imported)) {
+        o.imported.clear();
+    }
+    InSyncs &operator=(InSyncs &&o) noexcept;
+    InSyncs(const InSyncs &) = delete;
+    InSyncs &operator=(const InSyncs &) = delete;
+    ~InSyncs();
+};
+
 /// The in-syncs of a copy or job that waits for @p deps, checked (count,
-/// empty fences, fences of another open device); @p what prefixes errors.
-std::vector<drm_neuron_sync> make_in_syncs(const DeviceState &dev, const std::vector<Fence> &deps,
-                                           const std::string &what);
+/// empty fences); @p what prefixes errors.
+InSyncs make_in_syncs(const DeviceState &dev, const std::vector<Fence> &deps,
+                      const std::string &what);
+
+/// A syncobj of a fence that is gone, back to @p dev's pool (or destroyed).
+void release_syncobj(const DeviceState &dev, uint32_t handle);
 
 /// Queue::submit with $NEURON_PROFILE set to @p file: the job, profiled, its
 /// trace appended to @p file once its fence is released; an empty Fence
@@ -123,6 +151,12 @@ Fence submit_captured(const Queue &q, const LoadedProgram &lp, const Arguments &
 /// Reads $NEURON_PROFILE and $NEURON_PROFILE_RECORDS into @p s (at open);
 /// throws Error(invalid_argument) for a bad record count.
 void read_profile_env(DeviceState &s);
+
+/// The simulator's options of @p spec ("sim:OPTIONS", or "sim" and
+/// $NEURON_SIM_OPTIONS).
+std::string sim_options(std::string_view spec);
+/// Simulator options without their "device=N" item, and N's text ("" if absent).
+std::pair<std::string, std::string> split_sim_device(std::string_view options);
 
 /// "8.0 GiB", "4.0 KiB", "12 bytes".
 std::string human_size(uint64_t n);

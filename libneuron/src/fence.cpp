@@ -29,18 +29,21 @@ FenceState::~FenceState() {
             std::fprintf(stderr, "libneuron: %s: %s\n", label().c_str(), e.what());
         }
     }
-    if (!syncobj)
-        return;
+    if (syncobj)
+        release_syncobj(*device, syncobj);
+}
+
+void release_syncobj(const DeviceState &dev, uint32_t handle) {
     {
-        std::lock_guard<std::mutex> g(device->syncobj_lock);
-        if (device->idle_syncobjs.size() < DeviceState::max_idle_syncobjs) {
-            device->idle_syncobjs.push_back(syncobj);
+        std::lock_guard<std::mutex> g(dev.syncobj_lock);
+        if (dev.idle_syncobjs.size() < DeviceState::max_idle_syncobjs) {
+            dev.idle_syncobjs.push_back(handle);
             return;
         }
     }
     drm_syncobj_destroy d{};
-    d.handle = syncobj;
-    (void)device->ioctl(DRM_IOCTL_SYNCOBJ_DESTROY, &d);
+    d.handle = handle;
+    (void)dev.ioctl(DRM_IOCTL_SYNCOBJ_DESTROY, &d);
 }
 
 // drmSyncobjCreate() returns -1, not -errno, on failure: the ioctl is made

@@ -129,9 +129,10 @@ BindingTable bind_arguments(const Device &device, const LoadedProgram &lp, const
         b.handle = r.buffer->handle();
         b.offset = r.offset;
         b.size = r.size;
-        b.flags = a->direction == Direction::in    ? DRM_NEURON_BIND_READ
-                  : a->direction == Direction::out ? DRM_NEURON_BIND_WRITE
-                                                   : DRM_NEURON_BIND_READ | DRM_NEURON_BIND_WRITE;
+        b.flags = a->direction == Direction::in ? DRM_NEURON_BIND_READ
+                  : a->direction == Direction::out && !a->accumulated
+                      ? DRM_NEURON_BIND_WRITE
+                      : DRM_NEURON_BIND_READ | DRM_NEURON_BIND_WRITE;
         bound[a->slot] = true;
         t.host |= r.buffer->region() == Region::host;
     }
@@ -162,7 +163,7 @@ BindingTable bind_arguments(const Device &device, const LoadedProgram &lp, const
 /// The arguments point into the table and the syncs: do not copy it.
 struct PreparedJob {
     BindingTable table;
-    std::vector<drm_neuron_sync> syncs;
+    detail::InSyncs syncs;
     std::shared_ptr<detail::FenceState> fence;
     drm_neuron_submit submit{};
     const Program *program = nullptr;
@@ -225,8 +226,8 @@ void prepare_job(PreparedJob &job, const Device &device, unsigned core, const Lo
     s.program_size = lp.image_size();
     s.num_bindings = nslots;
     s.bindings = reinterpret_cast<uintptr_t>(bind.data());
-    s.in_syncs = reinterpret_cast<uintptr_t>(job.syncs.data());
-    s.num_in_syncs = static_cast<uint32_t>(job.syncs.size());
+    s.in_syncs = reinterpret_cast<uintptr_t>(job.syncs.list.data());
+    s.num_in_syncs = static_cast<uint32_t>(job.syncs.list.size());
     s.out_sync.handle = job.fence->syncobj;
     s.flags = profile ? DRM_NEURON_SUBMIT_F_PROFILE : 0;
 }

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <signal.h>
 
+#include "device_state.hpp"
 #include "internal.hpp"
 #include "os.hpp"
 #include "sim_publish.hpp"
@@ -157,13 +158,26 @@ std::vector<SimulatedDevice> published_simulators() {
 
 std::vector<DeviceEntry> enumerate(const SysPaths &paths) {
     if (auto spec = selected_device(); spec && is_sim_spec(*spec)) {
-        Device d = Device::open(*spec, paths);
-        DeviceEntry e;
-        e.node = d.path();
-        e.pci_address = d.info().pci_address;
-        e.vendor_id = d.info().vendor_id;
-        e.device_id = d.info().device_id;
-        return {e};
+        // The simulator's devices=N option makes N devices, device K named
+        // by "sim:<options>,device=K" (the selected one by its own name).
+        Device selected = Device::open(*spec, paths);
+        const std::string n = selected.state()->os->read_line("sim_devices");
+        const unsigned count = n.empty() ? 1u : static_cast<unsigned>(std::stoul(n));
+        auto [rest, number] = detail::split_sim_device(detail::sim_options(*spec));
+        std::vector<DeviceEntry> out;
+        for (unsigned k = 0; k < count; k++) {
+            std::string node = fmt::format("sim:{}{}device={}", rest, rest.empty() ? "" : ",", k);
+            bool same = std::to_string(k) == (number.empty() ? "0" : number);
+            Device d = same ? selected : Device::open(node, paths);
+            DeviceEntry e;
+            e.index = k;
+            e.node = same ? d.path() : node;
+            e.pci_address = d.info().pci_address;
+            e.vendor_id = d.info().vendor_id;
+            e.device_id = d.info().device_id;
+            out.push_back(std::move(e));
+        }
+        return out;
     }
     return enumerate_sysfs(paths);
 }
