@@ -5,6 +5,7 @@
 #include <neuron/allocator.hpp>
 #include <neuron/buffer.hpp>
 #include <neuron/builder.hpp>
+#include <neuron/collectives.hpp>
 #include <neuron/device.hpp>
 #include <neuron/error.hpp>
 #include <neuron/kernel.hpp>
