@@ -15,7 +15,7 @@
 /**
  * struct neuron_client - accounting of one open file, shared with its jobs
  * @ref: the file holds one reference, every job and every mapping of
- *	pinned host pages (neuron_gem.c) another
+ *	pinned host pages (neuron_gem_host.c) another
  * @jobs_inflight: jobs and copies submitted and not yet freed
  * @jobs_submitted: SUBMIT jobs accepted
  * @copies_submitted: COPY jobs accepted
@@ -27,6 +27,7 @@
  * @last_fault_seqno: its seqno
  * @host_pinned: bytes of host buffers pinned for this file's jobs and
  *	copies (neuron_bo_dma_get()), limited by neuron_host_pin_file_limit()
+ *	(neuron_pin.c)
  *
  * Counters are atomics or written with WRITE_ONCE(); readers take no lock.
  */

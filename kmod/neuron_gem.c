@@ -14,31 +14,24 @@
 #include <drm/drm_gem.h>
 #include <drm/drm_gem_shmem_helper.h>
 #include <drm/drm_managed.h>
-#include <drm/drm_prime.h>
 #include <drm/drm_print.h>
 #include <drm/drm_vma_manager.h>
 #include <drm/neuron_accel.h>
 #include <linux/dma-buf.h>
-#include <linux/dma-mapping.h>
-#include <linux/dma-resv.h>
 #include <linux/mm.h>
 #include <linux/mount.h>
 #include <linux/mutex.h>
 #include <linux/pagemap.h>
-#include <linux/scatterlist.h>
 #include <linux/shmem_fs.h>
 #include <linux/sizes.h>
 #include <linux/slab.h>
-#include <linux/workqueue.h>
 
 #include "neuron_compat.h"
 #include "neuron_drv.h"
 #include "neuron_gem.h"
 #include "neuron_gem_host.h"
-#include "neuron_client.h"
 #include "neuron_mm.h"
 #include "neuron_pm.h"
-#include "neuron_telemetry.h"
 
 static_assert(offsetof(struct drm_gem_shmem_object, base) == 0,
 	      "neuron_bo overlays the shmem object's GEM object");

@@ -43,8 +43,8 @@ struct neuron_device;
  * neuron_gem_host.c), plus a short
  * grace period so that back-to-back jobs do not pin and map the pages each
  * time; after that the pages may be swapped out like any other shmem page.
- * Pinned bytes count against the limits of neuron_host_pin_limit() and
- * neuron_host_pin_file_limit().
+ * Pinned bytes are charged to the pinning process and count against the
+ * driver's limits (neuron_pin.c).
  * Device buffers are ranges of the device's memory, zeroed at creation.
  */
 struct neuron_bo {

@@ -3,7 +3,8 @@
  * neuron: host memory for the device. The pages of host buffers that jobs
  * and copies use are pinned and DMA-mapped while they use them, and a
  * little longer (a cache of mappings per buffer, in an interval tree by
- * page); pinned bytes are charged and limited.
+ * page); pinned bytes are charged before any page is pinned
+ * (neuron_pin.c).
  */
 #include <drm/drm_device.h>
 #include <drm/drm_drv.h>
@@ -13,10 +14,8 @@
 #include <linux/dma-resv.h>
 #include <linux/interval_tree_generic.h>
 #include <linux/mm.h>
-#include <linux/moduleparam.h>
 #include <linux/mutex.h>
 #include <linux/pagemap.h>
-#include <linux/capability.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/scatterlist.h>
@@ -29,6 +28,7 @@
 #include "neuron_drv.h"
 #include "neuron_gem.h"
 #include "neuron_gem_host.h"
+#include "neuron_pin.h"
 #include "neuron_telemetry.h"
 
 /* The buffer's mappings by page: an interval tree of [first, last]. */
@@ -58,132 +58,6 @@ static struct neuron_host_map *neuron_host_map_next(struct neuron_host_map *map)
 {
 	lockdep_assert_held(&map->bo->dma_lock);
 	return neuron_host_map_it_iter_next(map, 0, ULONG_MAX);
-}
-
-/*
- * Limits of pinned host memory in MiB, read at every pin (0: a fraction of
- * RAM). A pinned page cannot be swapped out or reclaimed, and the OOM killer
- * sees it in no process's memory: without a limit one client could leave the
- * machine to the OOM killer. A pinned page holds its whole folio (a huge
- * page: 2 MiB), and pins are counted so.
- */
-static unsigned int neuron_host_pin_limit_mb;
-module_param_named(host_pin_limit_mb, neuron_host_pin_limit_mb, uint, 0644);
-MODULE_PARM_DESC(host_pin_limit_mb,
-		 "MiB of host buffers all files may have pinned for the devices together (0: half of RAM)");
-
-static unsigned int neuron_host_pin_file_limit_mb;
-module_param_named(host_pin_file_limit_mb, neuron_host_pin_file_limit_mb,
-		   uint, 0644);
-MODULE_PARM_DESC(host_pin_file_limit_mb,
-		 "MiB of host buffers one open file may have pinned (0: a quarter of RAM)");
-
-/* Bytes of host buffers pinned for all devices. */
-static atomic64_t neuron_host_pinned_bytes = ATOMIC64_INIT(0);
-
-static u64 neuron_pin_limit(unsigned int mb, unsigned int ram_shift)
-{
-	if (mb)
-		return (u64)mb << 20;
-	return ((u64)totalram_pages() << PAGE_SHIFT) >> ram_shift;
-}
-
-/**
- * neuron_host_pin_limit() - bytes of host buffers all files may pin
- *
- * Return: the limit, from module parameter host_pin_limit_mb.
- */
-u64 neuron_host_pin_limit(void)
-{
-	return neuron_pin_limit(READ_ONCE(neuron_host_pin_limit_mb), 1);
-}
-
-/**
- * neuron_host_pin_file_limit() - bytes of host buffers one file may pin
- *
- * Return: the limit, from module parameter host_pin_file_limit_mb.
- */
-u64 neuron_host_pin_file_limit(void)
-{
-	return neuron_pin_limit(READ_ONCE(neuron_host_pin_file_limit_mb), 2);
-}
-
-/**
- * neuron_host_pinned() - bytes of host buffers pinned for all devices now
- *
- * Return: the bytes counted against neuron_host_pin_limit().
- */
-u64 neuron_host_pinned(void)
-{
-	return atomic64_read(&neuron_host_pinned_bytes);
-}
-
-/* Adds @bytes to @counter unless the sum would exceed @limit. */
-static bool neuron_pin_charge(atomic64_t *counter, u64 bytes, u64 limit)
-{
-	s64 old = atomic64_read(counter);
-
-	do {
-		if ((u64)old + bytes > limit)
-			return false;
-	} while (!atomic64_try_cmpxchg(counter, &old, old + bytes));
-	return true;
-}
-
-/*
- * Charges @pages pinned pages to @mm's pinned_vm (VmPin in
- * /proc/PID/status), as RDMA and io_uring do: the caller's RLIMIT_MEMLOCK
- * limits them, unless it has CAP_IPC_LOCK. In the caller's context.
- */
-static int neuron_host_charge_mm(struct mm_struct *mm, u64 pages)
-{
-	u64 limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
-	u64 pinned = atomic64_add_return(pages, &mm->pinned_vm);
-
-	if (pinned > limit && !capable(CAP_IPC_LOCK)) {
-		atomic64_sub(pages, &mm->pinned_vm);
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-/*
- * Charges @bytes of pinned pages to @mm (-ENOMEM over its RLIMIT_MEMLOCK),
- * to all files together and to @client (-EDQUOT over the driver's limits).
- * In the caller's context, with @mm the caller's.
- */
-static int neuron_host_charge(struct neuron_client *client,
-			      struct mm_struct *mm, u64 bytes)
-{
-	int ret;
-
-	ret = neuron_host_charge_mm(mm, bytes >> PAGE_SHIFT);
-	if (ret)
-		return ret;
-	if (!neuron_pin_charge(&neuron_host_pinned_bytes, bytes,
-			       neuron_host_pin_limit())) {
-		ret = -EDQUOT;
-		goto err_mm;
-	}
-	if (!neuron_pin_charge(&client->host_pinned, bytes,
-			       neuron_host_pin_file_limit())) {
-		atomic64_sub(bytes, &neuron_host_pinned_bytes);
-		ret = -EDQUOT;
-		goto err_mm;
-	}
-	return 0;
-
-err_mm:
-	atomic64_sub(bytes >> PAGE_SHIFT, &mm->pinned_vm);
-	return ret;
-}
-
-static void neuron_host_uncharge(struct neuron_client *client,
-				 struct mm_struct *mm, u64 bytes)
-{
-	atomic64_sub(bytes >> PAGE_SHIFT, &mm->pinned_vm);
-	atomic64_sub(bytes, &client->host_pinned);
-	atomic64_sub(bytes, &neuron_host_pinned_bytes);
 }
 
 /* Drops the references of neuron_host_pin_pages(). */
@@ -314,7 +188,7 @@ static void neuron_host_map_destroy(struct neuron_host_map *map)
 		neuron_host_unpin_pages(map->pages, map->count, true);
 	atomic64_sub((u64)map->count << PAGE_SHIFT,
 		     &ndev->telemetry->host_mapped);
-	neuron_host_uncharge(map->client, map->mm, map->charged);
+	neuron_pin_uncharge(map->client, map->mm, map->charged);
 	mmdrop(map->mm);
 	neuron_client_put(map->client);
 	kvfree(map->fresh);
@@ -438,7 +312,7 @@ static int neuron_host_charge_folios(struct neuron_client *client,
 	}
 	if (!extra)
 		return 0;
-	ret = neuron_host_charge(client, mm, extra);
+	ret = neuron_pin_charge(client, mm, extra);
 	if (ret)
 		for (i = 0; i < num_maps; i++)
 			maps[i]->charged = (u64)maps[i]->count << PAGE_SHIFT;
@@ -710,7 +584,7 @@ struct neuron_host_range *neuron_bo_dma_get(struct neuron_bo *bo,
 	 */
 	if (mutex_lock_interruptible(&bo->pin_lock))
 		return ERR_PTR(-ERESTARTSYS);
-	/* neuron_gem_unplug() has run or waits for pin_lock. */
+	/* neuron_gem_host_unplug() has run or waits for pin_lock. */
 	if (drm_dev_is_unplugged(bo->base.dev)) {
 		ret = -ENODEV;
 		goto err_unlock;
@@ -727,11 +601,11 @@ struct neuron_host_range *neuron_bo_dma_get(struct neuron_bo *bo,
 	range->bo = bo;
 	neuron_host_range_scan_locked(bo, first, last, range, &maps, &gaps);
 	bytes = (u64)missing << PAGE_SHIFT;
-	ret = neuron_host_charge(client, current->mm, bytes);
+	ret = neuron_pin_charge(client, current->mm, bytes);
 	if (ret) {
 		/* The buffer's own idle mappings count too: drop them first. */
 		neuron_host_maps_trim_locked(bo);
-		ret = neuron_host_charge(client, current->mm, bytes);
+		ret = neuron_pin_charge(client, current->mm, bytes);
 	}
 	mutex_unlock(&bo->dma_lock);
 	if (ret)
@@ -782,7 +656,7 @@ err_fresh:
 		neuron_host_map_destroy(fresh[i]);
 	}
 	kfree(fresh);
-	neuron_host_uncharge(client, current->mm, bytes);
+	neuron_pin_uncharge(client, current->mm, bytes);
 err_put:
 	mutex_lock(&bo->dma_lock);
 	neuron_host_range_put_locked(range);

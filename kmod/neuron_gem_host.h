@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * neuron: host memory for the device: pinning, DMA mappings, charging.
+ * neuron: host memory for the device: pinning and DMA mappings.
  */
 #ifndef __NEURON_GEM_HOST_H__
 #define __NEURON_GEM_HOST_H__
@@ -32,7 +32,7 @@ struct neuron_device;
  * @users: ranges (&struct neuron_host_range) that use the mapping now
  * @idle_since: jiffies when @users last dropped to zero
  * @sgt: the pages' SG table, DMA-mapped while @dma_mapped
- * @dma_mapped: false once neuron_gem_unplug() unmapped @sgt
+ * @dma_mapped: false once neuron_gem_host_unplug() unmapped @sgt
  * @fresh: while the range that makes the mapping is not complete: a
  *	bitmap of the pages its pin allocated, given back if that range
  *	fails; NULL once the mapping is listed
@@ -86,8 +86,5 @@ struct neuron_host_range *neuron_bo_dma_get(struct neuron_bo *bo,
 					    u64 offset, u64 size);
 void neuron_bo_dma_put(struct neuron_host_range *range);
 void neuron_gem_host_unplug(struct neuron_device *ndev);
-u64 neuron_host_pinned(void);
-u64 neuron_host_pin_limit(void);
-u64 neuron_host_pin_file_limit(void);
 
 #endif /* __NEURON_GEM_HOST_H__ */

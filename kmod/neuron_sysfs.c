@@ -26,7 +26,7 @@
 #include "neuron_drv.h"
 #include "neuron_exec.h"
 #include "neuron_gem.h"
-#include "neuron_gem_host.h"
+#include "neuron_pin.h"
 #include "neuron_sysfs.h"
 #include "neuron_telemetry.h"
 
