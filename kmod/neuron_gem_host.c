@@ -23,6 +23,7 @@
 #include <linux/slab.h>
 #include <linux/sort.h>
 #include <linux/workqueue.h>
+#include <kunit/visibility.h>
 
 #include "neuron_client.h"
 #include "neuron_drv.h"
@@ -434,17 +435,27 @@ void neuron_gem_host_unplug(struct neuron_device *ndev)
 	mutex_unlock(&ndev->host_bos_lock);
 }
 
-/*
- * Takes a use of every mapping of @bo that overlaps pages [first, last]
- * into @range (NULL: only counts them), in page order (the interval tree
- * yields them by first page), and counts the runs of pages no mapping
- * covers. Returns the pages in those gaps; dma_lock held.
+/**
+ * neuron_host_range_scan_locked() - look up the mappings a range overlaps
+ * @bo: the host buffer, its dma_lock held
+ * @first: first page of the range
+ * @last: last page of the range
+ * @range: where to add the mappings found, each with a use taken (NULL:
+ *	only count them)
+ * @maps: set to the number of mappings that overlap [@first, @last]
+ * @gaps: set to the number of runs of pages in [@first, @last] that no
+ *	mapping covers
+ *
+ * Visits only the mappings that overlap the range, in page order (the
+ * interval tree yields them by first page); the first may begin before
+ * @first and the last end after @last.
+ *
+ * Return: the pages of [@first, @last] that no mapping covers.
  */
-static pgoff_t neuron_host_range_scan_locked(struct neuron_bo *bo,
-					     pgoff_t first, pgoff_t last,
-					     struct neuron_host_range *range,
-					     unsigned int *maps,
-					     unsigned int *gaps)
+VISIBLE_IF_KUNIT pgoff_t
+neuron_host_range_scan_locked(struct neuron_bo *bo, pgoff_t first, pgoff_t last,
+			      struct neuron_host_range *range,
+			      unsigned int *maps, unsigned int *gaps)
 {
 	struct neuron_host_map *map;
 	pgoff_t pos = first, missing = 0;
@@ -471,6 +482,7 @@ static pgoff_t neuron_host_range_scan_locked(struct neuron_bo *bo,
 	}
 	return missing;
 }
+EXPORT_SYMBOL_IF_KUNIT(neuron_host_range_scan_locked);
 
 /* Creates the mappings for the pages of [first, last] no mapping covers. */
 static int neuron_host_range_fill(struct neuron_host_range *range,
@@ -510,13 +522,35 @@ static int neuron_map_cmp(const void *a, const void *b)
 	return x->first < y->first ? -1 : x->first > y->first;
 }
 
-/* Inserts @map into the buffer's interval tree; dma_lock held. */
-static void neuron_host_map_insert_locked(struct neuron_bo *bo,
-					  struct neuron_host_map *map)
+/**
+ * neuron_host_map_insert_locked() - list a mapping in its buffer's tree
+ * @bo: the host buffer, its dma_lock held
+ * @map: a mapping of @bo that overlaps none listed
+ */
+VISIBLE_IF_KUNIT void neuron_host_map_insert_locked(struct neuron_bo *bo,
+						    struct neuron_host_map *map)
 {
 	lockdep_assert_held(&bo->dma_lock);
 	neuron_host_map_it_insert(map, &bo->dma_maps);
 }
+EXPORT_SYMBOL_IF_KUNIT(neuron_host_map_insert_locked);
+
+/**
+ * neuron_host_range_order() - put a range's mappings in page order
+ * @range: a range with at least one mapping: those found by
+ *	neuron_host_range_scan_locked(), in page order, then the new ones
+ *
+ * Sets &neuron_host_range.start to the first page of the first mapping,
+ * which a mapping made for an earlier range may place before the range's
+ * own first page: the range's SG table starts there.
+ */
+VISIBLE_IF_KUNIT void neuron_host_range_order(struct neuron_host_range *range)
+{
+	sort(range->maps, range->num_maps, sizeof(range->maps[0]),
+	     neuron_map_cmp, NULL);
+	range->start = (u64)range->maps[0]->first << PAGE_SHIFT;
+}
+EXPORT_SYMBOL_IF_KUNIT(neuron_host_range_order);
 
 /* The DMA segments of the range's mappings, in order, as one table. */
 static int neuron_host_range_build_sgt(struct neuron_host_range *range)
@@ -634,10 +668,7 @@ struct neuron_host_range *neuron_bo_dma_get(struct neuron_bo *bo,
 	mutex_unlock(&bo->dma_lock);
 	mutex_unlock(&bo->pin_lock);
 	kfree(fresh);
-	sort(range->maps, range->num_maps, sizeof(range->maps[0]),
-	     neuron_map_cmp, NULL);
-	/* A mapping made for an earlier range may start before @first. */
-	range->start = (u64)range->maps[0]->first << PAGE_SHIFT;
+	neuron_host_range_order(range);
 
 	ret = neuron_host_range_build_sgt(range);
 	if (ret) {

@@ -87,4 +87,15 @@ struct neuron_host_range *neuron_bo_dma_get(struct neuron_bo *bo,
 void neuron_bo_dma_put(struct neuron_host_range *range);
 void neuron_gem_host_unplug(struct neuron_device *ndev);
 
+#if IS_ENABLED(CONFIG_KUNIT)
+/* The interval tree's lookup and ordering, visible to the KUnit tests. */
+pgoff_t neuron_host_range_scan_locked(struct neuron_bo *bo, pgoff_t first,
+				      pgoff_t last,
+				      struct neuron_host_range *range,
+				      unsigned int *maps, unsigned int *gaps);
+void neuron_host_map_insert_locked(struct neuron_bo *bo,
+				   struct neuron_host_map *map);
+void neuron_host_range_order(struct neuron_host_range *range);
+#endif
+
 #endif /* __NEURON_GEM_HOST_H__ */

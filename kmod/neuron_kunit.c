@@ -3,24 +3,30 @@
  * neuron: KUnit tests of the driver's pure functions: the fence error of a
  * completion status, the SG walk behind host bindings, the span walkers
  * that split copies, the binding table a job hands to the device, the
- * pool of slots it is written into and the affinity sets of the rings'
- * interrupt vectors.
+ * pool of slots it is written into, the affinity sets of the rings'
+ * interrupt vectors, the lookup of a host buffer's mappings in its
+ * interval tree and the bounded counts of pinned memory.
  *
  * Built as neuron_kunit.ko for kernels with CONFIG_KUNIT; the functions
  * come from neuron.ko (EXPORT_SYMBOL_IF_KUNIT), except the status errno,
  * an inline of hw/neuron_job_errno.h. The SG tables here are written by
- * hand: only their DMA addresses and lengths are read.
+ * hand: only their DMA addresses and lengths are read; so are the host
+ * mappings: only their pages' indices are read.
  */
 #include <kunit/test.h>
 #include <linux/bitops.h>
 #include <linux/interrupt.h>
 #include <linux/module.h>
+#include <linux/mutex.h>
 #include <linux/overflow.h>
 #include <linux/scatterlist.h>
 
 #include "neuron_compat.h"
+#include "neuron_gem.h"
+#include "neuron_gem_host.h"
 #include "neuron_irq.h"
 #include "neuron_job_errno.h"
+#include "neuron_pin.h"
 #include "neuron_regs.h"
 #include "neuron_submit.h"
 #include "neuron_table.h"
@@ -307,6 +313,149 @@ static void neuron_test_irq_plan_sets(struct kunit *test)
 	}
 }
 
+/* A mapping of pages [@first, @first + @count) of @bo, listed, unpinned. */
+static struct neuron_host_map *neuron_test_map(struct kunit *test,
+					       struct neuron_bo *bo,
+					       pgoff_t first, pgoff_t count)
+{
+	struct neuron_host_map *map;
+
+	map = kunit_kzalloc(test, sizeof(*map), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, map);
+	map->bo = bo;
+	map->first = first;
+	map->count = count;
+	neuron_host_map_insert_locked(bo, map);
+	return map;
+}
+
+/* Scans [first, last] of @bo into @range (emptied first); returns missing. */
+static pgoff_t neuron_test_scan(struct neuron_bo *bo,
+				struct neuron_host_range *range, pgoff_t first,
+				pgoff_t last, unsigned int *maps,
+				unsigned int *gaps)
+{
+	range->num_maps = 0;
+	return neuron_host_range_scan_locked(bo, first, last, range, maps,
+					     gaps);
+}
+
+/*
+ * A host buffer's mappings in its interval tree: a range finds exactly the
+ * mappings it overlaps, in page order, and the pages none covers; one that
+ * begins inside a mapping an earlier range left starts its table at that
+ * mapping's first page (exec test copy_in_cached_mapping).
+ */
+static void neuron_test_host_range_lookup(struct kunit *test)
+{
+	struct neuron_host_range *range;
+	struct neuron_host_map *m[3], *made;
+	unsigned int maps, gaps;
+	struct neuron_bo *bo;
+
+	bo = kunit_kzalloc(test, sizeof(*bo), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, bo);
+	range = kunit_kzalloc(test, struct_size(range, maps, 4), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, range);
+	mutex_init(&bo->dma_lock);
+	bo->dma_maps = RB_ROOT_CACHED;
+	range->bo = bo;
+	mutex_lock(&bo->dma_lock);
+
+	/* Pages [0, 2), [8, 10) and [20, 30), listed out of order. */
+	m[2] = neuron_test_map(test, bo, 20, 10);
+	m[0] = neuron_test_map(test, bo, 0, 2);
+	m[1] = neuron_test_map(test, bo, 8, 2);
+
+	/* Counting only: between two mappings, none overlaps. */
+	KUNIT_EXPECT_EQ(test, neuron_host_range_scan_locked(bo, 2, 7, NULL,
+							    &maps, &gaps), 6);
+	KUNIT_EXPECT_EQ(test, maps, 0);
+	KUNIT_EXPECT_EQ(test, gaps, 1);
+	KUNIT_EXPECT_EQ(test, m[0]->users + m[1]->users + m[2]->users, 0);
+
+	/* Inside one mapping: that mapping, nothing to pin, starts before. */
+	KUNIT_EXPECT_EQ(test, neuron_test_scan(bo, range, 21, 23, &maps, &gaps),
+			0);
+	KUNIT_EXPECT_EQ(test, maps, 1);
+	KUNIT_EXPECT_EQ(test, gaps, 0);
+	KUNIT_ASSERT_EQ(test, range->num_maps, 1);
+	KUNIT_EXPECT_PTR_EQ(test, range->maps[0], m[2]);
+	KUNIT_EXPECT_EQ(test, m[2]->users, 1);
+	neuron_host_range_order(range);
+	KUNIT_EXPECT_EQ(test, range->start, (u64)20 << PAGE_SHIFT);
+
+	/* From a mapping's first page: no gap before it. */
+	KUNIT_EXPECT_EQ(test, neuron_test_scan(bo, range, 20, 21, &maps, &gaps),
+			0);
+	KUNIT_EXPECT_EQ(test, maps, 1);
+	KUNIT_EXPECT_EQ(test, gaps, 0);
+
+	/* Across all three, in page order: gaps [2, 7], [10, 19], [30, 31]. */
+	KUNIT_EXPECT_EQ(test, neuron_test_scan(bo, range, 1, 31, &maps, &gaps),
+			18);
+	KUNIT_EXPECT_EQ(test, maps, 3);
+	KUNIT_EXPECT_EQ(test, gaps, 3);
+	KUNIT_ASSERT_EQ(test, range->num_maps, 3);
+	KUNIT_EXPECT_PTR_EQ(test, range->maps[0], m[0]);
+	KUNIT_EXPECT_PTR_EQ(test, range->maps[1], m[1]);
+	KUNIT_EXPECT_PTR_EQ(test, range->maps[2], m[2]);
+	KUNIT_EXPECT_EQ(test, m[0]->users, 1);
+	KUNIT_EXPECT_EQ(test, m[2]->users, 3);
+
+	/* From a mapping's last page to the next one's first. */
+	KUNIT_EXPECT_EQ(test, neuron_test_scan(bo, range, 1, 8, &maps, &gaps),
+			6);
+	KUNIT_EXPECT_EQ(test, maps, 2);
+	KUNIT_EXPECT_EQ(test, gaps, 1);
+	KUNIT_ASSERT_EQ(test, range->num_maps, 2);
+	KUNIT_EXPECT_PTR_EQ(test, range->maps[1], m[1]);
+
+	/* Past every mapping; and the page right after one. */
+	KUNIT_EXPECT_EQ(test, neuron_test_scan(bo, range, 40, 40, &maps, &gaps),
+			1);
+	KUNIT_EXPECT_EQ(test, maps + range->num_maps, 0);
+	KUNIT_EXPECT_EQ(test, gaps, 1);
+	KUNIT_EXPECT_EQ(test, neuron_test_scan(bo, range, 30, 30, &maps, &gaps),
+			1);
+	KUNIT_EXPECT_EQ(test, maps, 0);
+
+	/*
+	 * A range found [8, 10) and made [5, 8) for its gap: in page order,
+	 * its table starts at the new mapping.
+	 */
+	KUNIT_EXPECT_EQ(test, neuron_test_scan(bo, range, 5, 9, &maps, &gaps),
+			3);
+	made = kunit_kzalloc(test, sizeof(*made), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, made);
+	made->first = 5;
+	made->count = 3;
+	range->maps[range->num_maps++] = made;
+	neuron_host_range_order(range);
+	KUNIT_EXPECT_PTR_EQ(test, range->maps[0], made);
+	KUNIT_EXPECT_PTR_EQ(test, range->maps[1], m[1]);
+	KUNIT_EXPECT_EQ(test, range->start, (u64)5 << PAGE_SHIFT);
+
+	mutex_unlock(&bo->dma_lock);
+	mutex_destroy(&bo->dma_lock);
+}
+
+/* The driver's pin counts: added to up to their limit, never past it. */
+static void neuron_test_pin_add_within(struct kunit *test)
+{
+	atomic64_t count = ATOMIC64_INIT(0);
+
+	KUNIT_EXPECT_TRUE(test, neuron_pin_add_within(&count, 4096, 8192));
+	/* Exactly the limit. */
+	KUNIT_EXPECT_TRUE(test, neuron_pin_add_within(&count, 4096, 8192));
+	KUNIT_EXPECT_EQ(test, atomic64_read(&count), 8192);
+	/* One byte over it: refused, the count unchanged. */
+	KUNIT_EXPECT_FALSE(test, neuron_pin_add_within(&count, 1, 8192));
+	KUNIT_EXPECT_EQ(test, atomic64_read(&count), 8192);
+	KUNIT_EXPECT_TRUE(test, neuron_pin_add_within(&count, 1, 8193));
+	KUNIT_EXPECT_EQ(test, atomic64_read(&count), 8193);
+}
+
 static struct kunit_case neuron_test_cases[] = {
 	KUNIT_CASE(neuron_test_status_errno),
 	KUNIT_CASE(neuron_test_sg_walk),
@@ -315,6 +464,8 @@ static struct kunit_case neuron_test_cases[] = {
 	KUNIT_CASE(neuron_test_binding_table),
 	KUNIT_CASE(neuron_test_table_pool),
 	KUNIT_CASE(neuron_test_irq_plan_sets),
+	KUNIT_CASE(neuron_test_host_range_lookup),
+	KUNIT_CASE(neuron_test_pin_add_within),
 	{}
 };
 

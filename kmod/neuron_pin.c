@@ -16,6 +16,7 @@
 #include <linux/mm_types.h>
 #include <linux/moduleparam.h>
 #include <linux/sched/signal.h>
+#include <kunit/visibility.h>
 
 #include "neuron_client.h"
 #include "neuron_pin.h"
@@ -77,11 +78,17 @@ u64 neuron_host_pinned(void)
 	return atomic64_read(&neuron_host_pinned_bytes);
 }
 
-/*
- * Adds @bytes to @counter unless the sum would exceed @limit. Returns
- * whether they were added; @counter is unchanged if not.
+/**
+ * neuron_pin_add_within() - add to a count unless it would exceed a limit
+ * @counter: the count, in bytes
+ * @bytes: what to add
+ * @limit: the most @counter may reach
+ *
+ * Return: true if @bytes were added; false, with @counter unchanged, if
+ * the sum would exceed @limit.
  */
-static bool neuron_pin_add_within(atomic64_t *counter, u64 bytes, u64 limit)
+VISIBLE_IF_KUNIT bool neuron_pin_add_within(atomic64_t *counter, u64 bytes,
+					    u64 limit)
 {
 	s64 old = atomic64_read(counter);
 
@@ -91,6 +98,7 @@ static bool neuron_pin_add_within(atomic64_t *counter, u64 bytes, u64 limit)
 	} while (!atomic64_try_cmpxchg(counter, &old, old + bytes));
 	return true;
 }
+EXPORT_SYMBOL_IF_KUNIT(neuron_pin_add_within);
 
 /*
  * Charges @pages pinned pages to @mm's pinned_vm (VmPin in

@@ -20,4 +20,9 @@ u64 neuron_host_pinned(void);
 u64 neuron_host_pin_limit(void);
 u64 neuron_host_pin_file_limit(void);
 
+#if IS_ENABLED(CONFIG_KUNIT)
+/* Pure helper of neuron_pin_charge(), visible to the KUnit tests. */
+bool neuron_pin_add_within(atomic64_t *counter, u64 bytes, u64 limit);
+#endif
+
 #endif /* __NEURON_PIN_H__ */
