@@ -37,6 +37,12 @@ struct neuron_queue {
 struct neuron_profile {
     neuron::Profile p;
 };
+struct neuron_comm {
+    neuron::Communicator c;
+};
+struct neuron_work {
+    neuron::Work w;
+};
 
 namespace {
 
@@ -556,6 +562,103 @@ neuron_status neuron_profile_trace(const neuron_profile *p, void *buf, size_t ca
         NEED(buf);
         std::memcpy(buf, bytes.data(), bytes.size());
     });
+}
+
+neuron_status neuron_comm_create(neuron_device *const *devices, const uint32_t *cores,
+                                 size_t nranks, int64_t timeout_ms, uint64_t chunk_bytes,
+                                 neuron_comm **out) {
+    return guard(__func__, [&] {
+        NEED(out);
+        if (nranks) {
+            NEED(devices);
+            NEED(cores);
+        }
+        std::vector<neuron::Rank> ranks;
+        for (size_t i = 0; i < nranks; i++) {
+            if (!devices[i])
+                throw neuron::Error(neuron::errc::invalid_argument, "neuron_comm_create: devices[" +
+                                                                        std::to_string(i) +
+                                                                        "] is NULL");
+            ranks.push_back({devices[i]->dev, cores[i]});
+        }
+        neuron::CommunicatorOptions o;
+        if (timeout_ms)
+            o.timeout = std::chrono::milliseconds(timeout_ms);
+        if (chunk_bytes)
+            o.chunk_bytes = chunk_bytes;
+        *out = new neuron_comm{neuron::Communicator(std::move(ranks), o)};
+    });
+}
+
+void neuron_comm_destroy(neuron_comm *comm) {
+    delete comm;
+}
+
+neuron_status neuron_collective(neuron_comm *comm, const neuron_collective_args *a,
+                                neuron_work **out) {
+    return guard(__func__, [&] {
+        NEED(comm);
+        NEED(a);
+        NEED(out);
+        auto range = [](const neuron_buffer *b, uint64_t off) {
+            return b ? b->buf.range(off) : neuron::BufferRange{};
+        };
+        const auto send = range(a->send, a->send_offset), recv = range(a->recv, a->recv_offset);
+        const auto dt = static_cast<neuron::DType>(a->dtype);
+        const auto op = static_cast<neuron::CollectiveOp>(a->op);
+        neuron::Communicator &c = comm->c;
+        neuron::Work w;
+        switch (a->kind) {
+        case NEURON_ALL_REDUCE:
+            w = c.all_reduce(a->rank, send, recv, a->count, dt, op);
+            break;
+        case NEURON_BROADCAST:
+            w = c.broadcast(a->rank, send, a->count, dt, a->root);
+            break;
+        case NEURON_REDUCE:
+            w = c.reduce(a->rank, send, recv, a->count, dt, op, a->root);
+            break;
+        case NEURON_ALL_GATHER:
+            w = c.all_gather(a->rank, send, recv, a->count, dt);
+            break;
+        case NEURON_REDUCE_SCATTER:
+            w = c.reduce_scatter(a->rank, send, recv, a->count, dt, op);
+            break;
+        case NEURON_ALL_TO_ALL:
+            w = c.all_to_all(a->rank, send, recv, a->count, dt);
+            break;
+        case NEURON_SEND:
+            w = c.send(a->rank, send, a->count, dt, a->root);
+            break;
+        case NEURON_RECV:
+            w = c.recv(a->rank, recv, a->count, dt, a->root);
+            break;
+        case NEURON_BARRIER:
+            w = c.barrier(a->rank);
+            break;
+        default:
+            throw neuron::Error(neuron::errc::invalid_argument,
+                                "neuron_collective: unknown kind " +
+                                    std::to_string(static_cast<int>(a->kind)));
+        }
+        *out = new neuron_work{std::move(w)};
+    });
+}
+
+neuron_status neuron_work_wait(const neuron_work *work, int64_t timeout_ns) {
+    bool done = false;
+    neuron_status s = guard(__func__, [&] {
+        NEED(work);
+        done = timeout_ns < 0 ? (work->w.wait(), true)
+                              : work->w.wait_for(std::chrono::nanoseconds(timeout_ns));
+    });
+    if (s == NEURON_OK && !done)
+        return fail(NEURON_ERR_TIMEOUT, work->w.label() + ": not done within the wait's timeout");
+    return s;
+}
+
+void neuron_work_destroy(neuron_work *work) {
+    delete work;
 }
 
 } // extern "C"

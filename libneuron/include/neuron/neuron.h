@@ -307,6 +307,70 @@ NEURON_EXPORT neuron_status neuron_profile_info(const neuron_profile *p, neuron_
 NEURON_EXPORT neuron_status neuron_profile_trace(const neuron_profile *p, void *buf, size_t cap,
                                                  size_t *size);
 
+/* ---- collectives (neuron/collectives.hpp, docs/distributed.md) ---- */
+
+typedef struct neuron_comm neuron_comm;
+typedef struct neuron_work neuron_work;
+
+typedef enum neuron_reduce_op {
+    NEURON_REDUCE_SUM = 0,
+    NEURON_REDUCE_AVG = 1,
+    NEURON_REDUCE_MAX = 2,
+    NEURON_REDUCE_MIN = 3
+} neuron_reduce_op;
+
+typedef enum neuron_collective_kind {
+    NEURON_ALL_REDUCE = 1,     /* send -> recv (count each) */
+    NEURON_BROADCAST = 2,      /* send of rank root -> send of every rank */
+    NEURON_REDUCE = 3,         /* send -> recv of rank root (recv unused elsewhere) */
+    NEURON_ALL_GATHER = 4,     /* send (count) -> recv (nranks * count) */
+    NEURON_REDUCE_SCATTER = 5, /* send (nranks * count) -> recv (count) */
+    NEURON_ALL_TO_ALL = 6,     /* send -> recv (nranks * count each) */
+    NEURON_SEND = 7,           /* send -> rank root (the peer) */
+    NEURON_RECV = 8,           /* recv <- rank root (the peer) */
+    NEURON_BARRIER = 9
+} neuron_collective_kind;
+
+/*
+ * A communicator of @nranks ranks: rank i is core @cores[i] of @devices[i]
+ * (the devices stay open while it exists). @timeout_ms: how long a
+ * collective may take from its first rank's call (0: 30 s); @chunk_bytes:
+ * the most bytes one reduction job or pipelined copy handles (0: 1 MiB).
+ */
+NEURON_EXPORT neuron_status neuron_comm_create(neuron_device *const *devices, const uint32_t *cores,
+                                               size_t nranks, int64_t timeout_ms,
+                                               uint64_t chunk_bytes, neuron_comm **out);
+NEURON_EXPORT void neuron_comm_destroy(neuron_comm *comm);
+
+/* One rank's call of a collective. Buffers: from the offset to their end. */
+typedef struct neuron_collective_args {
+    neuron_collective_kind kind;
+    uint32_t rank;
+    const neuron_buffer *send; /* NULL where unused */
+    uint64_t send_offset;
+    const neuron_buffer *recv; /* NULL where unused */
+    uint64_t recv_offset;
+    uint64_t count; /* elements of dtype */
+    neuron_dtype dtype;
+    neuron_reduce_op op;
+    uint32_t root; /* broadcast and reduce: the root; send and recv: the peer */
+} neuron_collective_args;
+
+/*
+ * Calls the collective for args->rank; returns at once with *out, to wait
+ * for and destroy. Every rank calls each collective, in the same order.
+ */
+NEURON_EXPORT neuron_status neuron_collective(neuron_comm *comm, const neuron_collective_args *args,
+                                              neuron_work **out);
+/*
+ * Waits up to @timeout_ns (negative: until the communicator's timeout):
+ * NEURON_OK once this rank's part is done, NEURON_ERR_TIMEOUT when
+ * @timeout_ns passed first or the collective timed out (neuron_last_error()
+ * names the ranks that did not take part), or its failure.
+ */
+NEURON_EXPORT neuron_status neuron_work_wait(const neuron_work *work, int64_t timeout_ns);
+NEURON_EXPORT void neuron_work_destroy(neuron_work *work);
+
 #ifdef __cplusplus
 }
 #endif

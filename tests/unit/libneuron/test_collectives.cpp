@@ -505,6 +505,64 @@ void bad_input(void **) {
     w1.wait();
 }
 
+// The C API: all_reduce on two ranks, then a rank that does not come.
+void c_api(void **) {
+    neuron_device *d[2] = {nullptr, nullptr};
+    assert_int_equal(neuron_device_open("sim:devices=2,cores=1,mem=4M,device=0", &d[0]), NEURON_OK);
+    assert_int_equal(neuron_device_open("sim:devices=2,cores=1,mem=4M,device=1", &d[1]), NEURON_OK);
+    const uint32_t cores[2] = {0, 0};
+    neuron_comm *comm = nullptr;
+    assert_int_equal(neuron_comm_create(d, cores, 2, 300, 0, &comm), NEURON_OK);
+    neuron_buffer *b[2];
+    neuron_work *w[2];
+    for (int r = 0; r < 2; r++) {
+        assert_int_equal(neuron_buffer_create(d[r], 4096, NEURON_REGION_DEVICE, 0, &b[r]),
+                         NEURON_OK);
+        void *p;
+        uint64_t size;
+        assert_int_equal(neuron_buffer_map(b[r], &p, &size), NEURON_OK);
+        std::vector<float> v(10, static_cast<float>(r + 1));
+        std::memcpy(p, v.data(), 40);
+    }
+    for (uint32_t r = 0; r < 2; r++) {
+        neuron_collective_args a{};
+        a.kind = NEURON_ALL_REDUCE;
+        a.rank = r;
+        a.send = a.recv = b[r];
+        a.count = 10;
+        a.dtype = NEURON_DTYPE_FP32;
+        a.op = NEURON_REDUCE_MAX;
+        assert_int_equal(neuron_collective(comm, &a, &w[r]), NEURON_OK);
+    }
+    for (int r = 0; r < 2; r++) {
+        assert_int_equal(neuron_work_wait(w[r], -1), NEURON_OK);
+        neuron_work_destroy(w[r]);
+        void *p;
+        uint64_t size;
+        assert_int_equal(neuron_buffer_map(b[r], &p, &size), NEURON_OK);
+        float f;
+        std::memcpy(&f, static_cast<char *>(p) + 36, 4);
+        assert_true(f == 2.0f);
+    }
+    neuron_collective_args a{};
+    a.kind = NEURON_BARRIER;
+    a.rank = 1;
+    assert_int_equal(neuron_collective(comm, &a, &w[1]), NEURON_OK);
+    assert_int_equal(neuron_work_wait(w[1], 0), NEURON_ERR_TIMEOUT); // not yet
+    expect_contains(neuron_last_error(), "not done within the wait's timeout");
+    assert_int_equal(neuron_work_wait(w[1], 2000000000), NEURON_ERR_TIMEOUT); // 300 ms
+    expect_contains(neuron_last_error(), "barrier #1: rank 0 did not take part");
+    neuron_work_destroy(w[1]);
+    a.kind = static_cast<neuron_collective_kind>(42);
+    assert_int_equal(neuron_collective(comm, &a, &w[1]), NEURON_ERR_INVALID_ARGUMENT);
+    expect_contains(neuron_last_error(), "unknown kind 42");
+    for (int r = 0; r < 2; r++)
+        neuron_buffer_destroy(b[r]);
+    neuron_comm_destroy(comm);
+    for (int r = 0; r < 2; r++)
+        neuron_device_close(d[r]);
+}
+
 } // namespace
 
 int main() {
@@ -518,6 +576,7 @@ int main() {
         cmocka_unit_test(threads_and_large),
         cmocka_unit_test(missing_rank_times_out),
         cmocka_unit_test(bad_input),
+        cmocka_unit_test(c_api),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
