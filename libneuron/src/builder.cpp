@@ -212,6 +212,20 @@ StreamBuilder &StreamBuilder::dma_gather(const Tap &dst, const DramRef &table,
     wr32(p, 60, rows);
     return *this;
 }
+StreamBuilder &StreamBuilder::dma_scatter_add(const DramRef &table, const Tap &src,
+                                              uint32_t index_offset, uint32_t rows) {
+    if (src.space != Space::sbuf)
+        invalid("dma_scatter_add: the source must be in SBUF");
+    if (index_offset % 4)
+        invalid(fmt::format("dma_scatter_add: index offset {:#x} is not a multiple of 4",
+                            index_offset));
+    auto p = W(emit(NEURON_OP_DMA_SCATTER_ADD));
+    put_tap(p.data(), 0, src, "dma_scatter_add");
+    put_dram(p, table);
+    wr32(p, 56, index_offset);
+    wr32(p, 60, rows);
+    return *this;
+}
 StreamBuilder &StreamBuilder::dma_store(const DramRef &dst, const Tap &src) {
     if (src.space != Space::sbuf)
         invalid("dma_store: the source must be in SBUF");
@@ -413,6 +427,15 @@ StreamBuilder &StreamBuilder::iota(const Tap &dst, int32_t base, int32_t partiti
     wr32(p, 4, static_cast<uint32_t>(base));
     wr32(p, 56, static_cast<uint32_t>(partition_step));
     wr32(p, 60, static_cast<uint32_t>(free_step));
+    return *this;
+}
+StreamBuilder &StreamBuilder::random(const Tap &dst, const Tap &key, uint32_t base,
+                                     uint32_t partition_step) {
+    auto p = W(emit(NEURON_OP_RANDOM));
+    put_tap(p.data(), 0, dst, "random");
+    put_tap(p.data(), 1, key, "random");
+    wr32(p, 4, base);
+    wr32(p, 56, partition_step);
     return *this;
 }
 StreamBuilder &StreamBuilder::raw(std::span<const std::byte, 64> insn) {

@@ -119,13 +119,17 @@ std::string disassemble_instruction(std::span<const std::byte> in, const Program
                     : fmt::format("{} ctr{} -> {} forever", name, func, arg);
     case NEURON_OP_DMA_LOAD:
     case NEURON_OP_DMA_STORE:
-    case NEURON_OP_DMA_GATHER: {
+    case NEURON_OP_DMA_GATHER:
+    case NEURON_OP_DMA_SCATTER_ADD: {
         std::string mem = fmt::format("slot{}{}[+{:#x} pstride {} strides {},{}]", rd8(in, 24),
                                       slot_name(p, rd8(in, 24)), rd64(in, 32), rd32(in, 28),
                                       rd32(in, 40), rd32(in, 44));
         if (op == NEURON_OP_DMA_GATHER)
             return fmt::format("{} {} <- {} rows sbuf.int32[@{:#x}] < {}", name, tap(in, 0, p), mem,
                                imm0, imm1);
+        if (op == NEURON_OP_DMA_SCATTER_ADD)
+            return fmt::format("{} {} rows sbuf.int32[@{:#x}] < {} += {}", name, mem, imm0, imm1,
+                               tap(in, 0, p));
         return op == NEURON_OP_DMA_LOAD ? fmt::format("{} {} <- {}", name, tap(in, 0, p), mem)
                                         : fmt::format("{} {} <- {}", name, mem, tap(in, 0, p));
     }
@@ -173,6 +177,9 @@ std::string disassemble_instruction(std::span<const std::byte> in, const Program
         return fmt::format(
             "{} {} <- {} ? {} : {}", name, tap(in, 0, p), tap(in, 1, p), tap(in, 2, p),
             flags & NEURON_SEL_F_KEEP ? std::string("keep") : fmt::format("{}", f32(imm0)));
+    case NEURON_OP_RANDOM:
+        return fmt::format("{} {} <- philox({}) at {} + {}*p + i", name, tap(in, 0, p),
+                           tap(in, 1, p), arg, imm0);
     default:
         return fmt::format(".insn {:#04x}", op);
     }

@@ -150,12 +150,13 @@ bool zero(std::span<const std::byte> b, size_t off, size_t n) {
 struct SlotInfo {
     unsigned rights = 0;
     std::string what;
+    bool out = false;         ///< an out argument's slot
+    bool accumulated = false; ///< a DMA_SCATTER_ADD adds into it (CodeChecker)
 };
 
 class CodeChecker {
   public:
-    CodeChecker(std::span<const std::byte> b, const std::vector<SlotInfo> &slots,
-                uint16_t isa_minor)
+    CodeChecker(std::span<const std::byte> b, std::vector<SlotInfo> &slots, uint16_t isa_minor)
         : b_(b), slots_(slots), isa_minor_(isa_minor) {}
 
     VErr check_stream(unsigned engine, uint64_t off, uint64_t count) {
@@ -176,7 +177,7 @@ class CodeChecker {
 
   private:
     std::span<const std::byte> b_;
-    const std::vector<SlotInfo> &slots_;
+    std::vector<SlotInfo> &slots_;
     uint16_t isa_minor_; // what the container declares
     unsigned engine_ = 0;
     std::string where_;
@@ -279,6 +280,7 @@ class CodeChecker {
         case NEURON_OP_DMA_LOAD:
         case NEURON_OP_DMA_STORE:
         case NEURON_OP_DMA_GATHER:
+        case NEURON_OP_DMA_SCATTER_ADD:
             return dma_fields(I, op);
         case NEURON_OP_ACTIVATE:
             if (func == 0 || func >= NEURON_ACT_COUNT)
@@ -304,6 +306,8 @@ class CodeChecker {
             if (func == 0 || func >= NEURON_RED_COUNT)
                 return bad(I + 2, "unknown reduction {}", func);
             return {};
+        case NEURON_OP_RANDOM:
+            return random_fields(I);
         case NEURON_OP_SELECT:
             if ((flags & NEURON_SEL_F_KEEP) && rd32(b_, I + 56))
                 return bad(I + 56, "imm[0] (the false value) must be zero with KEEP");
@@ -311,6 +315,22 @@ class CodeChecker {
         default: /* the encoding is all there is to check */
             return {};
         }
+    }
+
+    /// RANDOM's destination (fp32 or int32) and key (int32, one partition, 4
+    /// elements: count[0] * count[1] of the tap at byte 24).
+    VErr random_fields(uint64_t I) {
+        const uint8_t dt = rd8(b_, I + 9);
+        if (dt != NEURON_DT_FP32 && dt != NEURON_DT_INT32)
+            return bad(I + 9, "random writes fp32 (uniform) or int32 (words), not dtype {}", dt);
+        if (rd8(b_, I + 25) != NEURON_DT_INT32)
+            return bad(I + 25, "random's key is int32, not dtype {}", rd8(b_, I + 25));
+        const uint32_t words = uint32_t{rd16(b_, I + 32)} * rd16(b_, I + 34);
+        if (rd8(b_, I + 27) != 1 || words != NEURON_RANDOM_KEY_WORDS)
+            return bad(I + 24,
+                       "random's key is 1 partition of {} int32 (seed, offset), not {} of {}",
+                       NEURON_RANDOM_KEY_WORDS, rd8(b_, I + 27), words);
+        return {};
     }
 
     /// A DMA instruction's slot (and its rights), alignment and reserved fields.
@@ -321,17 +341,28 @@ class CodeChecker {
         if (slot >= slots_.size())
             return bad(I + 24, "binding slot {} does not exist (the program has {})", slot,
                        slots_.size());
-        if (op == NEURON_OP_DMA_GATHER && rd32(b_, I + 56) % 4)
+        const bool indexed = op == NEURON_OP_DMA_GATHER || op == NEURON_OP_DMA_SCATTER_ADD;
+        if (indexed && rd32(b_, I + 56) % 4)
             return bad(I + 56, "the indices' SBUF offset {:#x} is not a multiple of 4",
                        rd32(b_, I + 56));
-        bool load = op != NEURON_OP_DMA_STORE;
-        const SlotInfo &si = slots_[slot];
-        if (load && !(si.rights & 1))
-            return bad(I + 24, "loads from slot {} ({}), which the program may not read", slot,
-                       si.what);
-        if (!load && !(si.rights & 2))
-            return bad(I + 24, "stores to slot {} ({}), which the program may not write", slot,
-                       si.what);
+        // A scatter-add reads and writes its table: an inout argument, or an
+        // out argument, which is then bound readable too (accumulated).
+        const bool scatter = op == NEURON_OP_DMA_SCATTER_ADD;
+        const bool reads = op != NEURON_OP_DMA_STORE && !(scatter && slots_[slot].out),
+                   writes = op == NEURON_OP_DMA_STORE || scatter;
+        SlotInfo &si = slots_[slot];
+        if (scatter && si.out)
+            si.accumulated = true;
+        if (reads && !(si.rights & 1))
+            return bad(I + 24, "{} slot {} ({}), which the program may not read",
+                       op == NEURON_OP_DMA_SCATTER_ADD ? "adds into" : "loads from", slot, si.what);
+        if (writes && !(si.rights & 2))
+            return bad(I + 24, "{} slot {} ({}), which the program may not write",
+                       op == NEURON_OP_DMA_SCATTER_ADD ? "adds into" : "stores to", slot, si.what);
+        if (op == NEURON_OP_DMA_SCATTER_ADD && rd8(b_, I + 9) != NEURON_DT_FP32 &&
+            rd8(b_, I + 9) != NEURON_DT_BF16)
+            return bad(I + 9, "dma_scatter_add adds fp32 or bf16 elements, not dtype {}",
+                       rd8(b_, I + 9));
         unsigned es = NEURON_DT_SIZE(rd8(b_, I + 9));
         if (rd64(b_, I + 32) % es || rd32(b_, I + 28) % es || rd32(b_, I + 40) % es ||
             rd32(b_, I + 44) % es)
@@ -677,6 +708,8 @@ struct Parser {
         }
         if (!any)
             return fail(28, "no CODE section: the program has no instructions");
+        for (ArgumentInfo &a : d.args)
+            a.accumulated = a.direction == Direction::out && slots[a.slot].accumulated;
         if (cnst)
             d.constants = {cnst->offset, cnst->size};
         return {};
@@ -872,7 +905,8 @@ struct Parser {
                             slot_owner[a.slot]);
             slot_owner[a.slot] = static_cast<int>(k);
             unsigned r = a.direction == Direction::in ? 1 : a.direction == Direction::out ? 2 : 3;
-            slots[a.slot] = {r, fmt::format("'{}', {} argument", a.name, to_string(a.direction))};
+            slots[a.slot] = {r, fmt::format("'{}', {} argument", a.name, to_string(a.direction)),
+                             a.direction == Direction::out, false};
         }
         d.args.push_back(std::move(a));
         return {};

@@ -229,6 +229,18 @@ void Kernel::dma_gather(const Tap &dst, const DramRef &table, const Tap &indices
                   [=](StreamBuilder &s) { s.dma_gather(dst, table, indices.offset, rows); });
 }
 
+void Kernel::dma_scatter_add(const DramRef &table, const Tap &src, const Tap &indices,
+                             uint32_t rows) {
+    if (indices.space != Space::sbuf || indices.dtype != DType::int32 ||
+        indices.part_start != src.part_start || indices.part_count != src.part_count ||
+        indices.count[0] * indices.count[1] != 1)
+        throw Error(errc::invalid_argument,
+                    "dma_scatter_add: the indices are one int32 in SBUF in each partition of the "
+                    "source");
+    impl_->record(Engine::sync, {access(src, false), access(indices, false)},
+                  [=](StreamBuilder &s) { s.dma_scatter_add(table, src, indices.offset, rows); });
+}
+
 void Kernel::dma_load(const Tap &dst, const DramRef &src) {
     impl_->record(Engine::sync, {access(dst, true)},
                   [=](StreamBuilder &s) { s.dma_load(dst, src); });
@@ -301,6 +313,11 @@ void Kernel::copy_trunc(Engine e, const Tap &dst, const Tap &src) {
 
 void Kernel::memset(Engine e, const Tap &dst, float value) {
     impl_->record(e, {access(dst, true)}, [=](StreamBuilder &s) { s.memset(dst, value); });
+}
+
+void Kernel::random(const Tap &dst, const Tap &key, uint32_t base, uint32_t partition_step) {
+    impl_->record(Engine::vector, {access(dst, true), access(key, false)},
+                  [=](StreamBuilder &s) { s.random(dst, key, base, partition_step); });
 }
 
 void Kernel::iota(const Tap &dst, int32_t base, int32_t partition_step, int32_t free_step) {

@@ -163,6 +163,13 @@ class NEURON_EXPORT StreamBuilder {
     /// the same SBUF partition, below @p rows (else the job faults).
     StreamBuilder &dma_gather(const Tap &dst, const DramRef &table, uint32_t index_offset,
                               uint32_t rows);
+    /// Rows added into a table (ISA 1.2): partition p of @p src (FP32 or
+    /// BF16) is added, in fp32, into row idx[p] of @p table, idx as in
+    /// dma_gather; partitions in increasing order, so repeated indices
+    /// accumulate in that order. The table's slot must be readable and
+    /// writable.
+    StreamBuilder &dma_scatter_add(const DramRef &table, const Tap &src, uint32_t index_offset,
+                                   uint32_t rows);
     // Tensor engine.
     /// dst[M, N] (+)= stationary[K, M]^T * moving[K, N]; K = partitions.
     StreamBuilder &matmul(const Tap &dst, const Tap &stationary, const Tap &moving,
@@ -199,6 +206,12 @@ class NEURON_EXPORT StreamBuilder {
     StreamBuilder &memset(const Tap &dst, float value);
     StreamBuilder &memset_bits(const Tap &dst, uint32_t bits);
     StreamBuilder &iota(const Tap &dst, int32_t base, int32_t partition_step, int32_t free_step);
+    /// Philox-4x32-10 random numbers (ISA 1.2, hw/isa.md RANDOM): element
+    /// (p, j) of @p dst is word n % 4 of the block n / 4 of the stream that
+    /// @p key (int32 [1, 4] in SBUF or PSUM: seed lo, seed hi, offset lo,
+    /// offset hi) selects, n = @p base + p * @p partition_step + j. An FP32
+    /// @p dst receives uniform values in [0, 1), an INT32 one the words.
+    StreamBuilder &random(const Tap &dst, const Tap &key, uint32_t base, uint32_t partition_step);
     /// dst = mask != 0 ? on_true : on_false (ISA 1.1 SELECT).
     StreamBuilder &select(const Tap &dst, const Tap &mask, const Tap &on_true, float on_false);
     /// dst = mask != 0 ? on_true : dst, the false elements left as they are.

@@ -41,6 +41,10 @@ class NEURON_EXPORT Kernel {
     /// Rows @p indices (int32, one per partition of @p dst, the same
     /// partitions) of @p table, each below @p rows (ISA 1.1).
     void dma_gather(const Tap &dst, const DramRef &table, const Tap &indices, uint32_t rows);
+    /// @p src added into rows @p indices (int32, one per partition of @p
+    /// src) of @p table, each below @p rows (ISA 1.2,
+    /// StreamBuilder::dma_scatter_add).
+    void dma_scatter_add(const DramRef &table, const Tap &src, const Tap &indices, uint32_t rows);
     // Tensor engine.
     void matmul(const Tap &dst, const Tap &stationary, const Tap &moving, bool accumulate);
     void transpose(const Tap &dst, const Tap &src);
@@ -64,6 +68,9 @@ class NEURON_EXPORT Kernel {
     void copy_trunc(Engine e, const Tap &dst, const Tap &src);
     void memset(Engine e, const Tap &dst, float value);
     void iota(const Tap &dst, int32_t base, int32_t partition_step, int32_t free_step);
+    /// Philox-4x32-10 numbers of the stream @p key selects (ISA 1.2,
+    /// StreamBuilder::random).
+    void random(const Tap &dst, const Tap &key, uint32_t base, uint32_t partition_step);
     /// dst = mask != 0 ? on_true : on_false (ISA 1.1).
     void select(const Tap &dst, const Tap &mask, const Tap &on_true, float on_false);
     /// dst = mask != 0 ? on_true : dst (ISA 1.1).

@@ -81,6 +81,9 @@ struct ArgumentInfo {
     uint32_t slot = 0;   ///< the binding slot the program addresses it through
     uint64_t offset = 0; ///< constants: byte offset in the constant data; else 0
     uint64_t size = 0;   ///< bytes: product of shape * dtype_size
+    /// An out argument the program adds into with DMA_SCATTER_ADD (after
+    /// writing it): it is bound readable as well as writable.
+    bool accumulated = false;
 };
 
 /// A named on-core allocation or semaphore, for disassembly.

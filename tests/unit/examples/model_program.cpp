@@ -32,6 +32,7 @@ Run run(const Program &p, const std::map<std::string, std::vector<std::byte>> &i
         } else {
             d.assign(a.size, std::byte{0xa5});
             s.write = 1;
+            s.read = a.accumulated; // added into: bound readable too, as libneuron binds it
         }
         s.data = d.data();
         s.size = d.size();

@@ -592,16 +592,95 @@ static void isa12(void **) {
     }
 }
 
+// ISA 1.2's RANDOM and DMA_SCATTER_ADD: the builder declares 1.2, the
+// disassembler names them, the validator checks their operands and the
+// table's rights, and a program declaring 1.1 is refused.
+static void isa12_random_scatter(void **) {
+    ProgramBuilder b("rs");
+    auto table = b.argument("table", DType::fp32, {300, 48}, Direction::inout);
+    auto seed = b.argument("seed", DType::int32, {4}, Direction::in);
+    auto out = b.argument("out", DType::fp32, {100, 48}, Direction::out);
+    auto key = b.sbuf("key", DType::int32, 4, 1);
+    auto idx = b.sbuf("idx", DType::int32, 1, 100);
+    auto rows = b.sbuf("rows", DType::fp32, 48, 100);
+    b.sync().dma_load(key.tap(), seed.at(0, 16)).dma_load(idx.tap(), table.at(0, 4));
+    b.vector().random(rows.tap(), key.tap(), 7, 48);
+    b.sync()
+        .dma_scatter_add(table.at(0, 48 * 4), rows.tap(), idx.offset, 300)
+        .dma_store(out.at(0, 48 * 4), rows.tap());
+    auto bytes = b.build();
+    Program p = Program::parse(bytes);
+    assert_int_equal(p.isa_version(), 1u << 16 | 2u);
+    std::string text = disassemble(p);
+    for (const char *want :
+         {"random sbuf.fp32[p0+100 @0x80 48] (rows) <- philox(sbuf.int32[p0+1 @0x0 4] (key)) at "
+          "7 + 48*p + i",
+          "dma_scatter_add slot0 (table)[+0x0 pstride 192 strides 4,0] rows sbuf.int32[@0x40] < "
+          "300 += sbuf.fp32[p0+100 @0x80 48] (rows)"})
+        if (!std::strstr(text.c_str(), want))
+            fail_msg("'%s' not in:\n%s", want, text.c_str());
+    const uint64_t r = insn(bytes, NEURON_ENGINE_VECTOR, 0), s = insn(bytes, NEURON_ENGINE_SYNC, 2);
+    auto t = bytes;
+    test::wr8(t, r + 9, NEURON_DT_BF16);
+    refix(t);
+    expect(t, r + 9, "random writes fp32 (uniform) or int32 (words), not dtype 2");
+    t = bytes;
+    test::wr8(t, r + 25, NEURON_DT_FP32);
+    refix(t);
+    expect(t, r + 25, "random's key is int32, not dtype 1");
+    t = bytes;
+    test::wr16(t, r + 32, 3);
+    refix(t);
+    expect(t, r + 24, "random's key is 1 partition of 4 int32 (seed, offset), not 1 of 3");
+    t = bytes;
+    test::wr8(t, s + 24, 1); // the seed: read-only
+    refix(t);
+    expect(t, s + 24, "adds into slot 1 ('seed', in argument), which the program may not write");
+    assert_false(p.find_argument("out")->accumulated);
+    // Into an out argument: accepted, which binds it readable too.
+    t = bytes;
+    test::wr8(t, s + 24, 2);
+    refix(t);
+    assert_true(Program::parse(t).find_argument("out")->accumulated);
+    assert_false(Program::parse(t).find_argument("table")->accumulated);
+    t = bytes;
+    test::wr32(t, s + 56, 0x42);
+    refix(t);
+    expect(t, s + 56, "the indices' SBUF offset 0x42 is not a multiple of 4");
+    t = bytes;
+    test::wr8(t, s + 9, NEURON_DT_INT32);
+    refix(t);
+    expect(t, s + 9, "dma_scatter_add adds fp32 or bf16 elements, not dtype 4");
+    t = bytes;
+    test::wr16(t, 34, 1);
+    refix(t);
+    expect(t, r, "random is an ISA 1.2 instruction, but the program declares ISA 1.1");
+    test::wr8(t, r, NEURON_OP_NOP);
+    for (unsigned k = 1; k < 64; k++)
+        test::wr8(t, r + k, 0);
+    refix(t);
+    expect(t, s, "dma_scatter_add is an ISA 1.2 instruction, but the program declares ISA 1.1");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(accepts_sample),  cmocka_unit_test(truncation),
-        cmocka_unit_test(header),          cmocka_unit_test(checksums),
-        cmocka_unit_test(bad_offsets),     cmocka_unit_test(overlapping_sections),
-        cmocka_unit_test(sections),        cmocka_unit_test(unknown_opcodes),
-        cmocka_unit_test(reserved_fields), cmocka_unit_test(operands),
-        cmocka_unit_test(bindings),        cmocka_unit_test(missing_end),
-        cmocka_unit_test(argument_table),  cmocka_unit_test(symbol_table),
-        cmocka_unit_test(isa_revisions),   cmocka_unit_test(isa12),
+        cmocka_unit_test(isa12_random_scatter),
+        cmocka_unit_test(accepts_sample),
+        cmocka_unit_test(truncation),
+        cmocka_unit_test(header),
+        cmocka_unit_test(checksums),
+        cmocka_unit_test(bad_offsets),
+        cmocka_unit_test(overlapping_sections),
+        cmocka_unit_test(sections),
+        cmocka_unit_test(unknown_opcodes),
+        cmocka_unit_test(reserved_fields),
+        cmocka_unit_test(operands),
+        cmocka_unit_test(bindings),
+        cmocka_unit_test(missing_end),
+        cmocka_unit_test(argument_table),
+        cmocka_unit_test(symbol_table),
+        cmocka_unit_test(isa_revisions),
+        cmocka_unit_test(isa12),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
