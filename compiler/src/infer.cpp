@@ -32,6 +32,8 @@ uint32_t Graph::add(Op op, const std::string &name, std::vector<uint32_t> operan
         throw ctx.fail("eps is an attribute of layer_norm and rms_norm only");
     if (a.scale && op != Op::attention)
         throw ctx.fail("scale is an attribute of attention only");
+    if (a.p && op != Op::dropout && op != Op::dropout_mask)
+        throw ctx.fail("p is an attribute of dropout and dropout_mask only");
     n.type = lower::op_record(op).infer(ctx);
     return push(std::move(n));
 }

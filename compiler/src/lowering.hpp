@@ -87,6 +87,8 @@ enum class Kind {
     transpose2,
     select, // where
     reduce, // sum, mean, amax, amin, argmax, argmin over the last axis
+    random,      // dropout, dropout_mask: RANDOM's stream (ISA 1.2)
+    scatter_add, // index_add: rows added into its output in device memory (ISA 1.2)
 };
 
 // One unary step of an elementwise chain or a matmul's epilogue.

@@ -283,6 +283,8 @@ Graph parse(std::string_view text, const std::string &source) {
                             a.eps = static_cast<float>(c.number("eps"));
                         } else if (id == "scale") {
                             a.scale = static_cast<float>(c.number("the scale"));
+                        } else if (id == "p") {
+                            a.p = static_cast<float>(c.number("the probability"));
                         } else if (id == "dtype") {
                             size_t vat = (c.skip(), c.pos());
                             const std::string v = c.ident("a dtype");

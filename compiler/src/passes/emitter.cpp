@@ -145,6 +145,8 @@ void Emitter::store(uint32_t node) {
     if (!usage_.is_output[node])
         return;
     const Buf &b = buf(node);
+    if (b.in_memory) // computed in its output argument (index_add)
+        return;
     const ArgRef &a = args_.at(node);
     const uint64_t pitch = uint64_t{b.cols} * dtype_size(b.dtype);
     const uint64_t row0 = b.chunked ? row0_ : 0;

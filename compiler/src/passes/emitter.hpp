@@ -65,6 +65,9 @@ class Emitter final : public StepBuffers {
     Program build();
 
     bool is_output(uint32_t node) const { return usage_.is_output[node]; }
+    /// The first row of the row space that row 0 of @p b holds: the
+    /// current chunk's in chunks of rows, else 0.
+    uint64_t first_row(const Buf &b) const { return b.chunked ? row0_ : 0; }
 
   private:
     int planned_temp(const std::string &what);

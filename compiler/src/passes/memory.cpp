@@ -305,7 +305,9 @@ void Planner::place() {
             continue;
         }
         m_.bufs.push_back(value_buffer(nodes[p.result], static_cast<int>(i)));
-        if (m_.chunk_rows) {
+        // index_add computes its value in its output argument, not in SBUF.
+        m_.bufs.back().in_memory = p.kind == Kind::scatter_add;
+        if (m_.chunk_rows && p.kind != Kind::scatter_add) {
             m_.bufs.back().rows = m_.chunk_rows;
             m_.bufs.back().chunked = true;
         }

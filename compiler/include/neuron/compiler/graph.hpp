@@ -66,6 +66,9 @@ enum class Op : uint8_t {
     softmax_backward,
     log_softmax_backward,
     log_softmax,
+    dropout,
+    dropout_mask,
+    index_add,
 };
 
 /// The operator's name in the text form ("matmul", "gelu_tanh", ...).
@@ -127,6 +130,8 @@ struct Node {
     /// the reductions (sum, mean, amax, amin, argmax, argmin): the reduced
     /// axes are in dims (sorted, non-negative); keepdim: they stay as 1s
     bool keepdim = false;
+    /// dropout, dropout_mask: the probability that an element is dropped
+    float p = 0;
 
     bool operator==(const Node &) const = default;
 };
@@ -150,6 +155,7 @@ struct Attrs {
     std::optional<float> scale; ///< attention: 1/sqrt(the queries' last axis) if not given
     std::optional<DType> dtype; ///< cast: the result's
     bool keepdim = false;       ///< the reductions: the reduced axes stay, of size 1
+    std::optional<float> p;     ///< dropout, dropout_mask: the drop probability
 };
 
 class Graph {
