@@ -85,8 +85,8 @@ enum class Kind {
     norm,   // layer_norm, rms_norm
     gather, // reshape, transpose keeping the last axis, slice, concat
     transpose2,
-    select, // where
-    reduce, // sum, mean, amax, amin, argmax, argmin over the last axis
+    select,      // where
+    reduce,      // sum, mean, amax, amin, argmax, argmin over the last axis
     random,      // dropout, dropout_mask: RANDOM's stream (ISA 1.2)
     scatter_add, // index_add: rows added into its output in device memory (ISA 1.2)
 };
