@@ -171,5 +171,7 @@ void run_compute(const Options &o, Report &r);
 void run_compute_split(const Options &o, const neuron::Device &dev, Report &r);
 void run_alloc(const Options &o, Report &r);
 void run_e2e(const Options &o, Report &r);
+/// Collectives over simulated devices of this process (whatever -d names).
+void run_collectives(const Options &o, Report &r);
 
 } // namespace nbench

@@ -19,7 +19,7 @@
 
 namespace {
 
-const char *const all_sections[] = {"dma", "submit", "compute", "alloc", "e2e"};
+const char *const all_sections[] = {"dma", "submit", "compute", "alloc", "e2e", "collectives"};
 
 nlohmann::json describe_run(const nbench::Options &o) {
     nlohmann::json c;
@@ -109,7 +109,7 @@ int main(int argc, char **argv) {
         const std::pair<const char *, Section> sections[] = {
             {"dma", nbench::run_dma},         {"submit", nbench::run_submit},
             {"compute", nbench::run_compute}, {"alloc", nbench::run_alloc},
-            {"e2e", nbench::run_e2e},
+            {"e2e", nbench::run_e2e},         {"collectives", nbench::run_collectives},
         };
         for (const auto &[name, run] : sections) {
             if (!o.wants(name))
