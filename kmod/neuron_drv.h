@@ -56,7 +56,8 @@ struct vfsmount;
  * @host_bos_lock: protects @host_bos; taken before a buffer's
  *	&neuron_bo.pin_lock
  * @host_bos: the %DRM_NEURON_BO_HOST buffers of the device, whose
- *	mappings for the device neuron_gem_unplug() undoes
+ *	mappings for the device neuron_gem_host_unplug() undoes, and whose
+ *	idle mappings a pin that a limit refused frees
  * @huge_mnt: the tmpfs mount with huge pages that host buffers live on,
  *	on kernels whose DRM device has none (before 7.0); NULL otherwise,
  *	or when the mount failed

@@ -218,6 +218,35 @@ static void neuron_host_maps_trim_locked(struct neuron_bo *bo)
 }
 
 /*
+ * Frees the idle mappings of the device's host buffers, @bo's first, so
+ * that a pin of @bo that a limit refused can try again: the mappings that
+ * the cache keeps for back-to-back work count against the limits and the
+ * process's RLIMIT_MEMLOCK like those in use. The caller holds @bo's
+ * pin_lock, which neuron_gem_host_unplug() takes after host_bos_lock: if
+ * host_bos_lock is taken, only @bo's mappings are freed.
+ */
+static void neuron_host_trim_idle(struct neuron_bo *bo)
+{
+	struct neuron_device *ndev = to_neuron_device(bo->base.dev);
+	struct neuron_bo *other;
+
+	lockdep_assert_held(&bo->pin_lock);
+	mutex_lock(&bo->dma_lock);
+	neuron_host_maps_trim_locked(bo);
+	mutex_unlock(&bo->dma_lock);
+	if (!mutex_trylock(&ndev->host_bos_lock))
+		return;
+	list_for_each_entry(other, &ndev->host_bos, host_node) {
+		if (other == bo)
+			continue;
+		mutex_lock(&other->dma_lock);
+		neuron_host_maps_trim_locked(other);
+		mutex_unlock(&other->dma_lock);
+	}
+	mutex_unlock(&ndev->host_bos_lock);
+}
+
+/*
  * Pins and maps pages [first, first + count) of a host buffer, unlisted;
  * &neuron_host_map.fresh records the pages the pin allocated, until the
  * caller keeps the mapping (neuron_host_map_keep()) or destroys it.
@@ -634,14 +663,14 @@ struct neuron_host_range *neuron_bo_dma_get(struct neuron_bo *bo,
 	}
 	range->bo = bo;
 	neuron_host_range_scan_locked(bo, first, last, range, &maps, &gaps);
+	mutex_unlock(&bo->dma_lock);
 	bytes = (u64)missing << PAGE_SHIFT;
 	ret = neuron_pin_charge(client, current->mm, bytes);
 	if (ret) {
-		/* The buffer's own idle mappings count too: drop them first. */
-		neuron_host_maps_trim_locked(bo);
+		/* Idle mappings count too: drop them, then try once more. */
+		neuron_host_trim_idle(bo);
 		ret = neuron_pin_charge(client, current->mm, bytes);
 	}
-	mutex_unlock(&bo->dma_lock);
 	if (ret)
 		goto err_put;
 
@@ -703,8 +732,8 @@ err_unlock:
  * @range: the range it returned
  *
  * A mapping no range uses is unmapped and unpinned once it has been idle
- * for %NEURON_HOST_UNMAP_DELAY_MS (or when the buffer is freed, or when a
- * pin of the buffer needs the room).
+ * for %NEURON_HOST_UNMAP_DELAY_MS, when the buffer is freed, or when a
+ * pin on the device that a limit refused needs the room.
  */
 void neuron_bo_dma_put(struct neuron_host_range *range)
 {

@@ -52,7 +52,9 @@
  * pages that hold the ranges they name (the copy's source and destination
  * ranges, the bindings and the program range), from the ioctl until the
  * work is done and for about a second after, so that back-to-back work on
- * the same range does not pin it again. Pinned bytes are counted per open
+ * the same range does not pin it again; pages pinned only for that reason
+ * are unpinned first when a COPY or SUBMIT on the same device would
+ * otherwise exceed one of the limits below. Pinned bytes are counted per open
  * file and for all files together, against two limits (module parameters
  * ``host_pin_file_limit_mb``, default a quarter of RAM, and
  * ``host_pin_limit_mb``, default half of RAM). A COPY or SUBMIT whose
