@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 
 #include <neuron/builder.hpp>
 #include <neuron/collectives.hpp>
@@ -135,6 +136,14 @@ struct CommState {
     /// and each rank's next call number per key.
     std::map<std::string, std::map<uint64_t, std::shared_ptr<Round>>> open;
     std::map<std::string, std::vector<uint64_t>> next_call;
+    /// Scratch buffers by (rank, use), with the fences of the last
+    /// collective's work on them; planning is one collective at a time.
+    struct Scratch {
+        std::unique_ptr<Buffer> buffer;
+        std::vector<Fence> users;
+    };
+    std::map<std::pair<unsigned, unsigned>, Scratch> scratch;
+    std::mutex plan_lock;
     /// Reduction programs, loaded per device.
     std::mutex program_lock;
     std::map<std::string, std::shared_ptr<LoadedProgram>> programs;
@@ -199,6 +208,22 @@ class Tracker {
             log_.push_back({r.buffer, r.offset, r.offset + r.size, false, f});
         for (const auto &w : writes)
             log_.push_back({w.buffer, w.offset, w.offset + w.size, true, f});
+    }
+
+    /// Work of earlier collectives on @p r, each as a write of all of it.
+    void seed(const BufferRange &r, const std::vector<Fence> &fences) {
+        for (const auto &f : fences)
+            log_.push_back({r.buffer, r.offset, r.offset + r.size, true, f});
+    }
+    /// The fences of every access to @p b still standing.
+    std::vector<Fence> on(const Buffer *b) const {
+        std::vector<Fence> out;
+        for (const auto &e : log_)
+            if (e.buffer == b && std::none_of(out.begin(), out.end(), [&](const Fence &f) {
+                    return f.state() == e.fence.state();
+                }))
+                out.push_back(e.fence);
+        return out;
     }
 
   private:
@@ -316,11 +341,20 @@ class Planner {
 
     void touch(unsigned r, const Fence &f) { per_rank_[r].push_back(f); }
 
-    // A device buffer of @p bytes on rank @p r's device, kept until the
-    // work is queued (the driver keeps it while the work runs).
-    const Buffer &temp(unsigned r, uint64_t bytes) {
-        temps_.push_back(std::make_unique<Buffer>(rank(r).device.allocate(bytes)));
-        return *temps_.back();
+    // Scratch buffer @p which of rank @p r, at least @p bytes: kept by the
+    // communicator from one collective to the next (allocating device
+    // memory, which the driver zeroes, costs more than a small collective).
+    // Its work of earlier collectives is what its first use here waits for.
+    const Buffer &scratch(unsigned r, unsigned which, uint64_t bytes) {
+        auto &s = c_.scratch[{r, which}];
+        if (!s.buffer || s.buffer->size() < bytes) {
+            // A buffer still in use by the devices lives on in their work.
+            s.buffer = std::make_unique<Buffer>(rank(r).device.allocate(bytes));
+            s.users.clear();
+        }
+        if (used_.insert(s.buffer.get()).second)
+            t_.seed(s.buffer->range(), s.users);
+        return *s.buffer;
     }
 
     // Segment j of @p count elements split over n: [off, off + len).
@@ -350,7 +384,7 @@ class Planner {
     Round &r_;
     Tracker t_;
     std::map<unsigned, std::vector<Fence>> per_rank_;
-    std::vector<std::unique_ptr<Buffer>> temps_;
+    std::set<const Buffer *> used_; ///< scratch buffers of this plan
 };
 
 void Planner::ring(const std::vector<BufferRange> &work, uint64_t count, bool reduce_scatter,
@@ -366,7 +400,8 @@ void Planner::ring(const std::vector<BufferRange> &work, uint64_t count, bool re
     if (reduce_scatter)
         for (unsigned p = 0; p < n; p++)
             for (auto &s : slots[p])
-                s = &temp(r_.ranks[p], slot_elems * es());
+                s = &scratch(r_.ranks[p], static_cast<unsigned>(&s - slots[p].data()),
+                             slot_elems * es());
     std::vector<unsigned> slot_use(n, 0);
     if (reduce_scatter)
         for (unsigned s = 0; s + 1 < n; s++)
@@ -422,7 +457,7 @@ void Planner::plan() {
             // its segments are the blocks (count * n elements in n parts).
             std::vector<BufferRange> work;
             for (unsigned r : r_.ranks) {
-                BufferRange w = temp(r, count * n * es()).range(0, count * n * es());
+                BufferRange w = scratch(r, 2, count * n * es()).range(0, count * n * es());
                 copy_pieces(r, w, r, call(r).send, count * n);
                 work.push_back(w);
             }
@@ -437,7 +472,7 @@ void Planner::plan() {
             std::vector<BufferRange> work;
             for (unsigned r : r_.ranks) {
                 BufferRange w = r == root ? sub(call(r).recv, 0, count)
-                                          : temp(r, count * es()).range(0, count * es());
+                                          : scratch(r, 2, count * es()).range(0, count * es());
                 if (!same(call(r).send, w))
                     copy_pieces(r, w, r, call(r).send, count);
                 work.push_back(w);
@@ -496,6 +531,9 @@ void Planner::plan() {
         }
     for (size_t p = 0; p < r_.ranks.size(); p++)
         r_.fences[p] = per_rank_[r_.ranks[p]];
+    for (auto &[key, s] : c_.scratch)
+        if (used_.count(s.buffer.get()))
+            s.users = t_.on(s.buffer.get());
 }
 
 } // namespace
@@ -661,6 +699,7 @@ Work Joiner::join(const std::shared_ptr<CommState> &c, const std::string &key,
             fail(*round, errc::invalid_argument, fmt::format("{}: {}", round->what(), why));
         } else {
             try {
+                std::lock_guard<std::mutex> pg(c->plan_lock);
                 Planner(*c, *round).plan();
                 {
                     std::lock_guard<std::mutex> g(round->lock);
