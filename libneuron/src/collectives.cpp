@@ -110,7 +110,9 @@ struct Call {
 
 // One collective: the calls of its ranks, then the fences of its work.
 struct Round {
-    std::shared_ptr<CommState> comm;
+    /// The communicator's, copied: an open round must not keep it alive.
+    std::chrono::milliseconds timeout{0};
+    size_t comm_size = 0;
     std::string name;                       ///< "all_reduce #3"
     std::vector<unsigned> ranks;            ///< who takes part (all, or a p2p pair)
     std::vector<std::optional<Call>> calls; ///< by position in ranks
@@ -668,7 +670,8 @@ Work Joiner::join(const std::shared_ptr<CommState> &c, const std::string &key,
         auto &slot = c->open[key][k];
         if (!slot) {
             slot = std::make_shared<Round>();
-            slot->comm = c;
+            slot->timeout = c->options.timeout;
+            slot->comm_size = c->ranks.size();
             slot->name = fmt::format("{} #{}", kind_name(call.kind), k);
             slot->ranks = ranks;
             slot->calls.resize(ranks.size());
@@ -888,7 +891,7 @@ std::string Work::label() const {
     if (!round_)
         return "empty work";
     std::lock_guard<std::mutex> g(round_->lock);
-    return fmt::format("{}, rank {} of {}", round_->what(), rank_, round_->comm->ranks.size());
+    return fmt::format("{}, rank {} of {}", round_->what(), rank_, round_->comm_size);
 }
 
 bool Work::wait_for(std::chrono::nanoseconds timeout) const {
@@ -896,7 +899,7 @@ bool Work::wait_for(std::chrono::nanoseconds timeout) const {
         throw Error(errc::invalid_argument, "waiting for an empty neuron::Work");
     Round &r = *round_;
     const auto now = detail::Clock::now();
-    const auto deadline = r.first_call + r.comm->options.timeout;
+    const auto deadline = r.first_call + r.timeout;
     const auto until = timeout >= deadline - now ? deadline : now + timeout;
     const bool caller_limit = until < deadline;
     std::vector<Fence> fences;
@@ -912,9 +915,9 @@ bool Work::wait_for(std::chrono::nanoseconds timeout) const {
             for (size_t p = 0; p < r.calls.size(); p++)
                 if (!r.calls[p])
                     missing.push_back(r.ranks[p]);
-            r.error = fmt::format("{}: rank{} {} did not take part within the timeout ({} ms)",
-                                  r.what(), missing.size() > 1 ? "s" : "", rank_list(missing),
-                                  r.comm->options.timeout.count());
+            r.error =
+                fmt::format("{}: rank{} {} did not take part within the timeout ({} ms)", r.what(),
+                            missing.size() > 1 ? "s" : "", rank_list(missing), r.timeout.count());
             r.error_code = errc::timeout;
             g.unlock();
             r.cv.notify_all();
@@ -930,7 +933,7 @@ bool Work::wait_for(std::chrono::nanoseconds timeout) const {
                 return false;
             throw Error(errc::timeout,
                         fmt::format("{}: rank {}: not complete within the timeout ({} ms): {}",
-                                    r.what(), rank_, r.comm->options.timeout.count(), f.message()));
+                                    r.what(), rank_, r.timeout.count(), f.message()));
         }
         if (ec)
             throw Error(ec, fmt::format("{}: rank {}: {}", r.what(), rank_, f.message()));
