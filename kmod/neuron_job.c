@@ -116,7 +116,8 @@ void neuron_job_release(struct neuron_job *job)
  * freed.
  *
  * Return: 0, -ENOENT for an unknown handle, -EINVAL for a range outside
- * the buffer, or another negative errno (-EDQUOT: pin limit).
+ * the buffer, or another negative errno of neuron_bo_dma_get() (-EDQUOT:
+ * a limit of the driver; -ENOMEM: the caller's RLIMIT_MEMLOCK, or memory).
  */
 int neuron_job_add_bo(struct neuron_job *job, struct drm_file *file,
 		      u32 handle, u64 offset, u64 size,
