@@ -3,7 +3,7 @@
 // sub-allocator, program loading, copies, jobs (numerics, dependencies, many
 // in flight, fault and timeout errors) and C API parity.
 //
-// Usage: neuron-libneuron-vm-test device|copy|submit|capi|profile
+// Usage: neuron-libneuron-vm-test device|copy|submit|capi|profile|collectives
 #include <unistd.h>
 
 #include <chrono>
@@ -613,6 +613,77 @@ template <void (*F)(void **)> void guarded(void **state) {
         fail_msg("%s", e.what());
     }
 }
+// --- collectives (two devices: NEURON_SIM_OPTIONS=devices=2, or --devices 2) ----------
+
+// Devices 0 and 1 of enumerate(): the simulator's two, or neuron.ko's.
+std::pair<Device, Device> two_devices() {
+    auto devs = enumerate();
+    if (devs.size() < 2)
+        fail_msg("the collectives group needs two devices, there are %zu", devs.size());
+    return {Device::open(devs[0].index), Device::open(devs[1].index)};
+}
+
+// A buffer of device 0 copied to device 1 and back (dma-bufs where the
+// driver exports them, else staged through host memory), the second copy
+// ordered after a fence of the other device.
+static void cross_device(void **) {
+    auto [a, b] = two_devices();
+    assert_string_not_equal(a.info().pci_address.c_str(), b.info().pci_address.c_str());
+    auto v = pattern(3000, 0.5f);
+    const uint64_t n = v.size() * 4;
+    Buffer src = a.allocate(n, data_region(a)), dst = b.allocate(n, data_region(b));
+    Buffer back = a.allocate(n, Region::host), host = a.allocate(n, Region::host);
+    host.write(0, bytes_of(v));
+    Fence up = a.copy(src.range(0, n), host.range(0, n));
+    Fence over = b.copy(dst.range(0, n), src.range(0, n), {up});
+    Fence home = a.copy(back.range(0, n), dst.range(0, n), {over});
+    assert_true(home.wait_for(60s));
+    std::vector<float> out(v.size());
+    back.read(0, std::as_writable_bytes(std::span(out)));
+    assert_memory_equal(out.data(), v.data(), n);
+}
+
+// all_reduce and all_gather over every core of both devices.
+static void collectives(void **) {
+    auto [a, b] = two_devices();
+    std::vector<Rank> ranks;
+    for (const Device *d : {&a, &b})
+        for (unsigned c = 0; c < std::min(d->info().num_cores, 2u); c++)
+            ranks.push_back({*d, c});
+    const auto nr = static_cast<unsigned>(ranks.size());
+    CommunicatorOptions o;
+    o.chunk_bytes = 1024; // several pieces per segment
+    o.timeout = 120s;
+    Communicator comm(ranks, o);
+    const size_t count = 1001;
+    std::vector<Buffer> buf, all;
+    for (unsigned r = 0; r < nr; r++) {
+        buf.push_back(ranks[r].device.allocate(count * 4));
+        all.push_back(ranks[r].device.allocate(nr * count * 4));
+        buf[r].write(0, bytes_of(pattern(count, static_cast<float>(r + 1))));
+    }
+    std::vector<Work> w;
+    for (unsigned r = 0; r < nr; r++)
+        w.push_back(comm.all_reduce(r, buf[r].range(0, count * 4), buf[r].range(0, count * 4),
+                                    count, DType::fp32, CollectiveOp::sum));
+    for (auto &x : w)
+        x.wait();
+    w.clear();
+    for (unsigned r = 0; r < nr; r++)
+        w.push_back(comm.all_gather(r, buf[r].range(0, count * 4), all[r].range(0, nr * count * 4),
+                                    count, DType::fp32));
+    for (auto &x : w)
+        x.wait();
+    // Every rank: (1 + ... + nr) * pattern(1), nr times over.
+    auto want = pattern(count, static_cast<float>(nr * (nr + 1) / 2));
+    for (unsigned r = 0; r < nr; r++) {
+        std::vector<float> out(nr * count);
+        all[r].read(0, std::as_writable_bytes(std::span(out)));
+        for (unsigned q = 0; q < nr; q++)
+            assert_memory_equal(out.data() + q * count, want.data(), count * 4);
+    }
+}
+
 #undef cmocka_unit_test
 #define cmocka_unit_test(f)                                                                        \
     { #f, guarded < f>, nullptr, nullptr, nullptr }
@@ -639,8 +710,13 @@ int main(int argc, char **argv) {
         return cmocka_run_group_tests_name("libneuron.submit", submit_tests, nullptr, nullptr);
     if (group == "capi")
         return cmocka_run_group_tests_name("libneuron.capi", capi_tests, nullptr, nullptr);
+    const struct CMUnitTest collective_tests[] = {cmocka_unit_test(cross_device),
+                                                  cmocka_unit_test(collectives)};
     if (group == "profile")
         return cmocka_run_group_tests_name("libneuron.profile", profile_tests, nullptr, nullptr);
-    std::fprintf(stderr, "usage: %s device|copy|submit|capi|profile\n", argv[0]);
+    if (group == "collectives")
+        return cmocka_run_group_tests_name("libneuron.collectives", collective_tests, nullptr,
+                                           nullptr);
+    std::fprintf(stderr, "usage: %s device|copy|submit|capi|profile|collectives\n", argv[0]);
     return 2;
 }
