@@ -88,6 +88,8 @@ int64_t Graph::add(const std::string &op, const std::string &name,
             attrs.eps = v;
         else if (k == "scale")
             attrs.scale = v;
+        else if (k == "p")
+            attrs.p = v;
         else
             TORCH_CHECK(false, "neuron graph: ", op, " '", name, "': unknown attribute '", k, "'");
     }

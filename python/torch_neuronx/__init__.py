@@ -27,6 +27,8 @@ from . import dynamo  # noqa: E402
 
 dynamo.register()
 
+from . import rng  # noqa: E402, F401 (the device's dropout and embedding backward)
+
 from ._version import __version__  # noqa: E402
 from .analyze import analyze  # noqa: E402
 from .data_parallel import DataParallel  # noqa: E402

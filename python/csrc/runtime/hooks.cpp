@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: MIT
 // What PyTorch asks of the `neuron` backend through its hooks: whether it
 // is there, how many indices, the generators; and the registration of the
-// allocator. The generator is a CPU-algorithm generator (Philox on the
-// device comes with ISA 1.2): operators without a device kernel draw from
-// it through the CPU fallback, so torch.neuron.manual_seed makes them
-// reproducible.
+// allocator. The generator is a CPU-algorithm generator: operators without
+// a device kernel draw from it through the CPU fallback, so
+// torch.neuron.manual_seed makes them reproducible. It also keeps the
+// Philox offset of the device's random operators (torch_neuronx/random.py,
+// ISA 1.2's RANDOM): its seed is the generator's seed, its offset the
+// generator's offset (get_offset/set_offset, as CUDA's Philox generator),
+// 0 after every seeding.
 #include <mutex>
 #include <vector>
 
@@ -26,6 +29,15 @@ class Generator final : public at::CPUGeneratorImpl {
         device_ = c10::Device(c10::DeviceType::PrivateUse1, index);
         key_set_ = c10::DispatchKeySet(c10::DispatchKey::PrivateUse1);
     }
+    void set_current_seed(uint64_t seed) override {
+        at::CPUGeneratorImpl::set_current_seed(seed);
+        philox_offset_ = 0;
+    }
+    void set_offset(uint64_t offset) override { philox_offset_ = offset; }
+    uint64_t get_offset() const override { return philox_offset_; }
+
+  private:
+    uint64_t philox_offset_ = 0;
 };
 
 struct Hooks final : public at::PrivateUse1HooksInterface {

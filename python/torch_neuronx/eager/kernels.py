@@ -22,6 +22,7 @@ import torch
 from .. import cache
 from ..capture import capture
 from ..lowering import LOWERINGS, UnsupportedOperatorError, lower
+from ..philox import INT32_OPERANDS
 from .direct import capture_call
 from .signature import Call
 
@@ -119,7 +120,8 @@ def _why_not(call: Call) -> Optional[str]:
     if not call.tensor_positions:
         return "it has no neuron tensor input"
     for t in call.tensors:
-        if t.dtype not in _DEVICE_DTYPES and t.dtype != torch.bool:
+        if t.dtype not in _DEVICE_DTYPES and t.dtype != torch.bool and not (
+                t.dtype == torch.int32 and call.op in INT32_OPERANDS):
             return f"the device computes in float32 and bfloat16, not {t.dtype}"
         if t.numel() == 0:
             return "an input is empty"
