@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Collectives in the style of nccl-tests: per size, the time of
 // all_reduce, all_gather, reduce_scatter and all_to_all over 4 ranks (2
-// simulated devices of 2 cores each, in this process), their algorithm and
-// bus bandwidth, next to the simulated device's own DMA copy bandwidth.
+// simulated devices of 2 cores each, in this process; and over the cores
+// of the neuron.ko devices when there are two or more), their algorithm
+// and bus bandwidth, next to the device's own DMA copy bandwidth.
 #include <algorithm>
 #include <functional>
 
@@ -17,8 +18,6 @@ namespace nbench {
 
 namespace {
 
-constexpr unsigned devices = 2, cores = 2, nranks = devices * cores;
-
 std::vector<uint64_t> sizes(const Options &o) {
     if (o.quick)
         return {64u << 10, 1u << 20};
@@ -26,57 +25,44 @@ std::vector<uint64_t> sizes(const Options &o) {
 }
 
 struct Collective {
-    const char *name;
-    double bus_factor; ///< busbw = algbw * this (nccl-tests' PERFORMANCE.md)
-    uint64_t send_bytes(uint64_t s) const {
-        return std::string_view(name) == "all_gather" ? s / nranks : s;
+    std::string_view name;
+    /// busbw = algbw * this for n ranks (nccl-tests' PERFORMANCE.md).
+    double bus_factor(unsigned n) const { return (name == "all_reduce" ? 2.0 : 1.0) * (n - 1) / n; }
+    uint64_t send_bytes(uint64_t s, unsigned n) const { return name == "all_gather" ? s / n : s; }
+    uint64_t recv_bytes(uint64_t s, unsigned n) const {
+        return name == "reduce_scatter" ? s / n : s;
     }
-    uint64_t recv_bytes(uint64_t s) const {
-        return std::string_view(name) == "reduce_scatter" ? s / nranks : s;
+    /// Elements per rank (all_reduce) or per rank's block (the others).
+    uint64_t count(uint64_t s, unsigned n) const {
+        return name == "all_reduce" ? s / 4 : s / n / 4;
     }
 };
 
 const Collective collectives[] = {
-    {"all_reduce", 2.0 * (nranks - 1) / nranks},
-    {"all_gather", 1.0 * (nranks - 1) / nranks},
-    {"reduce_scatter", 1.0 * (nranks - 1) / nranks},
-    {"all_to_all", 1.0 * (nranks - 1) / nranks},
-};
+    {"all_reduce"}, {"all_gather"}, {"reduce_scatter"}, {"all_to_all"}};
 
-} // namespace
-
-void run_collectives(const Options &o, Report &r) {
-    Table &t = r.table("collectives",
-                       fmt::format("Collectives: {} ranks ({} simulated devices x {} cores), "
-                                   "fp32, sum",
-                                   nranks, devices, cores),
-                       "collective, size");
-    t.column("time", "us")
-        .column("algbw", "GB/s")
-        .column("busbw", "GB/s")
-        .column("d2d copy", "GB/s")
-        .ratio("busbw/copy", "busbw", "d2d copy");
-    t.note("size: the bytes of the largest buffer of a rank (nccl-tests' size); algbw = size / "
-           "time; busbw = algbw x 2(n-1)/n for all_reduce, x (n-1)/n for the others; d2d copy: "
-           "one DMA copy of that size between two buffers of one simulated device. The ranks "
-           "are cores of simulated devices of this process (libneuron-sim), whatever -d "
-           "names; chunks of 1 MiB.");
-    const auto all = sizes(o);
-    const uint64_t largest = all.back();
-    const std::string opts = fmt::format("sim:devices={},cores={},mem={}M", devices, cores,
-                                         std::max<uint64_t>(64, (largest >> 20) * 4 * cores + 64));
-    std::vector<neuron::Device> devs;
+// Every collective at every size over @p cores cores of each of @p devs,
+// into @p t; sizes whose buffers do not fit in a quarter of a device's
+// memory per rank are left out.
+void measure(const Options &o, const std::vector<neuron::Device> &devs, unsigned cores, Table &t) {
     std::vector<neuron::Rank> ranks;
-    for (unsigned d = 0; d < devices; d++) {
-        devs.push_back(neuron::Device::open(fmt::format("{},device={}", opts, d)));
-        for (unsigned c = 0; c < cores; c++)
-            ranks.push_back({devs.back(), c});
-    }
+    for (const auto &d : devs)
+        for (unsigned c = 0; c < std::min(cores, d.info().num_cores); c++)
+            ranks.push_back({d, c});
+    const auto n = static_cast<unsigned>(ranks.size());
+    std::vector<uint64_t> all;
+    for (uint64_t s : sizes(o))
+        if (s % (4 * n) == 0 &&
+            s * 4 * std::min(cores, devs[0].info().num_cores) <= devs[0].info().device_memory_size)
+            all.push_back(s);
+    if (all.empty())
+        return;
+    const uint64_t largest = all.back();
     neuron::CommunicatorOptions co;
     co.timeout = std::chrono::seconds(600);
     neuron::Communicator comm(ranks, co);
     std::vector<neuron::Buffer> send, recv;
-    for (unsigned k = 0; k < nranks; k++) {
+    for (unsigned k = 0; k < n; k++) {
         send.push_back(ranks[k].device.allocate(largest));
         recv.push_back(ranks[k].device.allocate(largest));
         std::vector<float> ones(largest / 4, 1.0f / 1024);
@@ -87,22 +73,19 @@ void run_collectives(const Options &o, Report &r) {
     for (const Collective &c : collectives)
         for (uint64_t s : all) {
             const std::string row = fmt::format("{} {}", c.name, size_label(s));
-            // Elements per rank (all_reduce) or per rank's block (the others).
-            const uint64_t count =
-                std::string_view(c.name) == "all_reduce" ? s / 4 : s / nranks / 4;
+            const uint64_t count = c.count(s, n);
             auto once = [&] {
                 const double t0 = now_s();
                 std::vector<neuron::Work> w;
-                for (unsigned k = 0; k < nranks; k++) {
-                    auto sr = send[k].range(0, c.send_bytes(s));
-                    auto rr = recv[k].range(0, c.recv_bytes(s));
-                    const std::string_view n = c.name;
-                    if (n == "all_reduce")
+                for (unsigned k = 0; k < n; k++) {
+                    auto sr = send[k].range(0, c.send_bytes(s, n));
+                    auto rr = recv[k].range(0, c.recv_bytes(s, n));
+                    if (c.name == "all_reduce")
                         w.push_back(comm.all_reduce(k, sr, rr, count, neuron::DType::fp32,
                                                     neuron::CollectiveOp::sum));
-                    else if (n == "all_gather")
+                    else if (c.name == "all_gather")
                         w.push_back(comm.all_gather(k, sr, rr, count, neuron::DType::fp32));
-                    else if (n == "reduce_scatter")
+                    else if (c.name == "reduce_scatter")
                         w.push_back(comm.reduce_scatter(k, sr, rr, count, neuron::DType::fp32,
                                                         neuron::CollectiveOp::sum));
                     else
@@ -126,13 +109,66 @@ void run_collectives(const Options &o, Report &r) {
             t.set(row, "time", us);
             const double gb = static_cast<double>(s) / 1e9;
             t.set(row, "algbw", scaled(gb));
-            t.set(row, "busbw", scaled(gb * c.bus_factor));
+            t.set(row, "busbw", scaled(gb * c.bus_factor(n)));
             t.set(row, "d2d copy", repeat_runs(o.repeat, [&] {
                       const double t0 = now_s();
                       devs[0].copy(cb.range(0, s), ca.range(0, s)).wait();
                       return gb / (now_s() - t0);
                   }));
         }
+}
+
+Table &collectives_table(Report &r, const std::string &id, const std::string &title,
+                         const std::string &where) {
+    Table &t = r.table(id, title, "collective, size");
+    t.column("time", "us")
+        .column("algbw", "GB/s")
+        .column("busbw", "GB/s")
+        .column("d2d copy", "GB/s")
+        .ratio("busbw/copy", "busbw", "d2d copy");
+    t.note("size: the bytes of the largest buffer of a rank (nccl-tests' size); algbw = size / "
+           "time; busbw = algbw x 2(n-1)/n for all_reduce, x (n-1)/n for the others; d2d copy: "
+           "one DMA copy of that size between two buffers of one device. " +
+           where + " Chunks of 1 MiB.");
+    return t;
+}
+
+} // namespace
+
+void run_collectives(const Options &o, Report &r) {
+    constexpr unsigned devices = 2, cores = 2;
+    const uint64_t largest = sizes(o).back();
+    const std::string opts = fmt::format("sim:devices={},cores={},mem={}M", devices, cores,
+                                         std::max<uint64_t>(64, (largest >> 20) * 4 * cores + 64));
+    std::vector<neuron::Device> sim;
+    for (unsigned d = 0; d < devices; d++)
+        sim.push_back(neuron::Device::open(fmt::format("{},device={}", opts, d)));
+    Table &t = collectives_table(
+        r, "collectives",
+        fmt::format("Collectives: {} ranks ({} simulated devices x {} cores), fp32, sum",
+                    devices * cores, devices, cores),
+        "The ranks are cores of simulated devices of this process (libneuron-sim), whatever -d "
+        "names.");
+    measure(o, sim, cores, t);
+    sim.clear();
+    // With two or more neuron.ko devices, the same over their cores (copies
+    // between devices host-staged until the driver exports dma-bufs).
+    auto found = neuron::enumerate_sysfs();
+    if (o.no_device || found.size() < 2)
+        return;
+    std::vector<neuron::Device> devs;
+    for (const auto &e : found)
+        devs.push_back(neuron::Device::open(e.node));
+    unsigned n = 0;
+    for (const auto &d : devs)
+        n += std::min(cores, d.info().num_cores);
+    Table &k = collectives_table(
+        r, "collectives-devices",
+        fmt::format("Collectives: {} ranks (up to {} cores of each of the {} neuron.ko devices), "
+                    "fp32, sum",
+                    n, cores, devs.size()),
+        "Copies between devices are staged through host memory (no dma-buf export yet).");
+    measure(o, devs, cores, k);
 }
 
 } // namespace nbench
