@@ -29,6 +29,10 @@ dynamo.register()
 
 from . import rng  # noqa: E402, F401 (the device's dropout and embedding backward)
 
+from . import distributed  # noqa: E402
+
+distributed.register()
+
 from ._version import __version__  # noqa: E402
 from .analyze import analyze  # noqa: E402
 from .data_parallel import DataParallel  # noqa: E402
