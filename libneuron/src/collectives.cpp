@@ -557,9 +557,11 @@ Communicator::Communicator(std::vector<Rank> ranks, CommunicatorOptions options)
         throw Error(
             errc::invalid_argument,
             fmt::format("communicator: timeout {} ms: must be positive", options.timeout.count()));
-    if (options.chunk_bytes < 512 || options.chunk_bytes % 512)
+    if (options.chunk_bytes < 512 || options.chunk_bytes % 512 ||
+        options.chunk_bytes > (256u << 20))
         throw Error(errc::invalid_argument,
-                    fmt::format("communicator: chunk_bytes {}: must be a positive multiple of 512",
+                    fmt::format("communicator: chunk_bytes {}: must be a multiple of 512 from 512 "
+                                "to 256 MiB",
                                 options.chunk_bytes));
     for (size_t r = 0; r < ranks.size(); r++) {
         const Rank &k = ranks[r];
@@ -648,6 +650,8 @@ std::string disagreement(const Round &r) {
 
 namespace detail {
 
+std::string check_count(DType t, uint64_t count);
+
 struct Joiner {
     static Work join(const std::shared_ptr<CommState> &c, const std::string &key,
                      const std::vector<unsigned> &ranks, unsigned rank, Call call,
@@ -658,7 +662,12 @@ struct Joiner {
 // first use); the last one to join plans and queues the work.
 Work Joiner::join(const std::shared_ptr<CommState> &c, const std::string &key,
                   const std::vector<unsigned> &ranks, unsigned rank, Call call,
-                  const std::string &local_error) {
+                  const std::string &checked) {
+    // The element type and count first: the sizes the other checks
+    // computed from them mean nothing otherwise.
+    std::string local_error = check_count(call.dtype, call.count);
+    if (local_error.empty())
+        local_error = checked;
     std::shared_ptr<Round> round;
     bool last = false;
     {
@@ -710,7 +719,14 @@ Work Joiner::join(const std::shared_ptr<CommState> &c, const std::string &key,
                 }
                 round->cv.notify_all();
             } catch (const Error &e) {
-                fail(*round, static_cast<errc>(e.code().value()),
+                // What was queued before the failure runs to its end; the
+                // ranks' waits report the failure.
+                fail(*round,
+                     e.code().category() == category() ? static_cast<errc>(e.code().value())
+                                                       : errc::io_error,
+                     fmt::format("{}: queuing its work: {}", round->what(), e.what()));
+            } catch (const std::exception &e) {
+                fail(*round, errc::io_error,
                      fmt::format("{}: queuing its work: {}", round->what(), e.what()));
             }
         }
@@ -740,6 +756,20 @@ std::string check_range(const Rank &rk, const char *name, const BufferRange &b, 
                            name, b.size, b.offset, b.buffer->size(), bytes);
     return {};
 }
+
+} // namespace
+
+// The element type and count, for every collective.
+std::string detail::check_count(DType t, uint64_t count) {
+    if (t != DType::fp32 && t != DType::bf16 && t != DType::fp16 && t != DType::int32 &&
+        t != DType::u8)
+        return fmt::format("unknown element type {}", static_cast<unsigned>(t));
+    if (count > (uint64_t(1) << 46))
+        return fmt::format("{} elements: at most 2^46", count);
+    return {};
+}
+
+namespace {
 
 std::string check_op(Kind kind, DType t, CollectiveOp op) {
     if (static_cast<unsigned>(op) > static_cast<unsigned>(CollectiveOp::min))
@@ -915,6 +945,11 @@ bool Work::wait_for(std::chrono::nanoseconds timeout) const {
             for (size_t p = 0; p < r.calls.size(); p++)
                 if (!r.calls[p])
                     missing.push_back(r.ranks[p]);
+            if (missing.empty()) // every rank came; queuing the work took the time
+                throw Error(errc::timeout,
+                            fmt::format("{}: its work was still being queued after the timeout "
+                                        "({} ms)",
+                                        r.what(), r.timeout.count()));
             r.error =
                 fmt::format("{}: rank{} {} did not take part within the timeout ({} ms)", r.what(),
                             missing.size() > 1 ? "s" : "", rank_list(missing), r.timeout.count());

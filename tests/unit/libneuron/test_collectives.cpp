@@ -482,6 +482,22 @@ void bad_input(void **) {
             errc::invalid_argument),
         "recv holds 400 bytes at offset 0 of a 4096-byte buffer, 800 are needed");
     R.comm->all_gather(1, b.range(0, 400), b.range(0, 800), 100, DType::fp32);
+    expect_contains(expect_error(
+                        [&] {
+                            R.comm->all_gather(0, a.range(0, 400), a.range(0, 800), 100,
+                                               static_cast<DType>(9));
+                        },
+                        errc::invalid_argument),
+                    "all_gather #6: rank 0: unknown element type 9");
+    R.comm->all_gather(1, b.range(0, 400), b.range(0, 800), 100, DType::fp32);
+    expect_contains(expect_error(
+                        [&] {
+                            CommunicatorOptions o;
+                            o.chunk_bytes = 1000;
+                            Communicator({{R.dev(0), 0}}, o);
+                        },
+                        errc::invalid_argument),
+                    "chunk_bytes 1000: must be a multiple of 512 from 512 to 256 MiB");
     expect_contains(expect_error([&] { R.comm->barrier(2); }, errc::invalid_argument),
                     "rank 2: the communicator has 2 ranks");
     expect_contains(expect_error(
