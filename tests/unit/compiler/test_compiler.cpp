@@ -883,6 +883,18 @@ Graph random_graph(uint64_t seed, DType dt) {
         vals.push_back(out);
         bounded.push_back(bnd);
     }
+    // Dropout and its mask (ISA 1.2) of one value in about a third of the
+    // graphs, drawn from a generator of their own so that the steps above
+    // stay as they were.
+    Rng extra(seed * 0x9e3779b97f4a7c15ull + 1);
+    if (extra.below(3) == 0) {
+        Attrs a;
+        a.p = 0.125f * static_cast<float>(1 + extra.below(6));
+        const uint32_t v = vals[extra.below(static_cast<uint32_t>(vals.size()))];
+        const uint32_t key = g.input("seed", T(DType::int32, {4}));
+        g.add(Op::dropout, "drop", {v, key}, a);
+        g.add(Op::dropout_mask, "keep", {v, key}, a);
+    }
     return g;
 }
 
