@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <array>
 #include <condition_variable>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <set>
+#include <thread>
 
 #include <neuron/builder.hpp>
 #include <neuron/collectives.hpp>
@@ -145,7 +147,17 @@ struct CommState {
         std::vector<Fence> users;
     };
     std::map<std::pair<unsigned, unsigned>, Scratch> scratch;
-    std::mutex plan_lock;
+    /// Collectives whose ranks have all called, queued on the devices in
+    /// that order by the communicator's own thread, so that no rank's call
+    /// waits for it (a host-staged copy waits for its first half).
+    std::mutex work_lock;
+    std::condition_variable work_cv;
+    std::deque<std::shared_ptr<Round>> to_queue;
+    bool stopping = false;
+    std::thread worker;
+    void enqueue(std::shared_ptr<Round> r);
+    void run();
+    ~CommState();
     /// Reduction programs, loaded per device.
     std::mutex program_lock;
     std::map<std::string, std::shared_ptr<LoadedProgram>> programs;
@@ -652,6 +664,60 @@ namespace detail {
 
 std::string check_count(DType t, uint64_t count);
 
+void CommState::enqueue(std::shared_ptr<Round> r) {
+    {
+        std::lock_guard<std::mutex> g(work_lock);
+        to_queue.push_back(std::move(r));
+        if (!worker.joinable())
+            worker = std::thread([this] { run(); });
+    }
+    work_cv.notify_one();
+}
+
+void CommState::run() {
+    for (;;) {
+        std::shared_ptr<Round> round;
+        {
+            std::unique_lock<std::mutex> g(work_lock);
+            work_cv.wait(g, [&] { return stopping || !to_queue.empty(); });
+            if (to_queue.empty())
+                return; // stopping, everything queued
+            round = std::move(to_queue.front());
+            to_queue.pop_front();
+        }
+        try {
+            Planner(*this, *round).plan();
+            {
+                std::lock_guard<std::mutex> g(round->lock);
+                round->issued = true;
+            }
+            round->cv.notify_all();
+        } catch (const Error &e) {
+            // What was queued before the failure runs to its end; the
+            // ranks' waits report the failure.
+            fail(*round,
+                 e.code().category() == category() ? static_cast<errc>(e.code().value())
+                                                   : errc::io_error,
+                 fmt::format("{}: queuing its work: {}", round->what(), e.what()));
+        } catch (const std::exception &e) {
+            fail(*round, errc::io_error,
+                 fmt::format("{}: queuing its work: {}", round->what(), e.what()));
+        }
+    }
+}
+
+// Collectives whose ranks have all called are queued before the thread
+// ends, so that their waits end too.
+CommState::~CommState() {
+    {
+        std::lock_guard<std::mutex> g(work_lock);
+        stopping = true;
+    }
+    work_cv.notify_all();
+    if (worker.joinable())
+        worker.join();
+}
+
 struct Joiner {
     static Work join(const std::shared_ptr<CommState> &c, const std::string &key,
                      const std::vector<unsigned> &ranks, unsigned rank, Call call,
@@ -710,25 +776,7 @@ Work Joiner::join(const std::shared_ptr<CommState> &c, const std::string &key,
         if (!why.empty()) {
             fail(*round, errc::invalid_argument, fmt::format("{}: {}", round->what(), why));
         } else {
-            try {
-                std::lock_guard<std::mutex> pg(c->plan_lock);
-                Planner(*c, *round).plan();
-                {
-                    std::lock_guard<std::mutex> g(round->lock);
-                    round->issued = true;
-                }
-                round->cv.notify_all();
-            } catch (const Error &e) {
-                // What was queued before the failure runs to its end; the
-                // ranks' waits report the failure.
-                fail(*round,
-                     e.code().category() == category() ? static_cast<errc>(e.code().value())
-                                                       : errc::io_error,
-                     fmt::format("{}: queuing its work: {}", round->what(), e.what()));
-            } catch (const std::exception &e) {
-                fail(*round, errc::io_error,
-                     fmt::format("{}: queuing its work: {}", round->what(), e.what()));
-            }
+            c->enqueue(round);
         }
     }
     return Work(round, rank);
