@@ -148,8 +148,8 @@ void wait_all(const std::vector<Work> &w) {
         x.wait();
 }
 
-void check_all_reduce(unsigned n, size_t count, CollectiveOp op, bool in_place) {
-    Ranks R(n, small_chunks());
+void check_all_reduce(Ranks &R, size_t count, CollectiveOp op, bool in_place) {
+    const unsigned n = R.comm->size();
     std::vector<Buffer> send, recv;
     for (unsigned r = 0; r < n; r++) {
         send.push_back(R.dev(r).allocate(count * 4));
@@ -186,11 +186,13 @@ void check_all_reduce(unsigned n, size_t count, CollectiveOp op, bool in_place) 
 }
 
 void all_reduce_fp32(void **) {
-    for (unsigned n : {2u, 3u, 4u})
+    for (unsigned n : {2u, 3u, 4u}) {
+        Ranks R(n, small_chunks()); // one communicator for many collectives
         for (size_t count : {size_t(1), size_t(7), size_t(1001)})
             for (CollectiveOp op :
                  {CollectiveOp::sum, CollectiveOp::avg, CollectiveOp::max, CollectiveOp::min})
-                check_all_reduce(n, count, op, count == 7);
+                check_all_reduce(R, count, op, count == 7);
+    }
 }
 
 // bf16: integers are exact; random values stay within the documented
@@ -248,9 +250,9 @@ void all_reduce_bf16(void **) {
 }
 
 void data_movement(void **) {
-    for (unsigned n : {2u, 3u, 4u})
+    for (unsigned n : {2u, 3u, 4u}) {
+        Ranks R(n, small_chunks());
         for (size_t count : {size_t(1), size_t(5), size_t(300)}) {
-            Ranks R(n, small_chunks());
             std::vector<Buffer> send, recv, bc;
             for (unsigned r = 0; r < n; r++) {
                 send.push_back(R.dev(r).allocate(n * count * 4));
@@ -353,6 +355,7 @@ void data_movement(void **) {
                 w.push_back(R.comm->barrier(r));
             wait_all(w);
         }
+    }
 }
 
 // Each rank calls from its own thread, several collectives in a row,
