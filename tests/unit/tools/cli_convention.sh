@@ -116,7 +116,7 @@ usage_error "--isa '9': expected MAJOR.MINOR" neuron-cc a.nir --isa 9
 usage_error "--job: '0' is not a number above 0$" neuron-profile export --job 0 a
 usage_error "--sort: 'memroy' is not one of util, memory, pid, command \\(did you mean memory\\?\\)$" neuron-top --sort memroy
 usage_error "--format: 'x' is not one of chrome, svg$" neuron-profile export --format x a
-usage_error "--sections: 'cmopute' is not one of dma, submit, compute, alloc, e2e \\(did you mean compute\\?\\)$" neuron-bench --sections dma,cmopute
+usage_error "--sections: 'cmopute' is not one of dma, submit, compute, alloc, e2e, collectives \\(did you mean compute\\?\\)$" neuron-bench --sections dma,cmopute
 # Letter case aside, a misspelling too.
 usage_error "unknown option --JSON \\(did you mean --json\\?\\)$" neuron-ls --JSON
 
