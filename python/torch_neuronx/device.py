@@ -53,6 +53,12 @@ def is_initialized() -> bool:
     return True
 
 
+# What torch.utils.checkpoint reads (as torch.cuda's) to decide whether to
+# stash and restore the device's RNG state around a recomputation: the
+# generators exist from the start, as is_initialized() says.
+_initialized = True
+
+
 def _is_in_bad_fork() -> bool:
     """The device is opened per process (a forked child opens its own)."""
     return False

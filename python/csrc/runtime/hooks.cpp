@@ -8,10 +8,12 @@
 // ISA 1.2's RANDOM): its seed is the generator's seed, its offset the
 // generator's offset (get_offset/set_offset, as CUDA's Philox generator),
 // 0 after every seeding.
+#include <cstring>
 #include <mutex>
 #include <vector>
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/ops/empty.h>
 #include <ATen/core/GeneratorForPrivateuseone.h>
 #include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <c10/core/Allocator.h>
@@ -36,7 +38,30 @@ class Generator final : public at::CPUGeneratorImpl {
     void set_offset(uint64_t offset) override { philox_offset_ = offset; }
     uint64_t get_offset() const override { return philox_offset_; }
 
+    // The state: the CPU generator's, then the Philox offset (8 bytes,
+    // little endian), so that restoring a state (torch.utils.checkpoint's
+    // recomputation, fork_rng) draws the device's dropout masks again.
+    c10::intrusive_ptr<c10::TensorImpl> get_state() const override {
+        const at::Tensor cpu(at::CPUGeneratorImpl::get_state());
+        at::Tensor out = at::empty({cpu.numel() + kOffsetBytes}, at::kByte);
+        std::memcpy(out.data_ptr(), cpu.data_ptr(), static_cast<size_t>(cpu.numel()));
+        std::memcpy(out.data_ptr<uint8_t>() + cpu.numel(), &philox_offset_, kOffsetBytes);
+        return out.getIntrusivePtr();
+    }
+    void set_state(const c10::TensorImpl &state) override {
+        const int64_t cpu_bytes = at::Tensor(at::CPUGeneratorImpl::get_state()).numel();
+        TORCH_CHECK(state.numel() == cpu_bytes + kOffsetBytes && state.dtype() == at::kByte,
+                    "neuron generator: a state is ", cpu_bytes + kOffsetBytes,
+                    " bytes (the CPU generator's and the Philox offset), not ", state.numel());
+        const auto *bytes = static_cast<const uint8_t *>(state.data());
+        at::Tensor cpu = at::empty({cpu_bytes}, at::kByte);
+        std::memcpy(cpu.data_ptr(), bytes, static_cast<size_t>(cpu_bytes));
+        at::CPUGeneratorImpl::set_state(*cpu.unsafeGetTensorImpl());
+        std::memcpy(&philox_offset_, bytes + cpu_bytes, kOffsetBytes);
+    }
+
   private:
+    static constexpr int64_t kOffsetBytes = 8;
     uint64_t philox_offset_ = 0;
 };
 

@@ -18,6 +18,10 @@ from torch.utils._pytree import tree_map
 
 log = logging.getLogger("torch_neuronx")
 
+# The bytes of a neuron generator's state after the CPU generator's: its
+# Philox offset (python/csrc/runtime/hooks.cpp).
+PHILOX_OFFSET_BYTES = 8
+
 _lock = threading.Lock()
 _counts: Counter = Counter()
 _reasons: Dict[str, str] = {}
@@ -88,7 +92,8 @@ def _cpu_generators(op: torch._ops.OpOverload, args: Tuple[Any, ...], kwargs: Di
         if gen.device.type != "neuron":
             continue
         cpu = torch.Generator()
-        cpu.set_state(gen.get_state())
+        # (the neuron state ends with the Philox offset: hooks.cpp)
+        cpu.set_state(gen.get_state()[:-PHILOX_OFFSET_BYTES])
         pairs.append((gen, cpu))
         kwargs[a.name] = cpu
         if not a.kwarg_only and i < len(args):
@@ -112,7 +117,7 @@ def run_on_cpu(op: torch._ops.OpOverload, args: Tuple[Any, ...], kwargs: Dict[st
     generators = _cpu_generators(op, cpu_args, cpu_kwargs, device)
     out = op(*cpu_args, **cpu_kwargs)
     for gen, cpu in generators:
-        gen.set_state(cpu.get_state())
+        gen.set_state(torch.cat([cpu.get_state(), gen.get_state()[-PHILOX_OFFSET_BYTES:]]))
 
     # Inputs the operator writes: their new values go back to the device.
     written: Dict[Any, torch.Tensor] = {}

@@ -137,3 +137,42 @@ def test_embedding_backward_padding_and_range() -> None:
         torch.ops.aten.embedding_dense_backward(grad.to("neuron"),
                                                 torch.tensor([[1, 2, 3, 20]] * 2).to("neuron"),
                                                 20, -1, False)
+
+
+def test_rng_state_holds_the_offset() -> None:
+    x = torch.randn(32, 48, device="neuron")
+    torch.neuron.manual_seed(11)
+    F.dropout(x, 0.5, training=True)
+    state = torch.neuron.get_rng_state()
+    a = F.dropout(x, 0.5, training=True).cpu()
+    torch.neuron.set_rng_state(state)
+    assert torch.equal(F.dropout(x, 0.5, training=True).cpu(), a)
+    # a random operator on the CPU's generator keeps the offset, and its
+    # own stream continues
+    torch.neuron.set_rng_state(state)
+    r1 = torch.rand(5, device="neuron").cpu()
+    assert torch.equal(F.dropout(x, 0.5, training=True).cpu(), a)
+    torch.neuron.set_rng_state(state)
+    assert torch.equal(torch.rand(5, device="neuron").cpu(), r1)
+    with pytest.raises(RuntimeError, match="Philox offset"):
+        torch.neuron.set_rng_state(state[:-8])
+
+
+def test_checkpoint_recomputes_the_same_masks() -> None:
+    # torch.utils.checkpoint restores the device's RNG state to recompute
+    # the forward: the same dropout masks, the same gradient as without it
+    w = torch.randn(48, 48)
+
+    def block(x: torch.Tensor) -> torch.Tensor:
+        return F.dropout(torch.tanh(x @ w.to(x.device)), 0.3, training=True)
+
+    x = torch.randn(16, 48)
+    grads = []
+    for checkpointed in (False, True):
+        torch.neuron.manual_seed(21)
+        xd = x.to("neuron").requires_grad_()
+        y = torch.utils.checkpoint.checkpoint(block, xd, use_reentrant=False) \
+            if checkpointed else block(xd)
+        (y * y).sum().backward()
+        grads.append(xd.grad.cpu())
+    assert torch.equal(grads[0], grads[1])
