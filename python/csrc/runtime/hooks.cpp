@@ -13,9 +13,9 @@
 #include <vector>
 
 #include <ATen/CPUGeneratorImpl.h>
-#include <ATen/ops/empty.h>
 #include <ATen/core/GeneratorForPrivateuseone.h>
 #include <ATen/detail/PrivateUse1HooksInterface.h>
+#include <ATen/ops/empty.h>
 #include <c10/core/Allocator.h>
 
 #include "allocator.hpp"
