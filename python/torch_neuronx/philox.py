@@ -96,10 +96,11 @@ def _embedding_backward_meta(grad: torch.Tensor, ids: torch.Tensor,
     return grad.new_empty((num_weights, grad.shape[-1]))
 
 
-# The device's operators whose int32 operands (the key, the ids) an eager
-# kernel takes as they are.
+# The operators whose int32 operands (the key, the ids) an eager kernel
+# takes as they are.
 INT32_OPERANDS = frozenset({torch.ops.neuron.philox_dropout.default,
-                            torch.ops.neuron.embedding_backward.default})
+                            torch.ops.neuron.embedding_backward.default,
+                            torch.ops.aten.index_add.default})
 
 _library.impl("philox_dropout", _philox_dropout_cpu, "CPU")
 _library.impl("philox_dropout", _philox_dropout_meta, "Meta")

@@ -176,3 +176,24 @@ def test_checkpoint_recomputes_the_same_masks() -> None:
         (y * y).sum().backward()
         grads.append(xd.grad.cpu())
     assert torch.equal(grads[0], grads[1])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_index_add_int32_ids_on_the_device(dtype: torch.dtype) -> None:
+    gen = torch.Generator().manual_seed(9)
+    base = torch.randn(30, 7, generator=gen).to(dtype)
+    src = torch.randn(50, 7, generator=gen).to(dtype)
+    ids = torch.randint(0, 30, (50,), generator=gen, dtype=torch.int32)
+    before = torch_neuronx.get_device_ops()
+    got = base.to("neuron").index_add(0, ids.to("neuron"), src.to("neuron"), alpha=2.0).cpu()
+    assert _ops_since(before).get("aten::index_add") == 1
+    # in row order, one rounding per addition (fp32: as the CPU's loop)
+    want = base.float()
+    for i, r in enumerate(ids.tolist()):
+        want[r] = (want[r] + (src[i].float() * 2).to(dtype).float()).to(dtype).float()
+    assert torch.equal(got.float(), want)
+    ids[3] = 30  # beyond the rows: the job faults
+    with pytest.raises(RuntimeError, match="BINDING_RANGE"):
+        base.to("neuron").index_add(0, ids.to("neuron"), src.to("neuron")).cpu()
+    # and the device goes on
+    assert torch.equal((base.to("neuron") + src[:30].to("neuron")).cpu(), base + src[:30])
