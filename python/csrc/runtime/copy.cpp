@@ -127,6 +127,12 @@ at::Tensor copy_between(const at::Tensor &src, const at::Tensor &dst, bool non_b
             stream_state(current_stream(src.device().index())).synchronize();
         if (dense(src) && dense(dst) && src.scalar_type() == dst.scalar_type() &&
             src.sizes() == dst.sizes()) {
+            // A tensor copied onto its own bytes (load_state_dict of what a
+            // checkpoint loaded in place) is already there; the DMA engine
+            // refuses a copy onto itself.
+            if (src.storage().is_alias_of(dst.storage()) &&
+                src.storage_offset() == dst.storage_offset())
+                return dst;
             current(dst).copy(tensor_range(dst), tensor_range(src));
         } else {
             // Casts, broadcasts and strides go through the host for now.
