@@ -247,8 +247,9 @@ def bad_input() -> None:
     expect_error(lambda: dist.all_gather_into_tensor(out, torch.ones(4 + RANK, device=dev())),
                  "refused on every rank")
     expect_error(lambda: dist.all_to_all_single(
-        torch.empty(4, device=dev()), torch.ones(4, device=dev()),
-        output_split_sizes=[2, 2], input_split_sizes=[1, 3] if RANK == 0 else [2, 2]),
+        torch.empty(2 * WORLD, device=dev()), torch.ones(2 * WORLD, device=dev()),
+        output_split_sizes=[2] * WORLD,
+        input_split_sizes=[1, 3] + [2] * (WORLD - 2) if RANK == 0 else [2] * WORLD),
         "refused on every rank", "rank 0 sends 1 elements to rank 0, which expects 2")
     still_works()
     # send/recv: the receiver names both tensors; the group goes on.
@@ -323,8 +324,14 @@ def shard(ids: torch.Tensor) -> torch.Tensor:
     return ids[RANK * per:(RANK + 1) * per]
 
 
+_reference: List[float] = []
+
+
 def reference(make, batches) -> List[float]:
-    """The single-rank run of the same global batch, on this rank's core."""
+    """The single-rank run of the same global batch, on this rank's core
+    (once per process: DDP's and FSDP2's scenarios compare with it)."""
+    if _reference:
+        return _reference
     torch.manual_seed(0)
     model = make().to(dev())
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
@@ -336,6 +343,7 @@ def reference(make, batches) -> List[float]:
         opt.step()
         opt.zero_grad()
         losses.append(loss.item())
+    _reference.extend(losses)
     return losses
 
 
@@ -400,6 +408,61 @@ def fsdp2() -> None:
     dist.destroy_process_group()
 
 
+def checkpoint() -> None:
+    """torch.distributed.checkpoint of an FSDP2 GPT-2 and its AdamW state
+    mid-run: save, spoil the model, load, go on; the losses after are the
+    uninterrupted run's."""
+    import tempfile
+
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+    mesh = init_device_mesh("neuron", (WORLD,))
+    make, batches = gpt2_setup()
+    where = [tempfile.mkdtemp(prefix="neuron-dcp-") if RANK == 0 else None]
+    dist.broadcast_object_list(where, src=0)
+
+    def build():
+        torch.manual_seed(0)
+        model = make().to(dev())
+        for block in model.transformer.h:
+            fully_shard(block, mesh=mesh)
+        fully_shard(model, mesh=mesh)
+        return model, torch.optim.AdamW(model.parameters(), lr=1e-3)
+
+    def step(model, opt, i: int) -> float:
+        ids, labels = batches[i % len(batches)]
+        loss = model(shard(ids).to(dev()), labels=shard(labels).to(dev())).loss
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        return global_loss(loss)
+
+    half = max(STEPS // 2, 1)
+    model, opt = build()
+    uninterrupted = [step(model, opt, i) for i in range(2 * half)]
+    model, opt = build()
+    before = [step(model, opt, i) for i in range(half)]
+    msd, osd = get_state_dict(model, opt)
+    # thread_count=2: DCP's single-thread writer copies device tensors to
+    # the host with non_blocking=True, into pinned memory, which the device
+    # does not allocate yet (docs/distributed.md, "Not there yet").
+    dcp.save({"model": msd, "optim": osd}, storage_writer=dcp.FileSystemWriter(where[0], thread_count=2))
+    with torch.no_grad():  # what the load must undo
+        for p in model.parameters():
+            p.add_(1.0)
+    step(model, opt, half)
+    msd, osd = get_state_dict(model, opt)
+    state = {"model": msd, "optim": osd}
+    dcp.load(state, checkpoint_id=where[0])
+    set_state_dict(model, opt, model_state_dict=state["model"], optim_state_dict=state["optim"])
+    after = [step(model, opt, i) for i in range(half, 2 * half)]
+    print(f"checkpoint losses {before + after} uninterrupted {uninterrupted}", flush=True)
+    assert before + after == uninterrupted, (before + after, uninterrupted)
+    dist.destroy_process_group()
+
+
 def dtensor() -> None:
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.tensor.parallel import (ColwiseParallel, RowwiseParallel,
@@ -436,6 +499,7 @@ def dtensor() -> None:
 SCENARIOS: Dict[str, Callable[[], None]] = {
     "collectives": collectives, "bad_input": bad_input, "dead_rank": dead_rank,
     "init_forms": init_forms, "ddp": ddp, "fsdp2": fsdp2, "dtensor": dtensor,
+    "checkpoint": checkpoint,
 }
 
 if __name__ == "__main__":
