@@ -44,6 +44,7 @@ def expect_error(call: Callable[[], object], *needles: str) -> str:
         call()
     except Exception as error:  # the error every rank must raise
         text = str(error)
+        print(f"expected error: {text}", flush=True)
         for n in needles:
             assert n in text, f"expected {n!r} in the error, got: {text}"
         return text
