@@ -13,6 +13,9 @@
  *  - the rings' vectors have managed affinity: the IRQ core spreads the
  *    core queues' vectors over the CPUs, and the DMA engines' vectors
  *    likewise (neuron_irq_plan_sets()); nothing moves them afterwards;
+ *    a copy to any engine prefers the engine whose vector is on the
+ *    submitting CPU (neuron_irq_local_dma()), as blk-mq maps a CPU to the
+ *    queue whose vector is on it;
  *  - the error vector's hard handler clears its IRQ_STATUS bit (it is
  *    also the record of which cause fired) and wakes its thread, which
  *    logs the cause and queues the recovery work.
@@ -183,6 +186,68 @@ static void neuron_irq_calc_sets(struct irq_affinity *affd, unsigned int nvecs)
 		affd->set_size[i] = plan->set_size[i];
 }
 
+/**
+ * neuron_irq_map_cpus() - the unit whose vector is on each CPU
+ * @masks: @n affinity masks, one per unit's vector, or NULL entries
+ * @n: units
+ * @unit_of_cpu: out, @ncpus entries: for each CPU, the first unit whose
+ *	mask includes it, 0 if none does
+ * @ncpus: entries in @unit_of_cpu (CPUs past it are ignored)
+ */
+VISIBLE_IF_KUNIT void neuron_irq_map_cpus(const struct cpumask *const *masks,
+					  u32 n, u8 *unit_of_cpu,
+					  unsigned int ncpus)
+{
+	unsigned int cpu;
+	u32 unit;
+
+	memset(unit_of_cpu, 0, ncpus);
+	for (unit = n; unit-- > 0;) {
+		if (!masks[unit])
+			continue;
+		for_each_cpu(cpu, masks[unit])
+			if (cpu < ncpus)
+				unit_of_cpu[cpu] = unit;
+	}
+}
+EXPORT_SYMBOL_IF_KUNIT(neuron_irq_map_cpus);
+
+/*
+ * Fills &neuron_irq.dma_of_cpu from the DMA engines' vectors' affinity,
+ * as the IRQ core spread them (no mask without managed affinity).
+ */
+static int neuron_irq_map_dma(struct neuron_device *ndev)
+{
+	const struct cpumask *masks[NEURON_MAX_DMA_ENGINES];
+	struct neuron_irq *nirq = ndev->irq;
+	u32 cores = ndev->hw.num_cores, e;
+
+	nirq->dma_of_cpu = drmm_kzalloc(&ndev->drm, nr_cpu_ids, GFP_KERNEL);
+	if (!nirq->dma_of_cpu)
+		return -ENOMEM;
+	for (e = 0; e < ndev->hw.num_dma; e++)
+		masks[e] = pci_irq_get_affinity(ndev->pdev,
+						NEURON_MSIX_DMA(cores, e));
+	neuron_irq_map_cpus(masks, ndev->hw.num_dma, nirq->dma_of_cpu,
+			    nr_cpu_ids);
+	return 0;
+}
+
+/**
+ * neuron_irq_local_dma() - the DMA engine whose vector is on this CPU
+ * @nirq: the device's interrupts
+ *
+ * A hint, read without pinning the caller to its CPU: a copy there
+ * completes with its interrupt on the CPU that submitted it, while the
+ * caller stays there.
+ *
+ * Return: an engine index below the device's number of engines.
+ */
+u32 neuron_irq_local_dma(const struct neuron_irq *nirq)
+{
+	return nirq->dma_of_cpu[raw_smp_processor_id()];
+}
+
 /*
  * Allocates one vector per ring and the error vector, exactly. The rings'
  * vectors have managed affinity, spread over the CPUs by the IRQ core;
@@ -246,6 +311,9 @@ int neuron_irq_init(struct neuron_device *ndev)
 		return ret;
 	}
 	nirq->count = count;
+	ret = neuron_irq_map_dma(ndev);
+	if (ret)
+		return ret;
 
 	for (i = 0; i < count; i++) {
 		struct neuron_irq_vector *vec = &nirq->vectors[i];

@@ -46,18 +46,28 @@ struct neuron_irq_vector {
  * struct neuron_irq - the device's interrupts
  * @vectors: NEURON_MSIX_COUNT() vectors, in MSI-X table order
  * @count: entries in @vectors
+ * @dma_of_cpu: %nr_cpu_ids entries: for each CPU, the DMA engine whose
+ *	vector the IRQ core placed on it (its managed affinity includes the
+ *	CPU), 0 where none is or without managed affinity; set at probe,
+ *	read-only afterwards (neuron_irq_local_dma())
  */
 struct neuron_irq {
 	struct neuron_irq_vector *vectors;
 	unsigned int count;
+	u8 *dma_of_cpu;
 };
 
 int neuron_irq_init(struct neuron_device *ndev);
+u32 neuron_irq_local_dma(const struct neuron_irq *nirq);
 
 #if IS_ENABLED(CONFIG_KUNIT)
-/* Pure helper of neuron_irq_init(), visible to the KUnit tests. */
+struct cpumask;
+
+/* Pure helpers of neuron_irq_init(), visible to the KUnit tests. */
 unsigned int neuron_irq_plan_sets(u32 cores, u32 ndma, unsigned int ncpus,
 				  unsigned int *set_size);
+void neuron_irq_map_cpus(const struct cpumask *const *masks, u32 n,
+			 u8 *unit_of_cpu, unsigned int ncpus);
 #endif
 
 #endif /* __NEURON_IRQ_H__ */

@@ -4,8 +4,9 @@
  * completion status, the SG walk behind host bindings, the span walkers
  * that split copies, the binding table a job hands to the device, the
  * pool of slots it is written into, the affinity sets of the rings'
- * interrupt vectors, the lookup of a host buffer's mappings in its
- * interval tree and the bounded counts of pinned memory.
+ * interrupt vectors and the map of CPUs to them, the lookup of a host
+ * buffer's mappings in its interval tree and the bounded counts of pinned
+ * memory.
  *
  * Built as neuron_kunit.ko for kernels with CONFIG_KUNIT; the functions
  * come from neuron.ko (EXPORT_SYMBOL_IF_KUNIT), except the status errno,
@@ -313,6 +314,62 @@ static void neuron_test_irq_plan_sets(struct kunit *test)
 	}
 }
 
+/*
+ * Each CPU to the first unit whose vector's mask includes it, 0 where none
+ * does; entries past the CPUs asked for untouched.
+ */
+static void neuron_test_irq_map_cpus(struct kunit *test)
+{
+	const struct cpumask *masks[3];
+	struct cpumask *m0, *m1, *m01;
+	u8 map[3];
+
+	if (nr_cpu_ids < 2)
+		kunit_skip(test, "needs 2 CPUs, has %u", nr_cpu_ids);
+	m0 = kunit_kzalloc(test, cpumask_size(), GFP_KERNEL);
+	m1 = kunit_kzalloc(test, cpumask_size(), GFP_KERNEL);
+	m01 = kunit_kzalloc(test, cpumask_size(), GFP_KERNEL);
+	KUNIT_ASSERT_TRUE(test, m0 && m1 && m01);
+	cpumask_set_cpu(0, m0);
+	cpumask_set_cpu(1, m1);
+	cpumask_set_cpu(0, m01);
+	cpumask_set_cpu(1, m01);
+
+	/* One CPU each, as the IRQ core spreads two engines on two CPUs. */
+	masks[0] = m0;
+	masks[1] = m1;
+	memset(map, 0xff, sizeof(map));
+	neuron_irq_map_cpus(masks, 2, map, 2);
+	KUNIT_EXPECT_EQ(test, map[0], 0);
+	KUNIT_EXPECT_EQ(test, map[1], 1);
+	KUNIT_EXPECT_EQ(test, map[2], 0xff);
+
+	/* A CPU under two vectors goes to the first unit. */
+	masks[0] = m01;
+	masks[1] = m1;
+	masks[2] = m0;
+	neuron_irq_map_cpus(masks, 3, map, 2);
+	KUNIT_EXPECT_EQ(test, map[0], 0);
+	KUNIT_EXPECT_EQ(test, map[1], 0);
+	masks[0] = m1;
+	masks[1] = m01;
+	neuron_irq_map_cpus(masks, 3, map, 2);
+	KUNIT_EXPECT_EQ(test, map[0], 1);
+	KUNIT_EXPECT_EQ(test, map[1], 0);
+
+	/* No mask (no managed affinity): unit 0; CPUs past @ncpus ignored. */
+	masks[0] = NULL;
+	masks[1] = m01;
+	memset(map, 0xff, sizeof(map));
+	neuron_irq_map_cpus(masks, 2, map, 1);
+	KUNIT_EXPECT_EQ(test, map[0], 1);
+	KUNIT_EXPECT_EQ(test, map[1], 0xff);
+	masks[1] = NULL;
+	neuron_irq_map_cpus(masks, 2, map, 2);
+	KUNIT_EXPECT_EQ(test, map[0], 0);
+	KUNIT_EXPECT_EQ(test, map[1], 0);
+}
+
 /* A mapping of pages [@first, @first + @count) of @bo, listed, unpinned. */
 static struct neuron_host_map *neuron_test_map(struct kunit *test,
 					       struct neuron_bo *bo,
@@ -464,6 +521,7 @@ static struct kunit_case neuron_test_cases[] = {
 	KUNIT_CASE(neuron_test_binding_table),
 	KUNIT_CASE(neuron_test_table_pool),
 	KUNIT_CASE(neuron_test_irq_plan_sets),
+	KUNIT_CASE(neuron_test_irq_map_cpus),
 	KUNIT_CASE(neuron_test_host_range_lookup),
 	KUNIT_CASE(neuron_test_pin_add_within),
 	{}

@@ -28,6 +28,7 @@
 #include "neuron_exec.h"
 #include "neuron_fence.h"
 #include "neuron_gem.h"
+#include "neuron_irq.h"
 #include "neuron_job.h"
 #include "neuron_ring.h"
 #include "neuron_submit.h"
@@ -720,17 +721,18 @@ static u32 neuron_copy_engine_load(const struct neuron_ring *ring)
 /*
  * The lane of a copy to any engine: while the file's previous such copy
  * has not completed, that copy's engine (so the file's copies run in
- * order), else the engine with the fewest jobs on it.
+ * order), else the engine with the fewest jobs on it, @local (the engine
+ * whose vector is on the submitting CPU) among equals.
  */
 static struct neuron_file_ring *
-neuron_copy_any_lane(struct neuron_file_exec *fexec)
+neuron_copy_any_lane(struct neuron_file_exec *fexec, u32 local)
 {
-	u32 i, best = 0;
+	u32 i, best = local;
 
 	lockdep_assert_held(&fexec->submit_lock);
 	if (fexec->any_last && !dma_fence_is_signaled(fexec->any_last))
 		return &fexec->dma[fexec->any_engine];
-	for (i = 1; i < fexec->num_dma; i++) {
+	for (i = 0; i < fexec->num_dma; i++) {
 		if (neuron_copy_engine_load(fexec->dma[i].ring) <
 		    neuron_copy_engine_load(fexec->dma[best].ring))
 			best = i;
@@ -804,7 +806,8 @@ int neuron_copy_ioctl(struct drm_device *drm, void *data,
 
 	if (any) {
 		mutex_lock(&fexec->submit_lock);
-		lane = neuron_copy_any_lane(fexec);
+		lane = neuron_copy_any_lane(fexec,
+					    neuron_irq_local_dma(ndev->irq));
 	} else {
 		lane = &fexec->dma[args->engine];
 	}

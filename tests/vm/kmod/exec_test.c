@@ -847,6 +847,67 @@ static void test_irq_managed(void **state) {
     assert_int_equal(irq_set_affinity_list(err_irq, buf), 0);
 }
 
+/*
+ * A copy to any engine, submitted while every engine is idle, goes to the
+ * engine whose vector the IRQ core put on the submitting CPU: its
+ * completion is taken there, and no other engine's vector fires. CPUs
+ * with no engine's vector are not checked (more CPUs than engines).
+ */
+static void test_copy_any_local(void **state) {
+    int fd = FD(state), irqs[NEURON_MAX_DMA_ENGINES], on[NEURON_MAX_DMA_ENGINES], cpu, checked = 0;
+    uint32_t engines = get_param(fd, DRM_NEURON_PARAM_NUM_DMA_ENGINES), out = syncobj_new(fd), e;
+    const int copies = 5;
+    cpu_set_t allowed, one;
+    struct job_bufs jb;
+
+    assert_in_range(engines, 1, NEURON_MAX_DMA_ENGINES);
+    job_bufs_init(fd, &jb, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, DRM_NEURON_BO_DEVICE, 0, 0);
+    for (e = 0; e < engines; e++) {
+        char name[32];
+
+        snprintf(name, sizeof(name), "neuron-dma%u", e);
+        irqs[e] = irq_of(name);
+        on[e] = irq_effective_cpu(irqs[e]);
+    }
+    assert_int_equal(sched_getaffinity(0, sizeof(allowed), &allowed), 0);
+    for (cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+        long before[NEURON_MAX_DMA_ENGINES];
+        uint32_t local = engines;
+        int i;
+
+        for (e = 0; e < engines && local == engines; e++)
+            if (on[e] == cpu)
+                local = e;
+        if (!CPU_ISSET(cpu, &allowed) || local == engines)
+            continue;
+        CPU_ZERO(&one);
+        CPU_SET(cpu, &one);
+        assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
+        for (e = 0; e < engines; e++)
+            before[e] = irq_count_on(irqs[e], on[e]);
+        for (i = 0; i < copies; i++) {
+            assert_int_equal(run_copy(fd, &jb, DRM_NEURON_ENGINE_ANY, out), 0);
+            assert_int_equal(syncobj_status(fd, out, 30), 1);
+        }
+        for (e = 0; e < engines; e++) {
+            long n = irq_count_on(irqs[e], on[e]) - before[e];
+
+            if (e == local ? n < copies : n != 0)
+                fail_msg("%d copies to any engine from CPU %d: %ld interrupts of neuron-dma%u "
+                         "(IRQ %d on CPU %d), expected %s",
+                         copies, cpu, n, e, irqs[e], on[e],
+                         e == local ? "one each at least" : "none");
+        }
+        printf("# copies from CPU %d on neuron-dma%u\n", cpu, local);
+        checked++;
+    }
+    assert_int_equal(sched_setaffinity(0, sizeof(allowed), &allowed), 0);
+    if (!checked)
+        fail_msg("no CPU of this process has a DMA engine's vector");
+    job_bufs_fini(fd, &jb);
+    drmSyncobjDestroy(fd, out);
+}
+
 static long read_sysfs_long(const char *attr);
 
 /* Sets CPU @cpu online or offline: 0 or the errno. */
@@ -3378,6 +3439,7 @@ static const struct named_test all_tests[] = {
     T(test_submit_program),
     T(test_submit_latency),
     T(test_irq_managed),
+    T(test_copy_any_local),
     T(test_irq_cpu_offline),
     T(test_submit_fault),
     T(test_wait),
