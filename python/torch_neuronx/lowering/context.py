@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import torch
 
 from .errors import UnsupportedInputError, UnsupportedOperatorError
-from .registry import IR_DTYPES, LOWERINGS, operator_name
+from .registry import CAST_DTYPES, IR_DTYPES, LOWERINGS, operator_name
 from .values import Expanded, External, Masked, Tensor, Transposed, Value, Weight
 from ..capture import Captured, call_site, node_scope
 
@@ -270,10 +270,10 @@ class Context:
         if dtype is None and result and self.node is not None \
                 and isinstance(self.value(self.node), torch.Tensor):
             want_dtype = self.value(self.node).dtype
-            for o in tensors:
-                if o.dtype != want_dtype and not (o.dtype == torch.bool and op in _BOOL_MOVES):
-                    raise self.unsupported(f"a {o.dtype} operand of a {want_dtype} result (the "
-                                           "device does not convert dtypes)")
+            if any(o.dtype != want_dtype for o in tensors):
+                operands = [self._promoted(o, want_dtype, op) if isinstance(o, Tensor) else o
+                            for o in operands]
+                tensors = [o for o in operands if isinstance(o, Tensor)]
         name = self.fresh(self.node_hint(op))
         try:
             node = self.graph.add(op, name, [t.node for t in tensors], flags, ints, floats)
@@ -291,6 +291,20 @@ class Context:
         if dtype is None:
             dtype = tensors[0].dtype if tensors else want_dtype
         return Tensor(node, name, got, dtype)
+
+    def _promoted(self, o: Tensor, want: torch.dtype, op: str) -> Tensor:
+        """Operand @p o of IR operator @p op, whose result is @p want, as
+        PyTorch's type promotion computes it: a float operand of another
+        float dtype converted to the result's (bfloat16 + float32 in
+        float32, as autocast's mixed operators are), the one place the
+        lowering converts dtypes within an operator."""
+        if o.dtype == want or o.dtype == torch.bool and op in _BOOL_MOVES:
+            return o
+        if not (o.dtype.is_floating_point and want.is_floating_point):
+            raise self.unsupported(f"a {o.dtype} operand of a {want} result (the device converts "
+                                   "between float dtypes only)")
+        return self.emit("cast", [o], result=False, shape=o.shape, dtype=want,
+                         flags=[f"dtype={CAST_DTYPES[want]}"])
 
     def split(self, x: Tensor, axis: int, sizes: List[int]) -> List[Tensor]:
         names = [self.fresh(self.node_hint("split")) for _ in sizes]

@@ -8,7 +8,8 @@ from typing import List
 
 import torch
 import torch.nn.functional as F
-import torch_neuronx  # noqa: F401  (the backend; torch also autoloads it)
+import torch_neuronx
+from torch_neuronx.eager.fallback import fallback_calls_by_reason
 from test_transformers import BATCHES, MODELS
 
 STEPS = 20
@@ -34,6 +35,24 @@ def test_the_policy_is_pytorchs() -> None:
     assert F.linear(a, w).dtype == torch.float32
 
 
+def test_mixed_bfloat16_and_float32_operands_run_on_the_device() -> None:
+    """An operator of a bfloat16 and a float32 tensor (autocast's matmul
+    results meeting float32 residuals) computes as PyTorch promotes: the
+    bfloat16 operand converted to float32, the operator in float32."""
+    torch.manual_seed(0)
+    fell_back = torch_neuronx.get_fallback_ops()
+    for op in (torch.add, torch.sub, torch.mul, torch.div):
+        for low, high in (((4, 8), (8,)), ((8,), (4, 8)), ((4, 8), (4, 8))):
+            a = torch.randn(low).to(torch.bfloat16)
+            b = torch.randn(high) + 2.0  # (away from 0, for div)
+            for x, y in ((a, b), (b, a)):
+                got = op(x.to("neuron"), y.to("neuron"))
+                want = op(x, y)
+                assert got.dtype == want.dtype == torch.float32
+                torch.testing.assert_close(got.cpu(), want, rtol=1e-6, atol=1e-6)
+    assert torch_neuronx.get_fallback_ops() == fell_back
+
+
 def train(device: str) -> List[float]:
     """test_transformers.py's GPT-2 and batches, under autocast."""
     torch.manual_seed(0)
@@ -54,6 +73,13 @@ def train(device: str) -> List[float]:
 
 def test_gpt2_trains_under_autocast_as_on_the_cpu() -> None:
     expected = train("cpu")
+    before = fallback_calls_by_reason()
     losses = train("neuron")
+    fell_back = {(op, why) for (op, why), n in fallback_calls_by_reason().items()
+                 if n > before.get((op, why), 0)}
+    # The attention and MLP's mixed bfloat16 and float32 mul and add run on
+    # the device (an add of int64 positions may still fall back).
+    assert not {op for op, why in fell_back if "int64" not in why} & {
+        "aten::mul.Tensor", "aten::add.Tensor"}, sorted(fell_back)
     torch.testing.assert_close(losses, expected, rtol=RTOL, atol=ATOL)
     assert losses[-1] < 0.9 * losses[0], f"the loss did not fall: {losses[0]} -> {losses[-1]}"
