@@ -86,7 +86,9 @@ class ProcessGroupNeuron(Backend):
                                       timeout)
         self._sequence = 0
         self._coalescing: Optional[List[NeuronWork]] = None
-        self._stream: Optional[torch.Stream] = None
+        # The stream of the group's copies (both threads': one stream, made
+        # here so that they never make two).
+        self._stream = torch.neuron.Stream(self._device)
         self._runner = Runner(f"neuron-pg-{self._group}", self._start_thread)
         self._receiver = Runner(f"neuron-pg-{self._group}-recv", self._start_thread)
 
@@ -142,12 +144,10 @@ class ProcessGroupNeuron(Backend):
     def abort(self) -> None:
         self.shutdown()
 
-    # -- the thread's device and stream -------------------------------------
+    # -- the threads' device -------------------------------------
 
     def _start_thread(self) -> None:
         torch.neuron.set_device(self._device)
-        if self._stream is None:
-            self._stream = torch.neuron.Stream(self._device)
 
     # -- the collectives ----------------------------------------------------
 
