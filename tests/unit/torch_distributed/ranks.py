@@ -215,6 +215,23 @@ def collectives() -> None:
     dist.destroy_process_group()
 
 
+def compiled() -> None:
+    """The functional collectives in a graph of torch.compile(backend="neuron"):
+    the compiled parts around them run as programs, the collectives through
+    the group."""
+    dist.init_process_group("neuron")
+    every = [data(r, (3, 5)) for r in range(WORLD)]
+
+    def f(x: torch.Tensor) -> torch.Tensor:
+        y = fc.all_reduce(x * 2, "sum", dist.group.WORLD)
+        return fc.all_gather_tensor(y + 1, 0, dist.group.WORLD)
+
+    got = torch.compile(f, backend="neuron")(every[RANK].to(dev()))
+    want = (2 * torch.stack(every).sum(0) + 1).repeat(WORLD, 1)
+    close(got, want, "compiled functional collectives")
+    dist.destroy_process_group()
+
+
 # -- bad input: the same clear error on every rank ----------------------------
 
 def bad_input() -> None:
@@ -500,7 +517,7 @@ def dtensor() -> None:
 SCENARIOS: Dict[str, Callable[[], None]] = {
     "collectives": collectives, "bad_input": bad_input, "dead_rank": dead_rank,
     "init_forms": init_forms, "ddp": ddp, "fsdp2": fsdp2, "dtensor": dtensor,
-    "checkpoint": checkpoint,
+    "checkpoint": checkpoint, "compiled": compiled,
 }
 
 if __name__ == "__main__":

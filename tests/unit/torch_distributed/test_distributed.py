@@ -24,10 +24,11 @@ def passed(ranks: List[launch.Rank], scenario: str, count: int = 2) -> None:
 
 
 def test_collectives_bad_input_and_tensor_parallel() -> None:
-    """Each collective against the host's values; the bad-input cases;
-    DTensor's colwise and rowwise plans against the unsharded MLP (one job:
-    each scenario makes its process group and destroys it)."""
-    scenarios = ["collectives", "bad_input", "dtensor"]
+    """Each collective against the host's values; the functional ones in a
+    torch.compile graph; the bad-input cases; DTensor's colwise and rowwise
+    plans against the unsharded MLP (one job: each scenario makes its
+    process group and destroys it)."""
+    scenarios = ["collectives", "compiled", "bad_input", "dtensor"]
     ranks = launch.run(scenarios, cache=CACHE)
     for s in scenarios:
         passed(ranks, s)
