@@ -28,6 +28,7 @@ from . import dynamo  # noqa: E402
 dynamo.register()
 
 from . import rng  # noqa: E402, F401 (the device's dropout and embedding backward)
+from . import losses  # noqa: E402, F401 (nll_loss on the device)
 
 from . import distributed  # noqa: E402
 

@@ -24,9 +24,6 @@ OPTIMIZERS: Dict[str, Callable[..., torch.optim.Optimizer]] = {
 # What the optimizers' updates run as (the foreach forms fall back to these).
 UPDATE_OPS = {"sgd": {"aten::mul.Tensor", "aten::add.Tensor"},
               "adamw": {"aten::lerp.Scalar", "aten::addcmul", "aten::addcdiv", "aten::sqrt"}}
-# Computed on the CPU today: the loss's nll_loss (int64 class indices,
-# which the device does not hold).
-EXPECTED_FALLBACK = {"aten::nll_loss_forward", "aten::nll_loss_backward"}
 
 
 def mlp() -> torch.nn.Module:
@@ -67,13 +64,14 @@ def test_training_steps_match_the_cpu(optimizer: str) -> None:
         torch.testing.assert_close(got.detach().cpu(), want.detach(), rtol=RTOL, atol=ATOL,
                                    msg=lambda m: f"{name} after {STEPS} steps: {m}")
     # the forward's and backward's matmuls, GELU's backward, the loss's
-    # log_softmax and its backward, the gradient norm and the update ran as
-    # device kernels; only nll_loss fell back
+    # log_softmax and nll_loss and their backward, the gradient norm and the
+    # update ran as device kernels; nothing fell back
     missing = ({"aten::addmm", "aten::mm", "aten::gelu_backward", "aten::_log_softmax",
-                "aten::_log_softmax_backward_data", "aten::linalg_vector_norm"}
+                "aten::_log_softmax_backward_data", "aten::nll_loss_forward",
+                "aten::nll_loss_backward", "aten::linalg_vector_norm"}
                | UPDATE_OPS[optimizer]) - ran
     assert not missing, f"not run on the device: {sorted(missing)}"
-    assert fell_back <= EXPECTED_FALLBACK, f"fell back: {sorted(fell_back - EXPECTED_FALLBACK)}"
+    assert not fell_back, f"fell back: {sorted(fell_back)}"
 
 
 def test_clip_grad_norm_matches_the_cpu() -> None:

@@ -36,16 +36,16 @@ MODELS: Dict[str, Callable[[], torch.nn.Module]] = {
 # What must run on the device: the linear layers forward and backward,
 # attention's products, the normalizations and activations and their
 # backward, and AdamW's update.
-DEVICE_OPS: Set[str] = {"aten::mm", "aten::addcdiv", "aten::lerp.Scalar"}
+DEVICE_OPS: Set[str] = {"aten::mm", "aten::addcdiv", "aten::lerp.Scalar",
+                        "aten::nll_loss_forward", "aten::nll_loss_backward"}
 # What may run on the CPU: operators on the token ids, masks and positions
 # (int64 and bool tensors, which the device does not compute in), the
-# loss's nll_loss on int64 labels, the embedding's backward (int64 ids),
-# Llama's rotary sin and cos, and their empty or int64 companions.
+# embedding's backward (int64 ids), Llama's rotary sin and cos, and their
+# empty or int64 companions. The loss's nll_loss runs on the device.
 ALLOWED_FALLBACK: Set[str] = {
     "aten::add.Tensor", "aten::all.dim", "aten::arange.start_out", "aten::cat",
     "aten::constant_pad_nd", "aten::cos", "aten::embedding_dense_backward", "aten::gather",
-    "aten::index_select", "aten::nll_loss_backward", "aten::nll_loss_forward", "aten::sin",
-    "aten::tril", "aten::where.self",
+    "aten::index_select", "aten::sin", "aten::tril", "aten::where.self",
 }
 
 
