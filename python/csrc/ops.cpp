@@ -11,6 +11,7 @@
 #include "model.hpp"
 #include "runtime/cores.hpp"
 #include "runtime/eager.hpp"
+#include "runtime/fast_path.hpp"
 #include "runtime/streams.hpp"
 
 namespace {
@@ -23,6 +24,15 @@ using neuron::torch_bridge::ModelState;
 std::vector<at::Tensor> forward_v2(const std::vector<at::Tensor> &inputs,
                                    const c10::intrusive_ptr<Model> &model) {
     return model->forward(inputs);
+}
+
+std::tuple<std::vector<std::string>, std::vector<int64_t>> kept_kernel_runs() {
+    std::tuple<std::vector<std::string>, std::vector<int64_t>> out;
+    for (auto &[name, runs] : neuron::torch_bridge::kept_kernel_runs()) {
+        std::get<0>(out).push_back(name);
+        std::get<1>(out).push_back(runs);
+    }
+    return out;
 }
 
 int64_t device_count() {
@@ -96,6 +106,8 @@ TORCH_LIBRARY(neuron, m) {
     m.def("eager_kernel_from_bytes(Tensor program, str[] inputs, str[] outputs) -> "
           "__torch__.torch.classes.neuron.EagerKernel",
           &EagerKernel::from_bytes);
+    m.def("claim_operator(str name) -> ()", &neuron::torch_bridge::claim_operator);
+    m.def("kept_kernel_runs() -> (str[], int[])", kept_kernel_runs);
     m.def("device_count() -> int", device_count);
     m.def("why_no_device() -> str", why_no_device);
     m.def("current_device() -> int", current_device);

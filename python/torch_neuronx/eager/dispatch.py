@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: MIT
-"""The `neuron` dispatch key's fallback kernel: an operator call on neuron
-tensors runs as its compiled kernel (kernels.py) when the device can run
-it, else on the CPU (fallback.py). Operators that write their inputs
-(add_, add.out) run as their functional form and copy the result in."""
+"""The Python half of the `neuron` dispatch key's kernel for operators
+without one of their own (csrc/runtime/fast_path.cpp runs again, from C++,
+the kernels this half hands back): an operator call on neuron tensors runs
+as its compiled kernel (kernels.py) when the device can run it, else on
+the CPU (fallback.py). Operators that write their inputs (add_, add.out)
+run as their functional form and copy the result in."""
 
 from __future__ import annotations
 
@@ -14,8 +16,7 @@ import torch
 from . import fallback, kernels
 from .signature import Call, call_of, check_devices
 
-_library: Optional[torch.library.Library] = None
-_aten: Optional[torch.library.Library] = None
+_installed = False
 
 
 def _writes(op: torch._ops.OpOverload) -> bool:
@@ -78,31 +79,37 @@ def _empty_results(call: Call) -> Optional[Any]:
 
 
 def _run_functional(op: torch._ops.OpOverload, args: Tuple[Any, ...],
-                    kwargs: Dict[str, Any], into: Optional[List[torch.Tensor]] = None) -> Any:
-    """@p op's results; with @p into, written into those tensors where
-    the device kernel can (then None is returned)."""
+                    kwargs: Dict[str, Any], into: Optional[List[torch.Tensor]] = None
+                    ) -> Tuple[Any, Optional[kernels.Kernel]]:
+    """@p op's results, and the kernel that computed them as new tensors
+    (None when they were written into @p into, are empty or came from the
+    CPU); with @p into, written into those tensors where the device kernel
+    can (then the results are None)."""
     call = call_of(op, args, kwargs)
     check_devices(op, call)
     empty = _empty_results(call)
     if empty is not None:
         kernels.count_device_op(op)
-        return empty
+        return empty, None
     entry = kernels.kernel_for(call)
     if isinstance(entry, kernels.Kernel):
         kernels.count_device_op(op)
         if into is not None and entry.run_into(call, into):
-            return None
-        return entry(call)
-    return fallback.run_on_cpu(op, args, kwargs, entry.reason)
+            return None, None
+        return entry(call), entry
+    return fallback.run_on_cpu(op, args, kwargs, entry.reason), None
 
 
 def _run_writing(op: torch._ops.OpOverload, args: Tuple[Any, ...],
-                 kwargs: Dict[str, Any]) -> Any:
+                 kwargs: Dict[str, Any]) -> Tuple[Any, Optional[kernels.Kernel]]:
+    """@p op's results, and, for an in-place operator, the kernel of its
+    functional form that computed the value copied into its input (None
+    when there was none)."""
     functional = functional_form(op)
     if functional is None:
         call = call_of(op, args, kwargs)
         check_devices(op, call)
-        return fallback.run_on_cpu(op, args, kwargs, "it writes its inputs")
+        return fallback.run_on_cpu(op, args, kwargs, "it writes its inputs"), None
     schema = op._schema
     in_place = schema.name.endswith("_")
     values: Dict[str, Any] = {}
@@ -121,20 +128,37 @@ def _run_writing(op: torch._ops.OpOverload, args: Tuple[Any, ...],
     targets = [values["self"]] if in_place else [values[n] for n in written]
     # An out= call writes its outputs directly; an in-place one (whose
     # output is an input) gets a copy.
-    result = _run_functional(functional, tuple(fargs), fkwargs, None if in_place else targets)
+    result, entry = _run_functional(functional, tuple(fargs), fkwargs,
+                                    None if in_place else targets)
     if result is not None:
         results = result if isinstance(result, tuple) else (result,)
         for dst, src in zip(targets, results):
             if dst.shape != src.shape:
                 dst.resize_(src.shape)
             dst.copy_(src)
-    return targets[0] if len(targets) == 1 else tuple(targets)
+    return (targets[0] if len(targets) == 1 else tuple(targets)), entry if in_place else None
 
 
-def _dispatch(op: torch._ops.OpOverload, *args: Any, **kwargs: Any) -> Any:
-    if _writes(op):
-        return _run_writing(op, args, kwargs)
-    return _run_functional(op, args, kwargs)
+@functools.lru_cache(maxsize=None)
+def _overload(name: str, overload: str) -> torch._ops.OpOverload:
+    namespace, base = name.split("::")
+    return getattr(getattr(getattr(torch.ops, namespace), base), overload or "default")
+
+
+def dispatch_boxed(name: str, overload: str, *args: Any,
+                   **kwargs: Any) -> Tuple[Any, Optional[Any], Optional[str]]:
+    """A call of operator @p name (its overload @p overload) that C++ has
+    no kernel of its signature for: its results; the EagerKernel that
+    computed them (for an in-place operator, the value copied into its
+    input) when any call of the same signature (the operator, its
+    tensors' dtypes and shapes, its other arguments) may run it again, and
+    the operator that kernel counts as (get_device_ops)."""
+    op = _overload(name, overload)
+    writes = _writes(op)
+    result, entry = (_run_writing if writes else _run_functional)(op, args, kwargs)
+    if entry is None or entry.shapes is not None:
+        return result, None, None  # results reshaped from the program's
+    return result, entry.kernel, (functional_form(op) if writes else op).name()
 
 
 # Copies that torch's composite kernels already make on the device.
@@ -155,12 +179,11 @@ def _lowered_composites() -> List[torch._ops.OpOverload]:
 
 
 def install() -> None:
-    """Registers the fallback for the device's dispatch key, and the
-    lowered operators in place of their composite kernels (once)."""
-    global _library, _aten
-    if _library is None:
-        _library = torch.library.Library("_", "IMPL")  # noqa: TOR901
-        _library.fallback(_dispatch, "PrivateUse1")
-        _aten = torch.library.Library("aten", "IMPL")  # noqa: TOR901
+    """Claims the lowered operators at the device's key in place of their
+    composite kernels (once); every other operator reaches the device's
+    fallback kernel, which fast_path.cpp registers."""
+    global _installed
+    if not _installed:
         for op in _lowered_composites():
-            _aten.impl(op, functools.partial(_dispatch, op), "PrivateUse1")
+            torch.ops.neuron.claim_operator(op.name())
+        _installed = True

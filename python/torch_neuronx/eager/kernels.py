@@ -99,8 +99,13 @@ def count_device_op(op: torch._ops.OpOverload) -> None:
 
 
 def get_device_ops() -> Dict[str, int]:
-    """The operators that ran on the device, with how many times each did."""
-    return dict(sorted(_device_ops.items()))
+    """The operators that ran on the device, with how many times each did
+    (counted here, and by the C++ dispatcher for the kernels it kept)."""
+    counts = Counter(_device_ops)
+    names, runs = torch.ops.neuron.kept_kernel_runs()
+    for name, n in zip(names, runs):
+        counts[name] += n
+    return dict(sorted(counts.items()))
 
 
 def _file_of(call: Call) -> Optional[Path]:
