@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: MIT
 #include "copy.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
+#include <optional>
+#include <vector>
 
 #include <ATen/ATen.h>
 #include <c10/core/DeviceGuard.h>
@@ -34,6 +37,40 @@ Extent extent_of(const at::Tensor &t) {
 
 bool dense(const at::Tensor &t) {
     return t.is_contiguous();
+}
+
+/// Whether @p a and @p b lie alike in memory: both contiguous, or the same
+/// permutation of dense memory (then the bytes of their extents match).
+bool same_layout(const at::Tensor &a, const at::Tensor &b) {
+    return (dense(a) && dense(b)) ||
+           (a.is_non_overlapping_and_dense() && a.strides() == b.strides());
+}
+
+/// When @p t is its storage's elements in another order of its axes (a
+/// transposed or permuted view of dense memory) of a dtype the device
+/// computes in: the axes @p t's memory is contiguous in, outermost first.
+std::optional<std::vector<int64_t>> memory_order(const at::Tensor &t) {
+    if (t.dim() < 2 || !t.is_non_overlapping_and_dense() ||
+        (t.scalar_type() != at::kFloat && t.scalar_type() != at::kBFloat16))
+        return std::nullopt;
+    std::vector<int64_t> order(t.dim());
+    for (int64_t d = 0; d < t.dim(); d++)
+        order[d] = d;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int64_t a, int64_t b) { return t.stride(a) > t.stride(b); });
+    if (!t.permute(order).is_contiguous())
+        return std::nullopt;
+    return order;
+}
+
+/// @p src (a permutation of dense memory, memory_order()) as a new
+/// contiguous tensor, by the device's permute_copy kernel: the view of the
+/// memory as it lies, permuted back to @p src's axes.
+at::Tensor permuted_on_device(const at::Tensor &src, const std::vector<int64_t> &order) {
+    std::vector<int64_t> back(order.size());
+    for (size_t i = 0; i < order.size(); i++)
+        back[order[i]] = static_cast<int64_t>(i);
+    return at::permute_copy(src.permute(order), back);
 }
 
 StreamState &current(const at::Tensor &t) {
@@ -125,8 +162,8 @@ at::Tensor copy_between(const at::Tensor &src, const at::Tensor &dst, bool non_b
         c10::DeviceGuard g(dst.device());
         if (src.device() != dst.device())
             stream_state(current_stream(src.device().index())).synchronize();
-        if (dense(src) && dense(dst) && src.scalar_type() == dst.scalar_type() &&
-            src.sizes() == dst.sizes()) {
+        const bool same_form = src.scalar_type() == dst.scalar_type() && src.sizes() == dst.sizes();
+        if (same_form && same_layout(src, dst)) {
             // A tensor copied onto its own bytes (load_state_dict of what a
             // checkpoint loaded in place) is already there; the DMA engine
             // refuses a copy onto itself.
@@ -134,6 +171,12 @@ at::Tensor copy_between(const at::Tensor &src, const at::Tensor &dst, bool non_b
                 src.storage_offset() == dst.storage_offset())
                 return dst;
             current(dst).copy(tensor_range(dst), tensor_range(src));
+        } else if (auto order = same_form && dense(dst) ? memory_order(src) : std::nullopt) {
+            // A transposed view (a linear layer's weight, attention's
+            // heads): permuted by a device kernel, in the stream's order.
+            at::Tensor permuted = permuted_on_device(src, *order);
+            const BufferRange from = tensor_range(permuted);
+            current(dst).copy(tensor_range(dst), from, std::move(permuted));
         } else {
             // Casts, broadcasts and strides go through the host for now.
             HostImage img = read_to_host(src);

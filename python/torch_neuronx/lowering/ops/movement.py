@@ -125,7 +125,7 @@ def permuted(L: Context, x: Tensor, perm: Sequence[int]) -> Tensor:
     return _transposed(L, y, [axes.index(p) for p in perm])
 
 
-@lowering(aten.permute.default, dtypes=_MOVES)
+@lowering(aten.permute.default, aten.permute_copy.default, dtypes=_MOVES)
 def permute(L: Context, node: torch.fx.Node) -> None:
     _permute(L, L.arg(0), L.arg(1))
 
