@@ -41,9 +41,10 @@ DEVICE_OPS: Set[str] = {"aten::mm", "aten::addcdiv", "aten::lerp.Scalar",
 # What may run on the CPU: operators on the token ids, masks and positions
 # (int64 and bool tensors, which the device does not compute in), the
 # embedding's backward (int64 ids), Llama's rotary sin and cos, and their
-# empty or int64 companions. The loss's nll_loss runs on the device.
+# empty or int64 companions. The loss's nll_loss runs on the device, and
+# so does the attention cache's cat of its empty start and the keys.
 ALLOWED_FALLBACK: Set[str] = {
-    "aten::add.Tensor", "aten::all.dim", "aten::arange.start_out", "aten::cat",
+    "aten::add.Tensor", "aten::all.dim", "aten::arange.start_out",
     "aten::constant_pad_nd", "aten::cos", "aten::embedding_dense_backward", "aten::gather",
     "aten::index_select", "aten::sin", "aten::tril", "aten::where.self",
 }
@@ -115,3 +116,19 @@ def test_tied_embedding_stays_tied() -> None:
     assert model.lm_head.weight is model.transformer.wte.weight is tied
     assert tied.device.type == "neuron"
     assert len(list(model.parameters())) == len(list(MODELS["gpt2"]().parameters()))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_cat_skips_a_1d_empty_tensor_on_the_device(dtype: torch.dtype) -> None:
+    """transformers' DynamicCache starts from torch.tensor([]) and cats the
+    keys to it: cat skips a 1-d empty input whatever the others' shapes,
+    and so does the device's kernel (a new tensor, not the keys)."""
+    k = torch.randn(4, 2, 8, 16).to(dtype)
+    empty = torch.tensor([], dtype=dtype)
+    before = torch_neuronx.get_fallback_ops().get("aten::cat", 0)
+    for parts in ([empty, k], [k, empty, k], [empty, empty, k]):
+        on_device = [p.to("neuron") for p in parts]
+        got = torch.cat(on_device, dim=-2)
+        assert all(got.data_ptr() != p.data_ptr() for p in on_device)
+        assert torch.equal(got.cpu(), torch.cat(parts, dim=-2))
+    assert torch_neuronx.get_fallback_ops().get("aten::cat", 0) == before
