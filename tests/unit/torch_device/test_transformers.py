@@ -42,11 +42,13 @@ DEVICE_OPS: Set[str] = {"aten::mm", "aten::addcdiv", "aten::lerp.Scalar",
 # (int64 and bool tensors, which the device does not compute in), the
 # embedding's backward (int64 ids), Llama's rotary sin and cos, and their
 # empty or int64 companions. The loss's nll_loss runs on the device, and
-# so does the attention cache's cat of its empty start and the keys.
+# so do the attention cache's cat of its empty start and the keys, and
+# scaled_dot_product_attention's bool masks (its causal tril, its safe
+# softmax's all).
 ALLOWED_FALLBACK: Set[str] = {
-    "aten::add.Tensor", "aten::all.dim", "aten::arange.start_out",
+    "aten::add.Tensor", "aten::arange.start_out",
     "aten::constant_pad_nd", "aten::cos", "aten::embedding_dense_backward", "aten::gather",
-    "aten::index_select", "aten::sin", "aten::tril", "aten::where.self",
+    "aten::index_select", "aten::sin", "aten::where.self",
 }
 
 
@@ -132,3 +134,21 @@ def test_cat_skips_a_1d_empty_tensor_on_the_device(dtype: torch.dtype) -> None:
         assert all(got.data_ptr() != p.data_ptr() for p in on_device)
         assert torch.equal(got.cpu(), torch.cat(parts, dim=-2))
     assert torch_neuronx.get_fallback_ops().get("aten::cat", 0) == before
+
+
+def test_bool_masks_of_attention_on_the_device() -> None:
+    """scaled_dot_product_attention's math form makes its causal mask as
+    ones(bool).tril() and its safe softmax tests rows with all(): bool
+    tril, triu, all and any run on the device, as on the CPU."""
+    torch.manual_seed(0)
+    m = torch.rand(2, 3, 8, 8) > 0.3
+    d = m.to("neuron")
+    before = torch_neuronx.get_fallback_ops()
+    for diagonal in (0, 1, -1):
+        assert torch.equal(d.tril(diagonal).cpu(), m.tril(diagonal))
+        assert torch.equal(d.triu(diagonal).cpu(), m.triu(diagonal))
+    for dim in (-1, 1):
+        assert torch.equal(d.all(dim).cpu(), m.all(dim))
+        assert torch.equal(d.all(dim, keepdim=True).cpu(), m.all(dim, keepdim=True))
+        assert torch.equal(d.any(dim).cpu(), m.any(dim))
+    assert torch_neuronx.get_fallback_ops() == before

@@ -367,6 +367,15 @@ def tril_triu(L: Context, node: torch.fx.Node) -> None:
     if bool(keep.all()):
         L.bind(x)
         return
+    if x.dtype == torch.bool:
+        # a mask (SDPA's causal one): its 0 and 1 as values, kept, and != 0
+        values = L.emit("cast", [x], result=False, shape=x.shape, dtype=torch.float32,
+                        flags=[f"dtype={CAST_DTYPES[torch.float32]}"])
+        mask = _constant(L, keep.expand(x.shape).to(torch.float32), node.name + "_mask")
+        kept = L.emit("where", [mask, values, 0.0], result=False, shape=x.shape,
+                      dtype=torch.float32)
+        L.bind(L.emit("ne", [kept, 0.0], dtype=torch.bool))
+        return
     mask = _constant(L, keep.expand(x.shape).to(x.dtype), node.name + "_mask")
     L.bind(L.emit("where", [mask, x, 0.0]))
 

@@ -195,8 +195,11 @@ def all_any(L: Context, node: torch.fx.Node) -> None:
     whole = node.target in (aten.all.default, aten.any.default)
     dims = [] if whole else _dims(L, x, L.arg(1, "dim"))
     keepdim = False if whole else bool(L.arg(2, "keepdim", False))
-    nonzero = L.emit("ne", [x, 0.0], result=False, shape=x.shape, dtype=torch.bool)
-    ones = _cast(L, nonzero, torch.float32)
+    if x.dtype == torch.bool:
+        ones = _cast(L, x, torch.float32)  # the mask's own 0 and 1
+    else:
+        nonzero = L.emit("ne", [x, 0.0], result=False, shape=x.shape, dtype=torch.bool)
+        ones = _cast(L, nonzero, torch.float32)
     op = "amin" if node.target in (aten.all.default, aten.all.dim, aten.all.dims) else "amax"
     shape = _reduced_shape(x, dims, keepdim) or ((1,) if L.scalar_results else ())
     r = _reduce(L, op, ones, dims, keepdim, shape=shape, result=False)
