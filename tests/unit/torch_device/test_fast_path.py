@@ -35,10 +35,13 @@ def test_signatures_that_differ_get_their_own_kernels() -> None:
     x = torch.randn(5, 17)
     nx = x.to("neuron")
     for _ in range(2):  # the second round runs kept kernels
-        for alpha in (1, 2, 0.5):
+        for alpha in (1, 2, 0.5, 1.5):
             torch.testing.assert_close(torch.add(nx, nx, alpha=alpha).cpu(), x + alpha * x)
         for scalar in (2.0, 3.0, -1.5):
             torch.testing.assert_close((nx * scalar).cpu(), x * scalar)
+        for slope in (0.1, 0.3):
+            torch.testing.assert_close(torch.nn.functional.leaky_relu(nx, slope).cpu(),
+                                       torch.nn.functional.leaky_relu(x, slope))
         torch.testing.assert_close(F_gelu(nx, "none").cpu(), F_gelu(x, "none"))
         torch.testing.assert_close(F_gelu(nx, "tanh").cpu(), F_gelu(x, "tanh"))
         y = torch.randn(5, 18)
