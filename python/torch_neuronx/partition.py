@@ -160,6 +160,11 @@ def _subgraphs(captured: Captured, placement: Placement, folded: Set[torch.fx.No
     subgraphs: List[Subgraph] = []
     current: List[torch.fx.Node] = []
     for n in captured.gm.graph.nodes:
+        if n in folded and current and any(a in current for a in n.all_input_nodes):
+            # a folded operator of a run's value (zeros_like(softmax)) stays
+            # in the rebuilt graph, after the run that computes its operand
+            subgraphs.append(Subgraph(current))
+            current = []
         if not is_operator(n) or n in folded:
             continue
         if placement[n] is None:
