@@ -40,15 +40,15 @@ DEVICE_OPS: Set[str] = {"aten::mm", "aten::addcdiv", "aten::lerp.Scalar",
                         "aten::nll_loss_forward", "aten::nll_loss_backward"}
 # What may run on the CPU: operators on the token ids, masks and positions
 # (int64 and bool tensors, which the device does not compute in), the
-# embedding's backward (int64 ids), Llama's rotary sin and cos, and their
-# empty or int64 companions. The loss's nll_loss runs on the device, and
-# so do the attention cache's cat of its empty start and the keys, and
-# scaled_dot_product_attention's bool masks (its causal tril, its safe
-# softmax's all).
+# embedding's backward (int64 ids), and their int64 companions. The
+# loss's nll_loss runs on the device, and so do the attention cache's cat
+# of its empty start and the keys, scaled_dot_product_attention's bool
+# masks (its causal tril, its safe softmax's all) and Llama's rotary sin
+# and cos.
 ALLOWED_FALLBACK: Set[str] = {
     "aten::add.Tensor", "aten::arange.start_out",
-    "aten::constant_pad_nd", "aten::cos", "aten::embedding_dense_backward", "aten::gather",
-    "aten::index_select", "aten::sin", "aten::where.self",
+    "aten::constant_pad_nd", "aten::embedding_dense_backward", "aten::gather",
+    "aten::index_select", "aten::where.self",
 }
 
 

@@ -291,6 +291,51 @@ def round_(L: Context, node: torch.fx.Node) -> None:
     _unary(f)(L, node)
 
 
+# --- trigonometric functions -----------------------------------------------------
+
+# pi/2 in three parts (Cody and Waite; the constants of Cephes' sinf): the
+# first of 8 significant bits and the second of 11, so that k times each
+# is exact for |k| < 2^13, and x - k pi/2 loses nothing to cancellation
+# for |x| up to about 12868.
+_PIO2_PARTS = (1.5703125, 4.837512969970703125e-4, 7.54978995489188216e-8)
+# Cephes' sinf and cosf polynomials on [-pi/4, pi/4], in z = r^2:
+# sin r = r + r z S(z), cos r = 1 - z / 2 + z^2 C(z).
+_SIN_COEFFICIENTS = (-1.6666654611e-1, 8.3321608736e-3, -1.9515295891e-4)
+_COS_COEFFICIENTS = (4.166664568298827e-2, -1.388731625493765e-3, 2.443315711809948e-5)
+
+
+def _sin_or_cos(P: Pointwise, x: Tensor, quarter_turns: int) -> Tensor:
+    """sin(x + quarter_turns * pi / 2): x = k pi/2 + r with k the nearest
+    integer to x 2/pi and |r| <= pi/4, then sin r or cos r by k mod 4 (NaN
+    for infinities and NaNs, as k is)."""
+    k = _rounded(P, P("mul", x, 2.0 / math.pi))
+    r = x
+    for part in _PIO2_PARTS:
+        r = P("sub", r, P("mul", k, part))
+    # k mod 4, from floor(k / 4) = round(k / 4 - 3/8) (k / 4 is exact)
+    q = P("sub", k, P("mul", _rounded(P, P("sub", P("mul", k, 0.25), 0.375)), 4.0))
+    z = P("mul", r, r)
+    s = P("add", r, P("mul", P("mul", r, z), P.polynomial(z, _SIN_COEFFICIENTS)))
+    c = P("add", P("sub", 1.0, P("mul", z, 0.5)),
+          P("mul", P("mul", z, z), P.polynomial(z, _COS_COEFFICIENTS)))
+    turns = [s, c, P("mul", s, -1.0), P("mul", c, -1.0)]
+    turns = turns[quarter_turns:] + turns[:quarter_turns]
+    return P.where(P.mask("eq", q, 0.0), turns[0],
+                   P.where(P.mask("eq", q, 1.0), turns[1],
+                           P.where(P.mask("eq", q, 2.0), turns[2], turns[3])))
+
+
+@lowering(aten.sin.default)
+def sin(L: Context, node: torch.fx.Node) -> None:
+    # (sin -0 is -0)
+    _unary(lambda P, x: P.where(P.mask("eq", x, 0.0), x, _sin_or_cos(P, x, 0)))(L, node)
+
+
+@lowering(aten.cos.default)
+def cos(L: Context, node: torch.fx.Node) -> None:
+    _unary(lambda P, x: _sin_or_cos(P, x, 1))(L, node)
+
+
 # --- signs and tests ------------------------------------------------------------
 
 @lowering(aten.sign.default, aten.sgn.default)
