@@ -12,6 +12,7 @@
 #include <c10/util/Exception.h>
 
 #include "allocator.hpp"
+#include "pinned.hpp"
 #include "streams.hpp"
 
 namespace neuron::torch_bridge {
@@ -141,15 +142,42 @@ void to_device(const at::Tensor &src, const at::Tensor &dst) {
     write_extent(dst, img);
 }
 
+/// A non_blocking copy between a `neuron` tensor and pinned memory of the
+/// same dtype and shape, both contiguous: one DMA transfer in the stream's
+/// order, neither staged nor waited for (the host synchronizes before it
+/// reads or writes the pinned tensor, as with CUDA). False when it is not
+/// one.
+bool copy_pinned(const at::Tensor &src, const at::Tensor &dst) {
+    const bool to_device = dst.device().is_privateuseone();
+    const at::Tensor &host = to_device ? src : dst;
+    const at::Tensor &device = to_device ? dst : src;
+    if (!host.device().is_cpu() || !host.is_contiguous() || !dense(device) ||
+        host.scalar_type() != device.scalar_type() || host.sizes() != device.sizes())
+        return false;
+    const std::optional<BufferRange> pinned = pinned_range(host.data_ptr(), host.nbytes());
+    if (!pinned)
+        return false;
+    const BufferRange on_device = tensor_range(device);
+    current(device).copy(to_device ? on_device : *pinned, to_device ? *pinned : on_device,
+                         host.storage());
+    return true;
+}
+
 } // namespace
 
 at::Tensor copy_between(const at::Tensor &src, const at::Tensor &dst, bool non_blocking) {
-    (void)non_blocking; // device-bound copies never wait; host-bound ones always do
+    // Device-bound copies never wait; host-bound ones wait, unless
+    // non_blocking into pinned memory.
     TORCH_CHECK(src.defined() && dst.defined(), "neuron: copy_ of an undefined tensor");
     if (dst.numel() == 0)
         return dst;
     const bool src_neuron = src.device().is_privateuseone();
     const bool dst_neuron = dst.device().is_privateuseone();
+    if (src_neuron != dst_neuron && non_blocking) {
+        c10::DeviceGuard g(src_neuron ? src.device() : dst.device());
+        if (copy_pinned(src, dst))
+            return dst;
+    }
     if (src_neuron && !dst_neuron) {
         c10::DeviceGuard g(src.device());
         to_host(src, dst);

@@ -20,6 +20,7 @@
 
 #include "allocator.hpp"
 #include "cores.hpp"
+#include "pinned.hpp"
 
 namespace neuron::torch_bridge {
 
@@ -98,6 +99,9 @@ struct Hooks final : public at::PrivateUse1HooksInterface {
     at::Generator getNewGenerator(c10::DeviceIndex index) const override {
         return at::make_generator<Generator>(index < 0 ? current_core_index() : index);
     }
+
+    bool isPinnedPtr(const void *data) const override { return pinned_range(data, 1).has_value(); }
+    at::Allocator *getPinnedMemoryAllocator() const override { return &pinned_allocator(); }
 
     void resizePrivateUse1Bytes(const c10::Storage &storage, size_t bytes) const override {
         grow_storage(*storage.unsafeGetStorageImpl(), bytes);
