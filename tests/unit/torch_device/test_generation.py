@@ -126,7 +126,8 @@ def test_sampling_with_a_seed_matches_the_cpu() -> None:
     assert not torch.equal(expected, greedy), "sampling gave the greedy tokens: it tests nothing"
     model.to("neuron")
     got = generate(model, ids, mask, "neuron", sample=True, new_tokens=SHORT)
-    assert torch.equal(got, expected), f"tokens differ at {(got != expected).nonzero().tolist()[:8]}"
+    assert torch.equal(got, expected), \
+        f"tokens differ at {(got != expected).nonzero().tolist()[:8]}"
 
 
 def test_compiled_decode_compiles_once() -> None:
