@@ -302,20 +302,23 @@ int run(int argc, const char *const *argv, std::ostream &out, std::ostream &err,
         match_graph(*graph, program, graph_path);
     }
 
-    // The inputs, in the program's order.
+    // The inputs, in the program's order; what each is, said once the
+    // device opened (no lines before a "no device" error).
     std::map<std::string, std::vector<std::byte>> inputs;
+    std::string input_lines;
     uint64_t position = 0;
     for (const auto &a : program.arguments()) {
         if (a.direction != neuron::Direction::in)
             continue;
         if (auto it = files.find(a.name); it != files.end()) {
             inputs[a.name] = load_input(a, it->second);
-            out << fmt::format("input {} {}: {}\n", a.name, type_of(a), it->second.string());
+            input_lines +=
+                fmt::format("input {} {}: {}\n", a.name, type_of(a), it->second.string());
         } else if (seed) {
             nc::Type t{a.dtype, std::vector<int64_t>(a.shape.begin(), a.shape.end())};
             inputs[a.name] = nc::pack(a.dtype, nc::seeded_values(t, *seed + position));
-            out << fmt::format("input {} {}: generated, seed {}\n", a.name, type_of(a),
-                               *seed + position);
+            input_lines += fmt::format("input {} {}: generated, seed {}\n", a.name, type_of(a),
+                                       *seed + position);
         } else {
             err << fmt::format("neuron-run: input '{}' ({}, {} bytes) is not given: name a file "
                                "with -i {}=FILE, or generate it with --seed N\n",
@@ -326,6 +329,7 @@ int run(int argc, const char *const *argv, std::ostream &out, std::ostream &err,
     }
 
     neuron::Device dev = neuron::open_selected(selector);
+    out << input_lines;
     const auto region =
         dev.info().device_memory_size ? neuron::Region::device : neuron::Region::host;
     const neuron::LoadedProgram lp = dev.load(program);

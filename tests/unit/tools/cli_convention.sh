@@ -136,6 +136,17 @@ for t in neuron-ls neuron-top neuron-monitor neuron-run neuron-bench; do
     fi
 done
 
+# A device that is not there: the error alone, no line about a run that
+# does not happen (neuron-run's inputs are described once the device opened).
+if [ -n "${bin[neuron-run]:-}" ] && [ -n "${bin[neuron-cc]:-}" ]; then
+    here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+    if run 0 neuron-cc "$here/../../../examples/nir/mlp.nir" -o "$tmp/mlp.nprog"; then
+        if run 1 neuron-run "$tmp/mlp.nprog" --seed 1 -d /dev/accel/accel99; then
+            [ -z "$out" ] || fail "neuron-run without its device wrote to stdout: $out"
+        fi
+    fi
+fi
+
 # Commands: a misspelt one, and a program that is not there.
 if [ -n "${bin[neuron-profile]:-}" ]; then
     if run 2 neuron-profile viwe x; then
