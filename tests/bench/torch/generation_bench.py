@@ -5,9 +5,10 @@ parameters, random weights), greedy, batch 1 and 8, on the device (the
 decode step compiled with torch.compile(backend="neuron"), warmed up
 first) and with torch on the CPU (the same static cache, eager, the same
 thread count), in one run, the two alternating round by round: time to
-first token (generate() of one token: the prefill) and decode tokens/s
-(the tokens after the first, all rows, over the time they added)
-(docs/torch.md, "Generation")."""
+first token (the prefill, from the call) and decode tokens/s (the tokens
+after the first, all rows, over the time from the first to the last)
+(docs/torch.md, "Generation"): each from one generate(), by when each
+step's tokens reach the host."""
 
 from __future__ import annotations
 
@@ -31,20 +32,40 @@ def gpt2_small(layers: int, vocab: int) -> torch.nn.Module:
         eos_token_id=vocab - 1, pad_token_id=vocab - 1)).eval()
 
 
+class Clock:
+    """A generate() streamer that notes when each step's tokens reach the
+    host (generate() hands them over as CPU tensors: the device's step is
+    done): its first put() is the prompt, the next ones the new tokens."""
+
+    def __init__(self) -> None:
+        self.times: List[float] = []
+
+    def put(self, value: torch.Tensor) -> None:
+        self.times.append(time.perf_counter())
+
+    def end(self) -> None:
+        pass
+
+
 def timed_generate(model: torch.nn.Module, ids: torch.Tensor, new_tokens: int,
-                   compiled: bool) -> float:
+                   compiled: bool) -> Tuple[float, float]:
+    """Time to first token (s) and decode tokens/s (all rows, the tokens
+    after the first) of one generate()."""
     device = next(model.parameters()).device
-    options = {"disable_compile": True}
+    options: Dict[str, object] = {"disable_compile": True}
     if compiled:
         options = {"disable_compile": False, "compile_config": transformers.CompileConfig(
             backend="neuron", mode=None, dynamic=False, fullgraph=False)}
+    clock = Clock()
     started = time.perf_counter()
     with torch.no_grad():
-        out = model.generate(ids.to(device), attention_mask=torch.ones_like(ids).to(device),
-                             max_new_tokens=new_tokens, min_new_tokens=new_tokens,
-                             do_sample=False, cache_implementation="static", **options)
-        out.cpu()
-    return time.perf_counter() - started
+        model.generate(ids.to(device), attention_mask=torch.ones_like(ids).to(device),
+                       max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False,
+                       cache_implementation="static", streamer=clock, **options)
+    tokens = clock.times[1:]
+    assert len(tokens) == new_tokens, f"{len(tokens)} steps noted, not {new_tokens}"
+    rate = ids.shape[0] * (new_tokens - 1) / (tokens[-1] - tokens[0])
+    return tokens[0] - started, rate
 
 
 def main() -> None:
@@ -70,22 +91,17 @@ def main() -> None:
     for batch in args.batches:
         ids = torch.randint(0, args.vocab - 1, (batch, args.prompt), generator=data)
         # Warm-up: the device's kernels and the decode graph (its shapes fixed).
-        for n in (1, args.new_tokens):
-            timed_generate(device, ids, n, True)
+        timed_generate(device, ids, args.new_tokens, True)
         graphs = compile_statistics.graphs
-        times: Dict[str, Dict[str, List[float]]] = {
-            w: {"first": [], "all": []} for w in ("cpu", "neuron")}
+        runs: Dict[str, List[Tuple[float, float]]] = {"cpu": [], "neuron": []}
         for _ in range(args.rounds):
             for where, model in (("cpu", cpu), ("neuron", device)):
-                compiled = where == "neuron"
-                times[where]["first"].append(timed_generate(model, ids, 1, compiled))
-                times[where]["all"].append(timed_generate(model, ids, args.new_tokens, compiled))
+                runs[where].append(timed_generate(model, ids, args.new_tokens, where == "neuron"))
         assert compile_statistics.graphs == graphs, "decoding compiled after the warm-up"
-        decoded = batch * (args.new_tokens - 1)
         figures = {}
         for where in ("cpu", "neuron"):
-            first = statistics.median(times[where]["first"])
-            rate = [decoded / (a - f) for a, f in zip(times[where]["all"], times[where]["first"])]
+            first = statistics.median(f for f, _ in runs[where])
+            rate = [r for _, r in runs[where]]
             figures[where] = (first, statistics.median(rate), min(rate), max(rate))
         for where in ("cpu", "neuron"):
             first, rate, low, high = figures[where]
