@@ -55,31 +55,40 @@ struct GuardImpl final : public c10::impl::DeviceGuardImplInterface {
     }
     void record(void **event, const c10::Stream &stream, const c10::DeviceIndex index,
                 const c10::EventFlag) const override {
-        TORCH_CHECK(index == -1 || index == stream.device_index(), "neuron: event of neuron:",
-                    int(index), " recorded on a stream of neuron:", int(stream.device_index()));
+        TORCH_CHECK(index == -1 || index == stream.device_index(),
+                    "neuron: event of neuron:", int(index),
+                    " recorded on a stream of neuron:", int(stream.device_index()));
         if (!*event)
             *event = new Event;
         Event &e = as_event(*event);
-        e.fence = stream_state(stream).last();
+        e.fences = stream_state(stream).marks();
         e.recorded = true;
     }
     void block(void *event, const c10::Stream &stream) const override {
-        if (event)
-            stream_state(stream).wait_for(as_event(event).fence);
+        if (!event)
+            return;
+        StreamState &s = stream_state(stream);
+        for (const Fence &f : as_event(event).fences)
+            s.wait_for(f);
     }
     bool queryEvent(void *event) const override {
-        if (!event || !as_event(event).fence)
+        if (!event)
             return true;
-        std::error_code ec = as_event(event).fence.try_wait(std::chrono::nanoseconds(0));
-        TORCH_CHECK(!ec || ec == errc::timeout, "neuron: ", as_event(event).fence.message());
-        return !ec;
+        for (const Fence &f : as_event(event).fences) {
+            std::error_code ec = f.try_wait(std::chrono::nanoseconds(0));
+            TORCH_CHECK(!ec || ec == errc::timeout, "neuron: ", f.message());
+            if (ec)
+                return false;
+        }
+        return true;
     }
     void synchronizeEvent(void *event) const override {
-        if (event && as_event(event).fence) {
-            std::error_code ec = as_event(event).fence.try_wait(std::chrono::seconds(120));
+        if (!event)
+            return;
+        for (const Fence &f : as_event(event).fences) {
+            std::error_code ec = f.try_wait(std::chrono::seconds(120));
             TORCH_CHECK(!ec, "neuron: waiting for an event: ",
-                        ec == errc::timeout ? as_event(event).fence.label() + " did not complete"
-                                            : as_event(event).fence.message());
+                        ec == errc::timeout ? f.label() + " did not complete" : f.message());
         }
     }
     bool queryStream(const c10::Stream &stream) const override {

@@ -127,8 +127,7 @@ void StreamState::raise_failure_locked() {
                 " (reported at this synchronization; the failing job names its operator)");
 }
 
-void StreamState::submit(const LoadedProgram &program, const Arguments &args,
-                         std::any keep_alive) {
+void StreamState::submit(const LoadedProgram &program, const Arguments &args, std::any keep_alive) {
     const Core &core = core_at(stream_.device_index());
     std::lock_guard lock(mutex_);
     std::vector<Fence> deps = take_dependencies_locked();
@@ -138,8 +137,8 @@ void StreamState::submit(const LoadedProgram &program, const Arguments &args,
     try {
         track_locked(core.queue.submit(program, args, deps), std::move(keep_alive), true);
     } catch (const Error &e) {
-        TORCH_CHECK(false, "neuron: queueing '", program.program().name(), "' on neuron:",
-                    int(stream_.device_index()), ": ", e.what());
+        TORCH_CHECK(false, "neuron: queueing '", program.program().name(),
+                    "' on neuron:", int(stream_.device_index()), ": ", e.what());
     }
 }
 
@@ -152,14 +151,22 @@ void StreamState::copy(const BufferRange &dst, const BufferRange &src, std::any 
     try {
         track_locked(core.device.copy(dst, src, deps), std::move(keep_alive), false);
     } catch (const Error &e) {
-        TORCH_CHECK(false, "neuron: queueing a copy of ", src.size, " bytes on neuron:",
-                    int(stream_.device_index()), ": ", e.what());
+        TORCH_CHECK(false, "neuron: queueing a copy of ", src.size,
+                    " bytes on neuron:", int(stream_.device_index()), ": ", e.what());
     }
 }
 
 Fence StreamState::last() const {
     std::lock_guard lock(mutex_);
     return pending_.empty() ? Fence{} : pending_.back().fence;
+}
+
+std::vector<Fence> StreamState::marks() const {
+    std::lock_guard lock(mutex_);
+    std::vector<Fence> m = waits_;
+    if (!pending_.empty())
+        m.push_back(pending_.back().fence);
+    return m;
 }
 
 void StreamState::wait_for(const Fence &fence) {
@@ -169,16 +176,22 @@ void StreamState::wait_for(const Fence &fence) {
     waits_.push_back(fence);
 }
 
+void StreamState::wait_locked(const Fence &fence) {
+    std::error_code ec = fence.try_wait(wait_limit);
+    if (ec == errc::timeout && failure_.empty())
+        failure_ =
+            fence.label() + " did not complete in " + std::to_string(wait_limit.count()) + " s";
+    else if (ec && failure_.empty())
+        failure_ = fence.message();
+}
+
 void StreamState::synchronize() {
     std::lock_guard lock(mutex_);
+    for (const Fence &f : waits_)
+        wait_locked(f);
+    waits_.clear(); // completed: the next work need not wait for them
     while (!pending_.empty()) {
-        Pending &p = pending_.front();
-        std::error_code ec = p.fence.try_wait(wait_limit);
-        if (ec == errc::timeout && failure_.empty())
-            failure_ = p.fence.label() + " did not complete in " +
-                       std::to_string(wait_limit.count()) + " s";
-        else if (ec && failure_.empty())
-            failure_ = p.fence.message();
+        wait_locked(pending_.front().fence);
         pending_.pop_front();
     }
     raise_failure_locked();
@@ -188,6 +201,9 @@ bool StreamState::query() {
     std::lock_guard lock(mutex_);
     reap_locked(pending_.size());
     raise_failure_locked();
+    for (const Fence &f : waits_)
+        if (f.try_wait(std::chrono::nanoseconds(0)) == errc::timeout)
+            return false;
     return pending_.empty();
 }
 

@@ -33,11 +33,17 @@ class StreamState {
     void copy(const BufferRange &dst, const BufferRange &src, std::any keep_alive = {});
     /// The fence of the stream's last work ({} when it has none pending).
     Fence last() const;
+    /// What an event recorded now stands for: the stream's last work and
+    /// the events it was told to wait for since (which its next work waits
+    /// for, as a CUDA stream's later work does).
+    std::vector<Fence> marks() const;
     /// Makes the stream's next work wait for @p fence.
     void wait_for(const Fence &fence);
-    /// Waits for all of the stream's work; raises the first failure.
+    /// Waits for all of the stream's work and the events it was told to
+    /// wait for; raises the first failure.
     void synchronize();
-    /// Whether all of its work completed (raises a failure it sees).
+    /// Whether all of its work and the events it waits for completed
+    /// (raises a failure it sees).
     bool query();
     c10::Stream stream() const { return stream_; }
 
@@ -49,6 +55,8 @@ class StreamState {
     std::vector<Fence> take_dependencies_locked();
     void track_locked(Fence fence, std::any keep_alive, bool is_job);
     void reap_locked(size_t at_most);
+    /// Waits for @p fence, keeping its failure (or timeout) as the stream's.
+    void wait_locked(const Fence &fence);
     void raise_failure_locked();
 
     c10::Stream stream_;
@@ -70,9 +78,10 @@ c10::Stream new_stream(c10::DeviceIndex index);
 /// Waits for every stream of @p index.
 void synchronize_device(c10::DeviceIndex index);
 
-/// An event: what a stream had queued when it was recorded.
+/// An event: what a stream had queued, and waited for, when it was
+/// recorded (StreamState::marks()).
 struct Event {
-    Fence fence;
+    std::vector<Fence> fences;
     bool recorded = false;
 };
 

@@ -269,6 +269,28 @@ def test_streams_and_events_order_work():
     y.record_stream(s)
 
 
+def test_a_stream_that_only_waits_stands_for_what_it_waits_for():
+    # FSDP2 records an event on (and hands a collective) a stream that has
+    # only been told to wait for another one: the event, the stream's
+    # synchronize() and query() cover the other stream's work, as CUDA's do.
+    busy, waiting = torch.neuron.Stream(), torch.neuron.Stream()
+    x = torch.randn(256, 256, device="neuron")
+    with torch.neuron.stream(busy):
+        y = x
+        for _ in range(40):
+            y = torch.mm(y, x) * 1e-2
+    waiting.wait_stream(busy)
+    e = waiting.record_event()
+    e.synchronize()
+    assert busy.query(), "the event completed before the work it stands for"
+    with torch.neuron.stream(busy):
+        for _ in range(40):
+            y = torch.mm(y, x) * 1e-2
+    waiting.wait_stream(busy)
+    waiting.synchronize()
+    assert busy.query(), "the stream synchronized before the work it waits for"
+
+
 def test_manual_seed_makes_random_tensors_reproducible():
     torch.neuron.manual_seed(1234)
     a = torch.randn(16, device="neuron").cpu()
