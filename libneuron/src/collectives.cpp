@@ -74,22 +74,6 @@ const char *kind_name(Kind k) {
     return "?";
 }
 
-const char *dtype_name(DType t) {
-    switch (t) {
-    case DType::fp32:
-        return "fp32";
-    case DType::bf16:
-        return "bf16";
-    case DType::fp16:
-        return "fp16";
-    case DType::int32:
-        return "int32";
-    case DType::u8:
-        return "u8";
-    }
-    return "?";
-}
-
 bool has_op(Kind k) {
     return k == Kind::all_reduce || k == Kind::reduce || k == Kind::reduce_scatter;
 }
@@ -172,7 +156,7 @@ std::string Round::what() const {
         }
     if (!c || c->kind == Kind::barrier)
         return name;
-    std::string s = fmt::format("{} of {} {} elements", name, c->count, dtype_name(c->dtype));
+    std::string s = fmt::format("{} of {} {} elements", name, c->count, to_string(c->dtype));
     if (has_op(c->kind))
         s += fmt::format(" ({})", to_string(c->op));
     return s;
@@ -258,7 +242,7 @@ std::shared_ptr<LoadedProgram> reduction(CommState &c, const Device &dev, Collec
                                          DType dtype, uint64_t elems, unsigned divisor) {
     const std::string key =
         fmt::format("{}|{}|{}|{}|{}", static_cast<const void *>(dev.state().get()), to_string(op),
-                    dtype_name(dtype), elems, divisor);
+                    to_string(dtype), elems, divisor);
     std::lock_guard<std::mutex> g(c.program_lock);
     if (auto it = c.programs.find(key); it != c.programs.end())
         return it->second;
@@ -268,7 +252,7 @@ std::shared_ptr<LoadedProgram> reduction(CommState &c, const Device &dev, Collec
     lim.partitions = P;
     if (dev.info().sbuf_size)
         lim.sbuf_bytes = static_cast<uint32_t>(dev.info().sbuf_size / P);
-    ProgramBuilder b(fmt::format("coll_{}_{}_{}", to_string(op), dtype_name(dtype), elems), lim);
+    ProgramBuilder b(fmt::format("coll_{}_{}_{}", to_string(op), to_string(dtype), elems), lim);
     auto acc = b.argument("acc", dtype, {static_cast<uint32_t>(elems)}, Direction::inout);
     auto in = b.argument("in", dtype, {static_cast<uint32_t>(elems)}, Direction::in);
     const AluOp alu = op == CollectiveOp::max   ? AluOp::max
@@ -639,7 +623,7 @@ std::string disagreement(const Round &r) {
         const Call &b = *r.calls[p];
         auto says = [&](const Call &c) {
             std::string s = fmt::format("{} of {} {} elements", detail::kind_name(c.kind), c.count,
-                                        detail::dtype_name(c.dtype));
+                                        to_string(c.dtype));
             if (detail::has_op(c.kind))
                 s += fmt::format(" ({})", to_string(c.op));
             if (detail::has_root(c.kind))
@@ -824,7 +808,7 @@ std::string check_op(Kind kind, DType t, CollectiveOp op) {
         return fmt::format("unknown reduction {}", static_cast<unsigned>(op));
     if (t != DType::fp32 && t != DType::bf16)
         return fmt::format("{} ({}) of {} elements is not supported: reductions take fp32 or bf16",
-                           detail::kind_name(kind), to_string(op), detail::dtype_name(t));
+                           detail::kind_name(kind), to_string(op), to_string(t));
     return {};
 }
 
