@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "allocator.hpp"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -30,11 +31,16 @@ struct Block {
     uint64_t address;
 };
 
-/// A freed block that other streams used: released once their work
-/// queued before the free completed.
+/// A freed block whose streams (the one it was allocated for and
+/// record_stream's) still had work queued when it was freed: that work may
+/// read or write it. The allocating stream may take it again at once (its
+/// next work runs after that work, as CUDA's caching allocator reuses a
+/// block on its stream); any other stream only once the work completed,
+/// when the block goes back to the device memory.
 struct Deferred {
     std::unique_ptr<Block> block;
-    std::vector<Fence> fences;
+    /// The last work of each stream queued before the free, by stream.
+    std::vector<std::pair<c10::StreamId, Fence>> fences;
 };
 
 void update(c10::CachingAllocator::StatArray &a, int64_t delta) {
@@ -68,10 +74,15 @@ class Allocator final : public c10::DeviceAllocator {
         if (n == 0)
             return {nullptr, nullptr, &free_block, device};
         IndexState &st = state(index);
-        auto block = std::make_unique<Block>();
+        const c10::StreamId stream = current_stream(index).id();
+        std::unique_ptr<Block> block = reuse(st, stream, n);
+        if (!block) {
+            block = std::make_unique<Block>();
+            block->memory = allocate_memory(st, index, n);
+        }
         block->index = index;
-        block->stream = current_stream(index).id();
-        block->memory = allocate_memory(st, index, n);
+        block->stream = stream;
+        block->other_streams.clear();
         const Allocation &m = block->memory;
         TORCH_CHECK(m.chunk_id() < (1ull << (index_shift - chunk_shift)) &&
                         m.offset() + n <= max_chunk_bytes,
@@ -186,18 +197,22 @@ class Allocator final : public c10::DeviceAllocator {
             update(st->stats.allocation, -1);
             update(st->stats.active, -1);
         }
-        if (block->other_streams.empty())
-            return; // owned releases it: the allocating stream orders reuse
         Deferred d{std::move(owned), {}};
         try {
+            const c10::Device device(c10::DeviceType::PrivateUse1, d.block->index);
+            if (Fence f =
+                    stream_state(c10::Stream(c10::Stream::UNSAFE, device, d.block->stream)).last())
+                d.fences.emplace_back(d.block->stream, std::move(f));
             for (const c10::Stream &s : d.block->other_streams)
                 if (Fence f = stream_state(s).last())
-                    d.fences.push_back(f);
+                    d.fences.emplace_back(s.id(), std::move(f));
+            if (d.fences.empty())
+                return; // no work queued uses it: d releases it now
             std::lock_guard lock(mutex_);
             st->deferred.push_back(std::move(d));
         } catch (...) {
             // Not deferrable (out of memory): wait for the streams instead.
-            for (const Fence &f : d.fences)
+            for (const auto &[id, f] : d.fences)
                 (void)f.try_wait(std::chrono::seconds(120));
         }
     }
@@ -238,25 +253,55 @@ class Allocator final : public c10::DeviceAllocator {
         update(st.stats.segment, static_cast<int64_t>(s.chunks) - seg.current);
     }
 
+    /// A block freed by @p stream's work, of @p n bytes, that it may take
+    /// again now (the work of the other streams that used it completed).
+    std::unique_ptr<Block> reuse(IndexState &st, c10::StreamId stream, size_t n) {
+        std::lock_guard lock(mutex_);
+        for (auto it = st.deferred.begin(); it != st.deferred.end(); ++it) {
+            if (it->block->stream != stream || it->block->memory.size() != n)
+                continue;
+            const bool others_done = std::ranges::all_of(it->fences, [&](const auto &e) {
+                return e.first == stream ||
+                       e.second.try_wait(std::chrono::nanoseconds(0)) != errc::timeout;
+            });
+            if (!others_done)
+                continue;
+            std::unique_ptr<Block> block = std::move(it->block);
+            st.deferred.erase(it);
+            return block;
+        }
+        return nullptr;
+    }
+
     void release_deferred(IndexState &st, bool wait) {
         std::vector<Deferred> done;
         {
             std::lock_guard lock(mutex_);
-            auto keep = st.deferred.begin();
+            // The blocks are in the order they were freed: once a stream's
+            // fence has not signalled, the later ones of that stream have not.
+            std::vector<c10::StreamId> busy;
+            std::vector<Deferred> kept;
             for (auto &d : st.deferred) {
                 bool complete = true;
-                for (const Fence &f : d.fences)
-                    complete = complete && (wait || f.try_wait(std::chrono::nanoseconds(0)) !=
-                                                        errc::timeout);
-                if (complete)
-                    done.push_back(std::move(d));
-                else
-                    *keep++ = std::move(d);
+                for (const auto &[id, f] : d.fences) {
+                    if (wait)
+                        break;
+                    const bool known = std::ranges::find(busy, id) != busy.end();
+                    if (known || f.try_wait(std::chrono::nanoseconds(0)) == errc::timeout) {
+                        if (!known)
+                            busy.push_back(id);
+                        complete = false;
+                        break;
+                    }
+                }
+                // Moved into another vector, never onto itself: a vector
+                // moved onto itself is left empty (its fences lost).
+                (complete ? done : kept).push_back(std::move(d));
             }
-            st.deferred.erase(keep, st.deferred.end());
+            st.deferred = std::move(kept);
         }
         for (Deferred &d : done)
-            for (const Fence &f : d.fences)
+            for (const auto &[id, f] : d.fences)
                 (void)f.try_wait(std::chrono::seconds(120));
     }
 

@@ -100,19 +100,21 @@ std::vector<Fence> StreamState::take_dependencies_locked() {
     return deps;
 }
 
-void StreamState::track_locked(Fence fence, std::any keep_alive, bool is_job) {
-    reap_locked(reaped_per_item);
+void StreamState::track_locked(Fence fence, std::any keep_alive, bool is_job,
+                               std::vector<std::any> &dropped) {
+    reap_locked(reaped_per_item, dropped);
     pending_.push_back({std::move(fence), std::move(keep_alive)});
     last_is_job_ = is_job;
 }
 
-void StreamState::reap_locked(size_t at_most) {
+void StreamState::reap_locked(size_t at_most, std::vector<std::any> &dropped) {
     for (size_t i = 0; i < at_most && !pending_.empty(); i++) {
         std::error_code ec = pending_.front().fence.try_wait(std::chrono::nanoseconds(0));
         if (ec == errc::timeout)
             return;
         if (ec && failure_.empty())
             failure_ = pending_.front().fence.message();
+        dropped.push_back(std::move(pending_.front().keep_alive));
         pending_.pop_front();
     }
 }
@@ -129,13 +131,14 @@ void StreamState::raise_failure_locked() {
 
 void StreamState::submit(const LoadedProgram &program, const Arguments &args, std::any keep_alive) {
     const Core &core = core_at(stream_.device_index());
+    std::vector<std::any> dropped; // destroyed after the lock is released
     std::lock_guard lock(mutex_);
     std::vector<Fence> deps = take_dependencies_locked();
     // The queue runs its jobs in order: only a copy before needs a fence.
     if (!last_is_job_ && !pending_.empty())
         deps.push_back(pending_.back().fence);
     try {
-        track_locked(core.queue.submit(program, args, deps), std::move(keep_alive), true);
+        track_locked(core.queue.submit(program, args, deps), std::move(keep_alive), true, dropped);
     } catch (const Error &e) {
         TORCH_CHECK(false, "neuron: queueing '", program.program().name(),
                     "' on neuron:", int(stream_.device_index()), ": ", e.what());
@@ -144,12 +147,13 @@ void StreamState::submit(const LoadedProgram &program, const Arguments &args, st
 
 void StreamState::copy(const BufferRange &dst, const BufferRange &src, std::any keep_alive) {
     const Core &core = core_at(stream_.device_index());
+    std::vector<std::any> dropped; // destroyed after the lock is released
     std::lock_guard lock(mutex_);
     std::vector<Fence> deps = take_dependencies_locked();
     if (!pending_.empty())
         deps.push_back(pending_.back().fence);
     try {
-        track_locked(core.device.copy(dst, src, deps), std::move(keep_alive), false);
+        track_locked(core.device.copy(dst, src, deps), std::move(keep_alive), false, dropped);
     } catch (const Error &e) {
         TORCH_CHECK(false, "neuron: queueing a copy of ", src.size,
                     " bytes on neuron:", int(stream_.device_index()), ": ", e.what());
@@ -186,20 +190,23 @@ void StreamState::wait_locked(const Fence &fence) {
 }
 
 void StreamState::synchronize() {
+    std::vector<std::any> dropped; // destroyed after the lock is released
     std::lock_guard lock(mutex_);
     for (const Fence &f : waits_)
         wait_locked(f);
     waits_.clear(); // completed: the next work need not wait for them
     while (!pending_.empty()) {
         wait_locked(pending_.front().fence);
+        dropped.push_back(std::move(pending_.front().keep_alive));
         pending_.pop_front();
     }
     raise_failure_locked();
 }
 
 bool StreamState::query() {
+    std::vector<std::any> dropped; // destroyed after the lock is released
     std::lock_guard lock(mutex_);
-    reap_locked(pending_.size());
+    reap_locked(pending_.size(), dropped);
     raise_failure_locked();
     for (const Fence &f : waits_)
         if (f.try_wait(std::chrono::nanoseconds(0)) == errc::timeout)

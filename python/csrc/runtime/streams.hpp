@@ -53,8 +53,12 @@ class StreamState {
         std::any keep_alive;
     };
     std::vector<Fence> take_dependencies_locked();
-    void track_locked(Fence fence, std::any keep_alive, bool is_job);
-    void reap_locked(size_t at_most);
+    // Completed work's keep_alive goes to @p dropped, which the caller
+    // destroys after it released mutex_: a tensor kept alive there frees
+    // its block, and the allocator then asks the stream for its last work.
+    void track_locked(Fence fence, std::any keep_alive, bool is_job,
+                      std::vector<std::any> &dropped);
+    void reap_locked(size_t at_most, std::vector<std::any> &dropped);
     /// Waits for @p fence, keeping its failure (or timeout) as the stream's.
     void wait_locked(const Fence &fence);
     void raise_failure_locked();

@@ -291,6 +291,45 @@ def test_a_stream_that_only_waits_stands_for_what_it_waits_for():
     assert busy.query(), "the stream synchronized before the work it waits for"
 
 
+def test_a_block_freed_with_work_queued_on_it_is_not_written_by_another_stream_first():
+    # FSDP2 frees activations on the compute stream while its work on them
+    # is queued, then allocates the next all-gather's buffer on its copy-in
+    # stream, whose copies do not wait for the compute stream: as CUDA's
+    # caching allocator does, only the freeing stream may take the block
+    # before that work completed.
+    side = torch.neuron.Stream()
+    a = torch.randn(256, 256, device="neuron")
+    x = torch.ones(512, 512, device="neuron")
+    for _ in range(30):  # work queued ahead of the read of x
+        a = torch.mm(a, a)
+        a = a / a.norm()
+    y = x * 3
+    del x
+    with torch.neuron.stream(side):
+        taken = [torch.empty(512, 512, device="neuron") for _ in range(4)]
+        for t in taken:
+            t.copy_(torch.full((512, 512), 7.0))
+    torch.neuron.synchronize()
+    assert torch.equal(y.cpu(), torch.full((512, 512), 3.0)), \
+        "another stream wrote a freed block before the work queued on it read it"
+
+
+def test_the_freeing_stream_takes_its_block_again_at_once():
+    a = torch.randn(256, 256, device="neuron")
+    x = torch.ones(512, 512, device="neuron")
+    for _ in range(30):
+        a = torch.mm(a, a)
+        a = a / a.norm()
+    y = x * 3
+    address = x.data_ptr()
+    del x
+    again = torch.empty(512, 512, device="neuron")  # its work runs after the read
+    assert again.data_ptr() == address
+    again.fill_(7.0)
+    torch.testing.assert_close(y.cpu(), torch.full((512, 512), 3.0))
+    torch.testing.assert_close(again.cpu(), torch.full((512, 512), 7.0))
+
+
 def test_manual_seed_makes_random_tensors_reproducible():
     torch.neuron.manual_seed(1234)
     a = torch.randn(16, device="neuron").cpu()
