@@ -58,11 +58,12 @@ def run(scenarios: Sequence[str], ranks: int = 2, timeout: float = 600,
 
 def torchrun(scenarios: Sequence[str], ranks: int = 2, timeout: float = 600,
              env: Optional[Dict[str, str]] = None, cache: Optional[str] = None) -> List[Rank]:
-    """The same job under torchrun (--standalone: its own rendezvous)."""
+    """The same job under torchrun (--standalone: its own rendezvous; --local-addr:
+    the workers reach it by address, as a host name may not resolve)."""
     cache = cache or tempfile.mkdtemp(prefix="neuron-eager-")
     e = rank_env(cache, env)
     proc = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone",
-                             f"--nproc-per-node={ranks}", RANKS, *scenarios], env=e,
+                             "--local-addr=127.0.0.1", f"--nproc-per-node={ranks}", RANKS, *scenarios], env=e,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     return _collect([proc], timeout)
 
