@@ -259,13 +259,16 @@ std::string man_page_footer(std::string_view tool) {
     return see;
 }
 
-int no_devices(const Driver &driver, std::ostream &err) {
+int no_devices(const Driver &driver, const neuron::DeviceSelector &sel, std::ostream &err) {
+    err << "neuron: ";
+    if (!sel.source.empty())
+        err << sel.source << ": ";
     if (!driver.loaded) {
-        err << "neuron: driver not loaded: run modprobe neuron, or use the simulator: "
+        err << "driver not loaded: run modprobe neuron, or use the simulator: "
                "-d sim (NEURON_DEVICE=sim)\n";
         return exit_no_driver;
     }
-    err << "neuron: no devices: the driver is loaded but no device is bound to it "
+    err << "no devices: the driver is loaded but no device is bound to it "
            "(check lspci -d 1d0f: and the kernel log); or use the simulator: -d sim "
            "(NEURON_DEVICE=sim)\n";
     return exit_no_devices;

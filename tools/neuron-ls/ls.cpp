@@ -186,7 +186,7 @@ int run(int argc, const char *const *argv, std::ostream &out, std::ostream &err,
     if (inv.devices.empty()) {
         if (as_json && inv.driver.loaded)
             out << "[]\n";
-        return no_devices(inv.driver, err);
+        return no_devices(inv.driver, r.device, err);
     }
     if (as_json)
         out << render_json(inv).dump(2) << "\n";

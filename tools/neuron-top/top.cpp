@@ -379,7 +379,7 @@ int run(int argc, const char *const *argv, std::ostream &out, std::ostream &err,
                 << (delay_like ? "; the period between samples is --interval" : "") << ")\n";
             return exit_no_devices;
         }
-        return no_devices(driver, err);
+        return no_devices(driver, r.device, err);
     }
 
     Sampler sampler(r, !no_netlink && !r.device.is_sim());

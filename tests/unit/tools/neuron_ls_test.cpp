@@ -107,6 +107,10 @@ void test_no_driver(void **) {
     assert_string_equal(r.err.c_str(), "neuron: driver not loaded: run modprobe neuron, or use the "
                                        "simulator: -d sim (NEURON_DEVICE=sim)\n");
     assert_string_equal(r.out.c_str(), "");
+    // The device asked for is named, with where it came from.
+    r = run_ls(t.roots(), {"-d", "/dev/accel/accel3"});
+    assert_int_equal(r.status, neuron::tools::exit_no_driver);
+    assert_true(r.err.find("neuron: -d /dev/accel/accel3: driver not loaded: run modprobe") == 0);
 }
 
 void test_no_devices(void **) {

@@ -78,9 +78,10 @@ std::optional<int> select_device(const CLI::App &app, const std::string &value,
 /// the MANPATH that finds it: the footer of every tool's --help.
 std::string man_page_footer(std::string_view tool);
 
-/// Prints why no device is there, from the driver's state, and what to do;
-/// returns exit_no_driver or exit_no_devices.
-int no_devices(const Driver &driver, std::ostream &err);
+/// Prints why no device is there, from the driver's state, and what to do,
+/// naming the device asked for (@p sel's source) when one was; returns
+/// exit_no_driver or exit_no_devices.
+int no_devices(const Driver &driver, const neuron::DeviceSelector &sel, std::ostream &err);
 
 using ToolRun = int (*)(int argc, const char *const *argv, std::ostream &out, std::ostream &err,
                         const Roots &roots);
