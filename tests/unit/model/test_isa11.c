@@ -610,21 +610,6 @@ static void test_gather(void **state) {
 
 /* ---- decode faults of the new encodings ---- */
 
-static void expect_fault(int engine, const struct neuron_insn *in, uint32_t status) {
-    tenv *t = te_new();
-    pb_prog p;
-    pb_init(&p);
-    pb_emit(&p, engine, NEURON_OP_NOP);
-    *pb_emit(&p, engine, 0) = *in;
-    pb_end(&p, engine);
-    uint32_t st = te_run(t, &p);
-    if (st != status || t->job.info != 1 || t->job.fault_engine != engine)
-        fail_msg("opcode %#x func %u: got status %#x info %u engine %u, want %#x 1 %d", in->opcode,
-                 in->func, st, t->job.info, t->job.fault_engine, status, engine);
-    pb_free(&p);
-    te_free(t);
-}
-
 static struct neuron_insn insn_select(void) {
     struct neuron_insn in;
     memset(&in, 0, sizeof(in));
@@ -643,9 +628,9 @@ static void test_decode(void **state) {
     in.func = NEURON_ACT_COUNT; /* one past the last function */
     in.op[0] = pb_sbuf(F32, 0, 64, 0, 16);
     in.op[1] = pb_sbuf(F32, 0, 64, 64, 16);
-    expect_fault(S, &in, NEURON_JOB_STATUS_DECODE);
+    tu_expect_fault(S, &in, NEURON_JOB_STATUS_DECODE);
     in.func = NEURON_ACT_RECIPROCAL;
-    expect_fault(V, &in, NEURON_JOB_STATUS_DECODE); /* ACTIVATE is Scalar only */
+    tu_expect_fault(V, &in, NEURON_JOB_STATUS_DECODE); /* ACTIVATE is Scalar only */
 
     memset(&in, 0, sizeof(in));
     in.opcode = NEURON_OP_TENSOR_SCALAR;
@@ -654,53 +639,53 @@ static void test_decode(void **state) {
     in.imm[1] = 1;
     in.op[0] = pb_sbuf(F32, 0, 64, 0, 16);
     in.op[1] = pb_sbuf(F32, 0, 64, 64, 16);
-    expect_fault(V, &in, NEURON_JOB_STATUS_DECODE);
+    tu_expect_fault(V, &in, NEURON_JOB_STATUS_DECODE);
     in.func = NEURON_ALU_COUNT;
     in.func2 = 0;
     in.imm[1] = 0;
-    expect_fault(S, &in, NEURON_JOB_STATUS_DECODE);
+    tu_expect_fault(S, &in, NEURON_JOB_STATUS_DECODE);
 
     in = insn_select();
-    expect_fault(S, &in, NEURON_JOB_STATUS_DECODE); /* Vector only */
+    tu_expect_fault(S, &in, NEURON_JOB_STATUS_DECODE); /* Vector only */
     in.flags = NEURON_SEL_F_KEEP;
     in.imm[0] = pb_f32(1.0f); /* a fill value with KEEP */
-    expect_fault(V, &in, NEURON_JOB_STATUS_DECODE);
+    tu_expect_fault(V, &in, NEURON_JOB_STATUS_DECODE);
     in = insn_select();
     in.flags = 2; /* undefined flag */
-    expect_fault(V, &in, NEURON_JOB_STATUS_DECODE);
+    tu_expect_fault(V, &in, NEURON_JOB_STATUS_DECODE);
     in = insn_select();
     in.imm[1] = 1; /* unused immediate */
-    expect_fault(V, &in, NEURON_JOB_STATUS_DECODE);
+    tu_expect_fault(V, &in, NEURON_JOB_STATUS_DECODE);
     in = insn_select();
     in.func = 1; /* unused function field */
-    expect_fault(V, &in, NEURON_JOB_STATUS_DECODE);
+    tu_expect_fault(V, &in, NEURON_JOB_STATUS_DECODE);
     in = insn_select();
     memset(&in.op[2], 0, sizeof(in.op[2])); /* on_true is required */
-    expect_fault(V, &in, NEURON_JOB_STATUS_DECODE);
+    tu_expect_fault(V, &in, NEURON_JOB_STATUS_DECODE);
     in = insn_select();
     in.op[1].part_count = 32; /* mask of another shape */
-    expect_fault(V, &in, NEURON_JOB_STATUS_SHAPE);
+    tu_expect_fault(V, &in, NEURON_JOB_STATUS_SHAPE);
     in = insn_select();
     in.op[2].count[0] = 15;
-    expect_fault(V, &in, NEURON_JOB_STATUS_SHAPE);
+    tu_expect_fault(V, &in, NEURON_JOB_STATUS_SHAPE);
     in = insn_select();
     in.op[1].dtype = 9;
-    expect_fault(V, &in, NEURON_JOB_STATUS_DTYPE);
+    tu_expect_fault(V, &in, NEURON_JOB_STATUS_DTYPE);
     in = insn_select();
     in.op[0].offset = (24u << 20) / 128 - 32; /* past the partition */
-    expect_fault(V, &in, NEURON_JOB_STATUS_SBUF_RANGE);
+    tu_expect_fault(V, &in, NEURON_JOB_STATUS_SBUF_RANGE);
 
     /* DMA_GATHER runs on the Sync engine only, with its reserved fields zero. */
     memset(&in, 0, sizeof(in));
     in.opcode = NEURON_OP_DMA_GATHER;
     in.dma.sbuf = pb_sbuf(F32, 0, 4, 0, 8);
     in.imm[1] = 1;
-    expect_fault(V, &in, NEURON_JOB_STATUS_DECODE);
+    tu_expect_fault(V, &in, NEURON_JOB_STATUS_DECODE);
     in.dma.reserved[0] = 1;
-    expect_fault(NEURON_ENGINE_SYNC, &in, NEURON_JOB_STATUS_DECODE);
+    tu_expect_fault(NEURON_ENGINE_SYNC, &in, NEURON_JOB_STATUS_DECODE);
     in.dma.reserved[0] = 0;
     in.func = 1;
-    expect_fault(NEURON_ENGINE_SYNC, &in, NEURON_JOB_STATUS_DECODE);
+    tu_expect_fault(NEURON_ENGINE_SYNC, &in, NEURON_JOB_STATUS_DECODE);
 
     /* A good SELECT in the same harness. */
     in = insn_select();

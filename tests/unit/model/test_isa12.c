@@ -426,21 +426,6 @@ static void test_int_tensor_scalar(void **state) {
 
 /* ---- faults and versions ---- */
 
-static void expect_fault(int engine, const struct neuron_insn *in, uint32_t status) {
-    tenv *t = te_new();
-    pb_prog p;
-    pb_init(&p);
-    pb_emit(&p, engine, NEURON_OP_NOP);
-    *pb_emit(&p, engine, 0) = *in;
-    pb_end(&p, engine);
-    uint32_t st = te_run(t, &p);
-    if (st != status || t->job.info != 1 || t->job.fault_engine != engine)
-        fail_msg("opcode %#x func %u flags %#x: got status %#x info %u, want %#x", in->opcode,
-                 in->func, in->flags, st, t->job.info, status);
-    pb_free(&p);
-    te_free(t);
-}
-
 static void test_faults(void **state) {
     (void)state;
     struct neuron_insn in;
@@ -451,13 +436,13 @@ static void test_faults(void **state) {
     in.op[0] = pb_sbuf(I32, 0, 64, 0, 16);
     in.op[1] = pb_sbuf(I32, 0, 64, 64, 16);
     in.op[2] = pb_sbuf(I32, 0, 64, 128, 16);
-    expect_fault(V, &in, NEURON_JOB_STATUS_DECODE);
+    tu_expect_fault(V, &in, NEURON_JOB_STATUS_DECODE);
     in.func = NEURON_ALU_ADD;
     in.op[2].dtype = F32; /* an fp32 operand of an integer operation */
-    expect_fault(V, &in, NEURON_JOB_STATUS_DTYPE);
+    tu_expect_fault(V, &in, NEURON_JOB_STATUS_DTYPE);
     in.op[2].dtype = I32;
     in.flags = 2; /* undefined flag */
-    expect_fault(V, &in, NEURON_JOB_STATUS_DECODE);
+    tu_expect_fault(V, &in, NEURON_JOB_STATUS_DECODE);
 
     memset(&in, 0, sizeof(in));
     in.opcode = NEURON_OP_TENSOR_SCALAR;
@@ -465,28 +450,28 @@ static void test_faults(void **state) {
     in.func = NEURON_ALU_ADD;
     in.op[0] = pb_sbuf(U8, 0, 64, 0, 16);
     in.op[1] = pb_sbuf(I32, 0, 64, 64, 16);
-    expect_fault(V, &in, NEURON_JOB_STATUS_DTYPE);
+    tu_expect_fault(V, &in, NEURON_JOB_STATUS_DTYPE);
     in.op[0].dtype = I32;
     in.func2 = NEURON_ALU_DIV;
     in.imm[1] = 1;
-    expect_fault(S, &in, NEURON_JOB_STATUS_DECODE);
+    tu_expect_fault(S, &in, NEURON_JOB_STATUS_DECODE);
 
     memset(&in, 0, sizeof(in));
     in.opcode = NEURON_OP_COPY;
     in.flags = 2; /* only TRUNC is defined */
     in.op[0] = pb_sbuf(I32, 0, 64, 0, 16);
     in.op[1] = pb_sbuf(F32, 0, 64, 64, 16);
-    expect_fault(V, &in, NEURON_JOB_STATUS_DECODE);
+    tu_expect_fault(V, &in, NEURON_JOB_STATUS_DECODE);
     in.flags = 0;
     in.op[1].dtype = NEURON_DT_COUNT; /* one past U8 */
-    expect_fault(V, &in, NEURON_JOB_STATUS_DTYPE);
+    tu_expect_fault(V, &in, NEURON_JOB_STATUS_DTYPE);
 
     memset(&in, 0, sizeof(in));
     in.opcode = NEURON_OP_ACTIVATE;
     in.func = NEURON_ACT_COUNT; /* one past abs */
     in.op[0] = pb_sbuf(F32, 0, 64, 0, 16);
     in.op[1] = pb_sbuf(F32, 0, 64, 64, 16);
-    expect_fault(S, &in, NEURON_JOB_STATUS_DECODE);
+    tu_expect_fault(S, &in, NEURON_JOB_STATUS_DECODE);
 
     /* A MATMUL of U8 operands. */
     memset(&in, 0, sizeof(in));
@@ -494,7 +479,7 @@ static void test_faults(void **state) {
     in.op[0] = pb_psum(F32, 0, 16, 0, 16);
     in.op[1] = pb_sbuf(U8, 0, 16, 0, 16);
     in.op[2] = pb_sbuf(F32, 0, 16, 64, 16);
-    expect_fault(NEURON_ENGINE_TENSOR, &in, NEURON_JOB_STATUS_DTYPE);
+    tu_expect_fault(NEURON_ENGINE_TENSOR, &in, NEURON_JOB_STATUS_DTYPE);
 }
 
 static unsigned minor_of(uint8_t op, uint8_t func, uint8_t flags, uint8_t dt) {

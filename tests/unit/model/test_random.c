@@ -207,22 +207,6 @@ static void test_random_uniform(void **state) {
     }
 }
 
-static void expect_fault(int engine, const struct neuron_insn *in, uint32_t status) {
-    tenv *t = te_new();
-    pb_prog p;
-    pb_init(&p);
-    pb_emit(&p, engine, NEURON_OP_NOP);
-    *pb_emit(&p, engine, 0) = *in;
-    pb_end(&p, engine);
-    uint32_t st = te_run(t, &p);
-    const bool ok = status == NEURON_JOB_STATUS_OK; /* then no fault to locate */
-    if (st != status || (!ok && (t->job.info != 1 || t->job.fault_engine != engine)))
-        fail_msg("got status %#x info %u engine %u, want %#x 1 %d", st, t->job.info,
-                 t->job.fault_engine, status, engine);
-    pb_free(&p);
-    te_free(t);
-}
-
 static void test_random_faults(void **state) {
     (void)state;
     struct neuron_insn ok, in;
@@ -231,33 +215,33 @@ static void test_random_faults(void **state) {
     ok.op[0] = pb_sbuf(F32, 0, 128, OUT_OFF, 64);
     ok.op[1] = pb_sbuf(I32, 0, 1, KEY_OFF, 4);
     in = ok;
-    expect_fault(NEURON_ENGINE_VECTOR, &in, NEURON_JOB_STATUS_OK); /* the baseline runs */
-    expect_fault(NEURON_ENGINE_SCALAR, &in, NEURON_JOB_STATUS_DECODE);
+    tu_expect_fault(NEURON_ENGINE_VECTOR, &in, NEURON_JOB_STATUS_OK); /* the baseline runs */
+    tu_expect_fault(NEURON_ENGINE_SCALAR, &in, NEURON_JOB_STATUS_DECODE);
     in.op[0].dtype = NEURON_DT_BF16;
-    expect_fault(NEURON_ENGINE_VECTOR, &in, NEURON_JOB_STATUS_DTYPE);
+    tu_expect_fault(NEURON_ENGINE_VECTOR, &in, NEURON_JOB_STATUS_DTYPE);
     in = ok;
     in.op[1].dtype = F32;
-    expect_fault(NEURON_ENGINE_VECTOR, &in, NEURON_JOB_STATUS_DTYPE);
+    tu_expect_fault(NEURON_ENGINE_VECTOR, &in, NEURON_JOB_STATUS_DTYPE);
     in = ok;
     in.op[1] = pb_sbuf(I32, 0, 1, KEY_OFF, 3);
-    expect_fault(NEURON_ENGINE_VECTOR, &in, NEURON_JOB_STATUS_SHAPE);
+    tu_expect_fault(NEURON_ENGINE_VECTOR, &in, NEURON_JOB_STATUS_SHAPE);
     in.op[1] = pb_sbuf(I32, 0, 2, KEY_OFF, 4);
-    expect_fault(NEURON_ENGINE_VECTOR, &in, NEURON_JOB_STATUS_SHAPE);
+    tu_expect_fault(NEURON_ENGINE_VECTOR, &in, NEURON_JOB_STATUS_SHAPE);
     in = ok;
     memset(&in.op[1], 0, sizeof(in.op[1])); /* the key is required */
-    expect_fault(NEURON_ENGINE_VECTOR, &in, NEURON_JOB_STATUS_DECODE);
+    tu_expect_fault(NEURON_ENGINE_VECTOR, &in, NEURON_JOB_STATUS_DECODE);
     in = ok;
     in.imm[1] = 1;
-    expect_fault(NEURON_ENGINE_VECTOR, &in, NEURON_JOB_STATUS_DECODE);
+    tu_expect_fault(NEURON_ENGINE_VECTOR, &in, NEURON_JOB_STATUS_DECODE);
     in = ok;
     in.func = 1;
-    expect_fault(NEURON_ENGINE_VECTOR, &in, NEURON_JOB_STATUS_DECODE);
+    tu_expect_fault(NEURON_ENGINE_VECTOR, &in, NEURON_JOB_STATUS_DECODE);
     in = ok;
     in.flags = 1;
-    expect_fault(NEURON_ENGINE_VECTOR, &in, NEURON_JOB_STATUS_DECODE);
+    tu_expect_fault(NEURON_ENGINE_VECTOR, &in, NEURON_JOB_STATUS_DECODE);
     in = ok;
     in.op[2] = pb_sbuf(F32, 0, 1, 0, 1);
-    expect_fault(NEURON_ENGINE_VECTOR, &in, NEURON_JOB_STATUS_DECODE);
+    tu_expect_fault(NEURON_ENGINE_VECTOR, &in, NEURON_JOB_STATUS_DECODE);
 }
 
 static void test_random_version(void **state) {

@@ -4,8 +4,13 @@
 #define NEURON_TEST_MODEL_UTIL_H
 
 #include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+
+#include <cmocka.h>
 
 #include "progbuild.h"
 
@@ -156,6 +161,28 @@ static inline float tu_ref_alu(uint8_t op, float a, float b) {
         return a >= b;
     }
     return NAN;
+}
+
+/*
+ * Runs @in as the second instruction of @engine's stream (after a NOP) and
+ * fails the test unless the job ends with @status and, for a fault, the
+ * fault names that instruction (info 1) on that engine.
+ */
+static inline void tu_expect_fault(int engine, const struct neuron_insn *in, uint32_t status) {
+    tenv *t = te_new();
+    pb_prog p;
+    pb_init(&p);
+    pb_emit(&p, engine, NEURON_OP_NOP);
+    *pb_emit(&p, engine, 0) = *in;
+    pb_end(&p, engine);
+    uint32_t st = te_run(t, &p);
+    const bool fault = status != NEURON_JOB_STATUS_OK;
+    if (st != status || (fault && (t->job.info != 1 || t->job.fault_engine != engine)))
+        fail_msg("opcode %#x func %u flags %#x: got status %#x info %u engine %u, want %#x 1 %d",
+                 in->opcode, in->func, in->flags, st, t->job.info, t->job.fault_engine, status,
+                 engine);
+    pb_free(&p);
+    te_free(t);
 }
 
 #endif /* NEURON_TEST_MODEL_UTIL_H */
