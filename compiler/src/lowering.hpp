@@ -89,6 +89,7 @@ enum class Kind {
     reduce,      // sum, mean, amax, amin, argmax, argmin over the last axis
     random,      // dropout, dropout_mask: RANDOM's stream (ISA 1.2)
     scatter_add, // index_add: rows added into its output in device memory (ISA 1.2)
+    gather_rows, // index_select: rows of a table in device memory by their ids (ISA 1.1)
 };
 
 // One unary step of an elementwise chain or a matmul's epilogue.

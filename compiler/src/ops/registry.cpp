@@ -14,17 +14,17 @@ extern const OpRecord input_record, constant_record, matmul_record, add_record, 
     maximum_record, minimum_record, eq_record, ne_record, lt_record, le_record, gt_record,
     ge_record, cast_record, where_record, sum_record, mean_record, amax_record, amin_record,
     argmax_record, argmin_record, softmax_backward_record, log_softmax_backward_record,
-    log_softmax_record, dropout_record, dropout_mask_record, index_add_record;
+    log_softmax_record, dropout_record, dropout_mask_record, index_add_record, index_select_record;
 extern const KindLowering matmul_lowering, elementwise_lowering, binary_lowering, softmax_lowering,
     norm_lowering, gather_lowering, in_place_lowering, transpose2_lowering, select_lowering,
-    reduce_lowering, random_lowering, scatter_add_lowering;
+    reduce_lowering, random_lowering, scatter_add_lowering, gather_rows_lowering;
 
 namespace {
 
 // In the order of Op.
 // A table: entries are appended without reflowing the others.
 // clang-format off
-const std::array<const OpRecord *, 52> records{
+const std::array<const OpRecord *, 53> records{
     &input_record,      &constant_record, &matmul_record,    &add_record,       &sub_record,
     &mul_record,        &div_record,      &relu_record,      &gelu_record,      &gelu_tanh_record,
     &silu_record,       &sigmoid_record,  &tanh_record,      &exp_record,       &softmax_record,
@@ -37,6 +37,7 @@ const std::array<const OpRecord *, 52> records{
     &softmax_backward_record, &log_softmax_backward_record,
     &log_softmax_record,
     &dropout_record, &dropout_mask_record, &index_add_record,
+    &index_select_record,
 };
 // clang-format on
 
@@ -121,6 +122,8 @@ const KindLowering *kind_lowering(Kind kind) {
         return &random_lowering;
     case Kind::scatter_add:
         return &scatter_add_lowering;
+    case Kind::gather_rows:
+        return &gather_rows_lowering;
     }
     return nullptr;
 }

@@ -69,6 +69,7 @@ enum class Op : uint8_t {
     dropout,
     dropout_mask,
     index_add,
+    index_select,
 };
 
 /// The operator's name in the text form ("matmul", "gelu_tanh", ...).
