@@ -1,11 +1,19 @@
 # SPDX-License-Identifier: MIT
-"""The device's operators on ISA 1.2's RANDOM and DMA_SCATTER_ADD, as
-PyTorch operators (lowered in lowering/ops/sampling.py), with CPU kernels
-that give the device's bits: ``neuron::philox_dropout(x, key, p)``, the
-dropout of x and its keep mask from the Philox-4x32-10 stream of the
-int32[4] key (seed lo, seed hi, offset lo, offset hi; hw/isa.md, RANDOM),
-and ``neuron::embedding_backward(grad, ids, num_weights)``, the rows of grad
-[N, D] added into zeros [num_weights, D] at their int32 ids [N, 1]."""
+"""The device's operators on ISA 1.2's RANDOM and DMA_SCATTER_ADD and ISA
+1.1's DMA_GATHER, as PyTorch operators (lowered in
+lowering/ops/sampling.py), with CPU kernels that give the device's bits:
+``neuron::philox_dropout(x, key, p)``, the dropout of x and its keep mask
+from the Philox-4x32-10 stream of the int32[4] key (seed lo, seed hi,
+offset lo, offset hi; hw/isa.md, RANDOM);
+``neuron::embedding_backward(grad, ids, num_weights)``, the rows of grad
+[N, D] added into zeros [num_weights, D] at their int32 ids [N, 1]; and
+``neuron::embedding(weight, ids)`` and ``neuron::index_select(self, ids)``,
+the rows of a table [V, D] at ids [N, 1] (int32 ids) or [N, 2] (int64 ids
+as their little-endian (low, high) int32 words, the storage of an int64
+tensor viewed as int32): [N, D]. An id outside [0, V) is an IndexError on
+the CPU; on the device it faults the job (the operator's name in the
+error at the next synchronization). Two names for one computation, so
+that the error names the operator the user called."""
 
 from __future__ import annotations
 
@@ -21,6 +29,8 @@ _MASK32 = 0xFFFFFFFF
 _library = torch.library.Library("neuron", "FRAGMENT")  # noqa: TOR901
 _library.define("philox_dropout(Tensor self, Tensor key, float p) -> (Tensor, Tensor)")
 _library.define("embedding_backward(Tensor grad, Tensor ids, int num_weights) -> Tensor")
+_library.define("embedding(Tensor weight, Tensor ids) -> Tensor")
+_library.define("index_select(Tensor self, Tensor ids) -> Tensor")
 
 
 # --- Philox-4x32-10 on the CPU, bit for bit as the device ---------------------
@@ -96,15 +106,46 @@ def _embedding_backward_meta(grad: torch.Tensor, ids: torch.Tensor,
     return grad.new_empty((num_weights, grad.shape[-1]))
 
 
+def row_ids(ids: torch.Tensor) -> torch.Tensor:
+    """The int64 row ids [N] of @p ids: int32 [N, 1], or [N, 2] of the
+    (low, high) words of int64 ids."""
+    if ids.dim() != 2 or ids.dtype != torch.int32 or ids.shape[1] not in (1, 2):
+        raise ValueError(f"row ids are int32 [N, 1] or [N, 2] (the words of int64 ids), not "
+                         f"{ids.dtype} {list(ids.shape)}")
+    if ids.shape[1] == 1:
+        return ids.reshape(-1).to(torch.int64)
+    words = ids.to(torch.int64)
+    return (words[:, 0] & _MASK32) | (words[:, 1] << 32)
+
+
+def _gather_rows_cpu(table: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    return table.index_select(0, row_ids(ids))
+
+
+def _gather_rows_meta(table: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    return table.new_empty((ids.shape[0],) + tuple(table.shape[1:]))
+
+
 # The operators whose int32 operands (the key, the ids) an eager kernel
 # takes as they are.
 INT32_OPERANDS = frozenset({torch.ops.neuron.philox_dropout.default,
                             torch.ops.neuron.embedding_backward.default,
+                            torch.ops.neuron.embedding.default,
+                            torch.ops.neuron.index_select.default,
                             torch.ops.aten.index_add.default})
+
+# aten operators lowered for graphs (lowering/ops/sampling.py) whose eager
+# kernel on the device is one of their own (rng.py: int64 ids), which the
+# eager dispatch must not claim for the generic path.
+OWN_EAGER_KERNELS = frozenset({torch.ops.aten.embedding.default,
+                               torch.ops.aten.index_select.default})
 
 _library.impl("philox_dropout", _philox_dropout_cpu, "CPU")
 _library.impl("philox_dropout", _philox_dropout_meta, "Meta")
 _library.impl("embedding_backward", _embedding_backward_cpu, "CPU")
 _library.impl("embedding_backward", _embedding_backward_meta, "Meta")
+for _name in ("embedding", "index_select"):
+    _library.impl(_name, _gather_rows_cpu, "CPU")
+    _library.impl(_name, _gather_rows_meta, "Meta")
 
 

@@ -14,6 +14,15 @@ philox.py):
   int64: they are read to the host, checked to lie in [0, num_weights) (an
   IndexError otherwise, as on the CPU), and passed as int32, which is then
   exact.
+* ``aten::embedding`` and ``aten::index_select`` along dim 0 gather the
+  table's rows on the device (DMA_GATHER, ``neuron::embedding`` and
+  ``neuron::index_select``) without reading the ids: int32 ids as they
+  are, int64 ids as the (low, high) int32 words their storage holds (a
+  view). The device takes an id whose high word is 0 and whose low word
+  is in [0, V); any other (negative, too large) faults the job, so no
+  wrong row is read: the error is raised at the next synchronization,
+  naming the operator. Tables of other dtypes or beyond 2^24 rows, other
+  dims and empty calls run as before.
 """
 
 from __future__ import annotations
@@ -23,7 +32,8 @@ from typing import Optional, Tuple
 import torch
 
 from . import philox  # noqa: F401 (defines torch.ops.neuron.philox_dropout, embedding_backward)
-from .eager import fallback
+from .eager import fallback, kernels
+from .lowering.ops.sampling import MAX_GATHER_ROWS
 
 _MASK32 = 0xFFFFFFFF
 _aten = torch.library.Library("aten", "IMPL")  # noqa: TOR901
@@ -76,5 +86,69 @@ def _embedding_dense_backward(grad: torch.Tensor, indices: torch.Tensor, num_wei
         grad.device), num_weights)
 
 
+_GATHERED = (torch.float32, torch.bfloat16, torch.float16)
+
+
+def _why_not_gathered(table: torch.Tensor, ids: torch.Tensor) -> Optional[str]:
+    """Why the device does not gather rows of @p table at @p ids (then the
+    call runs on the CPU), or None."""
+    if table.device.type != "neuron" or ids.device != table.device:
+        return f"a table on {table.device} and ids on {ids.device}"
+    if table.dtype not in _GATHERED:
+        return f"a {table.dtype} table"
+    if ids.dtype not in (torch.int64, torch.int32):
+        return f"{ids.dtype} ids"
+    if table.dim() == 0:
+        return "a 0-dimensional table"
+    if table.shape[0] > MAX_GATHER_ROWS:
+        return f"a table of {table.shape[0]} rows (at most {MAX_GATHER_ROWS} on the device)"
+    return None
+
+
+def _gathered(op: torch._ops.OpOverload, table: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    """Rows @p ids (any shape) of @p table [V, ...]: ids.shape + [...], by
+    @p op (neuron::embedding or neuron::index_select) on the device."""
+    rest = tuple(table.shape[1:])
+    flat = ids.reshape(-1)
+    if flat.numel() == 0 or table.numel() == 0:
+        return table.new_empty(tuple(ids.shape) + rest)
+    if ids.dtype == torch.int64:
+        # the storage's little-endian (low, high) words: a view, no copy
+        words = flat.contiguous().view(torch.int32).reshape(-1, 2)
+    else:
+        words = flat.reshape(-1, 1)
+    rows = op(table.reshape(table.shape[0], -1), words)
+    return rows.reshape(tuple(ids.shape) + rest)
+
+
+def _embedding(weight: torch.Tensor, indices: torch.Tensor, padding_idx: int = -1,
+               scale_grad_by_freq: bool = False, sparse: bool = False) -> torch.Tensor:
+    # padding_idx, scale_grad_by_freq and sparse change only the backward
+    op = torch.ops.aten.embedding.default
+    why = _why_not_gathered(weight, indices)
+    if why is None and weight.dim() != 2:
+        why = f"a {weight.dim()}-d weight"
+    if why is not None:
+        return fallback.run_on_cpu(op, (weight, indices, padding_idx, scale_grad_by_freq, sparse),
+                                   {}, why)
+    kernels.count_device_op(op)
+    return _gathered(torch.ops.neuron.embedding.default, weight, indices)
+
+
+def _index_select(x: torch.Tensor, dim: int, index: torch.Tensor) -> torch.Tensor:
+    op = torch.ops.aten.index_select.default
+    why = _why_not_gathered(x, index)
+    if why is None and dim not in (0, -x.dim()):
+        why = f"dim={dim} (the device gathers along dim 0)"
+    if why is None and index.dim() > 1:
+        why = f"a {index.dim()}-d index"
+    if why is not None:
+        return fallback.run_on_cpu(op, (x, dim, index), {}, why)
+    kernels.count_device_op(op)
+    return _gathered(torch.ops.neuron.index_select.default, x, index.reshape(-1))
+
+
 _aten.impl("native_dropout", _native_dropout, "PrivateUse1")
+_aten.impl("embedding", _embedding, "PrivateUse1")
+_aten.impl("index_select", _index_select, "PrivateUse1")
 _aten.impl("embedding_dense_backward", _embedding_dense_backward, "PrivateUse1")

@@ -13,6 +13,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 
+from ..philox import OWN_EAGER_KERNELS
 from . import fallback, kernels
 from .signature import Call, call_of, check_devices
 
@@ -175,7 +176,8 @@ def _lowered_composites() -> List[torch._ops.OpOverload]:
                 or op.has_kernel_for_dispatch_key("CompositeExplicitAutogradNonFunctional"))
             and not op.has_kernel_for_dispatch_key("PrivateUse1")
             and not any(r.alias_info is not None for r in op._schema.returns)
-            and not _writes(op) and op.name().split(".")[0] not in _NATIVE_COPIES]
+            and not _writes(op) and op.name().split(".")[0] not in _NATIVE_COPIES
+            and op not in OWN_EAGER_KERNELS]
 
 
 def install() -> None:
