@@ -35,20 +35,22 @@ MODELS: Dict[str, Callable[[], torch.nn.Module]] = {
 
 # What must run on the device: the linear layers forward and backward,
 # attention's products, the normalizations and activations and their
-# backward, and AdamW's update.
+# backward, the embeddings' lookups of int64 ids, and AdamW's update.
 DEVICE_OPS: Set[str] = {"aten::mm", "aten::addcdiv", "aten::lerp.Scalar",
-                        "aten::nll_loss_forward", "aten::nll_loss_backward"}
+                        "aten::nll_loss_forward", "aten::nll_loss_backward",
+                        "aten::embedding"}
 # What may run on the CPU: operators on the token ids, masks and positions
 # (int64 and bool tensors, which the device does not compute in), the
 # embedding's backward (int64 ids), and their int64 companions. The
-# loss's nll_loss runs on the device, and so do the attention cache's cat
+# embeddings' lookups and the loss's nll_loss run on the device, and so do
+# the attention cache's cat
 # of its empty start and the keys, scaled_dot_product_attention's bool
 # masks (its causal tril, its safe softmax's all) and Llama's rotary sin
 # and cos.
 ALLOWED_FALLBACK: Set[str] = {
     "aten::add.Tensor", "aten::arange.start_out",
     "aten::constant_pad_nd", "aten::embedding_dense_backward", "aten::gather",
-    "aten::index_select", "aten::where.self",
+    "aten::where.self",
 }
 
 
