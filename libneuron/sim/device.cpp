@@ -479,8 +479,10 @@ int Device::syncobj_import(File &f, drm_syncobj_handle &h) {
             fence = x;
         }
     if (!fence) {
+        // Signalled when the imported fence was, as the kernel's import
+        // keeps the sync file's own fence.
         fence = std::make_shared<Fence>();
-        fence->signal(sw->fence_error());
+        fence->signal_at(sw->fence_error(), sw->signaled_at_ns());
     }
     std::lock_guard<std::mutex> g(f.lock);
     auto it = f.syncobjs.find(h.handle);
@@ -532,6 +534,10 @@ int Device::prime_import(File &f, drm_prime_handle &p) {
     return 0;
 }
 
+// SYNC_IOC_FILE_INFO as drivers/dma-buf/sync_file.c answers it: with
+// num_fences 0, the file's status and how many fences it holds; else their
+// names, statuses and signal times (dma_fence_timestamp(), CLOCK_MONOTONIC)
+// into the caller's array of at least that many.
 int Device::sync_file_info(int fd, void *arg) {
     auto found = Shared::get().sync_file(fd);
     if (!found)
@@ -540,9 +546,27 @@ int Device::sync_file_info(int fd, void *arg) {
     auto *info = static_cast<struct sync_file_info *>(arg);
     if (info->flags || info->pad)
         return EINVAL;
+    const auto count = static_cast<uint32_t>(sw.fences.size());
+    if (info->num_fences && info->num_fences < count)
+        return EINVAL;
     std::snprintf(info->name, sizeof(info->name), "neuron-sim");
     info->status = !sw.signaled() ? 0 : sw.fence_error() ? -sw.fence_error() : 1;
-    info->num_fences = 1;
+    if (info->num_fences) {
+        auto *out =
+            reinterpret_cast<sync_fence_info *>(static_cast<uintptr_t>(info->sync_fence_info));
+        if (!out)
+            return EFAULT;
+        for (uint32_t i = 0; i < count; i++) {
+            const Fence &f = *sw.fences[i];
+            sync_fence_info fi{};
+            std::snprintf(fi.obj_name, sizeof(fi.obj_name), "neuron-sim");
+            std::snprintf(fi.driver_name, sizeof(fi.driver_name), "neuron-sim");
+            fi.status = !f.signaled() ? 0 : f.error() ? -f.error() : 1;
+            fi.timestamp_ns = static_cast<uint64_t>(f.signaled_at_ns());
+            out[i] = fi;
+        }
+    }
+    info->num_fences = count;
     return 0;
 }
 

@@ -43,12 +43,18 @@ std::string sim_bdf(uint32_t index);
 /// Parses @p text over the defaults; throws std::invalid_argument saying what is wrong.
 Options parse_options(const std::string &text);
 
-/// A fence: signalled once, with 0 or a positive errno.
+/// A fence: signalled once, with 0 or a positive errno, at a time it keeps
+/// (as dma_fence_signal() keeps ktime_get()'s).
 class Fence {
   public:
     void signal(int error);
+    /// Signalled as of @p at_ns (a fence that stands for one signalled before).
+    void signal_at(int error, int64_t at_ns);
     bool signaled() const;
     int error() const; ///< 0 until signalled
+    /// When it was signalled, in nanoseconds of the steady clock
+    /// (CLOCK_MONOTONIC); 0 until signalled.
+    int64_t signaled_at_ns() const;
     /// Waits until signalled or @p deadline_ns (steady clock); true if signalled.
     bool wait_until(int64_t deadline_ns) const;
 
@@ -57,6 +63,7 @@ class Fence {
     mutable std::condition_variable cv_;
     bool signaled_ = false;
     int error_ = 0;
+    int64_t signaled_at_ns_ = 0;
 };
 
 /// What waiting for a syncobj (or one of its timeline points) takes.
@@ -66,6 +73,8 @@ struct SyncWait {
     bool chain = false;                         ///< a timeline link (dma_fence_chain)
     bool wait_until(int64_t deadline_ns) const;
     bool signaled() const;
+    /// When the last of the fences signalled (0 while one is pending).
+    int64_t signaled_at_ns() const;
     /// The error of the fence itself, as a sync file reports it.
     int fence_error() const;
 };

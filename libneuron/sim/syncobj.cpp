@@ -22,6 +22,17 @@ bool SyncWait::signaled() const {
     return true;
 }
 
+int64_t SyncWait::signaled_at_ns() const {
+    int64_t latest = 0;
+    for (const auto &f : fences) {
+        int64_t at = f->signaled_at_ns();
+        if (!at)
+            return 0;
+        latest = std::max(latest, at);
+    }
+    return latest;
+}
+
 int SyncWait::fence_error() const {
     // A chain link signals without an error of its own (dma_fence_chain).
     return chain ? 0 : point->error();

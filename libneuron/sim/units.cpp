@@ -26,10 +26,15 @@ int64_t now_ns() {
 // --- fences -------------------------------------------------------------------------
 
 void Fence::signal(int error) {
+    signal_at(error, now_ns());
+}
+
+void Fence::signal_at(int error, int64_t at_ns) {
     {
         std::lock_guard<std::mutex> g(lock_);
         signaled_ = true;
         error_ = error;
+        signaled_at_ns_ = at_ns;
     }
     cv_.notify_all();
 }
@@ -42,6 +47,11 @@ bool Fence::signaled() const {
 int Fence::error() const {
     std::lock_guard<std::mutex> g(lock_);
     return error_;
+}
+
+int64_t Fence::signaled_at_ns() const {
+    std::lock_guard<std::mutex> g(lock_);
+    return signaled_at_ns_;
 }
 
 bool Fence::wait_until(int64_t deadline_ns) const {

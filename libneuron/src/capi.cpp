@@ -276,6 +276,17 @@ neuron_status neuron_fence_wait(const neuron_fence *fence, int64_t timeout_ns) {
     return fail(static_cast<neuron_status>(ec.value()), fence->fence.message());
 }
 
+neuron_status neuron_fence_completed_at(const neuron_fence *fence, int64_t *ns) {
+    return guard("neuron_fence_completed_at", [&] {
+        NEED(fence);
+        NEED(ns);
+        auto at = fence->fence.completed_at();
+        if (!at)
+            throw neuron::Error(neuron::errc::timeout, fence->fence.label() + ": still running");
+        *ns = std::chrono::duration_cast<std::chrono::nanoseconds>(at->time_since_epoch()).count();
+    });
+}
+
 void neuron_fence_destroy(neuron_fence *fence) {
     delete fence;
 }

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 // Fences: DRM syncobjs (reused), waits with timeouts and the fence error.
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cstdio>
+#include <vector>
 
 #include <linux/sync_file.h>
 
@@ -118,19 +120,44 @@ int64_t abs_timeout(std::chrono::nanoseconds t) {
     return now + t.count();
 }
 
-// The fence error of a signalled syncobj, read through a sync file (DRM
-// syncobj waits do not report fence errors): 0 or the positive errno,
-// or a failure to read it in @p read_err.
+// A sync file of a syncobj's fence (DRM syncobj waits report neither a
+// fence's error nor its signal time; SYNC_IOC_FILE_INFO does), closed when
+// destroyed.
+class SyncFile {
+  public:
+    SyncFile(const detail::DeviceState &dev, uint32_t syncobj) : dev_(dev) {
+        drm_syncobj_handle exported{};
+        exported.handle = syncobj;
+        exported.flags = DRM_SYNCOBJ_HANDLE_TO_FD_FLAGS_EXPORT_SYNC_FILE;
+        exported.fd = -1;
+        if (!(export_err_ = dev.ioctl(DRM_IOCTL_SYNCOBJ_HANDLE_TO_FD, &exported)))
+            fd_ = exported.fd;
+    }
+    SyncFile(const SyncFile &) = delete;
+    SyncFile &operator=(const SyncFile &) = delete;
+    ~SyncFile() {
+        if (fd_ >= 0)
+            dev_.os->close(fd_);
+    }
+    /// 0, or the errno of the export (then info() must not be called).
+    int export_error() const { return export_err_; }
+    /// SYNC_IOC_FILE_INFO: 0 or the errno.
+    int info(sync_file_info &info) const { return dev_.os->ioctl(fd_, SYNC_IOC_FILE_INFO, &info); }
+
+  private:
+    const detail::DeviceState &dev_;
+    int fd_ = -1;
+    int export_err_ = 0;
+};
+
+// The fence error of a signalled syncobj: 0 or the positive errno, or a
+// failure to read it in @p read_err.
 int fence_error(const detail::DeviceState &dev, uint32_t syncobj, int &read_err) {
-    drm_syncobj_handle exported{};
-    exported.handle = syncobj;
-    exported.flags = DRM_SYNCOBJ_HANDLE_TO_FD_FLAGS_EXPORT_SYNC_FILE;
-    exported.fd = -1;
-    if ((read_err = dev.ioctl(DRM_IOCTL_SYNCOBJ_HANDLE_TO_FD, &exported)))
+    SyncFile file(dev, syncobj);
+    if ((read_err = file.export_error()))
         return 0;
     sync_file_info info{};
-    read_err = dev.os->ioctl(exported.fd, SYNC_IOC_FILE_INFO, &info);
-    dev.os->close(exported.fd);
+    read_err = file.info(info);
     return !read_err && info.status < 0 ? -info.status : 0;
 }
 
@@ -215,6 +242,47 @@ void Fence::wait() const {
     auto ec = try_wait(std::chrono::nanoseconds::max());
     if (ec)
         throw Error(ec, message());
+}
+
+std::optional<std::chrono::steady_clock::time_point> Fence::completed_at() const {
+    if (!state_)
+        throw Error(errc::invalid_argument, "the completion time of an empty fence");
+    const auto &s = *state_;
+    auto fail = [&s](const char *doing, int err) {
+        return Error(detail::errc_from_errno(err),
+                     fmt::format("{}: {}: {}", s.label(), doing, detail::errno_text(err)));
+    };
+    SyncFile file(*s.device, s.syncobj);
+    if (int e = file.export_error())
+        throw fail("exporting its fence as a sync file", e);
+    // The status and the number of fences first (the kernel unwraps a
+    // timeline's chain into the fences of its points), then their times.
+    sync_file_info info{};
+    if (int e = file.info(info))
+        throw fail("reading its status", e);
+    if (info.status == 0)
+        return std::nullopt;
+    if (info.status < 0)
+        throw Error(fence_errc(-info.status),
+                    fmt::format("{} failed: {}", s.label(), fence_failure(-info.status)));
+    std::vector<sync_fence_info> fences(info.num_fences);
+    info = {};
+    info.num_fences = static_cast<uint32_t>(fences.size());
+    info.sync_fence_info = reinterpret_cast<uintptr_t>(fences.data());
+    if (int e = file.info(info))
+        throw fail("reading its signal time", e);
+    // Signalled fences carry the time dma_fence_signal() took (ktime_get(),
+    // CLOCK_MONOTONIC); the work completed when the last of them did.
+    uint64_t latest = 0;
+    for (uint32_t i = 0; i < info.num_fences && i < fences.size(); i++)
+        latest = std::max<uint64_t>(latest, fences[i].timestamp_ns);
+    if (!latest)
+        throw Error(errc::io_error, fmt::format("{}: its sync file reports no signal time "
+                                                "(fences: {})",
+                                                s.label(), info.num_fences));
+    return std::chrono::steady_clock::time_point(
+        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+            std::chrono::nanoseconds(static_cast<int64_t>(latest))));
 }
 
 std::string Fence::message() const {

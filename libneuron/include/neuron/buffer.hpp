@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <system_error>
@@ -82,6 +83,13 @@ class NEURON_EXPORT Fence {
     std::error_code try_wait(std::chrono::nanoseconds timeout) const noexcept;
     /// The description of the last failure seen by try_wait().
     std::string message() const;
+
+    /// When the work completed: the time its fence signalled, on
+    /// CLOCK_MONOTONIC (steady_clock's clock on Linux), so that it compares
+    /// with steady_clock::now() taken around the submission and the wait.
+    /// Empty while the work is pending; does not wait. Throws neuron::Error
+    /// like wait() if the work failed, or if the time cannot be read.
+    std::optional<std::chrono::steady_clock::time_point> completed_at() const;
 
     /// "job 3 (program 'gelu') on core 0 of /dev/accel/accel0", or the copy's.
     const std::string &label() const;

@@ -154,6 +154,13 @@ NEURON_EXPORT neuron_status neuron_copy(neuron_device *dev, const neuron_buffer 
  * (NEURON_ERR_JOB_FAULT, _JOB_TIMEOUT, _JOB_ABORTED, ...).
  */
 NEURON_EXPORT neuron_status neuron_fence_wait(const neuron_fence *fence, int64_t timeout_ns);
+/*
+ * When the job or copy completed (its fence signalled), in nanoseconds of
+ * CLOCK_MONOTONIC: NEURON_OK with *ns set once done, NEURON_ERR_TIMEOUT
+ * while it is still running (it does not wait), or its failure as
+ * neuron_fence_wait() reports it.
+ */
+NEURON_EXPORT neuron_status neuron_fence_completed_at(const neuron_fence *fence, int64_t *ns);
 NEURON_EXPORT void neuron_fence_destroy(neuron_fence *fence);
 
 /* ---- sub-allocator ---- */

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // libneuron on the emulated device: devices, buffers, memory in use, the
 // sub-allocator, program loading, copies, jobs (numerics, dependencies, many
-// in flight, fault and timeout errors) and C API parity.
+// in flight, completion times, fault and timeout errors) and C API parity.
 //
 // Usage: neuron-libneuron-vm-test device|copy|submit|capi|profile|collectives
 #include <unistd.h>
@@ -207,6 +207,23 @@ static void copies(void **) {
     expect_error([&] { d.copy(dev.range(0, 8), host.range(0, 16)); }, errc::invalid_argument);
 }
 
+// A copy's fence knows when the copy completed, as a job's does.
+static void copy_completion_time(void **) {
+    Device d = open_dev();
+    Buffer host = d.allocate(1 << 20, Region::host);
+    Buffer dev = d.allocate(1 << 20, data_region(d));
+    auto submitted = std::chrono::steady_clock::now();
+    Fence up = d.copy(dev.range(), host.range());
+    Fence down = d.copy(host.range(), dev.range(), {up});
+    down.wait();
+    auto waited = std::chrono::steady_clock::now();
+    auto t_up = up.completed_at(), t_down = down.completed_at();
+    assert_true(t_up.has_value() && t_down.has_value());
+    assert_true(submitted <= *t_up);
+    assert_true(*t_up <= *t_down);
+    assert_true(*t_down <= waited);
+}
+
 // --- submit ------------------------------------------------------------------------
 
 static void run_job(void **) {
@@ -302,6 +319,45 @@ static void batch(void **) {
     assert_memory_equal(y0.data(), zero.data(), zero.size() * 4);
 }
 
+// Fence::completed_at(): the time a job's fence signalled, on steady_clock's
+// clock: after its submission and before its wait returned, a queue's jobs in
+// their order, the same time when asked again; empty while the job runs;
+// the job's error once it failed.
+static void completion_time(void **) {
+    Device d = open_dev();
+    const uint32_t n = 64;
+    LoadedProgram lp = d.load(relu_program(n));
+    auto x = pattern(128 * n, 0.5f);
+    Buffer xb = d.allocate(x.size() * 4, data_region(d));
+    Buffer yb = d.allocate(x.size() * 4, data_region(d));
+    Buffer zb = d.allocate(x.size() * 4, data_region(d));
+    xb.write(0, bytes_of(x));
+    Queue q = d.queue(0);
+    auto submitted = std::chrono::steady_clock::now();
+    Fence first = q.submit(lp, Arguments().bind("x", xb).bind("y", yb));
+    Fence second = q.submit(lp, Arguments().bind("x", xb).bind("y", zb));
+    second.wait();
+    auto waited = std::chrono::steady_clock::now();
+    assert_true(first.wait_for(0s));
+    auto t1 = first.completed_at(), t2 = second.completed_at();
+    assert_true(t1.has_value() && t2.has_value());
+    assert_true(submitted <= *t1);
+    assert_true(*t1 <= *t2);
+    assert_true(*t2 <= waited);
+    assert_true(second.completed_at() == t2);
+    check_relu(zb, x);
+
+    ProgramBuilder b("spin");
+    auto top = b.vector().here();
+    b.vector().nop().loop(top, 0); // until the job timeout
+    Fence spin = q.submit(d.load(b.finish()), Arguments());
+    assert_false(spin.completed_at().has_value());
+    expect_error([&] { spin.wait(); }, errc::job_timeout);
+    auto e = expect_error([&] { (void)spin.completed_at(); }, errc::job_timeout);
+    assert_non_null(std::strstr(e.what(), "program 'spin'"));
+    expect_error([] { (void)Fence().completed_at(); }, errc::invalid_argument);
+}
+
 static void argument_errors(void **) {
     Device d = open_dev();
     LoadedProgram lp = d.load(relu_program(16));
@@ -389,9 +445,19 @@ static void capi(void **) {
     neuron_queue *q = nullptr;
     assert_int_equal(neuron_queue_create(dev, 0, &q), NEURON_OK);
     neuron_job_arg args[2] = {{"x", nullptr, x, 0, 0}, {"y", nullptr, y, 0, 0}};
+    auto monotonic_ns = [] {
+        return std::chrono::duration_cast<std::chrono::nanoseconds>(
+                   std::chrono::steady_clock::now().time_since_epoch())
+            .count();
+    };
     neuron_fence *f = nullptr;
+    int64_t submitted = monotonic_ns();
     assert_int_equal(neuron_submit(q, lp, args, 2, nullptr, 0, &f), NEURON_OK);
     assert_int_equal(neuron_fence_wait(f, -1), NEURON_OK);
+    int64_t waited = monotonic_ns(), completed = 0;
+    assert_int_equal(neuron_fence_completed_at(f, &completed), NEURON_OK);
+    assert_true(submitted <= completed && completed <= waited);
+    assert_int_equal(neuron_fence_completed_at(f, nullptr), NEURON_ERR_INVALID_ARGUMENT);
     const float *out = reinterpret_cast<const float *>(static_cast<char *>(ym) + yoff);
     for (size_t i = 0; i < data.size(); i++)
         assert_true(std::fabs(out[i] - std::max(0.0f, data[i] * 2 + 1)) < 1e-6f);
@@ -693,11 +759,13 @@ int main(int argc, char **argv) {
     const struct CMUnitTest device_tests[] = {
         cmocka_unit_test(device_info), cmocka_unit_test(buffers), cmocka_unit_test(memory_used),
         cmocka_unit_test(pool), cmocka_unit_test(load)};
-    const struct CMUnitTest copy_tests[] = {cmocka_unit_test(copies)};
+    const struct CMUnitTest copy_tests[] = {cmocka_unit_test(copies),
+                                            cmocka_unit_test(copy_completion_time)};
     const struct CMUnitTest submit_tests[] = {
-        cmocka_unit_test(run_job), cmocka_unit_test(many_in_flight),
-        cmocka_unit_test(batch),   cmocka_unit_test(argument_errors),
-        cmocka_unit_test(fault),   cmocka_unit_test(timeout)};
+        cmocka_unit_test(run_job),         cmocka_unit_test(many_in_flight),
+        cmocka_unit_test(batch),           cmocka_unit_test(completion_time),
+        cmocka_unit_test(argument_errors), cmocka_unit_test(fault),
+        cmocka_unit_test(timeout)};
     const struct CMUnitTest capi_tests[] = {cmocka_unit_test(capi)};
     const struct CMUnitTest profile_tests[] = {
         cmocka_unit_test(profile_job), cmocka_unit_test(profile_truncated),
