@@ -112,13 +112,20 @@ class Stream(torch.Stream):
         return super().__new__(cls, device=_device(device), priority=priority)
 
 
-class Event(torch.Event):
-    """A point in a stream's work (torch.Event of the device)."""
+class _EventType(type):
+    def __instancecheck__(cls, obj: object) -> bool:
+        return isinstance(obj, torch.Event) and obj.device.type == "neuron"
 
-    def __new__(cls, enable_timing: bool = False, blocking: bool = False,
-                interprocess: bool = False) -> "Event":
-        return super().__new__(cls, device=_device(None), enable_timing=enable_timing,
-                               blocking=blocking, interprocess=interprocess)
+
+class Event(torch.Event, metaclass=_EventType):
+    """A point in a stream's work: a torch.Event of the device. The object
+    made is a torch.Event itself, not of a subclass: torch's elapsed_time()
+    and Stream.record_event() take only a torch.Event (exactly that type)."""
+
+    def __new__(cls, enable_timing: bool = False, blocking: bool = False,  # type: ignore[misc]
+                interprocess: bool = False) -> torch.Event:
+        return torch.Event(device=_device(None), enable_timing=enable_timing,
+                           blocking=blocking, interprocess=interprocess)
 
 
 def current_stream(device: DeviceLike = None) -> torch.Stream:

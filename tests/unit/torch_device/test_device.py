@@ -269,6 +269,19 @@ def test_streams_and_events_order_work():
     y.record_stream(s)
 
 
+def test_a_device_module_event_is_a_torch_event():
+    # torch's Stream.record_event() and Event.elapsed_time() take only a
+    # torch.Event, not an object of a subclass.
+    e = torch.neuron.Event()
+    assert type(e) is torch.Event and e.device.type == "neuron"
+    assert isinstance(e, torch.neuron.Event)
+    assert not isinstance(torch.Event(device="cpu"), torch.neuron.Event)
+    s = torch.neuron.Stream()
+    assert s.record_event(e) is e
+    e.synchronize()
+    assert e.query()
+
+
 def test_a_stream_that_only_waits_stands_for_what_it_waits_for():
     # FSDP2 records an event on (and hands a collective) a stream that has
     # only been told to wait for another one: the event, the stream's
