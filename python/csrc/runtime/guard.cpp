@@ -2,6 +2,10 @@
 // c10's device guard for the `neuron` device type: the current index and
 // stream, streams and events (streams.hpp), as torch.Stream, torch.Event,
 // torch.accelerator and DeviceGuard use them.
+#include <algorithm>
+#include <chrono>
+#include <optional>
+
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/Exception.h>
 
@@ -17,6 +21,22 @@ constexpr auto kNeuron = c10::DeviceType::PrivateUse1;
 
 Event &as_event(void *event) {
     return *static_cast<Event *>(event);
+}
+
+std::chrono::steady_clock::time_point event_time(const Event &e) {
+    auto time = e.recorded_at;
+    for (const Fence &f : e.fences) {
+        std::optional<std::chrono::steady_clock::time_point> done;
+        try {
+            done = f.completed_at();
+        } catch (const Error &err) {
+            TORCH_CHECK(false, "neuron: the time of an event: ", err.what());
+        }
+        TORCH_CHECK(done, "Both events must be completed before calculating elapsed time (",
+                    f.label(), " is still running).");
+        time = std::max(time, *done);
+    }
+    return time;
 }
 
 struct GuardImpl final : public c10::impl::DeviceGuardImplInterface {
@@ -54,7 +74,7 @@ struct GuardImpl final : public c10::impl::DeviceGuardImplInterface {
         delete static_cast<Event *>(event);
     }
     void record(void **event, const c10::Stream &stream, const c10::DeviceIndex index,
-                const c10::EventFlag) const override {
+                const c10::EventFlag flag) const override {
         TORCH_CHECK(index == -1 || index == stream.device_index(),
                     "neuron: event of neuron:", int(index),
                     " recorded on a stream of neuron:", int(stream.device_index()));
@@ -63,6 +83,8 @@ struct GuardImpl final : public c10::impl::DeviceGuardImplInterface {
         Event &e = as_event(*event);
         e.fences = stream_state(stream).marks();
         e.recorded = true;
+        e.timing = flag == c10::EventFlag::BACKEND_DEFAULT;
+        e.recorded_at = std::chrono::steady_clock::now();
     }
     void block(void *event, const c10::Stream &stream) const override {
         if (!event)
@@ -90,6 +112,20 @@ struct GuardImpl final : public c10::impl::DeviceGuardImplInterface {
             TORCH_CHECK(!ec, "neuron: waiting for an event: ",
                         ec == errc::timeout ? f.label() + " did not complete" : f.message());
         }
+    }
+    // Milliseconds from event1 to event2. An event's time is when the work
+    // it stands for completed (its fences' signal times, which libneuron
+    // reads on the clock of steady_clock), or when it was recorded if that
+    // work had completed by then or there was none (an idle stream's). c10's
+    // InlineEvent checked the flags, the recording and query() before.
+    double elapsedTime(void *event1, void *event2, const c10::DeviceIndex) const override {
+        TORCH_CHECK_VALUE(event1 && event2,
+                          "Both events must be recorded before calculating elapsed time.");
+        const Event &start = as_event(event1), &end = as_event(event2);
+        TORCH_CHECK_VALUE(start.timing && end.timing,
+                          "Both events must be created with argument 'enable_timing=True'.");
+        return std::chrono::duration<double, std::milli>(event_time(end) - event_time(start))
+            .count();
     }
     bool queryStream(const c10::Stream &stream) const override {
         return stream_state(stream).query();

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <any>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <mutex>
@@ -83,10 +84,13 @@ c10::Stream new_stream(c10::DeviceIndex index);
 void synchronize_device(c10::DeviceIndex index);
 
 /// An event: what a stream had queued, and waited for, when it was
-/// recorded (StreamState::marks()).
+/// recorded (StreamState::marks()), and when it was recorded.
 struct Event {
     std::vector<Fence> fences;
     bool recorded = false;
+    /// Recorded by a torch.Event(enable_timing=True) (EventFlag::BACKEND_DEFAULT).
+    bool timing = false;
+    std::chrono::steady_clock::time_point recorded_at;
 };
 
 } // namespace neuron::torch_bridge
