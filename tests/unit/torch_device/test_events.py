@@ -73,8 +73,10 @@ def test_elapsed_time_is_the_time_of_the_queued_work_in_ms(x: torch.Tensor) -> N
 
 
 def test_elapsed_time_grows_with_the_work(x: torch.Tensor) -> None:
-    short, long = timed(x, 10), timed(x, 60)
-    assert long.ms > short.ms, (short, long)
+    # The least of three runs each: a busy host stretches single runs.
+    short = min(timed(x, 10).ms for _ in range(3))
+    long = min(timed(x, 60).ms for _ in range(3))
+    assert long > short, (short, long)
 
 
 def test_an_idle_stream_s_events_take_their_record_times() -> None:
