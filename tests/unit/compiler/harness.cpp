@@ -3,9 +3,11 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <stdexcept>
 
 #include <neuron/compiler/reference.hpp>
+#include <neuron/compiler/text.hpp>
 
 #include "model_program.hpp"
 #include "sync_check.hpp"
@@ -136,6 +138,30 @@ size_t check_carried(const Graph &g, const Inputs &in, const Outcome &o, const s
                      e[i].bound[c.worst]);
     }
     return checked;
+}
+
+void expect_refused(const Graph &g, const CompileOptions &o, const char *why) {
+    try {
+        compile(g, o);
+        fail_msg("%s compiled; expected: %s", g.name().c_str(), why);
+    } catch (const GraphError &e) {
+        if (!std::strstr(e.what(), why))
+            fail_msg("%s: '%s' does not say '%s'", g.name().c_str(), e.what(), why);
+    }
+}
+
+void expect_parse_errors(const std::vector<const char *> &texts,
+                         const std::vector<const char *> &whys) {
+    assert_int_equal(texts.size(), whys.size());
+    for (size_t i = 0; i < texts.size(); i++) {
+        try {
+            parse(texts[i]);
+            fail_msg("parsed: %s", texts[i]);
+        } catch (const std::exception &e) {
+            if (!std::strstr(e.what(), whys[i]))
+                fail_msg("'%s' does not say '%s'", e.what(), whys[i]);
+        }
+    }
 }
 
 } // namespace harness

@@ -67,4 +67,14 @@ size_t check_carried(const neuron::compiler::Graph &g, const Inputs &in, const O
 size_t check_nodes(const neuron::compiler::Graph &g, const Inputs &in, const Outcome &o,
                    const std::string &what);
 
+/// Fails the test unless compiling @p g with @p o throws a GraphError
+/// whose message contains @p why.
+void expect_refused(const neuron::compiler::Graph &g, const neuron::compiler::CompileOptions &o,
+                    const char *why);
+
+/// Fails the test unless parsing each of @p texts throws an error whose
+/// message contains the same index of @p whys.
+void expect_parse_errors(const std::vector<const char *> &texts,
+                         const std::vector<const char *> &whys);
+
 } // namespace harness

@@ -39,16 +39,6 @@ uint64_t plan_peak(const Compiled &c) {
     return std::strtoull(c.plan.c_str() + std::strlen("SBUF: "), nullptr, 10);
 }
 
-void expect_refused(const Graph &g, const CompileOptions &o, const char *why) {
-    try {
-        compile(g, o);
-        fail_msg("%s compiled; expected: %s", g.name().c_str(), why);
-    } catch (const GraphError &e) {
-        if (!std::strstr(e.what(), why))
-            fail_msg("%s: '%s' does not say '%s'", g.name().c_str(), e.what(), why);
-    }
-}
-
 // y = dropout(x, seed), m = dropout_mask(x, seed), both outputs.
 Graph dropout_graph(DType dt, const Shape &s, float p) {
     Graph g("dropout_" + std::string(to_string(dt)));
@@ -237,11 +227,12 @@ void index_add_streamed(void **) {
 void refusals(void **) {
     CompileOptions isa11;
     isa11.isa_version = 1u << 16 | 1u;
-    expect_refused(dropout_graph(DType::fp32, {4, 4}, 0.5f), isa11,
-                   "the lowering needs random, an instruction of ISA 1.2, but the target device "
-                   "implements ISA 1.1");
-    expect_refused(index_add_graph(DType::fp32, 4, 4, 4, false, true), isa11,
-                   "the lowering needs dma_scatter_add, an instruction of ISA 1.2");
+    harness::expect_refused(
+        dropout_graph(DType::fp32, {4, 4}, 0.5f), isa11,
+        "the lowering needs random, an instruction of ISA 1.2, but the target device "
+        "implements ISA 1.1");
+    harness::expect_refused(index_add_graph(DType::fp32, 4, 4, 4, false, true), isa11,
+                            "the lowering needs dma_scatter_add, an instruction of ISA 1.2");
     // Read by another node: its value is computed in its output argument.
     Graph g("index_add_read");
     const uint32_t ids = g.input("ids", T(DType::int32, {4, 1})),
@@ -250,35 +241,28 @@ void refusals(void **) {
     a.dims = {6};
     const uint32_t s = g.add(Op::index_add, "s", {ids, src}, a);
     g.mark_output(g.add(Op::exp, "e", {s}));
-    expect_refused(g, {}, "'e' reads it: index_add's result is computed in its output argument");
+    harness::expect_refused(g, {},
+                            "'e' reads it: index_add's result is computed in its output argument");
     // Type errors name the rule.
-    const char *const bad[] = {
-        "graph b\ninput x: fp32[4, 4]\ninput s: int32[4]\ny = dropout(x, s)\n",
-        "graph b\ninput x: fp32[4, 4]\ninput s: int32[4]\ny = dropout(x, s, p=1)\n",
-        "graph b\ninput x: fp32[4, 4]\ninput s: int32[2]\ny = dropout(x, s, p=0.5)\n",
-        "graph b\ninput x: fp32[4, 4]\ninput s: int32[4]\ny = exp(x, p=0.5)\n",
-        "graph b\ninput i: int32[4]\ninput x: fp32[4, 4]\ny = index_add(i, x, dims=[9])\n",
-        "graph b\ninput i: int32[4, 1]\ninput x: fp16[4, 4]\ny = index_add(i, x, dims=[9])\n",
-        "graph b\ninput i: int32[4, 1]\ninput x: fp32[4, 4]\ny = index_add(i, x)\n",
-    };
-    const char *const why[] = {
-        "needs p= (the probability that an element is dropped)",
-        "p=1 is not in [0, 1)",
-        "the seed is int32[4]: seed lo, seed hi, offset lo, offset hi",
-        "p is an attribute of dropout and dropout_mask only",
-        "index is an int32 column [N, 1]",
-        "src and base are fp32 or bf16",
-        "takes (base, index, src), or (index, src) with dims=[rows] for a zero base",
-    };
-    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        try {
-            parse(bad[i]);
-            fail_msg("parsed: %s", bad[i]);
-        } catch (const std::exception &e) {
-            if (!std::strstr(e.what(), why[i]))
-                fail_msg("'%s' does not say '%s'", e.what(), why[i]);
-        }
-    }
+    harness::expect_parse_errors(
+        {
+            "graph b\ninput x: fp32[4, 4]\ninput s: int32[4]\ny = dropout(x, s)\n",
+            "graph b\ninput x: fp32[4, 4]\ninput s: int32[4]\ny = dropout(x, s, p=1)\n",
+            "graph b\ninput x: fp32[4, 4]\ninput s: int32[2]\ny = dropout(x, s, p=0.5)\n",
+            "graph b\ninput x: fp32[4, 4]\ninput s: int32[4]\ny = exp(x, p=0.5)\n",
+            "graph b\ninput i: int32[4]\ninput x: fp32[4, 4]\ny = index_add(i, x, dims=[9])\n",
+            "graph b\ninput i: int32[4, 1]\ninput x: fp16[4, 4]\ny = index_add(i, x, dims=[9])\n",
+            "graph b\ninput i: int32[4, 1]\ninput x: fp32[4, 4]\ny = index_add(i, x)\n",
+        },
+        {
+            "needs p= (the probability that an element is dropped)",
+            "p=1 is not in [0, 1)",
+            "the seed is int32[4]: seed lo, seed hi, offset lo, offset hi",
+            "p is an attribute of dropout and dropout_mask only",
+            "index is an int32 column [N, 1]",
+            "src and base are fp32 or bf16",
+            "takes (base, index, src), or (index, src) with dims=[rows] for a zero base",
+        });
     // The text form round-trips.
     const Graph t = parse("graph t\ninput x: bf16[3, 5]\ninput s: int32[4]\ninput i: int32[3, 1]\n"
                           "y = dropout(x, s, p=0.125)\nm = dropout_mask(x, s, p=0.125)\n"
