@@ -29,6 +29,7 @@ dynamo.register()
 
 from . import rng  # noqa: E402, F401 (the device's dropout and embedding backward)
 from . import losses  # noqa: E402, F401 (nll_loss on the device)
+from . import casts  # noqa: E402, F401 (conversions between neuron tensors on the device)
 
 from . import distributed  # noqa: E402
 

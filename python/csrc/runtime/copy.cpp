@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/util/Exception.h>
 
@@ -74,8 +75,42 @@ at::Tensor permuted_on_device(const at::Tensor &src, const std::vector<int64_t> 
     return at::permute_copy(src.permute(order), back);
 }
 
+/// The floating dtypes the device computes in.
+bool computed_dtype(const at::Tensor &t) {
+    return t.scalar_type() == at::kFloat || t.scalar_type() == at::kBFloat16;
+}
+
 StreamState &current(const at::Tensor &t) {
     return stream_state(current_stream(t.device().index()));
+}
+
+/// A conversion between fp32 and bf16 (x.to(torch.bfloat16), autocast's
+/// casts) of @p src into @p dst of one device and shape: the device's
+/// kernel of neuron::cast (defined and lowered by torch_neuronx.casts) and
+/// a DMA copy of its result, in the stream's order. @p dst contiguous, or
+/// laid out as @p src is (a permuted view keeps its layout through .to()):
+/// then both are taken in their memory's order. False, doing nothing, for
+/// other copies.
+bool cast_on_device(const at::Tensor &src, const at::Tensor &dst) {
+    if (src.scalar_type() == dst.scalar_type() || !computed_dtype(src) || !computed_dtype(dst) ||
+        src.sizes() != dst.sizes() || src.dim() == 0 || src.device() != dst.device())
+        return false;
+    at::Tensor from = src, to = dst;
+    if (!dense(dst)) {
+        const auto order = dst.strides() == src.strides() ? memory_order(dst) : std::nullopt;
+        if (!order)
+            return false;
+        from = src.permute(*order);
+        to = dst.permute(*order);
+    }
+    static const auto op = c10::Dispatcher::singleton()
+                               .findSchemaOrThrow("neuron::cast", "")
+                               .typed<at::Tensor(const at::Tensor &, at::ScalarType)>();
+    // A permuted view of another layout is permuted on the device first.
+    at::Tensor converted = op.call(dense(from) ? from : from.contiguous(), dst.scalar_type());
+    const BufferRange range = tensor_range(converted);
+    current(dst).copy(tensor_range(to), range, std::move(converted));
+    return true;
 }
 
 /// @p t's covered storage bytes on the host, and a view of them as @p t.
@@ -205,8 +240,8 @@ at::Tensor copy_between(const at::Tensor &src, const at::Tensor &dst, bool non_b
             at::Tensor permuted = permuted_on_device(src, *order);
             const BufferRange from = tensor_range(permuted);
             current(dst).copy(tensor_range(dst), from, std::move(permuted));
-        } else {
-            // Casts, broadcasts and strides go through the host for now.
+        } else if (!cast_on_device(src, dst)) {
+            // Broadcasts, strides and other casts go through the host for now.
             HostImage img = read_to_host(src);
             to_device(img.view, dst);
         }

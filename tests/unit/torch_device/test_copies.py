@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: MIT
-"""Copies between `neuron` tensors of one dtype and shape: alike in memory,
-a DMA copy; a transposed or permuted view of dense memory into a
+"""Copies between `neuron` tensors of one shape: of one dtype and alike in
+memory, a DMA copy; a transposed or permuted view of dense memory into a
 contiguous tensor (`.contiguous()`, a linear layer's transposed weight as
-a kernel's input), a device permute kernel; others through the host."""
+a kernel's input), a device permute kernel; between float32 and bfloat16,
+a device cast kernel; others through the host."""
 
 import pytest
 import torch
@@ -59,3 +60,51 @@ def test_other_views_are_copied_through_the_host(make) -> None:
     for src in (x, x.float()):
         got = make(src.to("neuron")).contiguous()
         assert torch.equal(got.cpu(), make(src).contiguous())
+
+
+def casts() -> int:
+    return torch_neuronx.get_device_ops().get("neuron::cast", 0)
+
+
+@pytest.mark.parametrize("src,dst", [(torch.float32, torch.bfloat16),
+                                     (torch.bfloat16, torch.float32)])
+@pytest.mark.parametrize("view", [lambda t: t, lambda t: t.t()])
+def test_a_conversion_between_float32_and_bfloat16_is_a_device_kernel(src, dst, view) -> None:
+    # Values that round differently to bf16 (ties to even, beyond its range).
+    x = (torch.randn(37, 129) * 1e3).to(src)
+    x[0, :4] = torch.tensor([1.00390625, 1.01171875, 3.4e38, -0.0]).to(src)
+    fallbacks = torch_neuronx.get_fallback_ops()
+    before = casts()
+    got = view(x.to("neuron")).to(dst)
+    want = view(x).to(dst)
+    assert got.dtype == dst and got.stride() == want.stride()  # .to() keeps the layout
+    assert torch.equal(got.cpu(), want)
+    # copy_ into an existing tensor takes the same kernel.
+    out = torch.empty(view(x).shape, dtype=dst, device="neuron")
+    out.copy_(view(x.to("neuron")))
+    assert torch.equal(out.cpu(), want)
+    assert casts() == before + 2
+    assert torch_neuronx.get_fallback_ops() == fallbacks
+
+
+def test_autocast_casts_its_operands_on_the_device() -> None:
+    lin = torch.nn.Linear(64, 32).to("neuron")
+    x = torch.randn(8, 64, device="neuron")
+    before = casts()
+    with torch.autocast("neuron", dtype=torch.bfloat16):
+        y = lin(x)
+    assert y.dtype == torch.bfloat16
+    assert casts() >= before + 2  # the input and the weight at least
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        want = torch.nn.functional.linear(x.cpu(), lin.weight.cpu(), lin.bias.cpu())
+    torch.testing.assert_close(y.cpu().float(), want.float(), rtol=1e-2, atol=1e-2)
+
+
+def test_a_float16_conversion_still_goes_through_the_host() -> None:
+    # The device does not compute in float16: the copy converts on the host.
+    x = torch.randn(9, 10)
+    fallbacks = torch_neuronx.get_fallback_ops()
+    before = casts()
+    assert torch.equal(x.to("neuron").to(torch.float16).cpu(), x.to(torch.float16))
+    assert casts() == before
+    assert torch_neuronx.get_fallback_ops() == fallbacks

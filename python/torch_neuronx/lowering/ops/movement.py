@@ -10,6 +10,7 @@ from typing import Any, List, Sequence
 
 import torch
 
+from ... import casts  # noqa: F401 (defines torch.ops.neuron.cast)
 from ..context import Context
 from ..registry import CAST_DTYPES, FLOATS_AND_INT32, lowering
 from ..values import Expanded, Tensor, Transposed, Weight
@@ -31,7 +32,7 @@ def identity(L: Context, node: torch.fx.Node) -> None:
     L.bind(v if isinstance(v, (Expanded, Transposed, Weight)) else L.tensor(v, "self"))
 
 
-@lowering(aten._to_copy.default, dtypes=_MOVES)
+@lowering(aten._to_copy.default, torch.ops.neuron.cast.default, dtypes=_MOVES)
 def to_copy(L: Context, node: torch.fx.Node) -> None:
     # A copy, or a conversion: the IR's cast (round to nearest-even
     # between floats, toward zero to int32, != 0 to bool).
