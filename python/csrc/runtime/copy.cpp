@@ -48,12 +48,16 @@ bool same_layout(const at::Tensor &a, const at::Tensor &b) {
            (a.is_non_overlapping_and_dense() && a.strides() == b.strides());
 }
 
+/// The floating dtypes the device computes in.
+bool computed_dtype(const at::Tensor &t) {
+    return t.scalar_type() == at::kFloat || t.scalar_type() == at::kBFloat16;
+}
+
 /// When @p t is its storage's elements in another order of its axes (a
 /// transposed or permuted view of dense memory) of a dtype the device
 /// computes in: the axes @p t's memory is contiguous in, outermost first.
 std::optional<std::vector<int64_t>> memory_order(const at::Tensor &t) {
-    if (t.dim() < 2 || !t.is_non_overlapping_and_dense() ||
-        (t.scalar_type() != at::kFloat && t.scalar_type() != at::kBFloat16))
+    if (t.dim() < 2 || !t.is_non_overlapping_and_dense() || !computed_dtype(t))
         return std::nullopt;
     std::vector<int64_t> order(t.dim());
     for (int64_t d = 0; d < t.dim(); d++)
@@ -73,11 +77,6 @@ at::Tensor permuted_on_device(const at::Tensor &src, const std::vector<int64_t> 
     for (size_t i = 0; i < order.size(); i++)
         back[order[i]] = static_cast<int64_t>(i);
     return at::permute_copy(src.permute(order), back);
-}
-
-/// The floating dtypes the device computes in.
-bool computed_dtype(const at::Tensor &t) {
-    return t.scalar_type() == at::kFloat || t.scalar_type() == at::kBFloat16;
 }
 
 StreamState &current(const at::Tensor &t) {
