@@ -19,9 +19,10 @@ def one_sided(L: Context, x: Any, y: Any) -> Tuple[Any, Any]:
     return x, y
 
 
-# The broadcasts made as concatenations: few copies of a small operand
-# (each copy is a data movement the program runs; a larger broadcast of
-# both operands runs on the CPU).
+# The broadcasts made as concatenations (each copy is a data movement the
+# program runs; a larger broadcast of both operands runs on the CPU): at
+# most this many copies of a piece in one concatenation, which is repeated
+# (of the grown piece) for longer axes.
 _MAX_BROADCAST_COPIES = 256
 _MAX_BROADCAST_ELEMENTS = 1 << 22
 
@@ -40,13 +41,12 @@ def materialised(L: Context, x: Tensor, shape: Tuple[int, ...]) -> Tensor:
         x = L.emit("reshape", [x], result=False,
                    shape=(1,) * (len(shape) - len(x.shape)) + x.shape,
                    dims=[1] * (len(shape) - len(x.shape)) + list(x.shape))
-    for axis, (have, want) in enumerate(zip(x.shape, shape)):
-        if have == want:
-            continue
-        if want > _MAX_BROADCAST_COPIES:
-            raise L.unsupported(f"both operands broadcast, one along an axis of {want} "
-                                f"(the device broadcasts one operand; at most "
-                                f"{_MAX_BROADCAST_COPIES} copies of the other are made)")
-        grown = x.shape[:axis] + (want,) + x.shape[axis + 1:]
-        x = L.emit("concat", [x] * want, result=False, shape=grown, axis=axis)
+    for axis, want in enumerate(shape):
+        while x.shape[axis] < want:
+            copies = min(_MAX_BROADCAST_COPIES, -(-want // x.shape[axis]))
+            grown = x.shape[:axis] + (x.shape[axis] * copies,) + x.shape[axis + 1:]
+            x = L.emit("concat", [x] * copies, result=False, shape=grown, axis=axis)
+        if x.shape[axis] > want:
+            x = L.emit("slice", [x], result=False, shape=x.shape[:axis] + (want,)
+                       + x.shape[axis + 1:], axis=axis, start=0, end=want)
     return x

@@ -146,7 +146,7 @@ def t(L: Context, node: torch.fx.Node) -> None:
     _permute(L, L.arg(0), list(reversed(range(rank))))
 
 
-def _slice_of(L: Context, x: Tensor, axis: int, start: int, end: int, shape: Sequence[int]) -> Tensor:
+def sliced(L: Context, x: Tensor, axis: int, start: int, end: int, shape: Sequence[int]) -> Tensor:
     if start == 0 and end == x.shape[axis]:
         return x
     return L.emit("slice", [x], shape=tuple(shape), axis=axis, start=start, end=end)
@@ -163,7 +163,7 @@ def slice_(L: Context, node: torch.fx.Node) -> None:
     start = 0 if start is None else (start + size if start < 0 else min(start, size))
     end = size if end is None else (end + size if end < 0 else min(end, size))
     _nonempty(L)
-    L.bind(_slice_of(L, x, axis, start, end, L.out_shape()))
+    L.bind(sliced(L, x, axis, start, end, L.out_shape()))
 
 
 @lowering(aten.select.int, aten.select_copy.int, dtypes=_MOVES)
@@ -175,7 +175,7 @@ def select(L: Context, node: torch.fx.Node) -> None:
     i = i + x.shape[axis] if i < 0 else i
     shape = list(x.shape)
     shape[axis] = 1
-    piece = _slice_of(L, x, axis, i, i + 1, shape)
+    piece = sliced(L, x, axis, i, i + 1, shape)
     L.bind(L.emit("reshape", [piece], dims=list(L.out_shape())))
 
 
@@ -243,7 +243,7 @@ def _pieces(L: Context, n: int, what: str) -> None:
                             f"{_MAX_PIECES})")
 
 
-def _concat(L: Context, parts: List[Tensor], axis: int) -> Tensor:
+def concatenated(L: Context, parts: List[Tensor], axis: int) -> Tensor:
     if len(parts) == 1:
         return parts[0]
     shape = list(parts[0].shape)
@@ -251,7 +251,7 @@ def _concat(L: Context, parts: List[Tensor], axis: int) -> Tensor:
     return L.emit("concat", parts, result=False, shape=tuple(shape), axis=axis)
 
 
-def _reshaped(L: Context, x: Tensor, shape: Sequence[int]) -> Tensor:
+def reshaped(L: Context, x: Tensor, shape: Sequence[int]) -> Tensor:
     shape = tuple(int(s) for s in shape)
     if x.shape == shape:
         return x
@@ -272,7 +272,7 @@ def narrow_copy(L: Context, node: torch.fx.Node) -> None:
     axis = _dim(len(x.shape), L.arg(1))
     start = L.arg(2)
     start = start + x.shape[axis] if start < 0 else start
-    L.bind(_slice_of(L, x, axis, start, start + L.arg(3), L.out_shape()))
+    L.bind(sliced(L, x, axis, start, start + L.arg(3), L.out_shape()))
 
 
 @lowering(aten.stack.default, dtypes=_MOVES)
@@ -281,8 +281,8 @@ def stack(L: Context, node: torch.fx.Node) -> None:
     parts = [L.tensor(v, "tensors") for v in L.arg(0)]
     axis = _dim(len(parts[0].shape) + 1, L.arg(1, "dim", 0))
     _pieces(L, len(parts), "a stack")
-    grown = [_reshaped(L, p, p.shape[:axis] + (1,) + p.shape[axis:]) for p in parts]
-    L.bind(_concat(L, grown, axis))
+    grown = [reshaped(L, p, p.shape[:axis] + (1,) + p.shape[axis:]) for p in parts]
+    L.bind(concatenated(L, grown, axis))
 
 
 @lowering(aten.unbind.int, dtypes=_MOVES)
@@ -294,7 +294,7 @@ def unbind(L: Context, node: torch.fx.Node) -> None:
     _pieces(L, n, "an unbind")
     shape = x.shape[:axis] + x.shape[axis + 1:]
     pieces = L.split(x, axis, [1] * n) if n > 1 else [x]
-    L.bind([_reshaped(L, p, shape) for p in pieces])
+    L.bind([reshaped(L, p, shape) for p in pieces])
 
 
 def _flipped(L: Context, x: Tensor, axis: int) -> Tensor:
@@ -302,7 +302,7 @@ def _flipped(L: Context, x: Tensor, axis: int) -> Tensor:
     if n == 1:
         return x
     _pieces(L, n, "a flip")
-    return _concat(L, list(reversed(L.split(x, axis, [1] * n))), axis)
+    return concatenated(L, list(reversed(L.split(x, axis, [1] * n))), axis)
 
 
 @lowering(aten.flip.default, dtypes=_MOVES)
@@ -326,17 +326,17 @@ def roll(L: Context, node: torch.fx.Node) -> None:
     if not dims:
         if len(shifts) != 1:
             raise L.unsupported("several shifts without dims")
-        v, dims = _reshaped(L, x, (math.prod(x.shape),)), [0]
+        v, dims = reshaped(L, x, (math.prod(x.shape),)), [0]
     for s, d in zip(shifts, dims):
         axis = _dim(len(v.shape), d)
         n = v.shape[axis]
         s %= n
         if s:
-            v = _concat(L, [_slice_of(L, v, axis, n - s, n, v.shape[:axis] + (s,)
+            v = concatenated(L, [sliced(L, v, axis, n - s, n, v.shape[:axis] + (s,)
                                       + v.shape[axis + 1:]),
-                            _slice_of(L, v, axis, 0, n - s, v.shape[:axis] + (n - s,)
+                            sliced(L, v, axis, 0, n - s, v.shape[:axis] + (n - s,)
                                       + v.shape[axis + 1:])], axis)
-    L.bind(_reshaped(L, v, x.shape))
+    L.bind(reshaped(L, v, x.shape))
 
 
 @lowering(aten.rot90.default, dtypes=_MOVES)
@@ -397,14 +397,14 @@ def constant_pad_nd(L: Context, node: torch.fx.Node) -> None:
         if end <= start:
             raise L.unsupported("a padding that cuts an axis away")
         if start or end != n:
-            v = _slice_of(L, v, axis, start, end, v.shape[:axis] + (end - start,)
+            v = sliced(L, v, axis, start, end, v.shape[:axis] + (end - start,)
                           + v.shape[axis + 1:])
         def padding(size: int) -> List[Tensor]:
             if size <= 0:
                 return []
             shape = v.shape[:axis] + (size,) + v.shape[axis + 1:]
             return [_constant(L, torch.full(shape, value, dtype=x.dtype), node.name + "_padding")]
-        v = _concat(L, padding(before) + [v] + padding(after), axis)
+        v = concatenated(L, padding(before) + [v] + padding(after), axis)
     L.bind(v)
 
 
@@ -422,8 +422,8 @@ def pixel_shuffle(L: Context, node: torch.fx.Node) -> None:
     else:
         split = lead + (c, h // r, r, w // r, r)
         perm = [n, n + 2, n + 4, n + 1, n + 3]
-    v = permuted(L, _reshaped(L, x, split), list(range(n)) + perm)
-    L.bind(_reshaped(L, v, L.out_shape()))
+    v = permuted(L, reshaped(L, x, split), list(range(n)) + perm)
+    L.bind(reshaped(L, v, L.out_shape()))
 
 
 @lowering(aten.channel_shuffle.default, dtypes=_MOVES)
@@ -432,10 +432,10 @@ def channel_shuffle(L: Context, node: torch.fx.Node) -> None:
     x = L.tensor(L.arg(0), "self")
     g = int(L.arg(1))
     b, c, rest = x.shape[0], x.shape[1], x.shape[2:]
-    v = _reshaped(L, x, (b, g, c // g) + rest)
+    v = reshaped(L, x, (b, g, c // g) + rest)
     perm = list(range(len(v.shape)))
     perm[1], perm[2] = 2, 1
-    L.bind(_reshaped(L, permuted(L, v, perm), x.shape))
+    L.bind(reshaped(L, permuted(L, v, perm), x.shape))
 
 
 @lowering(aten.repeat.default, dtypes=_MOVES)
@@ -445,10 +445,10 @@ def repeat(L: Context, node: torch.fx.Node) -> None:
     _nonempty(L)
     x = L.tensor(L.arg(0), "self")
     repeats = [int(r) for r in L.arg(1)]
-    v = _reshaped(L, x, (1,) * (len(repeats) - len(x.shape)) + x.shape)
+    v = reshaped(L, x, (1,) * (len(repeats) - len(x.shape)) + x.shape)
     for axis, n in enumerate(repeats):
         _pieces(L, n, "a repeat")
-        v = _concat(L, [v] * n, axis)
+        v = concatenated(L, [v] * n, axis)
     L.bind(v)
 
 
@@ -473,7 +473,7 @@ def slice_scatter(L: Context, node: torch.fx.Node) -> None:
     mine = L.split(x, axis, [1] * n)
     theirs = L.split(src, axis, [1] * len(picked)) if len(picked) > 1 else [src]
     parts = [theirs[(i - start) // step] if i in picked else mine[i] for i in range(n)]
-    L.bind(_concat(L, parts, axis))
+    L.bind(concatenated(L, parts, axis))
 
 
 @lowering(aten.select_scatter.default, dtypes=_MOVES)
@@ -483,7 +483,7 @@ def select_scatter(L: Context, node: torch.fx.Node) -> None:
     axis = _dim(len(x.shape), L.arg(2))
     i = L.arg(3)
     i = i + x.shape[axis] if i < 0 else i
-    src = _reshaped(L, src, x.shape[:axis] + (1,) + x.shape[axis + 1:])
+    src = reshaped(L, src, x.shape[:axis] + (1,) + x.shape[axis + 1:])
     L.bind(_replaced(L, x, src, axis, i, i + 1))
 
 
@@ -497,6 +497,6 @@ def _replaced(L: Context, x: Tensor, src: Tensor, axis: int, start: int, end: in
         if piece is not None:
             parts.append(piece)
         elif b > a:
-            parts.append(_slice_of(L, x, axis, a, b, x.shape[:axis] + (b - a,)
+            parts.append(sliced(L, x, axis, a, b, x.shape[:axis] + (b - a,)
                                    + x.shape[axis + 1:]))
-    return _concat(L, parts, axis)
+    return concatenated(L, parts, axis)
