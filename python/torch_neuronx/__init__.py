@@ -30,6 +30,7 @@ dynamo.register()
 from . import rng  # noqa: E402, F401 (the device's dropout and embedding backward)
 from . import losses  # noqa: E402, F401 (nll_loss on the device)
 from . import casts  # noqa: E402, F401 (conversions between neuron tensors on the device)
+from . import strided  # noqa: E402, F401 (copies of strided views on the device)
 
 from . import distributed  # noqa: E402
 

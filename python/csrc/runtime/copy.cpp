@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <ATen/ATen.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/util/Exception.h>
@@ -69,23 +70,49 @@ std::optional<std::vector<int64_t>> memory_order(const at::Tensor &t) {
     return order;
 }
 
-/// @p src (a permutation of dense memory, memory_order()) as a new
-/// contiguous tensor, by the device's permute_copy kernel: the view of the
-/// memory as it lies, permuted back to @p src's axes.
-at::Tensor permuted_on_device(const at::Tensor &src, const std::vector<int64_t> &order) {
-    std::vector<int64_t> back(order.size());
-    for (size_t i = 0; i < order.size(); i++)
-        back[order[i]] = static_cast<int64_t>(i);
-    return at::permute_copy(src.permute(order), back);
-}
-
 StreamState &current(const at::Tensor &t) {
     return stream_state(current_stream(t.device().index()));
 }
 
+/// Whether device kernels move elements of @p type (all but one-byte
+/// dtypes: torch_neuronx/strided.py moves them as bits of a dtype they
+/// compute in).
+bool moved_on_device(at::ScalarType type) {
+    return c10::elementSize(type) > 1;
+}
+
+/// @p t as a new contiguous tensor, copied by device kernels in the
+/// stream's order (torch_neuronx/strided.py).
+at::Tensor contiguous_on_device(const at::Tensor &t) {
+    static const auto op = c10::Dispatcher::singleton()
+                               .findSchemaOrThrow("neuron::strided_contiguous", "")
+                               .typed<at::Tensor(const at::Tensor &)>();
+    return op.call(t);
+}
+
+/// Writes @p value (contiguous, of @p dst's dtype and sizes) into the
+/// strided `neuron` tensor @p dst by device kernels and DMA in the
+/// stream's order, the bytes between its elements kept
+/// (torch_neuronx/strided.py).
+void write_strided(const at::Tensor &dst, const at::Tensor &value) {
+    static const auto op = c10::Dispatcher::singleton()
+                               .findSchemaOrThrow("neuron::strided_write", "")
+                               .typed<void(const at::Tensor &, const at::Tensor &)>();
+    op.call(dst, value);
+}
+
+/// The contiguous `neuron` tensor @p t converted to @p dtype (float32 or
+/// bfloat16) by the device's kernel of neuron::cast (defined and lowered
+/// by torch_neuronx.casts).
+at::Tensor cast(const at::Tensor &t, at::ScalarType dtype) {
+    static const auto op = c10::Dispatcher::singleton()
+                               .findSchemaOrThrow("neuron::cast", "")
+                               .typed<at::Tensor(const at::Tensor &, at::ScalarType)>();
+    return t.dim() == 0 ? op.call(t.view({1}), dtype).view({}) : op.call(t, dtype);
+}
+
 /// A conversion between fp32 and bf16 (x.to(torch.bfloat16), autocast's
-/// casts) of @p src into @p dst of one device and shape: the device's
-/// kernel of neuron::cast (defined and lowered by torch_neuronx.casts) and
+/// casts) of @p src into @p dst of one device and shape: cast() and
 /// a DMA copy of its result, in the stream's order. @p dst contiguous, or
 /// laid out as @p src is (a permuted view keeps its layout through .to()):
 /// then both are taken in their memory's order. False, doing nothing, for
@@ -102,11 +129,8 @@ bool cast_on_device(const at::Tensor &src, const at::Tensor &dst) {
         from = src.permute(*order);
         to = dst.permute(*order);
     }
-    static const auto op = c10::Dispatcher::singleton()
-                               .findSchemaOrThrow("neuron::cast", "")
-                               .typed<at::Tensor(const at::Tensor &, at::ScalarType)>();
     // A permuted view of another layout is permuted on the device first.
-    at::Tensor converted = op.call(dense(from) ? from : from.contiguous(), dst.scalar_type());
+    at::Tensor converted = cast(dense(from) ? from : from.contiguous(), dst.scalar_type());
     const BufferRange range = tensor_range(converted);
     current(dst).copy(tensor_range(to), range, std::move(converted));
     return true;
@@ -169,7 +193,15 @@ void to_device(const at::Tensor &src, const at::Tensor &dst) {
         write_dense(dst, src);
         return;
     }
-    // A strided destination: its covered bytes are read, written on the
+    if (moved_on_device(dst.scalar_type())) {
+        // A strided destination: the values uploaded dense, then written
+        // into it on the device.
+        at::Tensor value = at::empty(dst.sizes(), dst.options());
+        write_dense(value, src);
+        write_strided(dst, value);
+        return;
+    }
+    // One of a one-byte dtype: its covered bytes are read, written on the
     // host and written back (the bytes between its elements are kept).
     HostImage img = read_to_host(dst);
     img.view.copy_(src);
@@ -197,6 +229,58 @@ bool copy_pinned(const at::Tensor &src, const at::Tensor &dst) {
     return true;
 }
 
+/// Whether @p a and @p b share bytes of one storage, not all of them
+/// (one DMA copy between them is refused).
+bool overlap(const at::Tensor &a, const at::Tensor &b) {
+    if (!a.storage().is_alias_of(b.storage()))
+        return false;
+    const Extent x = extent_of(a), y = extent_of(b);
+    const int64_t ax = x.first * a.element_size(), ay = y.first * b.element_size();
+    const int64_t nx = x.count * a.element_size(), ny = y.count * b.element_size();
+    return ax < ay + ny && ay < ax + nx && !(ax == ay && nx == ny);
+}
+
+/// copy_ between `neuron` tensors of one device by device kernels and DMA,
+/// in the stream's order: conversions between float32 and bfloat16,
+/// broadcasts, and strided views read or written. False, doing nothing,
+/// for one-byte dtypes and other conversions.
+bool copy_on_device(const at::Tensor &src, const at::Tensor &dst) {
+    if (src.scalar_type() == dst.scalar_type() && src.sizes() == dst.sizes() &&
+        same_layout(src, dst) && !overlap(src, dst)) {
+        // A tensor copied onto its own bytes (load_state_dict of what a
+        // checkpoint loaded in place) is already there; the DMA engine
+        // refuses a copy onto itself.
+        if (!src.storage().is_alias_of(dst.storage()) ||
+            src.storage_offset() != dst.storage_offset())
+            current(dst).copy(tensor_range(dst), tensor_range(src));
+        return true;
+    }
+    // Kernels read and write one device's memory.
+    if (src.device() != dst.device() || !moved_on_device(src.scalar_type()) ||
+        !moved_on_device(dst.scalar_type()))
+        return false;
+    if (cast_on_device(src, dst))
+        return true;
+    at::Tensor value = src;
+    if (value.scalar_type() != dst.scalar_type()) {
+        if (!computed_dtype(value) || !computed_dtype(dst))
+            return false;
+        // The source's own elements are converted, before a broadcast
+        // repeats them.
+        value = cast(dense(value) ? value : contiguous_on_device(value), dst.scalar_type());
+    }
+    value = value.expand(dst.sizes());
+    if (!dense(value) || overlap(value, dst))
+        value = contiguous_on_device(value);
+    if (!dense(dst)) {
+        write_strided(dst, value);
+        return true;
+    }
+    const BufferRange from = tensor_range(value);
+    current(dst).copy(tensor_range(dst), from, std::move(value));
+    return true;
+}
+
 } // namespace
 
 at::Tensor copy_between(const at::Tensor &src, const at::Tensor &dst, bool non_blocking) {
@@ -205,6 +289,7 @@ at::Tensor copy_between(const at::Tensor &src, const at::Tensor &dst, bool non_b
     TORCH_CHECK(src.defined() && dst.defined(), "neuron: copy_ of an undefined tensor");
     if (dst.numel() == 0)
         return dst;
+    at::assert_no_internal_overlap(dst);
     const bool src_neuron = src.device().is_privateuseone();
     const bool dst_neuron = dst.device().is_privateuseone();
     if (src_neuron != dst_neuron && non_blocking) {
@@ -224,23 +309,10 @@ at::Tensor copy_between(const at::Tensor &src, const at::Tensor &dst, bool non_b
         c10::DeviceGuard g(dst.device());
         if (src.device() != dst.device())
             stream_state(current_stream(src.device().index())).synchronize();
-        const bool same_form = src.scalar_type() == dst.scalar_type() && src.sizes() == dst.sizes();
-        if (same_form && same_layout(src, dst)) {
-            // A tensor copied onto its own bytes (load_state_dict of what a
-            // checkpoint loaded in place) is already there; the DMA engine
-            // refuses a copy onto itself.
-            if (src.storage().is_alias_of(dst.storage()) &&
-                src.storage_offset() == dst.storage_offset())
-                return dst;
-            current(dst).copy(tensor_range(dst), tensor_range(src));
-        } else if (auto order = same_form && dense(dst) ? memory_order(src) : std::nullopt) {
-            // A transposed view (a linear layer's weight, attention's
-            // heads): permuted by a device kernel, in the stream's order.
-            at::Tensor permuted = permuted_on_device(src, *order);
-            const BufferRange from = tensor_range(permuted);
-            current(dst).copy(tensor_range(dst), from, std::move(permuted));
-        } else if (!cast_on_device(src, dst)) {
-            // Broadcasts, strides and other casts go through the host for now.
+        if (!copy_on_device(src, dst)) {
+            // Another device's strided views, one-byte dtypes and
+            // conversions other than float32 <-> bfloat16 go through the
+            // host.
             HostImage img = read_to_host(src);
             to_device(img.view, dst);
         }
@@ -260,8 +332,15 @@ at::Tensor &fill(at::Tensor &t, const at::Scalar &value) {
     if (t.numel() == 0)
         return t;
     c10::DeviceGuard g(t.device());
+    const at::Tensor filled = at::scalar_tensor(value, t.options().device(at::kCPU));
     if (dense(t)) {
-        write_dense(t, at::scalar_tensor(value, t.options().device(at::kCPU)));
+        write_dense(t, filled);
+        return t;
+    }
+    if (moved_on_device(t.scalar_type())) {
+        at::Tensor dense_value = at::empty(t.sizes(), t.options());
+        write_dense(dense_value, filled);
+        write_strided(t, dense_value);
         return t;
     }
     HostImage img = read_to_host(t);

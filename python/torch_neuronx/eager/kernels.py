@@ -22,7 +22,9 @@ import torch
 from .. import cache
 from ..capture import capture
 from ..lowering import LOWERINGS, UnsupportedOperatorError, lower
+from ..lowering.registry import FLOATS_AND_INT32
 from ..philox import INT32_OPERANDS
+from ..strided import OPERATORS as STRIDED_COPIES
 from .direct import capture_call
 from .signature import Call
 
@@ -125,7 +127,9 @@ def _why_not(call: Call) -> Optional[str]:
     if not call.tensor_positions:
         return "it has no neuron tensor input"
     for t in call.tensors:
-        if t.dtype not in _DEVICE_DTYPES and t.dtype != torch.bool and not (
+        # (copies of strided views move bits, computing nothing)
+        moved = call.op in STRIDED_COPIES and t.dtype in FLOATS_AND_INT32
+        if not moved and t.dtype not in _DEVICE_DTYPES and t.dtype != torch.bool and not (
                 t.dtype == torch.int32 and call.op in INT32_OPERANDS):
             return f"the device computes in float32 and bfloat16, not {t.dtype}"
         if t.numel() == 0:

@@ -3,4 +3,4 @@
 this package registers them all."""
 
 from . import (activations, attention, compare, elementwise, functions, matmul,  # noqa: F401
-               movement, normalization, reductions, sampling)
+               movement, normalization, reductions, sampling, strided)
