@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The ATen kernels every `neuron` tensor needs, registered for the
-// PrivateUse1 key: creation, views, resizing, copies, scalars and fills.
+// PrivateUse1 key: creation, views, resizing, copies, scalars, fills and
+// arange.
 // Other operators reach the device's eager path or the CPU fallback
 // (torch_neuronx/eager).
 #include <ATen/ATen.h>
@@ -37,8 +38,8 @@ void check_options(std::optional<c10::ScalarType> dtype, std::optional<c10::Layo
                 "neuron: pin_memory applies to CPU tensors only");
     // Nothing on the device computes in complex numbers, and their lazy
     // conjugate would be materialised by copies that copy it again.
-    TORCH_CHECK(!c10::isComplexType(c10::dtype_or_default(dtype)), "neuron: ",
-                c10::dtype_or_default(dtype),
+    TORCH_CHECK(!c10::isComplexType(c10::dtype_or_default(dtype)),
+                "neuron: ", c10::dtype_or_default(dtype),
                 " tensors are not supported on the device; keep complex tensors on the CPU");
 }
 
@@ -87,15 +88,15 @@ uint64_t bytes_needed(c10::IntArrayRef size, c10::IntArrayRef stride, int64_t of
 }
 
 const at::Tensor &resize_tensor(const at::Tensor &self, c10::IntArrayRef size,
-                         std::optional<c10::MemoryFormat> format) {
+                                std::optional<c10::MemoryFormat> format) {
     const c10::DeviceGuard guard(self.device());
     c10::TensorImpl *impl = self.unsafeGetTensorImpl();
     impl->set_sizes_contiguous(size);
     if (format && *format != c10::MemoryFormat::Preserve)
         impl->empty_tensor_restride(*format);
-    grow_storage(*self.storage().unsafeGetStorageImpl(),
-                 bytes_needed(self.sizes(), self.strides(), self.storage_offset(),
-                              self.element_size()));
+    grow_storage(
+        *self.storage().unsafeGetStorageImpl(),
+        bytes_needed(self.sizes(), self.strides(), self.storage_offset(), self.element_size()));
     return self;
 }
 
@@ -177,6 +178,18 @@ bool has_compatible_shallow_copy_type(const at::Tensor &self, const at::Tensor &
     return self.key_set() == from.key_set() || (is_dense(self) && is_dense(from));
 }
 
+/// arange's values are a function of its numbers alone: the host computes
+/// them as the CPU does and copies them to the device in the stream's
+/// order (as a fill is written), never waiting for the device.
+at::Tensor &arange_out(const at::Scalar &start, const at::Scalar &end, const at::Scalar &step,
+                       at::Tensor &out) {
+    const at::Tensor values = at::arange(start, end, step, out.options().device(at::kCPU));
+    if (out.sizes() != values.sizes())
+        out.resize_(values.sizes());
+    out.copy_(values);
+    return out;
+}
+
 } // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -195,6 +208,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     m.impl("fill_.Scalar", fill_scalar);
     m.impl("fill_.Tensor", fill_tensor);
     m.impl("zero_", zero);
+    m.impl("arange.start_out", arange_out);
     m.impl("record_stream", record_stream);
     m.impl("_has_compatible_shallow_copy_type", has_compatible_shallow_copy_type);
 }

@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import torch
 
 from ..philox import OWN_EAGER_KERNELS
-from . import fallback, kernels
+from . import fallback, kernels, moves
 from .signature import Call, call_of, check_devices
 
 _installed = False
@@ -98,6 +98,10 @@ def _run_functional(op: torch._ops.OpOverload, args: Tuple[Any, ...],
         if into is not None and entry.run_into(call, into):
             return None, None
         return entry(call), entry
+    moved = moves.run(op, args, kwargs)
+    if moved is not None:
+        kernels.count_device_op(op)
+        return moved, None
     return fallback.run_on_cpu(op, args, kwargs, entry.reason), None
 
 

@@ -265,3 +265,45 @@ def test_a_float16_conversion_still_goes_through_the_host() -> None:
     assert torch.equal(x.to("neuron").to(torch.float16).cpu(), x.to(torch.float16))
     assert casts() == before
     assert torch_neuronx.get_fallback_ops() == fallbacks
+
+
+def test_arange_is_computed_by_the_host_and_written_without_waiting() -> None:
+    a = torch.randn(384, 384, device="neuron")
+    torch.neuron.synchronize()
+    stream = torch.neuron.current_stream()
+    for _ in range(40):
+        a = a @ a * 1e-3
+    fallbacks = torch_neuronx.get_fallback_ops()
+    positions = torch.arange(77, device="neuron")
+    steps = torch.arange(-1.5, 2.0, 0.25, device="neuron", dtype=torch.float32)
+    assert not stream.query(), "arange waited for the queued work"
+    assert torch_neuronx.get_fallback_ops() == fallbacks
+    assert same_bits(positions.cpu(), torch.arange(77))
+    assert same_bits(steps.cpu(), torch.arange(-1.5, 2.0, 0.25, dtype=torch.float32))
+    out = torch.empty(3, dtype=torch.int32, device="neuron")
+    torch.arange(10, 40, 3, out=out)  # resized, as on the CPU
+    assert same_bits(out.cpu(), torch.arange(10, 40, 3, dtype=torch.int32))
+
+
+@pytest.mark.parametrize("dtype,pad,value", [
+    (torch.int64, (0, 1), -100),              # transformers' causal LM loss pads its labels
+    (torch.int64, (2, 3, 1, 0), 7),
+    (torch.float64, (1, 1, 2, 2, 0, 1), 0.5),
+    (torch.int16, (3, 0), -1),
+])
+def test_padding_a_dtype_the_device_does_not_compute_in_is_a_fill_and_a_copy(dtype, pad,
+                                                                              value) -> None:
+    x = random_bits((2, 4, 6), dtype, seed=3)
+    fallbacks = torch_neuronx.get_fallback_ops()
+    before = device_ops("aten::constant_pad_nd")
+    got = torch.nn.functional.pad(x.to("neuron"), pad, value=value)
+    assert same_bits(got.cpu(), torch.nn.functional.pad(x, pad, value=value))
+    assert device_ops("aten::constant_pad_nd") == before + 1
+    assert torch_neuronx.get_fallback_ops() == fallbacks
+
+
+def test_a_cropping_pad_of_int64_runs_on_the_cpu() -> None:
+    x = torch.arange(24).reshape(4, 6)
+    got = torch.nn.functional.pad(x.to("neuron"), (-1, 2), value=5)
+    assert torch.equal(got.cpu(), torch.nn.functional.pad(x, (-1, 2), value=5))
+    assert "aten::constant_pad_nd" in torch_neuronx.get_fallback_ops()
