@@ -11,9 +11,9 @@
 #include <drm/neuron_accel.h>
 #include <linux/dma-fence.h>
 #include <linux/dma-mapping.h>
-#include <linux/overflow.h>
 #include <linux/slab.h>
 
+#include "neuron_accel_check.h"
 #include "neuron_client.h"
 #include "neuron_drv.h"
 #include "neuron_gem.h"
@@ -127,15 +127,14 @@ int neuron_job_add_bo(struct neuron_job *job, struct drm_file *file,
 	struct neuron_host_range *range = NULL;
 	struct drm_gem_object *obj;
 	struct neuron_bo *bo;
-	u64 end;
 	int ret;
 
 	obj = drm_gem_object_lookup(file, handle);
 	if (!obj)
 		return -ENOENT;
 	bo = to_neuron_bo(obj);
-	ret = -EINVAL;
-	if (check_add_overflow(offset, size, &end) || end > obj->size)
+	ret = neuron_check_range(offset, size, obj->size);
+	if (ret)
 		goto err_put;
 
 	*sg_offset = offset;

@@ -22,6 +22,7 @@
 #include <linux/uaccess.h>
 #include <kunit/visibility.h>
 
+#include "neuron_accel_check.h"
 #include "neuron_client.h"
 #include "neuron_dma.h"
 #include "neuron_drv.h"
@@ -39,16 +40,20 @@ static_assert(DRM_NEURON_BIND_WRITE == NEURON_BIND_WRITE);
 static_assert(DRM_NEURON_BIND_EXEC == NEURON_BIND_EXEC);
 
 /*
- * The fields SUBMIT and COPY share: known flags only, zero padding and
- * reserved fields, an out-sync, at most DRM_NEURON_MAX_IN_SYNCS in-syncs.
+ * What the argument checks (neuron_accel_check.h, shared with the
+ * simulator device) need to know of the device and the file.
  */
-static bool neuron_exec_args_bad(u32 flags, u32 flags_all, u32 pad,
-				 u64 reserved,
-				 const struct drm_neuron_sync *out_sync,
-				 u32 num_in_syncs)
+static struct neuron_check_limits
+neuron_check_limits(struct neuron_device *ndev, struct neuron_file_exec *fexec)
 {
-	return flags & ~flags_all || pad || reserved || out_sync->pad ||
-	       !out_sync->handle || num_in_syncs > DRM_NEURON_MAX_IN_SYNCS;
+	return (struct neuron_check_limits){
+		.num_cores = fexec->num_cores,
+		.num_dma = fexec->num_dma,
+		/* The last slot of the device's table holds the program. */
+		.max_bindings = NEURON_MAX_BINDINGS - 1,
+		.trace_size = sizeof(struct neuron_trace_header),
+		.caps = ndev->hw.caps,
+	};
 }
 
 /* Whether jobs can run: the rings are set up and the device is ready. */
@@ -60,29 +65,27 @@ static bool neuron_exec_ready(struct neuron_device *ndev)
 /**
  * neuron_copy_in_syncs() - copy and check an array of in-syncs from user
  * @uptr: user pointer
- * @count: entries
+ * @count: entries, at most DRM_NEURON_MAX_IN_SYNCS (neuron_check_copy(),
+ *	neuron_check_submit())
  *
  * Return: the array (kvfree() it; NULL when @count is 0) or an ERR_PTR():
- * -EINVAL for too many entries or a non-zero pad, -EFAULT.
+ * -EINVAL for a non-zero pad, -EFAULT.
  */
 static struct drm_neuron_sync *neuron_copy_in_syncs(u64 uptr, u32 count)
 {
 	struct drm_neuron_sync *syncs;
-	u32 i;
+	int ret;
 
-	if (count > DRM_NEURON_MAX_IN_SYNCS)
-		return ERR_PTR(-EINVAL);
 	if (!count)
 		return NULL;
 	syncs = vmemdup_array_user(u64_to_user_ptr(uptr), count,
 				   sizeof(*syncs));
 	if (IS_ERR(syncs))
 		return syncs;
-	for (i = 0; i < count; i++) {
-		if (syncs[i].pad) {
-			kvfree(syncs);
-			return ERR_PTR(-EINVAL);
-		}
+	ret = neuron_check_in_syncs(syncs, count);
+	if (ret) {
+		kvfree(syncs);
+		return ERR_PTR(ret);
 	}
 	return syncs;
 }
@@ -110,7 +113,7 @@ static void neuron_out_sync_put(struct neuron_out_sync *out)
  * @job: the job, built; its deps are set
  * @file: the submitting file
  * @in_syncs: user pointer to @num_in_syncs &struct drm_neuron_sync
- * @num_in_syncs: entries, checked against DRM_NEURON_MAX_IN_SYNCS
+ * @num_in_syncs: entries, at most DRM_NEURON_MAX_IN_SYNCS
  * @out_sync: the syncobj (point) that is to receive the job's fence
  * @push: receives the job and its fence's memory
  * @out: receives the out-sync
@@ -259,10 +262,10 @@ VISIBLE_IF_KUNIT u32 neuron_sg_walk(struct sg_table *sgt, u64 offset,
 EXPORT_SYMBOL_IF_KUNIT(neuron_sg_walk);
 
 static int neuron_slot_prepare(struct neuron_job *job, struct drm_file *file,
+			       const struct neuron_check_limits *limits,
 			       struct neuron_slot *slot, u32 handle, u64 offset,
 			       u64 size, u32 flags)
 {
-	struct neuron_device *ndev = job->ndev;
 	struct neuron_bo *bo;
 	int ret;
 
@@ -276,8 +279,9 @@ static int neuron_slot_prepare(struct neuron_job *job, struct drm_file *file,
 	slot->sg_count = 0;
 	if (bo->region != DRM_NEURON_BO_HOST)
 		return 0;
-	if (!(ndev->hw.caps & NEURON_CAP_HOST_BINDINGS))
-		return -EOPNOTSUPP;
+	ret = neuron_check_host_binding(bo->region, limits);
+	if (ret)
+		return ret;
 	slot->sg_count = neuron_sg_walk(slot->sgt, slot->offset, size, NULL);
 	if (!slot->sg_count)
 		return -EINVAL;
@@ -398,47 +402,24 @@ static int neuron_submit_prepare(struct neuron_device *ndev,
 				 struct neuron_out_sync *out)
 {
 	struct neuron_file_exec *fexec = to_neuron_file(file)->exec;
+	struct neuron_check_limits limits = neuron_check_limits(ndev, fexec);
 	struct drm_neuron_binding *bindings;
 	struct neuron_slot *slots = NULL;
 	struct neuron_job *job;
 	u32 i, n = args->num_bindings;
 	int ret;
 
-	if (neuron_exec_args_bad(args->flags, DRM_NEURON_SUBMIT_FLAGS_ALL,
-				 args->pad, args->reserved, &args->out_sync,
-				 args->num_in_syncs))
-		return -EINVAL;
-	if (args->core >= fexec->num_cores)
-		return -EINVAL;
-	if (!args->program_size || args->program_size > U32_MAX)
-		return -EINVAL;
-	if (!n || n > NEURON_MAX_BINDINGS - 1)
-		return -EINVAL;
-
+	ret = neuron_check_submit(args, &limits);
+	if (ret)
+		return ret;
 	bindings = vmemdup_array_user(u64_to_user_ptr(args->bindings), n,
 				      sizeof(*bindings));
 	if (IS_ERR(bindings))
 		return PTR_ERR(bindings);
-	for (i = 0; i < n; i++) {
-		if (bindings[i].reserved || !bindings[i].size ||
-		    !bindings[i].flags ||
-		    bindings[i].flags & ~DRM_NEURON_BIND_ALL) {
-			ret = -EINVAL;
-			goto out_free;
-		}
-	}
 	/* Profiling: the last binding receives the device's trace. */
-	if (args->flags & DRM_NEURON_SUBMIT_F_PROFILE) {
-		if (!(ndev->hw.caps & NEURON_CAP_PROFILE)) {
-			ret = -EOPNOTSUPP;
-			goto out_free;
-		}
-		if (!(bindings[n - 1].flags & DRM_NEURON_BIND_WRITE) ||
-		    bindings[n - 1].size < sizeof(struct neuron_trace_header)) {
-			ret = -EINVAL;
-			goto out_free;
-		}
-	}
+	ret = neuron_check_bindings(args, bindings, &limits);
+	if (ret)
+		goto out_free;
 	slots = kvcalloc(n + 1, sizeof(*slots), GFP_KERNEL);
 	if (!slots) {
 		ret = -ENOMEM;
@@ -454,14 +435,16 @@ static int neuron_submit_prepare(struct neuron_device *ndev,
 	job->profile = args->flags & DRM_NEURON_SUBMIT_F_PROFILE;
 
 	for (i = 0; i < n; i++) {
-		ret = neuron_slot_prepare(job, file, &slots[i], bindings[i].handle,
+		ret = neuron_slot_prepare(job, file, &limits, &slots[i],
+					  bindings[i].handle,
 					  bindings[i].offset, bindings[i].size,
 					  bindings[i].flags);
 		if (ret)
 			goto out_release;
 	}
 	/* The program image: one more slot, execute rights only. */
-	ret = neuron_slot_prepare(job, file, &slots[n], args->program_handle,
+	ret = neuron_slot_prepare(job, file, &limits, &slots[n],
+				  args->program_handle,
 				  args->program_offset, args->program_size,
 				  NEURON_BIND_EXEC);
 	if (ret)
@@ -542,9 +525,9 @@ int neuron_submit_batch_ioctl(struct drm_device *drm, void *data,
 	u32 i, first, n = args->count;
 	int ret = 0;
 
-	if (!n || n > DRM_NEURON_MAX_BATCH ||
-	    args->flags & ~DRM_NEURON_SUBMIT_BATCH_FLAGS_ALL || args->reserved)
-		return -EINVAL;
+	ret = neuron_check_submit_batch(args);
+	if (ret)
+		return ret;
 	if (!neuron_exec_ready(ndev))
 		return -EIO;
 	neuron_ring_reap(ndev->exec);
@@ -754,6 +737,7 @@ int neuron_copy_ioctl(struct drm_device *drm, void *data,
 {
 	struct neuron_device *ndev = to_neuron_device(drm);
 	struct neuron_file_exec *fexec = to_neuron_file(file)->exec;
+	struct neuron_check_limits limits = neuron_check_limits(ndev, fexec);
 	struct drm_neuron_copy *args = data;
 	struct sg_table *src_sgt, *dst_sgt;
 	struct neuron_bo *src, *dst;
@@ -765,14 +749,9 @@ int neuron_copy_ioctl(struct drm_device *drm, void *data,
 	u64 src_offset, dst_offset;
 	int ret;
 
-	if (neuron_exec_args_bad(args->flags, DRM_NEURON_COPY_FLAGS_ALL,
-				 args->pad, args->reserved, &args->out_sync,
-				 args->num_in_syncs))
-		return -EINVAL;
-	if (!args->size)
-		return -EINVAL;
-	if (any ? !fexec->num_dma : args->engine >= fexec->num_dma)
-		return -EINVAL;
+	ret = neuron_check_copy(args, &limits);
+	if (ret)
+		return ret;
 	if (!neuron_exec_ready(ndev))
 		return -EIO;
 	neuron_ring_reap(ndev->exec);
@@ -789,10 +768,11 @@ int neuron_copy_ioctl(struct drm_device *drm, void *data,
 	if (ret)
 		goto out_put;
 
-	ret = -EINVAL;
-	if (src == dst && args->src_offset < args->dst_offset + args->size &&
-	    args->dst_offset < args->src_offset + args->size)
-		goto out_put;
+	if (src == dst) {
+		ret = neuron_check_copy_overlap(args);
+		if (ret)
+			goto out_put;
+	}
 
 	ret = neuron_copy_build(job, src, src_sgt, src_offset, dst, dst_sgt,
 				dst_offset, args->size);
