@@ -32,12 +32,6 @@ int64_t now_ns() {
         .count();
 }
 
-// The user array of a count and pointer, as vmemdup_array_user() sees it.
-template <typename T> int user_array(uint64_t ptr, uint32_t count, const T *&out) {
-    out = reinterpret_cast<const T *>(static_cast<uintptr_t>(ptr));
-    return count && !out ? EFAULT : 0;
-}
-
 } // namespace
 
 Device::Device(const Options &o) : opts_(o), memory_(std::make_shared<Memory>(o.mem)) {
@@ -251,12 +245,15 @@ int Device::ioctl(int fd, unsigned long request, void *arg) {
     }
 }
 
+uint64_t Device::caps() const {
+    return DRM_NEURON_CAP_FP32 | DRM_NEURON_CAP_BF16 | DRM_NEURON_CAP_FP16 |
+           DRM_NEURON_CAP_CORE_RESET | DRM_NEURON_CAP_PROFILE |
+           (opts_.host_bindings ? DRM_NEURON_CAP_HOST_BINDINGS : 0);
+}
+
 int Device::get_param(drm_neuron_get_param &p) const {
     if (p.pad)
         return EINVAL;
-    uint64_t caps = DRM_NEURON_CAP_FP32 | DRM_NEURON_CAP_BF16 | DRM_NEURON_CAP_FP16 |
-                    DRM_NEURON_CAP_CORE_RESET | DRM_NEURON_CAP_PROFILE |
-                    (opts_.host_bindings ? DRM_NEURON_CAP_HOST_BINDINGS : 0);
     switch (p.param) {
     case DRM_NEURON_PARAM_DEVICE_ID:
         p.value = uint64_t(NEURON_PCI_VENDOR_ID) << 16 | NEURON_PCI_DEVICE_ID;
@@ -289,7 +286,7 @@ int Device::get_param(drm_neuron_get_param &p) const {
         p.value = 1u << 16;
         return 0;
     case DRM_NEURON_PARAM_CAPABILITIES:
-        p.value = caps;
+        p.value = caps();
         return 0;
     case DRM_NEURON_PARAM_CORE_CLOCK_MHZ:
         p.value = opts_.clock_mhz;
@@ -572,13 +569,10 @@ int Device::sync_file_info(int fd, void *arg) {
 
 int Device::in_syncs(File &f, uint64_t ptr, uint32_t count, Work &w) {
     const drm_neuron_sync *syncs;
-    if (count > DRM_NEURON_MAX_IN_SYNCS)
-        return EINVAL;
     if (int e = user_array(ptr, count, syncs))
         return e;
-    for (uint32_t i = 0; i < count; i++)
-        if (syncs[i].pad)
-            return EINVAL;
+    if (int e = neuron_check_in_syncs(syncs, count))
+        return -e;
     for (uint32_t i = 0; i < count; i++) {
         SyncWait sw;
         if (int e = syncobj_find(f, syncs[i].handle, syncs[i].point, sw))

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -16,10 +17,19 @@
 
 #include "core_run.h"
 #include "drm/neuron_accel.h"
+#include "neuron_accel_check.h"
 #include "neuron_regs.h"
 #include "os.hpp"
 
 namespace neuron::sim {
+
+/// The user array of a count and pointer, as vmemdup_array_user() sees it:
+/// EFAULT for one below 64 KiB (the kernel's mmap_min_addr), where no
+/// process maps memory.
+template <typename T> int user_array(uint64_t ptr, uint32_t count, const T *&out) {
+    out = reinterpret_cast<const T *>(static_cast<uintptr_t>(ptr));
+    return count && ptr < (64u << 10) ? EFAULT : 0;
+}
 
 /// The device's shape: "cores=2,dma=2,mem=256M,sbuf=24M,psum=2M,timeout_ms=5000".
 struct Options {
@@ -308,6 +318,9 @@ class Device final : public detail::Os {
     std::shared_ptr<File> file(int fd);
     int sync_file_info(int fd, void *arg);
     int get_param(drm_neuron_get_param &p) const;
+    uint64_t caps() const; ///< DRM_NEURON_PARAM_CAPABILITIES
+    /// What the argument checks of neuron_accel_check.h know of the device.
+    neuron_check_limits check_limits() const;
     int bo_create(File &f, drm_neuron_bo_create &c);
     int bo_info(File &f, drm_neuron_bo_info &i);
     int gem_close(File &f, drm_gem_close &c);
@@ -324,8 +337,11 @@ class Device final : public detail::Os {
     int submit_batch(File &f, drm_neuron_submit_batch &b);
     /// SUBMIT's checks and its job, up to the out-sync: 0 or the errno.
     int submit_prepare(File &f, const drm_neuron_submit &s, Work &w);
-    int submit_slot(File &f, Work &w, uint32_t handle, uint64_t offset, uint64_t size,
-                    uint32_t flags);
+    /// A buffer range of a job: ENOENT for no such buffer, EINVAL for a
+    /// range outside it.
+    int job_bo(File &f, uint32_t handle, uint64_t offset, uint64_t size, std::shared_ptr<Bo> &bo);
+    int submit_slot(File &f, const neuron_check_limits &limits, Work &w, uint32_t handle,
+                    uint64_t offset, uint64_t size, uint32_t flags);
     int in_syncs(File &f, uint64_t ptr, uint32_t count, Work &w);
     int out_sync(File &f, const drm_neuron_sync &s, std::shared_ptr<Fence> &fence);
     bool has_syncobj(File &f, uint32_t handle);

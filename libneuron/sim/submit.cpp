@@ -1,21 +1,19 @@
 // SPDX-License-Identifier: MIT
-// The simulated driver's COPY and SUBMIT: neuron.ko's argument checks, in
-// its order, then the work goes to a DMA engine's or a core's queue.
+// The simulated driver's COPY and SUBMIT: neuron.ko's argument checks
+// (uapi/neuron_accel_check.h, the one definition both use) and its lookups,
+// in its order, then the work goes to a DMA engine's or a core's queue.
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
+#include "neuron_accel_check.h"
 #include "sim.hpp"
 
 namespace neuron::sim {
 
 namespace {
-
-bool range_ok(uint64_t offset, uint64_t size, uint64_t limit) {
-    return offset <= limit && size <= limit - offset;
-}
 
 std::shared_ptr<Bo> find_bo(File &f, uint32_t handle) {
     std::lock_guard<std::mutex> g(f.lock);
@@ -25,24 +23,40 @@ std::shared_ptr<Bo> find_bo(File &f, uint32_t handle) {
 
 } // namespace
 
+neuron_check_limits Device::check_limits() const {
+    neuron_check_limits l{};
+    l.num_cores = opts_.cores;
+    l.num_dma = opts_.dma;
+    l.max_bindings = NEURON_MAX_BINDINGS - 1; // the last slot holds the program
+    l.trace_size = sizeof(neuron_trace_header);
+    l.caps = caps();
+    return l;
+}
+
+// A buffer of a job, as neuron_job_add_bo() looks it up: ENOENT, EINVAL.
+int Device::job_bo(File &f, uint32_t handle, uint64_t offset, uint64_t size,
+                   std::shared_ptr<Bo> &bo) {
+    bo = find_bo(f, handle);
+    if (!bo)
+        return ENOENT;
+    return -neuron_check_range(offset, size, bo->size);
+}
+
 int Device::copy(File &f, drm_neuron_copy &c) {
-    if (c.flags & ~DRM_NEURON_COPY_FLAGS_ALL || c.pad || c.reserved || c.out_sync.pad ||
-        !c.out_sync.handle)
-        return EINVAL;
-    if (!c.size)
-        return EINVAL;
-    if (c.engine != DRM_NEURON_ENGINE_ANY && c.engine >= opts_.dma)
-        return EINVAL;
+    const neuron_check_limits limits = check_limits();
+    if (int e = neuron_check_copy(&c, &limits))
+        return -e;
+    std::shared_ptr<Bo> src, dst;
+    if (int e = job_bo(f, c.src_handle, c.src_offset, c.size, src))
+        return e;
+    if (int e = job_bo(f, c.dst_handle, c.dst_offset, c.size, dst))
+        return e;
+    if (src == dst)
+        if (int e = neuron_check_copy_overlap(&c))
+            return -e;
     Work w;
     if (int e = in_syncs(f, c.in_syncs, c.num_in_syncs, w))
         return e;
-    auto src = find_bo(f, c.src_handle), dst = find_bo(f, c.dst_handle);
-    if (!src || !dst)
-        return ENOENT;
-    if (!range_ok(c.src_offset, c.size, src->size) || !range_ok(c.dst_offset, c.size, dst->size))
-        return EINVAL;
-    if (src == dst && c.src_offset < c.dst_offset + c.size && c.dst_offset < c.src_offset + c.size)
-        return EINVAL;
     w.src = src->ptr + c.src_offset;
     w.dst = dst->ptr + c.dst_offset;
     w.size = c.size;
@@ -62,21 +76,19 @@ int Device::copy(File &f, drm_neuron_copy &c) {
 }
 
 // One slot of the job's table, as neuron_slot_prepare() builds it.
-int Device::submit_slot(File &f, Work &w, uint32_t handle, uint64_t offset, uint64_t size,
-                        uint32_t flags) {
-    auto bo = find_bo(f, handle);
-    if (!bo)
-        return ENOENT;
-    if (!range_ok(offset, size, bo->size))
-        return EINVAL;
+int Device::submit_slot(File &f, const neuron_check_limits &limits, Work &w, uint32_t handle,
+                        uint64_t offset, uint64_t size, uint32_t flags) {
+    std::shared_ptr<Bo> bo;
+    if (int e = job_bo(f, handle, offset, size, bo))
+        return e;
     neuron_binding b{};
     b.size = size;
     b.flags = flags;
     if (bo->region == DRM_NEURON_BO_DEVICE && bo->memory != memory_)
         return EXDEV; // another device's memory (imported): copies only
+    if (int e = neuron_check_host_binding(bo->region, &limits))
+        return -e;
     if (bo->region == DRM_NEURON_BO_HOST) {
-        if (!opts_.host_bindings)
-            return EOPNOTSUPP;
         // A host buffer is one piece of host memory; addr is patched to
         // its SG entry once the SG array stops growing.
         b.flags |= NEURON_BIND_HOST_SG;
@@ -95,46 +107,33 @@ int Device::submit_slot(File &f, Work &w, uint32_t handle, uint64_t offset, uint
 }
 
 int Device::submit_prepare(File &f, const drm_neuron_submit &s, Work &w) {
+    const neuron_check_limits limits = check_limits();
     const uint32_t n = s.num_bindings;
-    if (s.flags & ~DRM_NEURON_SUBMIT_FLAGS_ALL || s.pad || s.reserved || s.out_sync.pad ||
-        !s.out_sync.handle)
-        return EINVAL;
-    if (s.core >= opts_.cores)
-        return EINVAL;
+    if (int e = neuron_check_submit(&s, &limits))
+        return -e;
     w.stats = f.stats;
-    if (!s.program_size || s.program_size > UINT32_MAX)
-        return EINVAL;
-    if (!n || n > NEURON_MAX_BINDINGS - 1)
-        return EINVAL;
-    if (s.num_in_syncs > DRM_NEURON_MAX_IN_SYNCS)
-        return EINVAL;
-    const drm_neuron_binding *bind =
-        reinterpret_cast<const drm_neuron_binding *>(static_cast<uintptr_t>(s.bindings));
-    if (!bind)
-        return EFAULT;
-    for (uint32_t i = 0; i < n; i++)
-        if (bind[i].reserved || !bind[i].size || !bind[i].flags ||
-            bind[i].flags & ~DRM_NEURON_BIND_ALL)
-            return EINVAL;
+    const drm_neuron_binding *bind;
+    if (int e = user_array(s.bindings, n, bind))
+        return e;
+    if (int e = neuron_check_bindings(&s, bind, &limits))
+        return -e;
     const bool profile = s.flags & DRM_NEURON_SUBMIT_F_PROFILE;
-    if (profile && (!(bind[n - 1].flags & DRM_NEURON_BIND_WRITE) ||
-                    bind[n - 1].size < sizeof(neuron_trace_header)))
-        return EINVAL;
     w.profile = profile;
     w.trace_binding = profile ? n - 1 : 0;
-    if (int e = in_syncs(f, s.in_syncs, s.num_in_syncs, w))
-        return e;
     for (uint32_t i = 0; i < n; i++)
-        if (int e = submit_slot(f, w, bind[i].handle, bind[i].offset, bind[i].size, bind[i].flags))
+        if (int e = submit_slot(f, limits, w, bind[i].handle, bind[i].offset, bind[i].size,
+                                bind[i].flags))
             return e;
     // The program image: one more slot, execute rights only.
-    if (int e =
-            submit_slot(f, w, s.program_handle, s.program_offset, s.program_size, NEURON_BIND_EXEC))
+    if (int e = submit_slot(f, limits, w, s.program_handle, s.program_offset, s.program_size,
+                            NEURON_BIND_EXEC))
         return e;
     for (auto &b : w.table)
         if (b.flags & NEURON_BIND_HOST_SG)
             b.addr = reinterpret_cast<uintptr_t>(&w.sg[b.addr]);
     w.program_size = static_cast<uint32_t>(s.program_size);
+    if (int e = in_syncs(f, s.in_syncs, s.num_in_syncs, w))
+        return e;
     return 0;
 }
 
@@ -150,12 +149,12 @@ int Device::submit(File &f, drm_neuron_submit &s) {
 
 // All or nothing, as neuron.ko: every entry is checked before any is queued.
 int Device::submit_batch(File &f, drm_neuron_submit_batch &b) {
-    if (!b.count || b.count > DRM_NEURON_MAX_BATCH ||
-        b.flags & ~DRM_NEURON_SUBMIT_BATCH_FLAGS_ALL || b.reserved)
-        return EINVAL;
-    auto *entries = reinterpret_cast<drm_neuron_submit *>(static_cast<uintptr_t>(b.submits));
-    if (!entries)
-        return EFAULT;
+    if (int e = neuron_check_submit_batch(&b))
+        return -e;
+    const drm_neuron_submit *checked;
+    if (int e = user_array(b.submits, b.count, checked))
+        return e;
+    auto *entries = const_cast<drm_neuron_submit *>(checked);
     std::vector<Work> works(b.count);
     for (uint32_t i = 0; i < b.count; i++) {
         if (int e = submit_prepare(f, entries[i], works[i]))
