@@ -5,12 +5,15 @@
  * that split copies, the binding table a job hands to the device, the
  * pool of slots it is written into, the affinity sets of the rings'
  * interrupt vectors and the map of CPUs to them, the lookup of a host
- * buffer's mappings in its interval tree and the bounded counts of pinned
- * memory.
+ * buffer's mappings in its interval tree, the bounded counts of pinned
+ * memory and the argument checks of COPY and SUBMIT (the table of bad
+ * arguments of uapi/neuron_accel_check_cases.h, which the simulator's and
+ * the VM's tests run too).
  *
  * Built as neuron_kunit.ko for kernels with CONFIG_KUNIT; the functions
  * come from neuron.ko (EXPORT_SYMBOL_IF_KUNIT), except the status errno,
- * an inline of hw/neuron_job_errno.h. The SG tables here are written by
+ * an inline of hw/neuron_job_errno.h, and the argument checks, inlines of
+ * uapi/neuron_accel_check.h. The SG tables here are written by
  * hand: only their DMA addresses and lengths are read; so are the host
  * mappings: only their pages' indices are read.
  */
@@ -22,6 +25,7 @@
 #include <linux/overflow.h>
 #include <linux/scatterlist.h>
 
+#include "neuron_accel_check_cases.h"
 #include "neuron_compat.h"
 #include "neuron_gem.h"
 #include "neuron_gem_host.h"
@@ -513,6 +517,125 @@ static void neuron_test_pin_add_within(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, atomic64_read(&count), 8193);
 }
 
+/* Valid arguments, as struct neuron_check_args describes them. */
+static void neuron_test_check_args(struct neuron_check_args *a)
+{
+	*a = (struct neuron_check_args){
+		.copy = {
+			.src_handle = 1,
+			.dst_handle = 2,
+			.size = 4096,
+			.engine = DRM_NEURON_ENGINE_ANY,
+			.out_sync = { .handle = 6 },
+		},
+		.submit = {
+			.program_handle = 3,
+			.num_bindings = 2,
+			.program_size = 64,
+			.bindings = 0x10000,
+			.out_sync = { .handle = 6 },
+		},
+		.batch = { .submits = 0x20000, .count = 1 },
+		.bindings = {
+			{ .handle = 4, .flags = DRM_NEURON_BIND_READ,
+			  .size = 4096 },
+			{ .handle = 5, .flags = DRM_NEURON_BIND_WRITE,
+			  .size = 4096 },
+		},
+		.in_syncs_ptr = 0x30000,
+		.fenceless = 7,
+		.copy_bo_size = 8192,
+		.program_bo_size = 4096,
+		.limits = {
+			.num_cores = 2,
+			.num_dma = 2,
+			.max_bindings = NEURON_MAX_BINDINGS - 1,
+			.trace_size = sizeof(struct neuron_trace_header),
+			.caps = DRM_NEURON_CAP_PROFILE |
+				DRM_NEURON_CAP_HOST_BINDINGS,
+		},
+	};
+}
+
+/*
+ * Every case of the shared table of bad arguments: the checks before the
+ * lookups fail with its errno, or pass when the error is a lookup's.
+ */
+static void neuron_test_check_cases(struct kunit *test)
+{
+	struct neuron_check_args *a;
+	u32 i;
+
+	a = kunit_kzalloc(test, sizeof(*a), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, a);
+	for (i = 0; i < ARRAY_SIZE(neuron_check_cases); i++) {
+		const struct neuron_check_case *c = &neuron_check_cases[i];
+
+		neuron_test_check_args(a);
+		c->edit(a);
+		KUNIT_EXPECT_EQ_MSG(test, neuron_check_early(a, c->ioctl),
+				    (c->early ? c->err : 0), "ioctl %d: %s",
+				    c->ioctl, c->name);
+	}
+}
+
+/* The checks that follow the lookups: ranges, overlap, in-syncs, caps. */
+static void neuron_test_check_later(struct kunit *test)
+{
+	struct drm_neuron_sync syncs[2] = { { .handle = 1 }, { .handle = 2 } };
+	struct neuron_check_args a;
+
+	KUNIT_EXPECT_EQ(test, neuron_check_range(0, 8192, 8192), 0);
+	KUNIT_EXPECT_EQ(test, neuron_check_range(8191, 1, 8192), 0);
+	KUNIT_EXPECT_EQ(test, neuron_check_range(8192, 0, 8192), 0);
+	KUNIT_EXPECT_EQ(test, neuron_check_range(8192, 1, 8192), -EINVAL);
+	KUNIT_EXPECT_EQ(test, neuron_check_range(1, 8192, 8192), -EINVAL);
+	KUNIT_EXPECT_EQ(test, neuron_check_range(8193, 0, 8192), -EINVAL);
+	/* The end overflows: [2^64 - 8, 2^64 + 8) does not wrap into range. */
+	KUNIT_EXPECT_EQ(test, neuron_check_range(~0ULL - 7, 16, ~0ULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, neuron_check_range(8, ~0ULL, 8192), -EINVAL);
+
+	neuron_test_check_args(&a);
+	a.copy.dst_offset = 4096;
+	KUNIT_EXPECT_EQ(test, neuron_check_copy_overlap(&a.copy), 0);
+	a.copy.dst_offset = 4095;
+	KUNIT_EXPECT_EQ(test, neuron_check_copy_overlap(&a.copy), -EINVAL);
+	a.copy.dst_offset = 0;
+	KUNIT_EXPECT_EQ(test, neuron_check_copy_overlap(&a.copy), -EINVAL);
+	/* The destination first: [4096, 8192) against [8191, 12287). */
+	a.copy.dst_offset = 4096;
+	a.copy.src_offset = 8191;
+	KUNIT_EXPECT_EQ(test, neuron_check_copy_overlap(&a.copy), -EINVAL);
+	a.copy.src_offset = 8192;
+	KUNIT_EXPECT_EQ(test, neuron_check_copy_overlap(&a.copy), 0);
+
+	KUNIT_EXPECT_EQ(test, neuron_check_in_syncs(syncs, 2), 0);
+	syncs[1].pad = 1;
+	KUNIT_EXPECT_EQ(test, neuron_check_in_syncs(syncs, 1), 0);
+	KUNIT_EXPECT_EQ(test, neuron_check_in_syncs(syncs, 2), -EINVAL);
+
+	/* Without the capabilities. */
+	KUNIT_EXPECT_EQ(test, neuron_check_host_binding(DRM_NEURON_BO_HOST,
+							&a.limits), 0);
+	a.submit.flags = DRM_NEURON_SUBMIT_F_PROFILE;
+	KUNIT_EXPECT_EQ(test, neuron_check_bindings(&a.submit, a.bindings,
+						    &a.limits), 0);
+	a.limits.caps = 0;
+	KUNIT_EXPECT_EQ(test, neuron_check_host_binding(DRM_NEURON_BO_HOST,
+							&a.limits), -EOPNOTSUPP);
+	KUNIT_EXPECT_EQ(test, neuron_check_host_binding(DRM_NEURON_BO_DEVICE,
+							&a.limits), 0);
+	KUNIT_EXPECT_EQ(test, neuron_check_bindings(&a.submit, a.bindings,
+						    &a.limits), -EOPNOTSUPP);
+	/* A bad binding comes first. */
+	a.bindings[1].flags = 0;
+	KUNIT_EXPECT_EQ(test, neuron_check_bindings(&a.submit, a.bindings,
+						    &a.limits), -EINVAL);
+	/* No engine for DRM_NEURON_ENGINE_ANY. */
+	a.limits.num_dma = 0;
+	KUNIT_EXPECT_EQ(test, neuron_check_copy(&a.copy, &a.limits), -EINVAL);
+}
+
 static struct kunit_case neuron_test_cases[] = {
 	KUNIT_CASE(neuron_test_status_errno),
 	KUNIT_CASE(neuron_test_sg_walk),
@@ -524,6 +647,8 @@ static struct kunit_case neuron_test_cases[] = {
 	KUNIT_CASE(neuron_test_irq_map_cpus),
 	KUNIT_CASE(neuron_test_host_range_lookup),
 	KUNIT_CASE(neuron_test_pin_add_within),
+	KUNIT_CASE(neuron_test_check_cases),
+	KUNIT_CASE(neuron_test_check_later),
 	{}
 };
 

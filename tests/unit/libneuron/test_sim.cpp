@@ -15,6 +15,7 @@
 #include <linux/sync_file.h>
 
 #include "device_state.hpp"
+#include "neuron_accel_check_cases.h"
 #include "relu_program.hpp"
 #include "testutil.hpp"
 
@@ -108,76 +109,91 @@ static void uapi_errnos(void **) {
     gp.param = DRM_NEURON_PARAM_COUNT;
     assert_int_equal(raw(d, DRM_IOCTL_NEURON_GET_PARAM, &gp), EINVAL);
 
+    // Host memory without DRM_NEURON_CAP_HOST_BINDINGS, as a binding and
+    // as the program (the other SUBMIT and COPY errors: check_table).
     Buffer buf = d.allocate(8192), host = d.allocate(4096, Region::host);
-    Fence done = d.copy(buf.range(0, 16), buf.range(16, 16));
     drm_syncobj_create sc{};
     assert_int_equal(raw(d, DRM_IOCTL_SYNCOBJ_CREATE, &sc), 0);
-    drm_neuron_binding bind{buf.handle(), DRM_NEURON_BIND_READ, 0, 4096, 0};
-    drm_neuron_sync in{sc.handle, 0, 0};
-    auto submit = [&](auto &&edit) {
-        drm_neuron_submit s{};
-        s.program_handle = buf.handle();
-        s.program_size = 64;
-        s.num_bindings = 1;
-        s.bindings = reinterpret_cast<uintptr_t>(&bind);
-        s.out_sync.handle = sc.handle;
-        edit(s);
-        return raw(d, DRM_IOCTL_NEURON_SUBMIT, &s);
-    };
-    assert_int_equal(submit([](auto &s) { s.pad = 1; }), EINVAL);
-    assert_int_equal(submit([](auto &s) { s.flags = 2; }), EINVAL);
-    // Profiling: the last binding receives the trace and must be writable.
-    assert_int_equal(submit([](auto &s) { s.flags = DRM_NEURON_SUBMIT_F_PROFILE; }), EINVAL);
-    assert_int_equal(submit([](auto &s) { s.core = 2; }), EINVAL);
-    assert_int_equal(submit([](auto &s) { s.program_size = 0; }), EINVAL);
-    assert_int_equal(submit([](auto &s) { s.program_size = 1ull << 32; }), EINVAL);
-    assert_int_equal(submit([](auto &s) { s.num_bindings = 0; }), EINVAL);
-    assert_int_equal(submit([](auto &s) { s.num_bindings = 64; }), EINVAL);
-    assert_int_equal(submit([](auto &s) { s.out_sync.handle = 0; }), EINVAL);
-    assert_int_equal(submit([](auto &s) { s.bindings = 0; }), EFAULT);
-    assert_int_equal(submit([](auto &s) { s.program_handle = 999; }), ENOENT);
-    assert_int_equal(submit([](auto &s) { s.program_offset = 8192; }), EINVAL);
-    assert_int_equal(submit([&](auto &s) {
-                         s.in_syncs = reinterpret_cast<uintptr_t>(&in);
-                         s.num_in_syncs = 1; // a syncobj without a fence yet
-                     }),
-                     EINVAL);
-    in.handle = 999;
-    assert_int_equal(submit([&](auto &s) {
-                         s.in_syncs = reinterpret_cast<uintptr_t>(&in);
-                         s.num_in_syncs = 1;
-                     }),
-                     ENOENT);
-    assert_int_equal(submit([](auto &s) { s.num_in_syncs = DRM_NEURON_MAX_IN_SYNCS + 1; }), EINVAL);
-    bind.size = 0;
-    assert_int_equal(submit([](auto &) {}), EINVAL);
-    bind.size = 4096;
-    bind.flags = 8;
-    assert_int_equal(submit([](auto &) {}), EINVAL);
-    bind.flags = DRM_NEURON_BIND_READ;
-    bind.offset = 8192;
-    assert_int_equal(submit([](auto &) {}), EINVAL);
-    bind = {host.handle(), DRM_NEURON_BIND_READ, 0, 4096, 0};
-    assert_int_equal(submit([](auto &) {}), EOPNOTSUPP); // no CAP_HOST_BINDINGS
-
-    drm_neuron_copy cp{};
-    cp.src_handle = cp.dst_handle = buf.handle();
-    cp.size = 32;
-    cp.dst_offset = 16;
-    cp.out_sync.handle = sc.handle;
-    assert_int_equal(raw(d, DRM_IOCTL_NEURON_COPY, &cp), EINVAL); // overlapping
-    cp.dst_offset = 4096;
-    cp.engine = 5;
-    assert_int_equal(raw(d, DRM_IOCTL_NEURON_COPY, &cp), EINVAL);
-    cp.engine = DRM_NEURON_ENGINE_ANY;
-    cp.size = 8192;
-    assert_int_equal(raw(d, DRM_IOCTL_NEURON_COPY, &cp), EINVAL); // past the end
-    cp.size = 32;
-    assert_int_equal(raw(d, DRM_IOCTL_NEURON_COPY, &cp), 0);
-    done.wait();
+    drm_neuron_binding bind{host.handle(), DRM_NEURON_BIND_READ, 0, 4096, 0};
+    drm_neuron_submit s{};
+    s.program_handle = buf.handle();
+    s.program_size = 64;
+    s.num_bindings = 1;
+    s.bindings = reinterpret_cast<uintptr_t>(&bind);
+    s.out_sync.handle = sc.handle;
+    assert_int_equal(raw(d, DRM_IOCTL_NEURON_SUBMIT, &s), EOPNOTSUPP);
+    bind.handle = buf.handle();
+    s.program_handle = host.handle();
+    assert_int_equal(raw(d, DRM_IOCTL_NEURON_SUBMIT, &s), EOPNOTSUPP);
+    s.program_handle = buf.handle();
+    assert_int_equal(raw(d, DRM_IOCTL_NEURON_SUBMIT, &s), 0);
     // The library reports the same through neuron::Error.
     std::string m = expect_error([&] { run_relu(d, 0, Region::host); }, errc::not_supported);
     assert_non_null(std::strstr(m.c_str(), "cannot bind host memory"));
+}
+
+// The table of bad COPY, SUBMIT and SUBMIT_BATCH arguments that KUnit runs
+// against neuron.ko's checks and neuron-exec-test ("args") against
+// neuron.ko (uapi/neuron_accel_check_cases.h): the simulator returns each
+// case's errno, several faults in one call included.
+static void check_table(void **) {
+    Device d = Device::open("sim");
+    Buffer src = d.allocate(8192), dst = d.allocate(8192, Region::host), prog = d.allocate(4096),
+           in = d.allocate(4096), out = d.allocate(4096, Region::host);
+    uint32_t syncobjs[2];
+    for (uint32_t &h : syncobjs) {
+        drm_syncobj_create sc{};
+        assert_int_equal(raw(d, DRM_IOCTL_SYNCOBJ_CREATE, &sc), 0);
+        h = sc.handle;
+    }
+    neuron_check_args base{};
+    base.copy.src_handle = src.handle();
+    base.copy.dst_handle = dst.handle();
+    base.copy.size = 4096;
+    base.copy.engine = DRM_NEURON_ENGINE_ANY;
+    base.copy.out_sync.handle = syncobjs[0];
+    base.submit.program_handle = prog.handle();
+    base.submit.program_size = 64;
+    base.submit.num_bindings = 2;
+    base.submit.out_sync.handle = syncobjs[0];
+    base.batch.count = 1;
+    base.bindings[0] = {in.handle(), DRM_NEURON_BIND_READ, 0, 4096, 0};
+    base.bindings[1] = {out.handle(), DRM_NEURON_BIND_WRITE, 0, 4096, 0};
+    base.fenceless = syncobjs[1];
+    base.copy_bo_size = 8192;
+    base.program_bo_size = 4096;
+    base.limits.num_cores = d.info().num_cores;
+    base.limits.num_dma = d.info().num_dma_engines;
+    drm_neuron_get_param gp{};
+    gp.param = DRM_NEURON_PARAM_MAX_BINDINGS;
+    assert_int_equal(raw(d, DRM_IOCTL_NEURON_GET_PARAM, &gp), 0);
+    base.limits.max_bindings = static_cast<uint32_t>(gp.value);
+    base.limits.trace_size = 64; // uapi/drm/neuron_accel.h, DRM_NEURON_SUBMIT_F_PROFILE
+    gp.param = DRM_NEURON_PARAM_CAPABILITIES;
+    assert_int_equal(raw(d, DRM_IOCTL_NEURON_GET_PARAM, &gp), 0);
+    base.limits.caps = gp.value;
+    const struct {
+        unsigned long request;
+        const char *name;
+    } ioctls[] = {{DRM_IOCTL_NEURON_COPY, "COPY"},
+                  {DRM_IOCTL_NEURON_SUBMIT, "SUBMIT"},
+                  {DRM_IOCTL_NEURON_SUBMIT_BATCH, "SUBMIT_BATCH"}};
+    for (const neuron_check_case &c : neuron_check_cases) {
+        auto a = std::make_unique<neuron_check_args>(base);
+        a->submit.bindings = reinterpret_cast<uintptr_t>(a->bindings);
+        a->batch.submits = reinterpret_cast<uintptr_t>(&a->submit);
+        a->in_syncs_ptr = reinterpret_cast<uintptr_t>(a->in_syncs);
+        c.edit(a.get());
+        void *arg = c.ioctl == NEURON_CHECK_COPY     ? static_cast<void *>(&a->copy)
+                    : c.ioctl == NEURON_CHECK_SUBMIT ? static_cast<void *>(&a->submit)
+                                                     : static_cast<void *>(&a->batch);
+        int err = -raw(d, ioctls[c.ioctl].request, arg);
+        if (err != c.err)
+            fail_msg("%s, %s: errno %d, not %d", ioctls[c.ioctl].name, c.name, -err, -c.err);
+        int early = neuron_check_early(a.get(), c.ioctl);
+        if (early != (c.early ? c.err : 0))
+            fail_msg("%s, %s: the early checks return %d", ioctls[c.ioctl].name, c.name, early);
+    }
 }
 
 static void host_bindings(void **) {
@@ -405,6 +421,7 @@ int main() {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(options),
         cmocka_unit_test(uapi_errnos),
+        cmocka_unit_test(check_table),
         cmocka_unit_test(host_bindings),
         cmocka_unit_test(cores_and_timeouts),
         cmocka_unit_test(zero_stride_broadcast),
