@@ -31,6 +31,7 @@ from . import rng  # noqa: E402, F401 (the device's dropout and embedding backwa
 from . import losses  # noqa: E402, F401 (nll_loss on the device)
 from . import casts  # noqa: E402, F401 (conversions between neuron tensors on the device)
 from . import strided  # noqa: E402, F401 (copies of strided views on the device)
+from .eager import backend_ops  # noqa: E402, F401 (convolution, LSTM and GRU cells)
 
 from . import distributed  # noqa: E402
 
