@@ -9,11 +9,10 @@ with the same parameters, and its outputs, the gradients of its
 parameters and those of its inputs (of the sum of its float outputs) must
 match the CPU's within the OpInfo suite's float32 tolerances; operators
 the device does not run fall back to the CPU, as users' models do, and
-the tests count nothing about them. Modules listed in NOT_RUN are
-skipped with their reason."""
+the tests count nothing about them."""
 
 import copy
-from typing import Any, Dict, List
+from typing import Any, List
 
 import torch
 from torch.testing._internal.common_device_type import instantiate_device_type_tests
@@ -22,10 +21,6 @@ from torch.testing._internal.common_utils import TestCase
 from torch.utils._pytree import tree_flatten, tree_map
 
 from opinfo_run import TOLERANCES
-
-# ModuleInfos the device does not run, with the reason.
-NOT_RUN: Dict[str, str] = {}
-
 
 def _to(x: Any, device: str) -> Any:
     """@p x on @p device, detached, with its requires_grad (a leaf)."""
@@ -44,8 +39,6 @@ class TestNeuronModules(TestCase):
     @modules(module_db, allowed_dtypes=(torch.float32,))
     def test_forward_and_backward_match_the_cpu(self, device: str, dtype: torch.dtype,
                                                 module_info: Any, training: bool) -> None:
-        if module_info.name in NOT_RUN:
-            self.skipTest(NOT_RUN[module_info.name])
         atol, rtol = TOLERANCES[dtype]
         inputs = module_info.module_inputs_func(module_info, device="cpu", dtype=dtype,
                                                 requires_grad=True, training=training)
