@@ -67,6 +67,53 @@ static void alu_rows(uint32_t op, float *y, const float *a, const float *b, uint
 }
 
 /*
+ * x[i] = x[i] op s over a row (s op x[i] when @rev), the operands in that
+ * order as alu() takes them: the arithmetic operators in loops that
+ * vectorize, the others through alu().
+ */
+NM_CLONES
+static void alu_scalar_rows(uint32_t op, float *x, float s, bool rev, uint32_t n) {
+    switch (op) {
+    case NEURON_ALU_ADD:
+        if (rev)
+            for (uint32_t i = 0; i < n; i++)
+                x[i] = s + x[i];
+        else
+            for (uint32_t i = 0; i < n; i++)
+                x[i] = x[i] + s;
+        return;
+    case NEURON_ALU_SUB:
+        if (rev)
+            for (uint32_t i = 0; i < n; i++)
+                x[i] = s - x[i];
+        else
+            for (uint32_t i = 0; i < n; i++)
+                x[i] = x[i] - s;
+        return;
+    case NEURON_ALU_MUL:
+        if (rev)
+            for (uint32_t i = 0; i < n; i++)
+                x[i] = s * x[i];
+        else
+            for (uint32_t i = 0; i < n; i++)
+                x[i] = x[i] * s;
+        return;
+    case NEURON_ALU_DIV:
+        if (rev)
+            for (uint32_t i = 0; i < n; i++)
+                x[i] = s / x[i];
+        else
+            for (uint32_t i = 0; i < n; i++)
+                x[i] = x[i] / s;
+        return;
+    default:
+        for (uint32_t i = 0; i < n; i++)
+            x[i] = rev ? alu(op, s, x[i]) : alu(op, x[i], s);
+        return;
+    }
+}
+
+/*
  * @c ? @a : @b through the bits, for selects in loops that must vectorize:
  * a conditional expression lets the compiler move the computation of the
  * unchosen value into a branch, which it then cannot vectorize, since a
@@ -356,12 +403,9 @@ void nm_exec_tensor_scalar(nm_exec *ex, const struct neuron_insn *in, nm_result 
         if (sc.space)
             nm_tap_load(&sc, p, &s1);
         nm_tap_load(&s, p, x);
-        for (uint32_t i = 0; i < d.elems; i++) {
-            float v = rev0 ? alu(op0, s1, x[i]) : alu(op0, x[i], s1);
-            if (op1 != NEURON_ALU_NONE)
-                v = rev1 ? alu(op1, s2, v) : alu(op1, v, s2);
-            x[i] = v;
-        }
+        alu_scalar_rows(op0, x, s1, rev0, d.elems);
+        if (op1 != NEURON_ALU_NONE)
+            alu_scalar_rows(op1, x, s2, rev1, d.elems);
         nm_tap_store(&d, p, x);
     }
     finish_ew(ex, &d, r, op1 == NEURON_ALU_NONE ? 1 : 2);
