@@ -172,20 +172,50 @@ int Device::submit_batch(File &f, drm_neuron_submit_batch &b) {
 
 } // namespace neuron::sim
 
+namespace {
+
+// The entry points' failure: @p message into the caller's @p err.
+void report(char *err, size_t errlen, const std::string &message) {
+    if (err && errlen)
+        std::snprintf(err, errlen, "%s", message.c_str());
+}
+
+// What is wrong with the caller's interface version, if anything.
+std::string abi_mismatch(uint32_t abi_version) {
+    if (abi_version == neuron::detail::sim_abi_version)
+        return {};
+    return fmt::format(
+        "libneuron-sim speaks interface {}, libneuron {}: install both from one build",
+        neuron::detail::sim_abi_version, abi_version);
+}
+
+} // namespace
+
 extern "C" __attribute__((visibility("default"))) neuron::detail::Os *
 neuron_sim_create_os(uint32_t abi_version, const char *options, char *err, size_t errlen) {
-    auto fail = [&](const std::string &m) -> neuron::detail::Os * {
-        if (err && errlen)
-            std::snprintf(err, errlen, "%s", m.c_str());
+    if (auto m = abi_mismatch(abi_version); !m.empty()) {
+        report(err, errlen, m);
         return nullptr;
-    };
-    if (abi_version != neuron::detail::sim_abi_version)
-        return fail(fmt::format("libneuron-sim speaks interface {}, libneuron {}: install both "
-                                "from one build",
-                                neuron::detail::sim_abi_version, abi_version));
+    }
     try {
         return new neuron::sim::Device(neuron::sim::parse_options(options ? options : ""));
     } catch (const std::exception &e) {
-        return fail(e.what());
+        report(err, errlen, e.what());
+        return nullptr;
+    }
+}
+
+extern "C" __attribute__((visibility("default"))) int
+neuron_sim_check_options(uint32_t abi_version, const char *options, char *err, size_t errlen) {
+    if (auto m = abi_mismatch(abi_version); !m.empty()) {
+        report(err, errlen, m);
+        return -1;
+    }
+    try {
+        (void)neuron::sim::parse_options(options ? options : "");
+        return 0;
+    } catch (const std::exception &e) {
+        report(err, errlen, e.what());
+        return -1;
     }
 }

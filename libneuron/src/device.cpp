@@ -73,13 +73,19 @@ std::string permission_hint(detail::Os &os, const std::string &node) {
 
 // --- the simulator ----------------------------------------------------------------
 
+// libneuron-sim.so.0's entry points.
+struct SimEntries {
+    detail::SimCreateFn create = nullptr;
+    detail::SimCheckFn check = nullptr;
+};
+
 // libneuron-sim.so.0 next to this library, else wherever the loader finds it.
-detail::SimCreateFn load_sim() {
+const SimEntries &load_sim() {
     static std::mutex lock;
-    static detail::SimCreateFn fn = nullptr;
+    static SimEntries entries;
     std::lock_guard<std::mutex> g(lock);
-    if (fn)
-        return fn;
+    if (entries.create)
+        return entries;
     constexpr const char *soname = "libneuron-sim.so.0";
     void *h = nullptr;
     Dl_info self{};
@@ -94,12 +100,18 @@ detail::SimCreateFn load_sim() {
     if (!h)
         throw Error(errc::not_supported,
                     fmt::format("sim: cannot load the simulator ({}): {}", soname, dlerror()));
-    void *sym = dlsym(h, detail::sim_entry_symbol);
-    if (!sym)
-        throw Error(errc::not_supported, fmt::format("sim: {} has no {}: {}", soname,
-                                                     detail::sim_entry_symbol, dlerror()));
-    fn = reinterpret_cast<detail::SimCreateFn>(sym);
-    return fn;
+    auto entry = [&](const char *symbol) {
+        void *sym = dlsym(h, symbol);
+        if (!sym)
+            throw Error(errc::not_supported,
+                        fmt::format("sim: {} has no {}: {}", soname, symbol, dlerror()));
+        return sym;
+    };
+    SimEntries e;
+    e.create = reinterpret_cast<detail::SimCreateFn>(entry(detail::sim_entry_symbol));
+    e.check = reinterpret_cast<detail::SimCheckFn>(entry(detail::sim_check_symbol));
+    entries = e;
+    return entries;
 }
 
 // One simulated device per option string and device number, shared by
@@ -110,7 +122,7 @@ std::shared_ptr<detail::Os> sim_os(const std::string &options) {
     static std::map<std::string, std::weak_ptr<detail::Os>> devices;
     auto [rest, number] = detail::split_sim_device(options);
     const std::string key = fmt::format("{}|device={}", rest, number.empty() ? "0" : number);
-    auto create = load_sim();
+    auto create = load_sim().create;
     std::lock_guard<std::mutex> g(lock);
     if (auto os = devices[key].lock())
         return os;
@@ -137,6 +149,15 @@ std::pair<std::string, std::string> detail::split_sim_device(std::string_view op
             rest += fmt::format("{}{}", rest.empty() ? "" : ",", item);
     }
     return {rest, number};
+}
+
+std::optional<std::string> detail::sim_options_error(const std::string &options) {
+    if (options.empty())
+        return std::nullopt; // the defaults: nothing to load the simulator for
+    char err[256] = "";
+    if (load_sim().check(detail::sim_abi_version, options.c_str(), err, sizeof(err)) == 0)
+        return std::nullopt;
+    return std::string(err);
 }
 
 std::string detail::sim_options(std::string_view spec) {
@@ -178,6 +199,17 @@ DeviceSelector DeviceSelector::parse(std::string_view text, std::string source) 
     if (is_sim_spec(text)) {
         s.kind = Kind::sim;
         s.sim_options = text.size() > 4 ? std::string(text.substr(4)) : "";
+        // Checked here, by the simulator's own parser, whether or not a
+        // simulated device is then made: the tools that list the devices
+        // other processes simulate reject bad options as opening one does.
+        const std::string options = detail::sim_options(text);
+        if (auto bad = detail::sim_options_error(options))
+            throw Error(errc::invalid_argument,
+                        fmt::format("{}: {}{}", s.source.empty() ? s.text : s.source,
+                                    s.sim_options.empty()
+                                        ? fmt::format("NEURON_SIM_OPTIONS='{}': ", options)
+                                        : "",
+                                    *bad));
         return s;
     }
     if (!text.empty() && (text.front() == '/' || text.front() == '.')) {

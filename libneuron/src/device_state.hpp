@@ -155,6 +155,9 @@ void read_profile_env(DeviceState &s);
 /// The simulator's options of @p spec ("sim:OPTIONS", or "sim" and
 /// $NEURON_SIM_OPTIONS).
 std::string sim_options(std::string_view spec);
+/// What is wrong with simulator @p options, in the simulator's words
+/// (libneuron-sim's parser); nullopt if they are good.
+std::optional<std::string> sim_options_error(const std::string &options);
 /// Simulator options without their "device=N" item, and N's text ("" if absent).
 std::pair<std::string, std::string> split_sim_device(std::string_view options);
 

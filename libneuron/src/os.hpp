@@ -81,5 +81,9 @@ NEURON_EXPORT neuron_device *c_device(Device dev);
 inline constexpr const char *sim_entry_symbol = "neuron_sim_create_os";
 inline constexpr uint32_t sim_abi_version = 1;
 using SimCreateFn = Os *(*)(uint32_t abi_version, const char *options, char *err, size_t errlen);
+/// Its check of @p options: 0 if neuron_sim_create_os() would take them,
+/// else -1 with what is wrong in @p err (the same parser; no device is made).
+inline constexpr const char *sim_check_symbol = "neuron_sim_check_options";
+using SimCheckFn = int (*)(uint32_t abi_version, const char *options, char *err, size_t errlen);
 
 } // namespace neuron::detail

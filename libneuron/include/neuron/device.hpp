@@ -93,7 +93,9 @@ struct NEURON_EXPORT DeviceSelector {
     bool is_sim() const { return kind == Kind::sim; }
 
     /// Parses @p text (never empty); @p source names where it came from in
-    /// messages. Throws Error(invalid_argument) saying what is accepted.
+    /// messages. Throws Error(invalid_argument) saying what is accepted, or,
+    /// for the simulator, what is wrong with its options (sim:OPTIONS, else
+    /// $NEURON_SIM_OPTIONS), checked by the simulator's own parser.
     static DeviceSelector parse(std::string_view text, std::string source);
 
     /// The command line's choice when given (@p option, e.g. "-d", names it),

@@ -155,9 +155,20 @@ static void selectors(void **) {
                  errc::no_device);
     contains(m, "NEURON_DEVICE='0': neuron device 0: no neuron devices: ");
     contains(m, "or use the simulator: NEURON_DEVICE=sim");
-    m = error_of([] { open_selected(DeviceSelector::parse("sim:cores=99", "-d sim:cores=99")); },
+    // The simulator's options, checked by its parser as the selector is
+    // parsed, before any device is made or looked for.
+    m = error_of([] { (void)DeviceSelector::parse("sim:cores=99", "-d sim:cores=99"); },
                  errc::invalid_argument);
-    contains(m, "-d sim:cores=99: sim:cores=99: ");
+    assert_string_equal(m.c_str(), "-d sim:cores=99: option cores=99: must be 1..16");
+    m = error_of([] { (void)DeviceSelector::parse("sim:bogus=1", ""); }, errc::invalid_argument);
+    contains(m, "sim:bogus=1: unknown option 'bogus' (known: cores, ");
+    m = error_of([] { (void)Device::open("sim:mem=1x"); }, errc::invalid_argument);
+    contains(m, "sim:mem=1x: option mem=1x: expected a number");
+    setenv("NEURON_SIM_OPTIONS", "bogus=1", 1);
+    m = error_of([] { (void)DeviceSelector::parse("sim", "NEURON_DEVICE='sim'"); },
+                 errc::invalid_argument);
+    contains(m, "NEURON_DEVICE='sim': NEURON_SIM_OPTIONS='bogus=1': unknown option 'bogus'");
+    unsetenv("NEURON_SIM_OPTIONS");
 }
 
 static void open_errors(void **) {
