@@ -136,6 +136,61 @@ for t in neuron-ls neuron-top neuron-monitor neuron-run neuron-bench; do
     fi
 done
 
+# The simulator's options: checked by the simulator's parser, the same way
+# whether the tool simulates the device itself or lists the devices another
+# process simulates (it used to list those and never look at the options).
+# sim_options_rejected WHEN: every tool that takes -d, each bad option.
+sim_options_rejected() {
+    local when=$1 t
+    for t in neuron-ls neuron-top neuron-monitor neuron-run neuron-bench; do
+        [ -n "${bin[$t]:-}" ] || continue
+        # What each needs to get past its other arguments, and to stop on
+        # its own if the options were taken (never to serve or run long).
+        local extra=()
+        case $t in
+        neuron-top) extra=(--batch -n 1) ;;
+        neuron-monitor) extra=(--json -n 1) ;;
+        neuron-run) extra=(x.nprog) ;;
+        neuron-bench) extra=(--quick --sections dma --repeat 1) ;;
+        esac
+        if run 2 "$t" -d sim:bogus=1 "${extra[@]}"; then
+            grep -q -- "^$t: -d sim:bogus=1: unknown option 'bogus' (known: cores, " <<<"$err" ||
+                fail "$t -d sim:bogus=1 ($when): $err"
+        fi
+        if run 2 "$t" -d sim:cores=99 "${extra[@]}"; then
+            grep -q -- "^$t: -d sim:cores=99: option cores=99: must be 1\.\." <<<"$err" ||
+                fail "$t -d sim:cores=99 ($when): $err"
+        fi
+        if NEURON_DEVICE=sim:mem=1x run 2 "$t" "${extra[@]}"; then
+            grep -q -- "^$t: NEURON_DEVICE='sim:mem=1x': option mem=1x: expected a number" <<<"$err" ||
+                fail "$t with NEURON_DEVICE=sim:mem=1x ($when): $err"
+        fi
+        if NEURON_SIM_OPTIONS=bogus=1 run 2 "$t" -d sim "${extra[@]}"; then
+            grep -q -- "^$t: -d sim: NEURON_SIM_OPTIONS='bogus=1': unknown option 'bogus'" <<<"$err" ||
+                fail "$t -d sim with NEURON_SIM_OPTIONS=bogus=1 ($when): $err"
+        fi
+    done
+}
+sim_options_rejected "no simulated device"
+# A simulated device of another process: neuron-top's own, idle, published
+# until it is stopped.
+if [ -n "${bin[neuron-top]:-}" ] && [ -n "${bin[neuron-ls]:-}" ]; then
+    "${bin[neuron-top]}" -d sim --batch --interval 1 >/dev/null 2>&1 &
+    simulating=$!
+    trap 'kill $simulating 2>/dev/null; wait $simulating 2>/dev/null; rm -rf "$tmp"' EXIT
+    for _ in $(seq 100); do
+        grep -q "sim:$simulating " <("${bin[neuron-ls]}" -d sim 2>/dev/null) && break
+        sleep 0.1
+    done
+    if grep -q "sim:$simulating " <("${bin[neuron-ls]}" -d sim 2>/dev/null); then
+        sim_options_rejected "another process simulates a device"
+    else
+        fail "neuron-top -d sim --batch (pid $simulating): its device is not listed by neuron-ls -d sim"
+    fi
+    kill $simulating
+    wait $simulating 2>/dev/null
+fi
+
 # A device that is not there: the error alone, no line about a run that
 # does not happen (neuron-run's inputs are described once the device opened).
 if [ -n "${bin[neuron-run]:-}" ] && [ -n "${bin[neuron-cc]:-}" ]; then
