@@ -35,6 +35,10 @@ Cores &cores() {
             Device dev = open_device("tensors");
             for (unsigned core : visible_cores_of(dev.info().num_cores))
                 c.cores.push_back(Core{dev, core, dev.queue(core)});
+        } catch (const c10::Error &e) {
+            // Its what() carries the C++ backtrace; the message is re-raised
+            // by core_at() as a new error, which has its own.
+            c.error = e.what_without_backtrace();
         } catch (const std::exception &e) {
             c.error = e.what();
         }

@@ -53,6 +53,25 @@ def test_autoload_is_turned_off_by_torch_device_backend_autoload_0():
     assert "neuron" in r.stderr
 
 
+def test_no_device_is_said_once_without_a_cpp_backtrace(tmp_path):
+    # No NEURON_DEVICE and a sysfs without devices: what a newcomer without
+    # the driver meets first. libneuron's reason, once, and nothing of the
+    # C++ exception's backtrace ("Exception raised from ...", "frame #0").
+    r = run_python("""
+        import torch
+        try:
+            torch.ones(2, device="neuron")
+        except RuntimeError as e:
+            print(e)
+    """, NEURON_DEVICE="", NEURON_SYSFS_ROOT=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.strip()
+    assert out.startswith("neuron: no device to run tensors on: no neuron devices: "), out
+    assert out.count("modprobe") == 1 and out.count("NEURON_DEVICE=sim") == 1, out
+    assert "Exception raised from" not in out and "frame #" not in out, out
+    assert len(out.splitlines()) == 1, out
+
+
 def test_device_module():
     assert torch.neuron.is_available()
     n = torch.neuron.device_count()
