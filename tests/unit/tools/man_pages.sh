@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT
 # Every tool's man page, as the build tree has it: --help names it and says
 # where it is, man finds it there, its OPTIONS are the long options --help
-# lists (of every command, for a tool with commands), it has EXAMPLES, and
-# its ENVIRONMENT names every variable --help mentions.
+# lists (of every command, for a tool with commands), it has EXAMPLES and
+# ENVIRONMENT, and its ENVIRONMENT names every variable --help mentions.
 #
 #   man_pages.sh MANDIR NAME=BINARY...
 set -u
@@ -54,6 +54,8 @@ for arg in "$@"; do
     [ "$helpopts" = "$manopts" ] ||
         fail "$t: --help has $(echo $helpopts), its page's OPTIONS $(echo $manopts)"
     section EXAMPLES "$page" | grep -q . || fail "$t: no EXAMPLES in $page"
+    # Every page says what the environment does, if only that it does nothing.
+    section ENVIRONMENT "$page" | grep -q . || fail "$t: no ENVIRONMENT in $page"
     env=$(section ENVIRONMENT "$page" | sed 's/\\-/-/g')
     for v in $(grep -oE '\$NEURON_[A-Z_]+' <<<"$all" | sort -u); do
         grep -q "${v#\$}" <<<"$env" || fail "$t: --help mentions $v, its page's ENVIRONMENT does not"
