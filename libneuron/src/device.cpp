@@ -294,6 +294,34 @@ Device open_selected(const DeviceSelector &sel, const SysPaths &paths) {
     }
 }
 
+std::vector<Device> open_simulated(const DeviceSelector &sel) {
+    if (!sel.is_sim())
+        throw Error(
+            errc::invalid_argument,
+            fmt::format("{}: not the simulator", sel.source.empty() ? sel.text : sel.source));
+    try {
+        // The simulator's devices=N option makes N devices, device K named
+        // by "sim:<options>,device=K" (the selected one by its own name).
+        Device selected = open_sim(sel.text);
+        const std::string n = selected.state()->os->read_line("sim_devices");
+        const unsigned count = n.empty() ? 1u : static_cast<unsigned>(std::stoul(n));
+        auto [rest, number] = detail::split_sim_device(detail::sim_options(sel.text));
+        std::vector<Device> out;
+        for (unsigned k = 0; k < count; k++) {
+            if (std::to_string(k) == (number.empty() ? "0" : number))
+                out.push_back(selected);
+            else
+                out.push_back(
+                    open_sim(fmt::format("sim:{}{}device={}", rest, rest.empty() ? "" : ",", k)));
+        }
+        return out;
+    } catch (const Error &e) {
+        if (sel.source.empty())
+            throw;
+        throw Error(e.code(), fmt::format("{}: {}", sel.source, e.what()));
+    }
+}
+
 Device Device::open_first(const SysPaths &paths) {
     return open_selected(DeviceSelector::from(std::nullopt), paths);
 }

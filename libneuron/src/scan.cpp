@@ -158,20 +158,11 @@ std::vector<SimulatedDevice> published_simulators() {
 
 std::vector<DeviceEntry> enumerate(const SysPaths &paths) {
     if (auto spec = selected_device(); spec && is_sim_spec(*spec)) {
-        // The simulator's devices=N option makes N devices, device K named
-        // by "sim:<options>,device=K" (the selected one by its own name).
-        Device selected = Device::open(*spec, paths);
-        const std::string n = selected.state()->os->read_line("sim_devices");
-        const unsigned count = n.empty() ? 1u : static_cast<unsigned>(std::stoul(n));
-        auto [rest, number] = detail::split_sim_device(detail::sim_options(*spec));
         std::vector<DeviceEntry> out;
-        for (unsigned k = 0; k < count; k++) {
-            std::string node = fmt::format("sim:{}{}device={}", rest, rest.empty() ? "" : ",", k);
-            bool same = std::to_string(k) == (number.empty() ? "0" : number);
-            Device d = same ? selected : Device::open(node, paths);
+        for (const Device &d : open_simulated(DeviceSelector::parse(*spec, ""))) {
             DeviceEntry e;
-            e.index = k;
-            e.node = same ? d.path() : node;
+            e.index = static_cast<unsigned>(out.size());
+            e.node = d.path();
             e.pci_address = d.info().pci_address;
             e.vendor_id = d.info().vendor_id;
             e.device_id = d.info().device_id;

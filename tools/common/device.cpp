@@ -175,10 +175,10 @@ std::vector<SimTree> sim_trees() {
     return out;
 }
 
-std::optional<neuron::Device> simulate_if_none(const neuron::DeviceSelector &sel) {
+std::vector<neuron::Device> simulate_if_none(const neuron::DeviceSelector &sel) {
     if (!sel.is_sim() || !sim_trees().empty())
-        return std::nullopt;
-    return neuron::open_selected(sel);
+        return {};
+    return neuron::open_simulated(sel);
 }
 
 // The devices are libneuron's (one scan of /sys/class/accel, one accelN

@@ -170,7 +170,7 @@ int run(int argc, const char *const *argv, std::ostream &out, std::ostream &err,
 
     // The simulator: the simulated devices of running processes, else the
     // one the selector describes, simulated here while it is listed.
-    std::optional<neuron::Device> own_sim;
+    std::vector<neuron::Device> own_sim;
     {
         try {
             own_sim = simulate_if_none(r.device);

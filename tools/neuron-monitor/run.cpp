@@ -185,7 +185,7 @@ int run(int argc, const char *const *argv, std::ostream &out, std::ostream &err,
                                            listen),
                                err);
     }
-    std::optional<neuron::Device> own_sim;
+    std::vector<neuron::Device> own_sim;
     try {
         own_sim = simulate_if_none(r.device);
     } catch (const neuron::Error &e) {

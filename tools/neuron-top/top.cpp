@@ -361,7 +361,7 @@ int run(int argc, const char *const *argv, std::ostream &out, std::ostream &err,
     }
 
     // The simulator has no netlink events: resets come from its counters.
-    std::optional<neuron::Device> own_sim;
+    std::vector<neuron::Device> own_sim;
     try {
         own_sim = simulate_if_none(r.device);
     } catch (const neuron::Error &e) {

@@ -110,6 +110,11 @@ struct NEURON_EXPORT DeviceSelector {
 NEURON_EXPORT Device open_selected(const DeviceSelector &sel,
                                    const SysPaths &paths = SysPaths::from_env());
 
+/// Every simulated device a sim selector makes: one, or N for the
+/// simulator's devices=N option (device K also opens as
+/// "sim:<options>,device=K"), in device order. Errors as open_selected's.
+NEURON_EXPORT std::vector<Device> open_simulated(const DeviceSelector &sel);
+
 /// A simulated device of a running process. Every simulated device
 /// publishes what neuron.ko would show of it under @p root: sys/ shaped like
 /// sysfs (class/accel/accel0, bus/pci/devices/<bdf>/neuron/ with the

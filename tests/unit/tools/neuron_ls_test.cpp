@@ -247,13 +247,21 @@ void test_sim(void **) {
     Result r = run_ls(t.roots(), {"-d", "sim:cores=3,mem=64M"});
     assert_int_equal(r.status, neuron::tools::exit_ok);
     assert_true(r.out.find("neuron driver sim, 1 device\n") == 0);
+    nlohmann::json doc;
     assert_true(r.out.find("sim:" + std::to_string(getpid())) != std::string::npos);
     assert_true(std::filesystem::is_empty(dir)); // gone with the device neuron-ls simulated
+    // devices=N makes N devices, as for the library's enumerate(): all listed.
+    r = run_ls(t.roots(), {"-d", "sim:devices=2,mem=64M", "--json"});
+    assert_int_equal(r.status, neuron::tools::exit_ok);
+    doc = nlohmann::json::parse(r.out);
+    assert_int_equal(doc.size(), 2);
+    assert_int_equal(doc[1]["memory_size"].get<uint64_t>(), 64u << 20);
+    assert_true(std::filesystem::is_empty(dir));
     setenv("NEURON_DEVICE", "sim:cores=3,mem=64M", 1);
     r = run_ls(t.roots(), {"--json"});
     unsetenv("NEURON_DEVICE");
     assert_int_equal(r.status, neuron::tools::exit_ok);
-    auto doc = nlohmann::json::parse(r.out);
+    doc = nlohmann::json::parse(r.out);
     assert_int_equal(doc.size(), 1);
     assert_int_equal(doc[0]["nc_count"].get<int>(), 3);
     assert_int_equal(doc[0]["memory_size"].get<uint64_t>(), 64u << 20);

@@ -98,10 +98,11 @@ struct SimTree {
 std::vector<SimTree> sim_trees();
 
 /// For a simulator selector while no process simulates a device: the
-/// device @p sel describes, simulated by the caller for as long as it keeps
-/// it, so that a tool shows a device a newcomer can then use. Nothing
-/// otherwise. Throws neuron::Error for options the simulator refuses.
-std::optional<neuron::Device> simulate_if_none(const neuron::DeviceSelector &sel);
+/// devices @p sel describes (devices=N: all N), simulated by the caller for
+/// as long as it keeps them, so that a tool shows a device a newcomer can
+/// then use. Nothing otherwise. Throws neuron::Error for options the
+/// simulator refuses.
+std::vector<neuron::Device> simulate_if_none(const neuron::DeviceSelector &sel);
 
 /// Re-reads the changing values of a device (memory used, state, reset
 /// count, counters) in place.
