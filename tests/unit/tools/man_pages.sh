@@ -9,6 +9,7 @@
 set -u
 mandir=$1
 shift
+examples=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../../examples/nir" && pwd)
 failures=0
 fail() {
     echo "FAIL: $*" >&2
@@ -54,6 +55,11 @@ for arg in "$@"; do
     [ "$helpopts" = "$manopts" ] ||
         fail "$t: --help has $(echo $helpopts), its page's OPTIONS $(echo $manopts)"
     section EXAMPLES "$page" | grep -q . || fail "$t: no EXAMPLES in $page"
+    # The graphs the examples compile are in examples/nir/, where the
+    # examples run (or as they name them from the source tree).
+    for nir in $(section EXAMPLES "$page" | grep -oE '[A-Za-z0-9_./-]+\.nir\b' | sort -u); do
+        [ -f "$examples/${nir#examples/nir/}" ] || fail "$t: EXAMPLES compile $nir, which examples/nir/ does not have"
+    done
     # Every page says what the environment does, if only that it does nothing.
     section ENVIRONMENT "$page" | grep -q . || fail "$t: no ENVIRONMENT in $page"
     env=$(section ENVIRONMENT "$page" | sed 's/\\-/-/g')
