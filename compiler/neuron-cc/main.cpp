@@ -16,7 +16,7 @@
 
 using namespace neuron::compiler;
 
-int main(int argc, char **argv) {
+static int command_line_main(int argc, char **argv) {
     CLI::App app{"Compile a tensor graph (IR text, docs/compiler.md) into a neuron program "
                  "container.",
                  "neuron-cc"};
@@ -109,4 +109,8 @@ int main(int argc, char **argv) {
         std::fprintf(stderr, "neuron-cc: %s\n", e.what());
         return 1;
     }
+}
+
+int main(int argc, char **argv) {
+    return neuron::tools::output_checked("neuron-cc", command_line_main(argc, argv));
 }

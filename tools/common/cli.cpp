@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <exception>
 #include <filesystem>
 #include <iostream>
@@ -274,9 +277,22 @@ int no_devices(const Driver &driver, const neuron::DeviceSelector &sel, std::ost
     return exit_no_devices;
 }
 
+int output_checked(std::string_view tool, int status) {
+    errno = 0;
+    std::cout.flush();
+    int e = errno;
+    if (std::fflush(stdout) != 0 && !e)
+        e = errno;
+    if (!std::cout.fail() && !std::ferror(stdout))
+        return status;
+    std::cerr << tool << ": standard output: cannot write it"
+              << (e ? fmt::format(": {}", std::strerror(e)) : std::string()) << "\n";
+    return status == exit_ok ? exit_error : status;
+}
+
 int tool_main(std::string_view tool, ToolRun run, int argc, char **argv) {
     try {
-        return run(argc, argv, std::cout, std::cerr, Roots::from_env());
+        return output_checked(tool, run(argc, argv, std::cout, std::cerr, Roots::from_env()));
     } catch (const std::exception &e) {
         std::cerr << tool << ": " << e.what() << "\n";
         return exit_error;

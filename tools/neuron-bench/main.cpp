@@ -47,7 +47,7 @@ nlohmann::json describe_run(const nbench::Options &o) {
 
 } // namespace
 
-int main(int argc, char **argv) {
+static int command_line_main(int argc, char **argv) {
     nbench::Options o;
     std::string json_path;
     CLI::App app{"Measure the neuron device (DMA, submission, compute, allocation, the example "
@@ -135,4 +135,8 @@ int main(int argc, char **argv) {
         std::cerr << "neuron-bench: " << e.what() << "\n";
         return 1;
     }
+}
+
+int main(int argc, char **argv) {
+    return neuron::tools::output_checked("neuron-bench", command_line_main(argc, argv));
 }

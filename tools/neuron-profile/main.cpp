@@ -85,7 +85,7 @@ int capture(const std::filesystem::path &out, uint64_t records,
 
 } // namespace
 
-int main(int argc, char **argv) {
+static int command_line_main(int argc, char **argv) {
     CLI::App app{"Where a program's device time goes, engine by engine: profile its jobs, "
                  "summarize them, export them.",
                  "neuron-profile"};
@@ -148,4 +148,8 @@ int main(int argc, char **argv) {
         std::fprintf(stderr, "neuron-profile: %s\n", e.what());
         return 1;
     }
+}
+
+int main(int argc, char **argv) {
+    return neuron::tools::output_checked("neuron-profile", command_line_main(argc, argv));
 }

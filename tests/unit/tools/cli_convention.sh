@@ -4,7 +4,8 @@
 # "Command lines": a bad flag exits 2 with "TOOL: message" and the way to
 # --help, a misspelt option or command gets "did you mean", -V and
 # --version print "TOOL VERSION", --help starts "Usage: TOOL" and names the
-# man page, -d is always the device and --interval the period.
+# man page, -d is always the device and --interval the period, output that
+# cannot be written is an error.
 #
 #   cli_convention.sh VERSION NAME=BINARY...
 set -u
@@ -64,6 +65,14 @@ for t in "${tools[@]}"; do
             [ -z "$err" ] || fail "$t $v: wrote to stderr: $err"
         fi
     done
+    # Output that cannot be written is an error, with the system's reason.
+    if [ -w /dev/full ]; then
+        "${bin[$t]}" --version >/dev/full 2>"$tmp/err"
+        status=$?
+        [ "$status" = 1 ] || fail "$t --version >/dev/full: exit status $status, expected 1"
+        grep -q "^$t: standard output: cannot write it: No space left on device$" "$tmp/err" ||
+            fail "$t --version >/dev/full: $(cat "$tmp/err")"
+    fi
     if run 0 "$t" --help; then
         grep -q "^Usage: $t " <<<"$out" ||
             fail "$t --help: the usage line is not 'Usage: $t ...': $(grep -m1 Usage <<<"$out")"

@@ -86,8 +86,15 @@ int no_devices(const Driver &driver, const neuron::DeviceSelector &sel, std::ost
 using ToolRun = int (*)(int argc, const char *const *argv, std::ostream &out, std::ostream &err,
                         const Roots &roots);
 
-/// main() of a tool: runs @p run on the real roots; an exception that got
-/// this far is printed with the tool's name and exits with exit_error.
+/// A tool's exit status once standard output is flushed: @p status, or,
+/// when what it wrote there could not be written (a full disk), exit_error
+/// (if @p status was exit_ok) after "TOOL: standard output: cannot write
+/// it: REASON" on standard error.
+int output_checked(std::string_view tool, int status);
+
+/// main() of a tool: runs @p run on the real roots and output_checked();
+/// an exception that got this far is printed with the tool's name and
+/// exits with exit_error.
 int tool_main(std::string_view tool, ToolRun run, int argc, char **argv);
 
 } // namespace neuron::tools
