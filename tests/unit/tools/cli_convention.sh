@@ -187,8 +187,11 @@ if [ -n "${bin[neuron-top]:-}" ] && [ -n "${bin[neuron-ls]:-}" ]; then
     "${bin[neuron-top]}" -d sim --batch --interval 1 >/dev/null 2>&1 &
     simulating=$!
     trap 'kill $simulating 2>/dev/null; wait $simulating 2>/dev/null; rm -rf "$tmp"' EXIT
-    for _ in $(seq 100); do
-        grep -q "sim:$simulating " <("${bin[neuron-ls]}" -d sim 2>/dev/null) && break
+    # Waited for in the published directory, not by neuron-ls -d sim, which
+    # would simulate a device of its own until neuron-top's is there (and
+    # neuron-top, starting, might watch that one, gone when neuron-ls ends).
+    for _ in $(seq 300); do
+        [ -d "$NEURON_SIM_DIR/$simulating.0" ] && break
         sleep 0.1
     done
     if grep -q "sim:$simulating " <("${bin[neuron-ls]}" -d sim 2>/dev/null); then
