@@ -332,20 +332,8 @@ at::Tensor &fill(at::Tensor &t, const at::Scalar &value) {
     if (t.numel() == 0)
         return t;
     c10::DeviceGuard g(t.device());
-    const at::Tensor filled = at::scalar_tensor(value, t.options().device(at::kCPU));
-    if (dense(t)) {
-        write_dense(t, filled);
-        return t;
-    }
-    if (moved_on_device(t.scalar_type())) {
-        at::Tensor dense_value = at::empty(t.sizes(), t.options());
-        write_dense(dense_value, filled);
-        write_strided(t, dense_value);
-        return t;
-    }
-    HostImage img = read_to_host(t);
-    img.view.fill_(value);
-    write_extent(t, img);
+    // The value, a CPU scalar of t's dtype, copied as a broadcast.
+    to_device(at::scalar_tensor(value, t.options().device(at::kCPU)), t);
     return t;
 }
 
