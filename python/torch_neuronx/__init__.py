@@ -32,6 +32,7 @@ from . import losses  # noqa: E402, F401 (nll_loss on the device)
 from . import casts  # noqa: E402, F401 (conversions between neuron tensors on the device)
 from . import strided  # noqa: E402, F401 (copies of strided views on the device)
 from .eager import backend_ops  # noqa: E402, F401 (convolution, LSTM and GRU cells)
+from .eager import foreach  # noqa: E402, F401 (the optimizers' multi-tensor updates)
 
 from . import distributed  # noqa: E402
 

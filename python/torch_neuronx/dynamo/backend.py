@@ -18,7 +18,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 from ..capture import decompositions
 from ..lowering import LOWERINGS
 from . import _torch
-from .foreach import foreach_decompositions
+from ..foreach import foreach_decompositions
 from .graph import compile_graph, static_shapes
 
 log = logging.getLogger("torch_neuronx")

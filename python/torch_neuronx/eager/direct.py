@@ -9,11 +9,13 @@ and PyTorch's decompositions."""
 from __future__ import annotations
 
 import operator
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Sequence, Tuple
 
 import torch
 
 from ..capture import Captured
+from ..foreach import base_of, overload_taking, per_tensor_arguments
+from ..lowering import UnsupportedOperatorError
 from .signature import Call
 
 
@@ -25,20 +27,41 @@ def _literal(x: Any) -> Any:
     return x
 
 
-def _arguments(call: Call, tensors: List[Any]) -> Tuple[Tuple[Any, ...], Dict[str, Any]]:
-    """The call's arguments with @p tensors for its neuron tensors."""
+def _arguments(call: Call, tensors: List[Any], numbers: Sequence[Any] = ()
+               ) -> Tuple[Tuple[Any, ...], Dict[str, Any]]:
+    """The call's arguments with @p tensors for its neuron tensors and
+    @p numbers for its numbers at call.number_positions (none: the numbers
+    the call has)."""
     leaves = [_literal(x) for x in call.leaves]
     for pos, t in zip(call.tensor_positions, tensors):
         leaves[pos] = t
+    for pos, v in zip(call.number_positions, numbers):
+        leaves[pos] = v
     return call.arguments(leaves)
 
 
-def capture_call(call: Call, examples: List[torch.Tensor], name: str) -> Captured:
+def number_input(value: float) -> torch.Tensor:
+    """A number the program takes as an input: a float32 [1], which the
+    lowering's arithmetic broadcasts as it does a literal."""
+    return torch.tensor([value], dtype=torch.float32)
+
+
+def capture_call(call: Call, examples: List[torch.Tensor], name: str,
+                 numbers_as_inputs: bool = False) -> Captured:
+    """With @p numbers_as_inputs, the call's floating-point numbers are
+    inputs after its tensors (number_input()), so that one program serves
+    every value of them."""
     graph = torch.fx.Graph()
     inputs = [graph.placeholder(f"input{i}") for i in range(len(examples))]
-    args, kwargs = _arguments(call, inputs)
+    numbers = [graph.placeholder(f"number{i}") for i in range(len(call.number_positions))] \
+        if numbers_as_inputs else []
+    args, kwargs = _arguments(call, inputs, numbers)
     op_node = graph.call_function(call.op, args, kwargs)
 
+    number_examples = [number_input(call.leaves[i]) for i in call.number_positions] \
+        if numbers_as_inputs else []
+    inputs += numbers
+    examples = list(examples) + number_examples
     values: Dict[torch.fx.Node, Any] = dict(zip(inputs, examples))
     eargs, ekwargs = _arguments(call, examples)
     with torch.no_grad():
@@ -58,3 +81,41 @@ def capture_call(call: Call, examples: List[torch.Tensor], name: str) -> Capture
     return Captured(name=name, gm=gm, parameters={}, buffers={}, inputs=inputs,
                     input_names=[n.name for n in inputs], example_inputs=tuple(examples),
                     values=values, tuple_output=tuple_output)
+
+
+def capture_foreach(call: Call, examples: List[torch.Tensor], name: str,
+                    numbers_as_inputs: bool = False) -> Captured:
+    """The graph of a functional `_foreach` call (_foreach_mul.Scalar): its
+    operator on each tensor (aten.mul.Scalar), one node each, their results
+    the graph's outputs; its numbers inputs as capture_call() makes them."""
+    base = base_of(call.op)
+    if base is None:
+        raise UnsupportedOperatorError(call.op.name(), "", "not a functional _foreach form")
+    graph = torch.fx.Graph()
+    inputs = [graph.placeholder(f"input{i}") for i in range(len(examples))]
+    numbers = [graph.placeholder(f"number{i}") for i in range(len(call.number_positions))] \
+        if numbers_as_inputs else []
+    per_node = per_tensor_arguments(base, *_arguments(call, inputs, numbers))
+    per_value = per_tensor_arguments(base, *_arguments(call, examples))
+    if per_node is None or per_value is None:
+        raise UnsupportedOperatorError(call.op.name(), "", "arguments its operator does not take")
+    op = overload_taking(base, *per_value[0])
+    if op is None:
+        raise UnsupportedOperatorError(call.op.name(), "", f"no overload of {base} takes them")
+    number_examples = [number_input(call.leaves[i]) for i in call.number_positions] \
+        if numbers_as_inputs else []
+    values: Dict[torch.fx.Node, Any] = dict(zip(inputs + numbers,
+                                                list(examples) + number_examples))
+    outs = []
+    with torch.no_grad():
+        for (args, kwargs), (eargs, ekwargs) in zip(per_node, per_value):
+            node = graph.call_function(op, args, kwargs)
+            values[node] = op(*eargs, **ekwargs)
+            outs.append(node)
+    graph.output(tuple(outs))
+    gm = torch.fx.GraphModule(torch.nn.Module(), graph)
+    inputs += numbers
+    return Captured(name=name, gm=gm, parameters={}, buffers={}, inputs=inputs,
+                    input_names=[n.name for n in inputs],
+                    example_inputs=tuple(list(examples) + number_examples),
+                    values=values, tuple_output=True)

@@ -161,8 +161,10 @@ def dispatch_boxed(name: str, overload: str, *args: Any,
     op = _overload(name, overload)
     writes = _writes(op)
     result, entry = (_run_writing if writes else _run_functional)(op, args, kwargs)
-    if entry is None or entry.shapes is not None:
-        return result, None, None  # results reshaped from the program's
+    # (not results reshaped from the program's, nor a program taking the
+    # call's numbers, which C++ does not pass)
+    if entry is None or entry.shapes is not None or entry.numbers_as_inputs:
+        return result, None, None
     return result, entry.kernel, (functional_form(op) if writes else op).name()
 
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import logging
 import threading
 import time
-from collections import Counter
+from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple, Union
@@ -25,8 +26,11 @@ from ..lowering import LOWERINGS, UnsupportedOperatorError, lower
 from ..lowering.registry import FLOATS_AND_INT32
 from ..philox import INT32_OPERANDS
 from ..strided import OPERATORS as STRIDED_COPIES
-from .direct import capture_call
+from ..foreach import base_of
+from .direct import capture_call, capture_foreach, number_input
 from .signature import Call
+
+log = logging.getLogger("torch_neuronx")
 
 # Output dtypes the device computes in (others fall back).
 _DEVICE_DTYPES = (torch.float32, torch.bfloat16)
@@ -41,12 +45,22 @@ class Kernel:
     # no rank 0), or one of 0-dimensional inputs, which it takes as [1]
     # (_as_program_input).
     shapes: Optional[List[List[int]]] = None
+    # The program takes the call's numbers as inputs after its tensors (it
+    # serves every call of the family; Call.family).
+    numbers_as_inputs: bool = False
 
     def __call__(self, call: Call) -> Any:
-        outs = self.kernel.run(_inputs(call))
+        outs = self.kernel.run(self.inputs(call))
         if self.shapes is not None:
             outs = [o.view(s) for o, s in zip(outs, self.shapes)]
         return outs[0] if self.single else tuple(outs)
+
+    def inputs(self, call: Call) -> List[torch.Tensor]:
+        tensors = [_as_program_input(t) for t in call.tensors]
+        if self.numbers_as_inputs:
+            device = call.tensors[0].device
+            tensors += [_number_on_device(call.leaves[i], device) for i in call.number_positions]
+        return tensors
 
     def run_into(self, call: Call, outputs: List[torch.Tensor]) -> bool:
         """Writes the results into @p outputs when they fit them exactly
@@ -55,7 +69,7 @@ class Kernel:
         meta = self.meta
         if len(outputs) != len(meta) or self.shapes is not None:
             return False
-        inputs = _inputs(call)
+        inputs = self.inputs(call)
         for o, m in zip(outputs, meta):
             if (o.device.type != "neuron" or o.dtype != m.dtype or o.shape != m.shape
                     or not o.is_contiguous()
@@ -70,16 +84,32 @@ class Kernel:
         return self.kernel.output_meta()
 
 
+# The numbers most recently passed to programs as inputs, on the device:
+# an optimizer's learning rate and bias corrections are written once per
+# step, not once per parameter.
+_NUMBERS_KEPT = 64
+_numbers: "OrderedDict[Tuple[str, torch.device], torch.Tensor]" = OrderedDict()
+
+
+def _number_on_device(value: float, device: torch.device) -> torch.Tensor:
+    key = (value.hex(), device)  # (-0.0 is not 0.0)
+    t = _numbers.get(key)
+    if t is None:
+        t = number_input(value).to(device)
+        _numbers[key] = t
+        if len(_numbers) > _NUMBERS_KEPT:
+            _numbers.popitem(last=False)
+    else:
+        _numbers.move_to_end(key)
+    return t
+
+
 def _as_program_input(t: torch.Tensor) -> torch.Tensor:
     """The compiler's tensors have at least one dimension: a 0-dimensional
     one is passed as [1], which broadcasts as it does."""
     if t.dim() == 0:
         return t.view(1)
     return t if t.is_contiguous() else t.contiguous()
-
-
-def _inputs(call: Call) -> List[torch.Tensor]:
-    return [_as_program_input(t) for t in call.tensors]
 
 
 @dataclass
@@ -110,11 +140,11 @@ def get_device_ops() -> Dict[str, int]:
     return dict(sorted(counts.items()))
 
 
-def _file_of(call: Call) -> Optional[Path]:
+def _file_of(key: Tuple[Any, ...]) -> Optional[Path]:
     d = cache.directory()
     if d is None:
         return None
-    return d / (hashlib.sha256(repr(call.key).encode()).hexdigest()[:32] + cache.SUFFIX)
+    return d / (hashlib.sha256(repr(key).encode()).hexdigest()[:32] + cache.SUFFIX)
 
 
 def _why_not(call: Call) -> Optional[str]:
@@ -122,7 +152,8 @@ def _why_not(call: Call) -> Optional[str]:
     schema = call.op._schema
     if any(r.alias_info is not None for r in schema.returns):
         return "it returns a view of an input"
-    if not all(str(r.type) == "Tensor" for r in schema.returns) or not schema.returns:
+    if (not all(str(r.type) == "Tensor" for r in schema.returns) or not schema.returns) \
+            and base_of(call.op) is None:
         return "it returns something other than tensors"
     if not call.tensor_positions:
         return "it has no neuron tensor input"
@@ -141,7 +172,7 @@ def _name(op: torch._ops.OpOverload) -> str:
     return op.name().replace("::", "_").replace(".", "_")
 
 
-def _compile(call: Call) -> Entry:
+def _compile(call: Call, numbers_as_inputs: bool = False) -> Entry:
     why = _why_not(call)
     if why:
         return Unsupported(why)
@@ -152,7 +183,7 @@ def _compile(call: Call) -> Entry:
         if isinstance(shapes, Unsupported):
             return shapes
     try:
-        captured, lowered = _captured_and_lowered(call, examples)
+        captured, lowered = _captured_and_lowered(call, examples, numbers_as_inputs)
     except UnsupportedOperatorError as e:
         return Unsupported(f"the compiler has no lowering of {e.kind}"
                            f"{' (' + e.reason + ')' if e.reason else ''}")
@@ -178,21 +209,32 @@ def _compile(call: Call) -> Entry:
         shapes = [list(e.shape) for e in expected]
     global compiles
     compiles += 1
-    return Kernel(kernel, single=len(call.op._schema.returns) == 1,
-                  shapes=None if shapes == [list(g.shape) for g in got] else shapes)
+    returns = call.op._schema.returns  # (a `_foreach` form returns one list)
+    return Kernel(kernel, single=len(returns) == 1 and str(returns[0].type) == "Tensor",
+                  shapes=None if shapes == [list(g.shape) for g in got] else shapes,
+                  numbers_as_inputs=numbers_as_inputs)
 
 
-def _captured_and_lowered(call: Call, examples: List[torch.Tensor]) -> Tuple[Any, Any]:
+def _captured_and_lowered(call: Call, examples: List[torch.Tensor],
+                          numbers_as_inputs: bool = False) -> Tuple[Any, Any]:
     """The call's graph and its IR: built directly when the operator has a
-    lowering of its own, else (or when that form is not lowered) traced
-    into PyTorch's decompositions."""
+    lowering of its own (or is a `_foreach` form of one), else (or when
+    that form is not lowered) traced into PyTorch's decompositions. With @p numbers_as_inputs, the first
+    way only (its numbers as inputs; a lowering that reads a number's value
+    raises), or UnsupportedOperatorError."""
+    if base_of(call.op) is not None:
+        captured = capture_foreach(call, examples, _name(call.op), numbers_as_inputs)
+        return captured, lower(captured, _name(call.op), bool_inputs_u8=True)
     if call.op in LOWERINGS:
         try:
-            captured = capture_call(call, examples, _name(call.op))
+            captured = capture_call(call, examples, _name(call.op), numbers_as_inputs)
             return captured, lower(captured, _name(call.op), scalar_results=True,
                                    bool_inputs_u8=True)
         except UnsupportedOperatorError:
-            pass
+            if numbers_as_inputs:
+                raise
+    elif numbers_as_inputs:
+        raise UnsupportedOperatorError(call.op.name(), "", "it is not lowered as one operator")
     captured = capture(call.rebuilt(), examples, kept_whole=LOWERINGS, api="neuron")
     return captured, lower(captured, _name(call.op), scalar_results=True, bool_inputs_u8=True)
 
@@ -225,11 +267,74 @@ def _load(path: Path) -> Optional[Entry]:
     saved = cache.load(path)
     if saved is None:
         return None
-    return Kernel(saved["kernel"], single=saved["single"], shapes=saved.get("shapes"))
+    return Kernel(saved["kernel"], single=saved["single"], shapes=saved.get("shapes"),
+                  numbers_as_inputs=saved.get("numbers_as_inputs", False))
 
 
 def _store(entry: Kernel, path: Path) -> None:
-    cache.store(path, entry.kernel, single=entry.single, shapes=entry.shapes)
+    cache.store(path, entry.kernel, single=entry.single, shapes=entry.shapes,
+                numbers_as_inputs=entry.numbers_as_inputs)
+
+
+def _loaded_or_compiled(call: Call, key: Tuple[Any, ...], numbers_as_inputs: bool) -> Entry:
+    path = _file_of(key)
+    entry = _load(path) if path is not None and path.is_file() else None
+    if entry is None:
+        global compile_seconds
+        started = time.perf_counter()
+        entry = _compile(call, numbers_as_inputs)
+        compile_seconds += time.perf_counter() - started
+        if isinstance(entry, Kernel) and path is not None:
+            _store(entry, path)
+    return entry
+
+
+# Calls that differ only in their numbers (Call.family): an optimizer's
+# update, whose learning rate a scheduler changes at every step. The first
+# value compiles a program with the numbers in it, as every call does; a
+# second value compiles one taking them as inputs, which then serves every
+# value. Per family: the first call's key, then that program, or
+# _SPECIALISED where the operator's lowering needs the numbers' values.
+_SPECIALISED = "specialised"
+_families: Dict[Tuple[Any, ...], Any] = {}
+_family_sizes: Counter = Counter()
+_RECOMPILES_WARNED = 8
+
+
+def _numbers_may_be_inputs(call: Call) -> bool:
+    # (in float32, the [1] input is the number as the CPU computes with it)
+    return bool(call.number_positions) and all(t.dtype == torch.float32 for t in call.tensors)
+
+
+def _family_kernel(call: Call) -> Optional[Kernel]:
+    """The program serving every call of @p call's family, compiled at its
+    second value; None before that or where there is none. Lock held."""
+    seen = _families.get(call.family)
+    if isinstance(seen, Kernel):
+        return seen
+    if seen is None:
+        _families[call.family] = call.key
+        return None
+    if seen == _SPECIALISED or seen == call.key:
+        return None
+    entry = _loaded_or_compiled(call, call.family, numbers_as_inputs=True)
+    if isinstance(entry, Kernel):
+        _families[call.family] = entry
+        return entry
+    _families[call.family] = _SPECIALISED
+    return None
+
+
+def _count_specialised(call: Call) -> None:
+    """Warns once when a family has compiled many programs, each for its
+    own numbers. Lock held."""
+    _family_sizes[call.family] += 1
+    if _family_sizes[call.family] == _RECOMPILES_WARNED:
+        values = [call.leaves[i] for i in call.number_positions]
+        log.warning("neuron: %s has compiled %d programs, one per value of its numbers "
+                    "(now %s), because its lowering needs their values; pass a changing "
+                    "value as a tensor to compile it once", call.op.name(),
+                    _RECOMPILES_WARNED, values)
 
 
 def kernel_for(call: Call) -> Entry:
@@ -237,19 +342,21 @@ def kernel_for(call: Call) -> Entry:
     entry = _memory.get(call.key)
     if entry is not None:
         return entry
+    numbers = _numbers_may_be_inputs(call)
+    if numbers:
+        seen = _families.get(call.family)
+        if isinstance(seen, Kernel):
+            return seen
     with _lock:
         entry = _memory.get(call.key)
         if entry is not None:
             return entry
-        path = _file_of(call)
-        if path is not None and path.is_file():
-            entry = _load(path)
-        if entry is None:
-            global compile_seconds
-            started = time.perf_counter()
-            entry = _compile(call)
-            compile_seconds += time.perf_counter() - started
-            if isinstance(entry, Kernel) and path is not None:
-                _store(entry, path)
+        if numbers:
+            family = _family_kernel(call)
+            if family is not None:
+                return family
+        entry = _loaded_or_compiled(call, call.key, numbers_as_inputs=False)
+        if numbers and isinstance(entry, Kernel):
+            _count_specialised(call)
         _memory[call.key] = entry
         return entry

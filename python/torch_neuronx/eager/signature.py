@@ -23,6 +23,11 @@ class Call:
     layout: Layout  # (keyword or None, -1 or list length) per argument
     tensor_positions: List[int]  # leaves that are neuron tensors (the inputs)
     key: Tuple[Any, ...]
+    # Leaves that are floating-point numbers (a learning rate, a bias
+    # correction), and the key with their values left out: the calls of one
+    # family differ only in those numbers, which a kernel may take as inputs.
+    number_positions: Tuple[int, ...] = ()
+    family: Tuple[Any, ...] = ()
 
     @property
     def tensors(self) -> List[torch.Tensor]:
@@ -95,8 +100,12 @@ def call_of(op: torch._ops.OpOverload, args: Tuple[Any, ...], kwargs: Dict[str, 
             leaves.append(v)
     positions = [i for i, x in enumerate(leaves)
                  if isinstance(x, torch.Tensor) and x.device.type == "neuron"]
-    key = (op, tuple(layout), tuple(_leaf_key(x) for x in leaves))
-    return Call(op, leaves, tuple(layout), positions, key)
+    keys = [_leaf_key(x) for x in leaves]
+    key = (op, tuple(layout), tuple(keys))
+    numbers = tuple(i for i, x in enumerate(leaves) if type(x) is float)
+    family = (op, tuple(layout), tuple(("number",) if i in numbers else k
+                                       for i, k in enumerate(keys)))
+    return Call(op, leaves, tuple(layout), positions, key, numbers, family)
 
 
 def check_devices(op: torch._ops.OpOverload, call: Call) -> None:

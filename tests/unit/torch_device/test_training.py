@@ -21,9 +21,11 @@ OPTIMIZERS: Dict[str, Callable[..., torch.optim.Optimizer]] = {
     "sgd": lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9),
     "adamw": lambda p: torch.optim.AdamW(p, lr=1e-2, weight_decay=0.1),
 }
-# What the optimizers' updates run as (the foreach forms fall back to these).
-UPDATE_OPS = {"sgd": {"aten::mul.Tensor", "aten::add.Tensor"},
-              "adamw": {"aten::lerp.Scalar", "aten::addcmul", "aten::addcdiv", "aten::sqrt"}}
+# What the optimizers' updates run as: their foreach forms, a program per
+# group of parameters (eager/foreach.py).
+UPDATE_OPS = {"sgd": {"aten::_foreach_mul.Scalar", "aten::_foreach_add.List"},
+              "adamw": {"aten::_foreach_lerp.Scalar", "aten::_foreach_addcmul.Scalar",
+                        "aten::_foreach_addcdiv.ScalarList", "aten::_foreach_sqrt"}}
 
 
 def mlp() -> torch.nn.Module:

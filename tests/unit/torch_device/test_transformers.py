@@ -35,8 +35,10 @@ MODELS: Dict[str, Callable[[], torch.nn.Module]] = {
 
 # What must run on the device: the linear layers forward and backward,
 # attention's products, the normalizations and activations and their
-# backward, the embeddings' lookups of int64 ids, and AdamW's update.
-DEVICE_OPS: Set[str] = {"aten::mm", "aten::addcdiv", "aten::lerp.Scalar",
+# backward, the embeddings' lookups of int64 ids, and AdamW's update (its
+# foreach form).
+DEVICE_OPS: Set[str] = {"aten::mm", "aten::_foreach_addcdiv.ScalarList",
+                        "aten::_foreach_lerp.Scalar",
                         "aten::nll_loss_forward", "aten::nll_loss_backward",
                         "aten::embedding"}
 # What may run on the CPU: operators on the token ids, masks and positions

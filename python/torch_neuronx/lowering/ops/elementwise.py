@@ -18,7 +18,9 @@ aten = torch.ops.aten
 
 
 def _scaled(L: Context, v: Any, alpha: Any) -> Any:
-    """alpha * v for add's and sub's alpha."""
+    """alpha * v for add's and sub's alpha (a number, or an input)."""
+    if isinstance(alpha, Tensor):
+        return L.emit("mul", [v, alpha], shape=v.shape if isinstance(v, Tensor) else alpha.shape)
     if alpha == 1:
         return v
     if isinstance(v, float):

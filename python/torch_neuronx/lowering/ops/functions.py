@@ -409,8 +409,12 @@ def addcmul(L: Context, node: torch.fx.Node) -> None:
     P = Pointwise(L)
     x, t1, t2 = (P.input(L.arg(i), what) for i, what in ((0, "self"), (1, "tensor1"),
                                                           (2, "tensor2")))
-    value = float(L.arg(3, "value", 1.0))
-    scaled = t1 if value == 1 else P("mul", t1, value)
+    value = L.arg(3, "value", 1.0)
+    if isinstance(value, Tensor):  # an input
+        scaled = P("mul", t1, value)
+    else:
+        value = float(value)
+        scaled = t1 if value == 1 else P("mul", t1, value)
     op = "mul" if node.target == aten.addcmul.default else "div"
     L.bind(P.result(P("add", x, P(op, scaled, t2)), L.value(node).dtype))
 
