@@ -67,48 +67,48 @@ static void alu_rows(uint32_t op, float *y, const float *a, const float *b, uint
 }
 
 /*
- * x[i] = x[i] op s over a row (s op x[i] when @rev), the operands in that
+ * y[i] = x[i] op s over a row (s op x[i] when @rev), the operands in that
  * order as alu() takes them: the arithmetic operators in loops that
- * vectorize, the others through alu().
+ * vectorize, the others through alu(). @y may be @x.
  */
 NM_CLONES
-static void alu_scalar_rows(uint32_t op, float *x, float s, bool rev, uint32_t n) {
+static void alu_scalar_rows(uint32_t op, float *y, const float *x, float s, bool rev, uint32_t n) {
     switch (op) {
     case NEURON_ALU_ADD:
         if (rev)
             for (uint32_t i = 0; i < n; i++)
-                x[i] = s + x[i];
+                y[i] = s + x[i];
         else
             for (uint32_t i = 0; i < n; i++)
-                x[i] = x[i] + s;
+                y[i] = x[i] + s;
         return;
     case NEURON_ALU_SUB:
         if (rev)
             for (uint32_t i = 0; i < n; i++)
-                x[i] = s - x[i];
+                y[i] = s - x[i];
         else
             for (uint32_t i = 0; i < n; i++)
-                x[i] = x[i] - s;
+                y[i] = x[i] - s;
         return;
     case NEURON_ALU_MUL:
         if (rev)
             for (uint32_t i = 0; i < n; i++)
-                x[i] = s * x[i];
+                y[i] = s * x[i];
         else
             for (uint32_t i = 0; i < n; i++)
-                x[i] = x[i] * s;
+                y[i] = x[i] * s;
         return;
     case NEURON_ALU_DIV:
         if (rev)
             for (uint32_t i = 0; i < n; i++)
-                x[i] = s / x[i];
+                y[i] = s / x[i];
         else
             for (uint32_t i = 0; i < n; i++)
-                x[i] = x[i] / s;
+                y[i] = x[i] / s;
         return;
     default:
         for (uint32_t i = 0; i < n; i++)
-            x[i] = rev ? alu(op, s, x[i]) : alu(op, x[i], s);
+            y[i] = rev ? alu(op, s, x[i]) : alu(op, x[i], s);
         return;
     }
 }
@@ -393,6 +393,7 @@ void nm_exec_tensor_scalar(nm_exec *ex, const struct neuron_insn *in, nm_result 
 
     const bool rev0 = in->flags & NEURON_TS_F_REVERSE0, rev1 = in->flags & NEURON_TS_F_REVERSE1;
     const float s2 = nm_f32_from_bits(nm_le32(in->imm[1]));
+    const bool in_place = in_place_ok(&d, &s);
     float *x = ex->core->scratch[0];
     for (uint32_t p = 0; p < d.part_count; p++) {
         if (nm_aborted(ex)) {
@@ -402,10 +403,18 @@ void nm_exec_tensor_scalar(nm_exec *ex, const struct neuron_insn *in, nm_result 
         float s1 = nm_f32_from_bits(nm_le32(in->imm[0]));
         if (sc.space)
             nm_tap_load(&sc, p, &s1);
+        const float *src = in_place ? nm_tap_row_f32(&s, p) : NULL;
+        float *dst = nm_tap_row_f32(&d, p);
+        if (src && dst) {
+            alu_scalar_rows(op0, dst, src, s1, rev0, d.elems);
+            if (op1 != NEURON_ALU_NONE)
+                alu_scalar_rows(op1, dst, dst, s2, rev1, d.elems);
+            continue;
+        }
         nm_tap_load(&s, p, x);
-        alu_scalar_rows(op0, x, s1, rev0, d.elems);
+        alu_scalar_rows(op0, x, x, s1, rev0, d.elems);
         if (op1 != NEURON_ALU_NONE)
-            alu_scalar_rows(op1, x, s2, rev1, d.elems);
+            alu_scalar_rows(op1, x, x, s2, rev1, d.elems);
         nm_tap_store(&d, p, x);
     }
     finish_ew(ex, &d, r, op1 == NEURON_ALU_NONE ? 1 : 2);

@@ -656,13 +656,14 @@ static void test_reduce_sum_order(void **state) {
  * Destinations overlapping their sources: the same elements (in place),
  * and one element later or earlier in the row, where each source row must
  * be read before the destination row is written. @op: ACTIVATE on the
- * Scalar engine, TENSOR_TENSOR, or a same-dtype COPY (one run of bytes per
- * partition, which the model moves at once).
+ * Scalar engine, TENSOR_TENSOR, TENSOR_SCALAR (two operators), or a
+ * same-dtype COPY (one run of bytes per partition, which the model moves
+ * at once).
  */
-enum overlap_op { OV_ACTIVATE, OV_TENSOR_TENSOR, OV_COPY };
+enum overlap_op { OV_ACTIVATE, OV_TENSOR_TENSOR, OV_TENSOR_SCALAR, OV_COPY };
 
 static void check_overlap(int32_t shift, enum overlap_op op) {
-    static const char *const names[] = {"ACTIVATE", "TENSOR_TENSOR", "COPY"};
+    static const char *const names[] = {"ACTIVATE", "TENSOR_TENSOR", "TENSOR_SCALAR", "COPY"};
     const bool tensor_tensor = op == OV_TENSOR_TENSOR;
     const uint32_t P = 4, F = 64, W = F + 2; /* a row of W elements, operands at 1 and 1 + shift */
     tenv *t = te_new();
@@ -680,6 +681,9 @@ static void check_overlap(int32_t shift, enum overlap_op op) {
     handoff(&p, NEURON_ENGINE_SYNC, engine, 0);
     if (tensor_tensor)
         pb_tt(&p, NEURON_ALU_ADD, dst, src, src);
+    else if (op == OV_TENSOR_SCALAR)
+        pb_ts(&p, NEURON_ENGINE_VECTOR, NEURON_ALU_SUB, NEURON_ALU_MUL, NEURON_TS_F_REVERSE0, dst,
+              src, (struct neuron_tap){0}, 0.5f, 3.0f);
     else if (op == OV_COPY)
         pb_copy(&p, NEURON_ENGINE_VECTOR, dst, src);
     else
@@ -694,9 +698,10 @@ static void check_overlap(int32_t shift, enum overlap_op op) {
             int32_t i = (int32_t)j - 1 - shift; /* the source element written to j */
             float want = row[j];
             if (i >= 0 && i < (int32_t)F)
-                want = op == OV_COPY   ? row[1 + i]
-                       : tensor_tensor ? row[1 + i] + row[1 + i]
-                                       : row[1 + i] * 2.0f + 1.0f;
+                want = op == OV_COPY            ? row[1 + i]
+                       : tensor_tensor          ? row[1 + i] + row[1 + i]
+                       : op == OV_TENSOR_SCALAR ? (0.5f - row[1 + i]) * 3.0f
+                                                : row[1 + i] * 2.0f + 1.0f;
             float got;
             memcpy(&got, out + 4 * ((size_t)pp * W + j), 4);
             if (tu_bits(got) != tu_bits(want))
@@ -713,6 +718,7 @@ static void test_overlap(void **state) {
     for (int32_t shift = -1; shift <= 1; shift++) {
         check_overlap(shift, OV_ACTIVATE);
         check_overlap(shift, OV_TENSOR_TENSOR);
+        check_overlap(shift, OV_TENSOR_SCALAR);
         check_overlap(shift, OV_COPY);
     }
 }
