@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <neuron/error.hpp>
@@ -198,6 +199,15 @@ class NEURON_EXPORT Program {
     explicit Program(std::shared_ptr<const detail::ProgramData> d) : d_(std::move(d)) {}
     std::shared_ptr<const detail::ProgramData> d_;
 };
+
+/// The (output, input) binding slots of @p program for which a run with
+/// the output bound to exactly the input's memory (an in-place run) writes
+/// what a run into other memory does: no instruction reads a byte of the
+/// input after one wrote that byte of the output. Decided from the bytes
+/// each DMA instruction may touch, conservatively: rows chosen by index
+/// may touch the whole binding, and a Sync stream with a LOOP allows no
+/// pair.
+NEURON_EXPORT std::vector<std::pair<uint32_t, uint32_t>> in_place_slots(const Program &program);
 
 /// The ISA revision this library assembles, validates and disassembles,
 /// (major << 16) | minor.
