@@ -106,6 +106,8 @@ TORCH_LIBRARY(neuron, m) {
     m.def("eager_kernel_from_bytes(Tensor program, str[] inputs, str[] outputs) -> "
           "__torch__.torch.classes.neuron.EagerKernel",
           &EagerKernel::from_bytes);
+    m.def("number_on_device(float value, Device device) -> Tensor",
+          &neuron::torch_bridge::number_on_device);
     m.def("claim_operator(str name) -> ()", &neuron::torch_bridge::claim_operator);
     m.def("kept_kernel_runs() -> (str[], int[])", kept_kernel_runs);
     m.def("device_count() -> int", device_count);

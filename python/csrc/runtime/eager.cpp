@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "eager.hpp"
 
+#include <bit>
 #include <cstring>
+#include <list>
 #include <span>
 
 #include <ATen/ATen.h>
@@ -30,6 +32,11 @@ EagerKernel::EagerKernel(Program program, std::vector<std::string> inputs,
         input_args_.push_back(find(n, Direction::in));
     for (const auto &n : outputs_)
         output_args_.push_back(find(n, Direction::out));
+    for (const auto &[out_slot, in_slot] : in_place_slots(program_))
+        for (size_t o = 0; o < output_args_.size(); o++)
+            for (size_t i = 0; i < input_args_.size(); i++)
+                if (output_args_[o]->slot == out_slot && input_args_[i]->slot == in_slot)
+                    in_place_.emplace(o, i);
 }
 
 c10::intrusive_ptr<EagerKernel> EagerKernel::of_model(const c10::intrusive_ptr<Model> &model) {
@@ -63,8 +70,9 @@ at::Tensor EagerKernel::program_bytes() const {
 std::vector<at::Tensor> EagerKernel::output_meta() const {
     std::vector<at::Tensor> out;
     for (const ArgumentInfo *a : output_args_)
-        out.push_back(at::empty(std::vector<int64_t>(a->shape.begin(), a->shape.end()),
-                                at::TensorOptions().dtype(torch_dtype(a->dtype)).device(at::kMeta)));
+        out.push_back(
+            at::empty(std::vector<int64_t>(a->shape.begin(), a->shape.end()),
+                      at::TensorOptions().dtype(torch_dtype(a->dtype)).device(at::kMeta)));
     return out;
 }
 
@@ -89,8 +97,8 @@ c10::DeviceIndex EagerKernel::bind_inputs(const std::vector<at::Tensor> &inputs,
         inputs.empty() ? current_core_index() : inputs.front().device().index();
     for (size_t i = 0; i < inputs.size(); i++) {
         const at::Tensor &t = inputs[i];
-        TORCH_CHECK(t.device().is_privateuseone() && t.device().index() == index,
-                    "neuron: '", program_.name(), "': input ", i, " is on ", t.device(),
+        TORCH_CHECK(t.device().is_privateuseone() && t.device().index() == index, "neuron: '",
+                    program_.name(), "': input ", i, " is on ", t.device(),
                     ", the others on neuron:", int(index));
         TORCH_CHECK(t.is_contiguous() && t.nbytes() == input_args_[i]->size, "neuron: '",
                     program_.name(), "': input ", i, " is not a contiguous tensor of ",
@@ -121,26 +129,63 @@ std::vector<at::Tensor> EagerKernel::run(const std::vector<at::Tensor> &inputs) 
     return outputs;
 }
 
-void EagerKernel::run_into(const std::vector<at::Tensor> &inputs,
+bool EagerKernel::run_into(const std::vector<at::Tensor> &inputs,
                            const std::vector<at::Tensor> &outputs) {
-    Arguments args;
-    const c10::DeviceIndex index = bind_inputs(inputs, args);
     TORCH_CHECK(outputs.size() == outputs_.size(), "neuron: '", program_.name(), "' has ",
                 outputs_.size(), " outputs, got ", outputs.size());
-    for (size_t i = 0; i < outputs.size(); i++) {
-        const at::Tensor &t = outputs[i];
-        const ArgumentInfo &a = *output_args_[i];
-        TORCH_CHECK(t.device().is_privateuseone() && t.device().index() == index &&
-                        t.is_contiguous() && t.scalar_type() == torch_dtype(a.dtype) &&
-                        t.nbytes() == a.size,
-                    "neuron: '", program_.name(), "': output ", i,
-                    " is not a contiguous tensor of its dtype and size on neuron:", int(index));
-        for (const at::Tensor &in : inputs)
-            TORCH_CHECK(!in.storage().is_alias_of(t.storage()), "neuron: '", program_.name(),
-                        "': output ", i, " shares memory with an input");
-        args.bind(outputs_[i], tensor_range(t));
+    for (size_t o = 0; o < outputs.size(); o++) {
+        const at::Tensor &t = outputs[o];
+        const ArgumentInfo &a = *output_args_[o];
+        if (!t.device().is_privateuseone() || !t.is_contiguous() ||
+            t.scalar_type() != torch_dtype(a.dtype) || t.nbytes() != a.size)
+            return false;
+        // An output may be exactly an input's memory where the program
+        // reads none of it after writing it; no other sharing.
+        for (size_t i = 0; i < inputs.size(); i++)
+            if (inputs[i].storage().is_alias_of(t.storage()) &&
+                !(inputs[i].data_ptr() == t.data_ptr() && inputs[i].nbytes() == t.nbytes() &&
+                  in_place_.contains({o, i})))
+                return false;
+        for (size_t other = 0; other < o; other++)
+            if (outputs[other].storage().is_alias_of(t.storage()))
+                return false;
+    }
+    Arguments args;
+    const c10::DeviceIndex index = bind_inputs(inputs, args);
+    for (size_t o = 0; o < outputs.size(); o++) {
+        TORCH_CHECK(outputs[o].device().index() == index, "neuron: '", program_.name(),
+                    "': output ", o, " is on ", outputs[o].device(),
+                    ", the inputs on neuron:", int(index));
+        args.bind(outputs_[o], tensor_range(outputs[o]));
     }
     submit(index, args);
+    return true;
+}
+
+at::Tensor number_on_device(double value, c10::Device device) {
+    struct Kept {
+        uint64_t bits; // (-0.0 is not 0.0)
+        c10::Device device;
+        at::Tensor tensor;
+    };
+    constexpr size_t kept_values = 64;
+    static std::mutex mutex;
+    static std::list<Kept> latest; // most recent first
+    const uint64_t bits = std::bit_cast<uint64_t>(value);
+    {
+        std::lock_guard lock(mutex);
+        for (auto it = latest.begin(); it != latest.end(); ++it)
+            if (it->bits == bits && it->device == device) {
+                latest.splice(latest.begin(), latest, it);
+                return it->tensor;
+            }
+    }
+    at::Tensor t = at::full({1}, static_cast<float>(value), at::kFloat).to(device);
+    std::lock_guard lock(mutex);
+    latest.push_front({bits, device, t});
+    if (latest.size() > kept_values)
+        latest.pop_back();
+    return t;
 }
 
 } // namespace neuron::torch_bridge

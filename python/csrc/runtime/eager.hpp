@@ -7,6 +7,7 @@
 
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -22,8 +23,7 @@ class Model;
 
 class EagerKernel : public torch::CustomClassHolder {
   public:
-    EagerKernel(Program program, std::vector<std::string> inputs,
-                std::vector<std::string> outputs);
+    EagerKernel(Program program, std::vector<std::string> inputs, std::vector<std::string> outputs);
 
     /// The kernel of a compiled graph.
     static c10::intrusive_ptr<EagerKernel> of_model(const c10::intrusive_ptr<Model> &model);
@@ -41,9 +41,12 @@ class EagerKernel : public torch::CustomClassHolder {
     /// compiled shapes and dtypes, on one index) and returns its outputs,
     /// new `neuron` tensors, before it ran.
     std::vector<at::Tensor> run(const std::vector<at::Tensor> &inputs);
-    /// The same, writing into @p outputs (contiguous `neuron` tensors of the
-    /// outputs' shapes and dtypes, none of them an input): an `out=` call.
-    void run_into(const std::vector<at::Tensor> &inputs, const std::vector<at::Tensor> &outputs);
+    /// The same, writing into @p outputs: an `out=` or in-place call. False,
+    /// running nothing, unless each output is a contiguous `neuron` tensor
+    /// of its dtype and size that shares no memory with another output nor
+    /// with an input, except exactly an input's memory where the program
+    /// allows it (in_place_slots()).
+    bool run_into(const std::vector<at::Tensor> &inputs, const std::vector<at::Tensor> &outputs);
 
   private:
     c10::DeviceIndex bind_inputs(const std::vector<at::Tensor> &inputs, Arguments &args) const;
@@ -53,8 +56,16 @@ class EagerKernel : public torch::CustomClassHolder {
     Program program_;
     std::vector<std::string> inputs_, outputs_;
     std::vector<const ArgumentInfo *> input_args_, output_args_;
-    std::mutex mutex_; ///< protects loaded_
+    /// (output, input) indices whose output may be the input's memory.
+    std::set<std::pair<size_t, size_t>> in_place_;
+    std::mutex mutex_;                                     ///< protects loaded_
     std::map<int, std::unique_ptr<LoadedProgram>> loaded_; ///< by device file
 };
+
+/// A number a program takes as an input: a float32 [1] of @p value on
+/// @p device, which the lowering's arithmetic broadcasts as it does a
+/// literal. The latest values are kept, so an optimizer's learning rate is
+/// written to the device once a step, not once per parameter.
+at::Tensor number_on_device(double value, c10::Device device);
 
 } // namespace neuron::torch_bridge

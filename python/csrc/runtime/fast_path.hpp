@@ -15,6 +15,7 @@
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
+#include <c10/util/intrusive_ptr.h>
 
 namespace neuron::torch_bridge {
 
@@ -27,12 +28,21 @@ void claim_operator(const std::string &name);
 /// many times each did (the Python dispatcher counts the calls it ran).
 std::vector<std::pair<std::string, int64_t>> kept_kernel_runs();
 
-/// The Python dispatcher's result for @p op on the arguments on @p stack,
-/// pushed back on it; the kernel it ran for them when the call may be
-/// repeated from C++, and the operator it counted as having run
-/// (python_dispatch.cpp, the one user of torch's Python C++ API).
 class EagerKernel;
-std::pair<c10::intrusive_ptr<EagerKernel>, std::string> run_in_python(const c10::OperatorHandle &op,
-                                                                      torch::jit::Stack *stack);
+
+/// What the Python dispatcher ran for a call: the kernel, when the call may
+/// be repeated from C++ (else null), the operator it counted as having
+/// run, and whether the kernel takes the call's floating-point numbers as
+/// inputs after its tensors (then it serves every value of them).
+struct PythonRan {
+    c10::intrusive_ptr<EagerKernel> kernel;
+    std::string counted_as;
+    bool numbers_as_inputs = false;
+};
+
+/// The Python dispatcher's result for @p op on the arguments on @p stack,
+/// pushed back on it, and what it ran (python_dispatch.cpp, the one user
+/// of torch's Python C++ API).
+PythonRan run_in_python(const c10::OperatorHandle &op, torch::jit::Stack *stack);
 
 } // namespace neuron::torch_bridge

@@ -55,8 +55,7 @@ void push_results(const c10::FunctionSchema &schema, py::handle out, torch::jit:
 
 } // namespace
 
-std::pair<c10::intrusive_ptr<EagerKernel>, std::string> run_in_python(const c10::OperatorHandle &op,
-                                                                      torch::jit::Stack *stack) {
+PythonRan run_in_python(const c10::OperatorHandle &op, torch::jit::Stack *stack) {
     const c10::FunctionSchema &schema = op.schema();
     const std::vector<c10::Argument> &parameters = schema.arguments();
     py::gil_scoped_acquire gil;
@@ -76,8 +75,9 @@ std::pair<c10::intrusive_ptr<EagerKernel>, std::string> run_in_python(const c10:
     py::object dispatch =
         py::module_::import("torch_neuronx.eager.dispatch").attr("dispatch_boxed");
     py::object ran = dispatch(*py::tuple(args), **kwargs);
-    TORCH_CHECK(py::isinstance<py::tuple>(ran) && py::len(ran) == 3,
-                "neuron: the Python dispatcher returned no (result, kernel, operator) for ",
+    TORCH_CHECK(py::isinstance<py::tuple>(ran) && py::len(ran) == 4,
+                "neuron: the Python dispatcher returned no (result, kernel, operator, "
+                "numbers_as_inputs) for ",
                 schema.operator_name());
     py::tuple values = py::reinterpret_borrow<py::tuple>(ran);
     push_results(schema, values[0], stack);
@@ -86,7 +86,7 @@ std::pair<c10::intrusive_ptr<EagerKernel>, std::string> run_in_python(const c10:
     return {
         torch::jit::toIValue(values[1], c10::getCustomClassType<c10::intrusive_ptr<EagerKernel>>())
             .toCustomClass<EagerKernel>(),
-        values[2].cast<std::string>()};
+        values[2].cast<std::string>(), values[3].cast<bool>()};
 }
 
 } // namespace neuron::torch_bridge

@@ -4,7 +4,8 @@ without one of their own (csrc/runtime/fast_path.cpp runs again, from C++,
 the kernels this half hands back): an operator call on neuron tensors runs
 as its compiled kernel (kernels.py) when the device can run it, else on
 the CPU (fallback.py). Operators that write their inputs (add_, add.out)
-run as their functional form and copy the result in."""
+run as their functional form, writing into those inputs where its
+program allows it, else copying the results in."""
 
 from __future__ import annotations
 
@@ -82,10 +83,9 @@ def _empty_results(call: Call) -> Optional[Any]:
 def _run_functional(op: torch._ops.OpOverload, args: Tuple[Any, ...],
                     kwargs: Dict[str, Any], into: Optional[List[torch.Tensor]] = None
                     ) -> Tuple[Any, Optional[kernels.Kernel]]:
-    """@p op's results, and the kernel that computed them as new tensors
-    (None when they were written into @p into, are empty or came from the
-    CPU); with @p into, written into those tensors where the device kernel
-    can (then the results are None)."""
+    """@p op's results, and the device kernel that computed them (None
+    when they are empty or came from the CPU); with @p into, written into
+    those tensors where the kernel can (then the results are None)."""
     call = call_of(op, args, kwargs)
     check_devices(op, call)
     empty = _empty_results(call)
@@ -96,7 +96,7 @@ def _run_functional(op: torch._ops.OpOverload, args: Tuple[Any, ...],
     if isinstance(entry, kernels.Kernel):
         kernels.count_device_op(op)
         if into is not None and entry.run_into(call, into):
-            return None, None
+            return None, entry
         return entry(call), entry
     moved = moves.run(op, args, kwargs)
     if moved is not None:
@@ -107,9 +107,9 @@ def _run_functional(op: torch._ops.OpOverload, args: Tuple[Any, ...],
 
 def _run_writing(op: torch._ops.OpOverload, args: Tuple[Any, ...],
                  kwargs: Dict[str, Any]) -> Tuple[Any, Optional[kernels.Kernel]]:
-    """@p op's results, and, for an in-place operator, the kernel of its
-    functional form that computed the value copied into its input (None
-    when there was none)."""
+    """@p op's results, and the kernel of its functional form that
+    computed the values written into its tensors (None when there was
+    none)."""
     functional = functional_form(op)
     if functional is None:
         call = call_of(op, args, kwargs)
@@ -131,17 +131,27 @@ def _run_writing(op: torch._ops.OpOverload, args: Tuple[Any, ...],
     fkwargs = {a.name: values[a.name] for a in functional._schema.arguments
                if a.kwarg_only and a.name in values}
     targets = [values["self"]] if in_place else [values[n] for n in written]
-    # An out= call writes its outputs directly; an in-place one (whose
-    # output is an input) gets a copy.
-    result, entry = _run_functional(functional, tuple(fargs), fkwargs,
-                                    None if in_place else targets)
+    # Written directly where the kernel can, else copied.
+    result, entry = _run_functional(functional, tuple(fargs), fkwargs, targets)
     if result is not None:
         results = result if isinstance(result, tuple) else (result,)
         for dst, src in zip(targets, results):
             if dst.shape != src.shape:
                 dst.resize_(src.shape)
             dst.copy_(src)
-    return (targets[0] if len(targets) == 1 else tuple(targets)), entry if in_place else None
+    return (targets[0] if len(targets) == 1 else tuple(targets)), entry
+
+
+@functools.lru_cache(maxsize=None)
+def _numbers_in_one_order(op: torch._ops.OpOverload) -> bool:
+    """Whether the numbers of a call of @p op, ordered as C++ orders them
+    (positional arguments, then keywords by name, fast_path.cpp), are in
+    the order its functional form's kernel takes them: the arguments the
+    two share are keywords in both or in neither."""
+    functional = functional_form(op)
+    kinds = {a.name: a.kwarg_only for a in op._schema.arguments}
+    return functional is not None and all(
+        kinds.get(a.name) == a.kwarg_only for a in functional._schema.arguments)
 
 
 @functools.lru_cache(maxsize=None)
@@ -151,21 +161,24 @@ def _overload(name: str, overload: str) -> torch._ops.OpOverload:
 
 
 def dispatch_boxed(name: str, overload: str, *args: Any,
-                   **kwargs: Any) -> Tuple[Any, Optional[Any], Optional[str]]:
+                   **kwargs: Any) -> Tuple[Any, Optional[Any], Optional[str], bool]:
     """A call of operator @p name (its overload @p overload) that C++ has
     no kernel of its signature for: its results; the EagerKernel that
-    computed them (for an in-place operator, the value copied into its
-    input) when any call of the same signature (the operator, its
-    tensors' dtypes and shapes, its other arguments) may run it again, and
-    the operator that kernel counts as (get_device_ops)."""
+    computed them (for an in-place or `out=` operator, the values written
+    into its tensors) when any call of the same signature (the operator, its
+    tensors' dtypes and shapes, its other arguments) may run it again; the
+    operator that kernel counts as (get_device_ops); and whether the kernel
+    takes the call's numbers as inputs after its tensors (then calls with
+    other numbers may run it too)."""
     op = _overload(name, overload)
     writes = _writes(op)
     result, entry = (_run_writing if writes else _run_functional)(op, args, kwargs)
-    # (not results reshaped from the program's, nor a program taking the
-    # call's numbers, which C++ does not pass)
-    if entry is None or entry.shapes is not None or entry.numbers_as_inputs:
-        return result, None, None
-    return result, entry.kernel, (functional_form(op) if writes else op).name()
+    # (not results reshaped from the program's)
+    if entry is None or entry.shapes is not None or (
+            writes and entry.numbers_as_inputs and not _numbers_in_one_order(op)):
+        return result, None, None, False
+    return (result, entry.kernel, (functional_form(op) if writes else op).name(),
+            entry.numbers_as_inputs)
 
 
 # Copies that torch's composite kernels already make on the device.

@@ -7,7 +7,8 @@ and tensor as PyTorch's per-tensor kernel for other backends makes it.
 Each call is split into groups whose tensors, numbers and results fit a
 job's bindings; each group runs the program of its signature
 (kernels.kernel_for, numbers as inputs once they change). In-place forms
-(`_foreach_mul_`) copy the results into their tensors. A group the device
+(`_foreach_mul_`) write into their tensors where the program allows it
+(torch.ops.neuron's run_into), else copy the results in. A group the device
 cannot run as one program (tensors of other dtypes, 0-dimensional ones,
 an operator without a lowering) runs tensor by tensor through the
 device's dispatch, as PyTorch's kernel does."""
@@ -48,9 +49,11 @@ def _one_by_one(base: Any, args: Sequence[Any], kwargs: Dict[str, Any]) -> List[
     return [base(*a, **k) for a, k in calls]
 
 
-def _results(functional: torch._ops.OpOverload, args: Sequence[Any],
-             kwargs: Dict[str, Any]) -> List[torch.Tensor]:
-    """The results of a functional `_foreach` call, a program per group."""
+def _results(functional: torch._ops.OpOverload, args: Sequence[Any], kwargs: Dict[str, Any],
+             into: Optional[List[torch.Tensor]] = None) -> List[Optional[torch.Tensor]]:
+    """The results of a functional `_foreach` call, a program per group;
+    with @p into, written into those tensors where the group's program
+    allows it (then its results are None)."""
     base = base_of(functional)
     lists = [a for a in args if isinstance(a, (list, tuple))]
     n = len(lists[0]) if lists else 0
@@ -58,7 +61,7 @@ def _results(functional: torch._ops.OpOverload, args: Sequence[Any],
         raise RuntimeError(f"{functional}: its tensor and number lists must have one length, "
                            f"not {[len(a) for a in lists]}")
     size = _group_size(args, kwargs)
-    results: List[torch.Tensor] = []
+    results: List[Optional[torch.Tensor]] = []
     for start in range(0, n, size):
         group = _sliced(args, start, start + size)
         group_kwargs = dict(zip(kwargs, _sliced(list(kwargs.values()), start, start + size)))
@@ -67,22 +70,26 @@ def _results(functional: torch._ops.OpOverload, args: Sequence[Any],
         entry = kernels.kernel_for(call) if call.tensors else None
         if isinstance(entry, kernels.Kernel):
             kernels.count_device_op(functional)
-            results += list(entry(call))
+            if into is not None and entry.run_into(call, into[start:start + size]):
+                results += [None] * len(entry.meta)
+            else:
+                results += list(entry(call))
         else:
             results += _one_by_one(base, group, group_kwargs)
     return results
 
 
 def _functional_kernel(functional: torch._ops.OpOverload) -> Any:
-    def run(*args: Any, **kwargs: Any) -> List[torch.Tensor]:
-        return _results(functional, args, kwargs)
+    def run(*args: Any, **kwargs: Any) -> List[Optional[torch.Tensor]]:
+        return _results(functional, args, kwargs)  # (all tensors: nothing is written into)
     return run
 
 
 def _in_place_kernel(op: torch._ops.OpOverload, functional: torch._ops.OpOverload) -> Any:
     def run(*args: Any, **kwargs: Any) -> None:
-        for dst, src in zip(args[0], _results(functional, args, kwargs)):
-            dst.copy_(src)
+        for dst, src in zip(args[0], _results(functional, args, kwargs, into=list(args[0]))):
+            if src is not None:
+                dst.copy_(src)
     return run
 
 

@@ -13,7 +13,7 @@ import hashlib
 import logging
 import threading
 import time
-from collections import Counter, OrderedDict
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple, Union
@@ -27,7 +27,7 @@ from ..lowering.registry import FLOATS_AND_INT32
 from ..philox import INT32_OPERANDS
 from ..strided import OPERATORS as STRIDED_COPIES
 from ..foreach import base_of
-from .direct import capture_call, capture_foreach, number_input
+from .direct import capture_call, capture_foreach
 from .signature import Call
 
 log = logging.getLogger("torch_neuronx")
@@ -59,49 +59,24 @@ class Kernel:
         tensors = [_as_program_input(t) for t in call.tensors]
         if self.numbers_as_inputs:
             device = call.tensors[0].device
-            tensors += [_number_on_device(call.leaves[i], device) for i in call.number_positions]
+            tensors += [torch.ops.neuron.number_on_device(call.leaves[i], device)
+                        for i in call.number_positions]
         return tensors
 
     def run_into(self, call: Call, outputs: List[torch.Tensor]) -> bool:
         """Writes the results into @p outputs when they fit them exactly
-        (contiguous, of the results' dtypes and shapes, no input's memory);
-        False when they do not."""
+        (contiguous, of the results' dtypes and shapes, sharing no memory
+        but, where the program allows it, exactly an input's: an in-place
+        call); False, running nothing, when they do not."""
         meta = self.meta
-        if len(outputs) != len(meta) or self.shapes is not None:
+        if len(outputs) != len(meta) or self.shapes is not None or any(
+                o.device.type != "neuron" or o.shape != m.shape for o, m in zip(outputs, meta)):
             return False
-        inputs = self.inputs(call)
-        for o, m in zip(outputs, meta):
-            if (o.device.type != "neuron" or o.dtype != m.dtype or o.shape != m.shape
-                    or not o.is_contiguous()
-                    or any(o.untyped_storage().data_ptr() == i.untyped_storage().data_ptr()
-                           for i in inputs)):
-                return False
-        self.kernel.run_into(inputs, outputs)
-        return True
+        return bool(self.kernel.run_into(self.inputs(call), outputs))
 
     @functools.cached_property
     def meta(self) -> List[torch.Tensor]:
         return self.kernel.output_meta()
-
-
-# The numbers most recently passed to programs as inputs, on the device:
-# an optimizer's learning rate and bias corrections are written once per
-# step, not once per parameter.
-_NUMBERS_KEPT = 64
-_numbers: "OrderedDict[Tuple[str, torch.device], torch.Tensor]" = OrderedDict()
-
-
-def _number_on_device(value: float, device: torch.device) -> torch.Tensor:
-    key = (value.hex(), device)  # (-0.0 is not 0.0)
-    t = _numbers.get(key)
-    if t is None:
-        t = number_input(value).to(device)
-        _numbers[key] = t
-        if len(_numbers) > _NUMBERS_KEPT:
-            _numbers.popitem(last=False)
-    else:
-        _numbers.move_to_end(key)
-    return t
 
 
 def _as_program_input(t: torch.Tensor) -> torch.Tensor:
