@@ -243,6 +243,23 @@ static void act_rows(uint32_t f, float *y, const float *x, uint32_t n, float sca
         for (uint32_t i = 0; i < n; i++)
             y[i] = gelu_erf(x[i] * scale + b);
         return;
+    /* Correctly rounded in vector registers too: the bits of act(). */
+    case NEURON_ACT_SQRT:
+        for (uint32_t i = 0; i < n; i++)
+            y[i] = sqrtf(x[i] * scale + b);
+        return;
+    case NEURON_ACT_RSQRT:
+        for (uint32_t i = 0; i < n; i++)
+            y[i] = (float)(1.0 / sqrt((double)(x[i] * scale + b)));
+        return;
+    case NEURON_ACT_RECIPROCAL:
+        for (uint32_t i = 0; i < n; i++)
+            y[i] = 1.0f / (x[i] * scale + b);
+        return;
+    case NEURON_ACT_ABS:
+        for (uint32_t i = 0; i < n; i++)
+            y[i] = fabsf(x[i] * scale + b);
+        return;
     default:
         for (uint32_t i = 0; i < n; i++)
             y[i] = act(f, x[i] * scale + b);
