@@ -16,7 +16,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import torch
 
@@ -69,10 +69,14 @@ class Kernel:
         but, where the program allows it, exactly an input's: an in-place
         call); False, running nothing, when they do not."""
         meta = self.meta
-        if len(outputs) != len(meta) or self.shapes is not None or any(
-                o.device.type != "neuron" or o.shape != m.shape for o, m in zip(outputs, meta)):
+        shapes = self.shapes if self.shapes is not None else [list(m.shape) for m in meta]
+        if len(outputs) != len(meta) or any(
+                o.device.type != "neuron" or list(o.shape) != s for o, s in zip(outputs, shapes)):
             return False
-        return bool(self.kernel.run_into(self.inputs(call), outputs))
+        # (a 0-dimensional result is the program's [1])
+        into = [o if o.shape == m.shape or not o.is_contiguous() else o.view(m.shape)
+                for o, m in zip(outputs, meta)]
+        return bool(self.kernel.run_into(self.inputs(call), into))
 
     @functools.cached_property
     def meta(self) -> List[torch.Tensor]:
@@ -164,15 +168,9 @@ def _compile(call: Call, numbers_as_inputs: bool = False) -> Entry:
                            f"{' (' + e.reason + ')' if e.reason else ''}")
     except Exception as e:  # noqa: BLE001 - what PyTorch's tracing refuses
         return Unsupported(f"it cannot be captured: {type(e).__name__}: {e}".splitlines()[0])
-    if lowered.bool_inputs:
-        return Unsupported("the device has no bool tensors")
-    try:
-        model = torch.ops.neuron.compile_graph(lowered.graph, lowered.weight_names,
-                                               lowered.weights, lowered.inputs, lowered.outputs,
-                                               "", [])
-    except RuntimeError as e:
-        return Unsupported(str(e).splitlines()[0])
-    kernel = torch.ops.neuron.eager_kernel(model)
+    kernel = _compiled(lowered)
+    if isinstance(kernel, Unsupported):
+        return kernel
     expected = _expected_outputs(captured)
     got = kernel.output_meta()
     if len(expected) != len(got) or not all(
@@ -188,6 +186,51 @@ def _compile(call: Call, numbers_as_inputs: bool = False) -> Entry:
     return Kernel(kernel, single=len(returns) == 1 and str(returns[0].type) == "Tensor",
                   shapes=None if shapes == [list(g.shape) for g in got] else shapes,
                   numbers_as_inputs=numbers_as_inputs)
+
+
+def _compiled(lowered: Any) -> Any:
+    """The EagerKernel of a lowered graph, or why there is none."""
+    if lowered.bool_inputs:
+        return Unsupported("the device has no bool tensors")
+    try:
+        model = torch.ops.neuron.compile_graph(lowered.graph, lowered.weight_names,
+                                               lowered.weights, lowered.inputs, lowered.outputs,
+                                               "", [])
+    except RuntimeError as e:
+        return Unsupported(str(e).splitlines()[0])
+    return torch.ops.neuron.eager_kernel(model)
+
+
+def kernel_of_function(key: Tuple[Any, ...], name: str, fn: Callable[..., Any],
+                       examples: Callable[[], List[torch.Tensor]]) -> Entry:
+    """The kernel computing @p fn (a function of tensors returning a list of
+    them, traced on what @p examples makes, CPU tensors of the inputs'
+    dtypes and shapes) named @p name, kept under @p key in memory and on
+    disk like an operator's; or why the device cannot run it."""
+    with _lock:
+        entry = _memory.get(key)
+        if entry is not None:
+            return entry
+        path = _file_of(key)
+        entry = _load(path) if path is not None and path.is_file() else None
+        if entry is None:
+            global compiles, compile_seconds
+            started = time.perf_counter()
+            try:
+                captured = capture(fn, examples(), kept_whole=LOWERINGS, api="neuron")
+                compiled = _compiled(lower(captured, name))
+            except UnsupportedOperatorError as e:
+                compiled = Unsupported(f"the compiler has no lowering of {e.kind}")
+            compile_seconds += time.perf_counter() - started
+            if isinstance(compiled, Unsupported):
+                entry = compiled
+            else:
+                compiles += 1
+                entry = Kernel(compiled, single=False)
+                if path is not None:
+                    _store(entry, path)
+        _memory[key] = entry
+        return entry
 
 
 def _captured_and_lowered(call: Call, examples: List[torch.Tensor],
