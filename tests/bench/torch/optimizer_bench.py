@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: MIT
 """The time of an optimizer step alone on the parameters of train_bench's
 GPT-2 config (52 tensors, 3.45 M values), gradients set once: torch on the
-CPU and the `neuron` device, in torch.optim's foreach form and tensor by
-tensor, side by side in one run with the forms alternating; each figure
+CPU and the `neuron` device, in torch.optim's foreach form, tensor by
+tensor and fused (Adam and AdamW), side by side in one run with the forms alternating; each figure
 the mean of --steps steps after three untimed ones, waited for. Run by
 hand (docs/torch.md, Training):
 
@@ -24,11 +24,15 @@ import transformers
 
 from train_bench import VOCAB
 
+# (form: foreach, per tensor or fused)
 OPTIMIZERS: Dict[str, Callable[..., torch.optim.Optimizer]] = {
-    "adamw": lambda ps, foreach: torch.optim.AdamW(ps, lr=3e-4, weight_decay=0.01,
-                                                   foreach=foreach),
-    "sgd": lambda ps, foreach: torch.optim.SGD(ps, lr=1e-2, momentum=0.9, foreach=foreach),
+    "adamw": lambda ps, form: torch.optim.AdamW(ps, lr=3e-4, weight_decay=0.01,
+                                                foreach=form == "foreach",
+                                                fused=form == "fused"),
+    "sgd": lambda ps, form: torch.optim.SGD(ps, lr=1e-2, momentum=0.9,
+                                            foreach=form == "foreach"),
 }
+FORMS = {"adamw": ("foreach", "per tensor", "fused"), "sgd": ("foreach", "per tensor")}
 
 
 def parameters(device: str) -> List[torch.nn.Parameter]:
@@ -62,20 +66,20 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    forms = [(device, foreach) for device in ("cpu", "neuron") for foreach in (True, False)]
+    forms = [(device, form) for device in ("cpu", "neuron") for form in FORMS[args.optimizer]]
     params = {device: parameters(device) for device in ("cpu", "neuron")}
     times: Dict[tuple, List[float]] = {form: [] for form in forms}
     for _ in range(args.rounds):
-        for device, foreach in forms:
-            opt = OPTIMIZERS[args.optimizer](params[device], foreach)
-            times[(device, foreach)].append(step_ms(opt, params[device], args.steps))
+        for device, form in forms:
+            opt = OPTIMIZERS[args.optimizer](params[device], form)
+            times[(device, form)].append(step_ms(opt, params[device], args.steps))
     print(f"{args.optimizer} step of {len(params['cpu'])} tensors, "
           f"{sum(p.numel() for p in params['cpu'])} values, torch {torch.__version__}, "
           f"{torch.get_num_threads()} threads")
     print(f"{'form':<24} {'ms per step, median [min, max]':>32}")
-    for device, foreach in forms:
-        t = times[(device, foreach)]
-        name = f"{device} {'foreach' if foreach else 'per tensor'}"
+    for device, form in forms:
+        t = times[(device, form)]
+        name = f"{device} {form}"
         print(f"{name:<24} {statistics.median(t):>14.1f} [{min(t):7.1f}, {max(t):7.1f}]")
 
 
