@@ -19,6 +19,11 @@ namespace neuron::compiler::lower {
 
 namespace {
 
+// Slabs combined one after the other where a run's rows would be too wide:
+// m - 1 fp32 additions err by at most (m - 1) u / (1 - (m - 1) u), below
+// the 1e-5 a run is allowed (sum_bound_factor) for m <= 64.
+constexpr int64_t max_slab_chain = 64;
+
 bool is_arg(const Node &n) {
     return n.op == Op::argmax || n.op == Op::argmin;
 }
@@ -192,6 +197,37 @@ uint32_t decompose_reduction(Graph &into, const Node &n, const std::vector<uint3
             r.dims = {a, m};
             v = into.add(Op::reshape, n.name + ".rows" + step, {v}, r);
             reduced = {a, 1};
+        } else if (b > max_cols && m <= max_slab_chain && n.type.dtype == DType::fp32 &&
+                   !is_arg(n)) {
+            // [a, m, b] is wider than a row: the m slabs [a, 1, the axes
+            // after], combined in order (added, or their maximum or minimum).
+            Attrs r;
+            r.dims = {a, m};
+            r.dims.insert(r.dims.end(), s.begin() + static_cast<std::ptrdiff_t>(end), s.end());
+            if (into.node(v).type.shape != r.dims)
+                v = into.add(Op::reshape, n.name + ".slabs" + step, {v}, r);
+            const Op combine = n.op == Op::amax   ? Op::maximum
+                               : n.op == Op::amin ? Op::minimum
+                                                  : Op::add;
+            uint32_t acc = 0;
+            for (int64_t i = 0; i < m; i++) {
+                Attrs cut;
+                cut.axis = 1;
+                cut.start = i;
+                cut.end = i + 1;
+                const std::string slab = fmt::format("{}.slab{}_{}", n.name, step, i);
+                const uint32_t one = into.add(Op::slice, slab, {v}, cut);
+                acc = i == 0 ? one : into.add(combine, slab + ".acc", {acc, one}, {});
+            }
+            v = acc;
+            if (n.op == Op::mean) {
+                Attrs by;
+                by.scalar = static_cast<float>(m);
+                v = into.add(Op::div, n.name + ".mean" + step, {v}, by);
+            }
+            for (size_t d = first; d < end; d++)
+                s[d] = 1;
+            continue;
         } else {
             Attrs r, t;
             r.dims = {a, m, b};

@@ -6,9 +6,10 @@
 // operand within its own bound, every reduction that the decomposition
 // made from the values the device gave it, and the result within the bound
 // carried from the inputs; odd shapes, rows wider than a partition holds (a
-// reduction in two runs); a row reduction of 32 MiB, more than the core's
-// SBUF, in chunks of rows, and reductions of every axis but the last of a
-// 32 MiB input streamed from device memory.
+// reduction in two runs), kept axes wider than a row (slabs combined); a
+// row reduction of 32 MiB, more than the core's SBUF, in chunks of rows,
+// and reductions of every axis but the last of a 32 MiB input streamed
+// from device memory.
 #include <cmath>
 #include <cstring>
 
@@ -103,6 +104,36 @@ void reductions_fp32(void **) {
 }
 void reductions_bf16(void **) {
     reductions(DType::bf16);
+}
+
+// Leading axes reduced with trailing ones kept whose product is wider
+// than a row (a position embedding's gradient summed over the batch,
+// [8, 128, 256] over axis 0): the slabs are combined one after the other.
+void wide_trailing_axes(void **) {
+    struct Case {
+        Shape shape;
+        std::vector<int64_t> dims;
+    };
+    const std::vector<Case> cases = {
+        {{8, 128, 256}, {0}}, {{2, 5, 70, 300}, {0, 1}}, {{3, 9, 70, 300}, {1}}};
+    uint64_t seed = 4900;
+    for (Op op : {Op::sum, Op::mean, Op::amax, Op::amin})
+        for (const Case &c : cases)
+            for (bool keep : {false, true}) {
+                Graph g(std::string(to_string(op)) + "_" + shape_name(c.shape) + "_" +
+                        dims_name(c.dims) + (keep ? "_keep" : ""));
+                Attrs a;
+                a.dims = c.dims;
+                a.keepdim = keep;
+                g.mark_output(g.add(op, "r", {g.input("x", Type{DType::fp32, c.shape})}, a));
+                check_reduction(g, seed++);
+                size_t slabs = 0;
+                const Graph d = g.decomposed();
+                for (const Node &n : d.nodes())
+                    slabs += n.op == Op::slice;
+                if (slabs == 0)
+                    fail_msg("%s: no slabs in its decomposition", g.name().c_str());
+            }
 }
 
 // argmax and argmin over each axis and over all of them: the indices bit
@@ -462,7 +493,7 @@ int main() {
         cmocka_unit_test(softmax_backward_fp32), cmocka_unit_test(softmax_backward_bf16),
         cmocka_unit_test(log_softmax_fp32),      cmocka_unit_test(log_softmax_bf16),
         cmocka_unit_test(rows_in_chunks),        cmocka_unit_test(streamed_operand),
-        cmocka_unit_test(random_graphs),
+        cmocka_unit_test(random_graphs),         cmocka_unit_test(wide_trailing_axes),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
