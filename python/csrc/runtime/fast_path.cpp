@@ -131,7 +131,8 @@ class Signature {
     /// hold it (then the call goes to the Python dispatcher).
     bool add(const c10::IValue &v, const c10::Argument &argument) {
         if (v.isTensor() && v.toTensor().unsafeGetTensorImpl()->is_wrapped_number())
-            return add(wrapped_number(v.toTensor()), argument); // (Python gets the number)
+            return !v.toTensor().is_complex() && // (Python gets the number)
+                   add(wrapped_number(v.toTensor()), argument);
         if (v.isTensor())
             return add_tensor(v.toTensor(), out_form_ && writes(argument) ? outputs_ : tensors_);
         if (v.isNone()) {
