@@ -21,9 +21,10 @@ double on the host), which keeps their digits where 1 - beta is small.
 A `found_inf` other than 0 leaves every tensor as it was. The numbers are
 program inputs, so a scheduler's new learning rate compiles nothing.
 
-Lists the program does not take (dtypes other than float32) run as the
-same arithmetic in float32 operator by operator on the device, each
-result rounded once to its tensor's dtype, as PyTorch's kernel does."""
+Lists the program does not take (dtypes other than float32, strided
+tensors, steps on the host) run as the same arithmetic in float32
+operator by operator on the device, each result rounded once to its
+tensor's dtype, as PyTorch's kernel does."""
 
 from __future__ import annotations
 
@@ -137,7 +138,8 @@ def _run_group(a: Dict[str, Any], adamw: bool) -> None:
     inputs += [torch.ops.neuron.number_on_device(float(numbers[k]), device) for k in _NUMBERS]
     inputs += [as_input(t).to(device, torch.float32) for t in (scale, found) if t is not None]
     entry: Any = None
-    if all(t.dtype == torch.float32 for t in inputs):
+    if all(t.dtype == torch.float32 and t.is_contiguous() and t.device == device
+           for t in inputs):
         key = ("fused_adam", tuple(sorted(flags.items())), scale is not None,
                found is not None, tuple(tuple(t.shape) for t in inputs))
         entry = kernels.kernel_of_function(key, "fused_adamw" if adamw else "fused_adam",

@@ -95,6 +95,21 @@ def test_bfloat16_parameters_update_in_float32_as_on_the_cpu() -> None:
     assert torch_neuronx.get_fallback_ops() == fallbacks
 
 
+def test_strided_parameters_and_steps_on_the_host_update_as_on_the_cpu() -> None:
+    def run(device: str) -> List[torch.Tensor]:
+        gen = torch.Generator().manual_seed(3)
+        lists = [[torch.randn(40, 30, generator=gen).to(device).t() for _ in range(3)]
+                 for _ in range(4)]
+        lists[3] = [t.abs() for t in lists[3]]
+        steps = [torch.tensor(2.0) for _ in range(3)]  # (on the host)
+        torch._fused_adamw_(*lists, [], steps, lr=0.01, beta1=0.9, beta2=0.999,
+                            weight_decay=0.01, eps=1e-8, amsgrad=False, maximize=False)
+        return [t.cpu() for lst in lists for t in lst]
+
+    for i, (a, b) in enumerate(zip(run("neuron"), run("cpu"))):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6, msg=f"tensor {i}")
+
+
 def test_lists_of_different_lengths_are_refused() -> None:
     t = [torch.zeros(3, device="neuron") for _ in range(2)]
     with pytest.raises(RuntimeError, match="one length"):
