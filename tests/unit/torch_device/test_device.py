@@ -274,6 +274,8 @@ def test_streams_and_events_order_work():
     s = torch.neuron.Stream()
     x = torch.randn(64, 64, device="neuron")
     e = torch.neuron.Event()
+    # x is written on the current stream: s waits for it, as on CUDA
+    s.wait_stream(torch.neuron.current_stream())
     with torch.neuron.stream(s):
         assert torch.neuron.current_stream() == s
         y = x * 2
