@@ -27,8 +27,9 @@ from .signature import call_of, check_devices
 _aten = torch.library.Library("aten", "IMPL")  # noqa: TOR901
 
 # A job binds at most 64 buffers (hw/neuron_regs.h); a group's inputs,
-# numbers and results stay below this, leaving room for the program's own.
-_BINDINGS = 56
+# numbers and results stay below this, leaving room for the program's own
+# (fused_optim.py's groups too).
+GROUP_BINDINGS = 56
 
 
 def _group_size(args: Sequence[Any], kwargs: Dict[str, Any]) -> int:
@@ -36,7 +37,7 @@ def _group_size(args: Sequence[Any], kwargs: Dict[str, Any]) -> int:
     a list of numbers, and its result."""
     per_tensor = 1 + sum(1 for a in list(args) + list(kwargs.values())
                          if isinstance(a, (list, tuple)))
-    return max(1, _BINDINGS // per_tensor)
+    return max(1, GROUP_BINDINGS // per_tensor)
 
 
 def _sliced(values: Sequence[Any], start: int, stop: int) -> List[Any]:

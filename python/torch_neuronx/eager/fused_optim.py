@@ -34,12 +34,10 @@ from typing import Any, Dict, List, Optional, Sequence
 import torch
 
 from . import kernels
+from .foreach import GROUP_BINDINGS
 
 _aten = torch.library.Library("aten", "IMPL")  # noqa: TOR901
 
-# A job binds at most 64 buffers; a group's tensors, numbers and results
-# stay below this (as the foreach programs' groups do).
-_BINDINGS = 56
 # What the program takes as numbers, each computed in double on the host
 # as PyTorch's kernel computes it (1 - beta2 in float32 would be 1.3e-5 off).
 _NUMBERS = ("lr", "beta1", "one_minus_beta1", "beta2", "one_minus_beta2", "log_beta1",
@@ -186,7 +184,7 @@ def _fused(adamw: bool) -> Any:
             weight_decay=weight_decay, eps=eps, amsgrad=amsgrad, maximize=maximize,
             grad_scale=grad_scale, found_inf=found_inf)
         per_tensor = 5 + 3 + (2 if amsgrad else 0) + (1 if grad_scale is not None else 0)
-        size = max(1, (_BINDINGS - len(_NUMBERS) - 2) // per_tensor)
+        size = max(1, (GROUP_BINDINGS - len(_NUMBERS) - 2) // per_tensor)
         for start in range(0, len(params), size):
             _run_group(_group(args, start, start + size), adamw)
     return run

@@ -207,29 +207,22 @@ def kernel_of_function(key: Tuple[Any, ...], name: str, fn: Callable[..., Any],
     them, traced on what @p examples makes, CPU tensors of the inputs'
     dtypes and shapes) named @p name, kept under @p key in memory and on
     disk like an operator's; or why the device cannot run it."""
+    def compile_function() -> Entry:
+        try:
+            captured = capture(fn, examples(), kept_whole=LOWERINGS, api="neuron")
+            kernel = _compiled(lower(captured, name))
+        except UnsupportedOperatorError as e:
+            return Unsupported(f"the compiler has no lowering of {e.kind}")
+        if isinstance(kernel, Unsupported):
+            return kernel
+        global compiles
+        compiles += 1
+        return Kernel(kernel, single=False)
+
     with _lock:
         entry = _memory.get(key)
-        if entry is not None:
-            return entry
-        path = _file_of(key)
-        entry = _load(path) if path is not None and path.is_file() else None
         if entry is None:
-            global compiles, compile_seconds
-            started = time.perf_counter()
-            try:
-                captured = capture(fn, examples(), kept_whole=LOWERINGS, api="neuron")
-                compiled = _compiled(lower(captured, name))
-            except UnsupportedOperatorError as e:
-                compiled = Unsupported(f"the compiler has no lowering of {e.kind}")
-            compile_seconds += time.perf_counter() - started
-            if isinstance(compiled, Unsupported):
-                entry = compiled
-            else:
-                compiles += 1
-                entry = Kernel(compiled, single=False)
-                if path is not None:
-                    _store(entry, path)
-        _memory[key] = entry
+            entry = _memory[key] = _loaded_or_compiled(key, compile_function)
         return entry
 
 
@@ -294,13 +287,15 @@ def _store(entry: Kernel, path: Path) -> None:
                 numbers_as_inputs=entry.numbers_as_inputs)
 
 
-def _loaded_or_compiled(call: Call, key: Tuple[Any, ...], numbers_as_inputs: bool) -> Entry:
+def _loaded_or_compiled(key: Tuple[Any, ...], compile: Callable[[], Entry]) -> Entry:
+    """The kernel kept on disk under @p key, else what @p compile gives
+    (timed, and stored when it is a kernel)."""
     path = _file_of(key)
     entry = _load(path) if path is not None and path.is_file() else None
     if entry is None:
         global compile_seconds
         started = time.perf_counter()
-        entry = _compile(call, numbers_as_inputs)
+        entry = compile()
         compile_seconds += time.perf_counter() - started
         if isinstance(entry, Kernel) and path is not None:
             _store(entry, path)
@@ -335,7 +330,7 @@ def _family_kernel(call: Call) -> Optional[Kernel]:
         return None
     if seen == _SPECIALISED or seen == call.key:
         return None
-    entry = _loaded_or_compiled(call, call.family, numbers_as_inputs=True)
+    entry = _loaded_or_compiled(call.family, lambda: _compile(call, numbers_as_inputs=True))
     if isinstance(entry, Kernel):
         _families[call.family] = entry
         return entry
@@ -373,7 +368,7 @@ def kernel_for(call: Call) -> Entry:
             family = _family_kernel(call)
             if family is not None:
                 return family
-        entry = _loaded_or_compiled(call, call.key, numbers_as_inputs=False)
+        entry = _loaded_or_compiled(call.key, lambda: _compile(call))
         if numbers and isinstance(entry, Kernel):
             _count_specialised(call)
         _memory[call.key] = entry
