@@ -131,29 +131,96 @@ static inline float pick(bool c, float a, float b) {
 }
 
 /*
- * e^a for a <= 0, flushed to 0 below -87 (where e^a leaves the normal
- * range), within 2 ulp; written with plain operations so that it
- * vectorizes and gives the same bits in every build (contraction is off).
- * a = n ln2 + r with |r| <= ln2/2 (ln2 in two parts, so that n ln2 is
- * exact), e^r by its Taylor polynomial of degree 7 (error below 2^-27;
- * Estrin's scheme, for a short chain of dependent operations), 2^n built
- * in the exponent bits. n is read from the bits of the rounding sum
- * rather than converted, which is defined for every input, NaN too.
+ * e^a = p 2^n, the range reduction and polynomial behind every
+ * exponential here, written with plain operations so that it vectorizes
+ * and gives the same bits in every build (contraction is off):
+ * n = round(a / ln2), r = a - n ln2 (ln2 in two parts, so that n ln2 is
+ * exact), |r| <= ln2/2, and e^r - 1 by its Taylor polynomial of degree 7
+ * (error below 2^-27; Estrin's scheme, for a short chain of dependent
+ * operations). Returns e^r - 1; n is read from the bits of the rounding
+ * sum rather than converted, which is defined for every input, NaN too;
+ * it is n for |a| below 2^22 (callers clamp a, or discard the result
+ * outside their range).
  */
-static inline float exp_nonpositive(float a) {
+static inline float expm1_reduced(float a, int32_t *n) {
     const float round_magic = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
     const float k = a * 1.44269504f + round_magic;
-    const float n = k - round_magic;
-    const float r = (a - n * 0.693145752f) - n * 1.42860677e-6f;
+    const float nf = k - round_magic;
+    const float r = (a - nf * 0.693145752f) - nf * 1.42860677e-6f;
     const float r2 = r * r, r4 = r2 * r2;
-    const float p = ((1.0f + r) + r2 * (0.5f + r * (1.0f / 6))) +
-                    r4 * ((1.0f / 24 + r * (1.0f / 120)) + r2 * (1.0f / 720 + r * (1.0f / 5040)));
-    uint32_t kb, sb;
+    uint32_t kb;
     memcpy(&kb, &k, 4);
-    sb = (kb - 0x4b400000u + 127u) << 23; /* 2^n, n = kb - bits of round_magic */
-    float scale;
-    memcpy(&scale, &sb, 4);
-    return pick(isless(a, -87.0f), 0.0f, p * scale);
+    *n = (int32_t)(kb - 0x4b400000u); /* the bits above those of round_magic */
+    return (r + r2 * (0.5f + r * (1.0f / 6))) +
+           r4 * ((1.0f / 24 + r * (1.0f / 120)) + r2 * (1.0f / 720 + r * (1.0f / 5040)));
+}
+
+/* 2^n for -126 <= n <= 127, from its exponent bits. */
+static inline float pow2i(int32_t n) {
+    const uint32_t b = (uint32_t)(n + 127) << 23;
+    float f;
+    memcpy(&f, &b, 4);
+    return f;
+}
+
+/*
+ * e^a for a <= 0, flushed to 0 below -87 (where e^a leaves the normal
+ * range), within 2 ulp.
+ */
+static inline float exp_nonpositive(float a) {
+    int32_t n;
+    const float p = 1.0f + expm1_reduced(a, &n);
+    return pick(isless(a, -87.0f), 0.0f, p * pow2i(n));
+}
+
+/*
+ * e^a for any a, within 3 ulp (subnormal results within 1e-45): a is
+ * clamped to [-104, 89], outside which e^a rounds to 0 or overflows, and
+ * 2^n applied in two halves, each a normal number for n in [-150, 128].
+ */
+static inline float exp_any(float a) {
+    a = pick(a < -104.0f, -104.0f, pick(a > 89.0f, 89.0f, a));
+    int32_t n;
+    const float p = 1.0f + expm1_reduced(a, &n);
+    const int32_t half = n / 2;
+    return p * pow2i(half) * pow2i(n - half);
+}
+
+/*
+ * e^a - 1 for a <= 0, within 3 ulp: 2^n (e^r - 1) + (2^n - 1), exact
+ * in its last step for the n that matter, so small results keep their
+ * relative accuracy. Below a = -17.4 the result is -1 in fp32; the clamp
+ * at -87 keeps 2^n a normal number.
+ */
+static inline float expm1_nonpositive(float a) {
+    int32_t n;
+    const float q = expm1_reduced(pick(a < -87.0f, -87.0f, a), &n);
+    const float s = pow2i(n);
+    return s * q + (s - 1.0f);
+}
+
+/*
+ * 1 / (1 + e^-z) from e^-|z| <= 1, so that neither branch cancels or
+ * overflows: 1 / (1 + e) for z >= 0 and e / (1 + e) otherwise.
+ */
+static inline float sigmoid(float z) {
+    const float e = exp_any(-fabsf(z));
+    const float d = 1.0f / (1.0f + e);
+    return pick(z < 0.0f, e * d, d);
+}
+
+/* tanh(x) = -m / (2 + m) with m = e^-2|x| - 1, its sign restored. */
+static inline float tanh_vec(float x) {
+    const float m = expm1_nonpositive(-2.0f * fabsf(x));
+    return copysignf(-m / (2.0f + m), x);
+}
+
+/*
+ * GELU's tanh form, 0.5 x (1 + tanh(u)) = x sigmoid(2u): the same value
+ * without the cancellation of 1 + tanh(u) for negative x.
+ */
+static inline float gelu_tanh(float x) {
+    return x * sigmoid(2.0f * (0.7978845608028654f * (x + 0.044715f * x * x * x)));
 }
 
 /*
@@ -184,87 +251,78 @@ static inline float relu(float x) {
     return x < 0.0f ? 0.0f : x;
 }
 
-static float act(uint32_t f, float x) {
-    switch (f) {
-    case NEURON_ACT_IDENTITY:
-        return x;
-    case NEURON_ACT_RELU:
-        return relu(x);
-    case NEURON_ACT_GELU_TANH:
-        return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
-    case NEURON_ACT_GELU:
-        return gelu_erf(x);
-    case NEURON_ACT_SIGMOID:
-        return 1.0f / (1.0f + expf(-x));
-    case NEURON_ACT_TANH:
-        return tanhf(x);
-    case NEURON_ACT_EXP:
-        return expf(x);
-    case NEURON_ACT_SILU:
-        return x / (1.0f + expf(-x));
-    case NEURON_ACT_RSQRT:
-        /*
-         * In double, then rounded once to fp32: within 1 ulp (hw/isa.md,
-         * section 6). sqrt(-0) = -0 gives -inf, as IEEE 754's rSqrt.
-         */
-        return (float)(1.0 / sqrt((double)x));
-    case NEURON_ACT_RECIPROCAL:
-        return 1.0f / x; /* correctly rounded, as ALU div */
-    /*
-     * ISA 1.2: ln and erf in double, rounded once to fp32 (within 1 ulp of
-     * the exact value, hw/isa.md section 6); sqrt and abs exact.
-     */
-    case NEURON_ACT_LN:
-        return (float)log((double)x);
-    case NEURON_ACT_ERF:
-        return (float)erf((double)x);
-    case NEURON_ACT_SQRT:
-        return sqrtf(x);
-    case NEURON_ACT_ABS:
-        return fabsf(x);
-    default:
-        return x;
-    }
+static inline float identity(float x) {
+    return x;
 }
 
-/* y = act(f, x * scale + b) over a row, one loop per function. */
+/*
+ * In double, then rounded once to fp32: within 1 ulp (hw/isa.md, section
+ * 6). sqrt(-0) = -0 gives -inf, as IEEE 754's rSqrt.
+ */
+static inline float rsqrt_rounded(float x) {
+    return (float)(1.0 / sqrt((double)x));
+}
+
+/* Correctly rounded, as ALU div. */
+static inline float reciprocal(float x) {
+    return 1.0f / x;
+}
+
+static inline float silu(float x) {
+    return x * sigmoid(x);
+}
+
+/*
+ * ISA 1.2's ln and erf: in double, rounded once to fp32 (within 1 ulp of
+ * the exact value, hw/isa.md section 6). libm's double functions do not
+ * vectorize.
+ */
+static inline float ln_rounded(float x) {
+    return (float)log((double)x);
+}
+
+static inline float erf_rounded(float x) {
+    return (float)erf((double)x);
+}
+
+/*
+ * Each function of ACTIVATE and its implementation. Everything but ln and
+ * erf is written in plain fp32 operations (or correctly rounded ones:
+ * sqrt, division), so that a row's loop vectorizes and gives the same
+ * bits in every build and on every host (hw/isa.md, section 6).
+ */
+#define NM_ACTIVATIONS(X)                                                                          \
+    X(NEURON_ACT_IDENTITY, identity)                                                               \
+    X(NEURON_ACT_RELU, relu)                                                                       \
+    X(NEURON_ACT_GELU_TANH, gelu_tanh)                                                             \
+    X(NEURON_ACT_GELU, gelu_erf)                                                                   \
+    X(NEURON_ACT_SIGMOID, sigmoid)                                                                 \
+    X(NEURON_ACT_TANH, tanh_vec)                                                                   \
+    X(NEURON_ACT_EXP, exp_any)                                                                     \
+    X(NEURON_ACT_SILU, silu)                                                                       \
+    X(NEURON_ACT_RSQRT, rsqrt_rounded)                                                             \
+    X(NEURON_ACT_RECIPROCAL, reciprocal)                                                           \
+    X(NEURON_ACT_LN, ln_rounded)                                                                   \
+    X(NEURON_ACT_ERF, erf_rounded)                                                                 \
+    X(NEURON_ACT_SQRT, sqrtf)                                                                      \
+    X(NEURON_ACT_ABS, fabsf)
+
+/* y = f(x * scale + b) over a row, one loop per function. */
 NM_CLONES
 static void act_rows(uint32_t f, float *y, const float *x, uint32_t n, float scale, float b) {
+#define NM_ACT_ROW(func, fn)                                                                       \
+    case func:                                                                                     \
+        for (uint32_t i = 0; i < n; i++)                                                           \
+            y[i] = fn(x[i] * scale + b);                                                           \
+        return;
     switch (f) {
-    case NEURON_ACT_IDENTITY:
+        NM_ACTIVATIONS(NM_ACT_ROW)
+    default: /* decode refuses other functions */
         for (uint32_t i = 0; i < n; i++)
             y[i] = x[i] * scale + b;
         return;
-    case NEURON_ACT_RELU:
-        for (uint32_t i = 0; i < n; i++)
-            y[i] = relu(x[i] * scale + b);
-        return;
-    case NEURON_ACT_GELU:
-        for (uint32_t i = 0; i < n; i++)
-            y[i] = gelu_erf(x[i] * scale + b);
-        return;
-    /* Correctly rounded in vector registers too: the bits of act(). */
-    case NEURON_ACT_SQRT:
-        for (uint32_t i = 0; i < n; i++)
-            y[i] = sqrtf(x[i] * scale + b);
-        return;
-    case NEURON_ACT_RSQRT:
-        for (uint32_t i = 0; i < n; i++)
-            y[i] = (float)(1.0 / sqrt((double)(x[i] * scale + b)));
-        return;
-    case NEURON_ACT_RECIPROCAL:
-        for (uint32_t i = 0; i < n; i++)
-            y[i] = 1.0f / (x[i] * scale + b);
-        return;
-    case NEURON_ACT_ABS:
-        for (uint32_t i = 0; i < n; i++)
-            y[i] = fabsf(x[i] * scale + b);
-        return;
-    default:
-        for (uint32_t i = 0; i < n; i++)
-            y[i] = act(f, x[i] * scale + b);
-        return;
     }
+#undef NM_ACT_ROW
 }
 
 /*
