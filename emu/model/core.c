@@ -91,7 +91,8 @@ nm_core *nm_core_new(uint32_t sbuf_bytes, uint32_t psum_bytes) {
         c->scratch[i] = malloc(NEURON_MAX_FREE_ELEMS * sizeof(float));
         ok = ok && c->scratch[i];
     }
-    ok = nm_mm_work_init(&c->mm) && ok;
+    ok = nm_mm_work_init(&c->mm[0]) && ok;
+    c->parallel.width = 1;
     c->mm_c = malloc(sizeof(float) * NEURON_MM_MAX_M * NEURON_MM_MAX_N);
     if (!ok || !c->mm_c) {
         nm_core_free(c);
@@ -107,9 +108,24 @@ void nm_core_free(nm_core *c) {
     onchip_free(&c->psum_mem);
     for (int i = 0; i < NM_SCRATCH_BUFS; i++)
         free(c->scratch[i]);
-    nm_mm_work_free(&c->mm);
+    for (int i = 0; i < NM_MAX_PARALLEL; i++)
+        nm_mm_work_free(&c->mm[i]);
     free(c->mm_c);
     free(c);
+}
+
+bool nm_core_set_parallel(nm_core *c, const nm_parallel *p) {
+    if (p->width < 1 || p->width > NM_MAX_PARALLEL)
+        return false;
+    for (uint32_t i = 1; i < p->width; i++)
+        if (!c->mm[i].a && !nm_mm_work_init(&c->mm[i])) {
+            nm_mm_work_free(&c->mm[i]);
+            return false;
+        }
+    c->parallel = *p;
+    if (!p->run)
+        c->parallel.width = 1;
+    return true;
 }
 
 /* Zero what earlier jobs may have written: no job sees another's data. */

@@ -104,6 +104,25 @@ void nm_core_free(nm_core *core);
 void nm_core_reset(nm_core *core);
 
 /*
+ * Host threads for large instructions. A core runs its job on one thread;
+ * given a runner, it splits a large MATMUL's columns into @width parts
+ * (the results are the same bits: every element takes the same chain of
+ * multiply-adds). @run calls task(ctx, i) for every i < count (count <=
+ * width), from the thread that runs the job or others, and returns when
+ * every call has returned. The simulator gives one; QEMU runs each core
+ * on its vCPU-independent thread and gives none.
+ */
+#define NM_MAX_PARALLEL 4
+typedef void nm_task_fn(void *ctx, uint32_t index);
+typedef struct nm_parallel {
+    void (*run)(void *opaque, nm_task_fn *task, void *ctx, uint32_t count);
+    void *opaque;
+    uint32_t width; /* 1..NM_MAX_PARALLEL; 1 or run == NULL: no splitting */
+} nm_parallel;
+/* false (nothing changed) if @p's width is out of range or memory is short. */
+bool nm_core_set_parallel(nm_core *core, const nm_parallel *p);
+
+/*
  * Run one job to completion, fault or abort. Fetches the program image
  * through the job's bindings, validates it and executes every engine
  * stream; fills the job's outputs. A profiled job's trace slot must grant

@@ -191,6 +191,7 @@ void nm_mm_work_free(nm_mm_work *w) {
     free(w->a);
     free(w->b);
     free(w->row);
+    *w = (nm_mm_work){0};
 }
 
 /*
@@ -404,6 +405,10 @@ MM_RUNNER(run_portable, , PORTABLE_MR, PORTABLE_NR)
 MM_RUNNER(run_avx2, __attribute__((target("avx2,fma"))), AVX2_MR, AVX2_NR)
 MM_RUNNER(run_avx512, __attribute__((target("avx512f"))), AVX512_MR, AVX512_NR)
 #endif
+
+uint32_t nm_mm_panel_width(void) {
+    return paths[nm_mm_path_current()].nr;
+}
 
 void nm_mm_run(nm_mm_work *w, float *c, size_t ldc, const nm_tap *a, const nm_tap *b, uint32_t M,
                uint32_t N, uint32_t K, bool accumulate) {

@@ -82,7 +82,9 @@ struct nm_core {
     uint32_t psum_dirty;
     /* Per-partition fp32 rows for elementwise work, NEURON_MAX_FREE_ELEMS each. */
     float *scratch[NM_SCRATCH_BUFS];
-    nm_mm_work mm; /* packed matmul operands */
+    /* Packed matmul operands, one set per part of a split MATMUL (mm[0] unsplit). */
+    nm_mm_work mm[NM_MAX_PARALLEL];
+    nm_parallel parallel; /* width 1 unless set (nm_core_set_parallel) */
     /* [M][N] fp32: a MATMUL result whose PSUM rows are not contiguous; TRANSPOSE's staging. */
     float *mm_c;
 };
@@ -249,5 +251,7 @@ void nm_int_tensor_scalar(nm_exec *ex, const struct neuron_insn *in, const nm_ta
  */
 void nm_mm_run(nm_mm_work *w, float *c, size_t ldc, const nm_tap *a, const nm_tap *b, uint32_t M,
                uint32_t N, uint32_t K, bool accumulate);
+/* The width of the current path's panels of B (columns of C). */
+uint32_t nm_mm_panel_width(void);
 
 #endif /* NEURON_MODEL_INTERNAL_H */

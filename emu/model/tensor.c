@@ -12,6 +12,64 @@ static bool mm_dtype(uint32_t dt) {
     return dt == NEURON_DT_FP32 || dt == NEURON_DT_BF16 || dt == NEURON_DT_FP16;
 }
 
+/*
+ * A MATMUL of at least this many multiply-adds is split over the core's
+ * host threads, if it has several: a 128 x 128 x 128 one takes about
+ * 25 us on one thread, a few times what handing half of it over costs.
+ */
+#define NM_MM_SPLIT_MACS (128u * 128u * 128u)
+
+/* One part of a split MATMUL: the columns [col[i], col[i + 1]) of C and B. */
+typedef struct mm_split {
+    nm_core *core;
+    float *c;
+    size_t ldc;
+    const nm_tap *a, *b;
+    uint32_t M, K;
+    bool accumulate;
+    uint32_t col[NM_MAX_PARALLEL + 1];
+} mm_split;
+
+/* Columns [@j0, @j0 + @n) of contiguous @t. */
+static nm_tap tap_columns(const nm_tap *t, uint32_t j0, uint32_t n) {
+    nm_tap c = *t;
+    c.base += (size_t)j0 * t->esize;
+    c.offset += j0 * t->esize;
+    c.count[0] = n;
+    c.count[1] = 1;
+    c.elems = n;
+    c.extent = n * t->esize;
+    return c;
+}
+
+static void mm_split_part(void *ctx, uint32_t i) {
+    const mm_split *m = ctx;
+    const uint32_t j0 = m->col[i], n = m->col[i + 1] - j0;
+    const nm_tap b = tap_columns(m->b, j0, n);
+    nm_mm_run(&m->core->mm[i], m->c + j0, m->ldc, m->a, &b, m->M, n, m->K, m->accumulate);
+}
+
+/*
+ * C (+)= A^T B, split by whole panels of columns over the core's threads
+ * when it is large enough and B's rows are contiguous (a column range of
+ * them is then a tap of its own).
+ */
+static void mm_run(nm_core *core, float *c, size_t ldc, const nm_tap *a, const nm_tap *b,
+                   uint32_t M, uint32_t N, uint32_t K, bool accumulate) {
+    const uint32_t nr = nm_mm_panel_width(), panels = (N + nr - 1) / nr;
+    uint32_t parts = core->parallel.width < panels ? core->parallel.width : panels;
+    if (parts < 2 || (uint64_t)M * N * K < NM_MM_SPLIT_MACS || !nm_tap_contiguous(b)) {
+        nm_mm_run(&core->mm[0], c, ldc, a, b, M, N, K, accumulate);
+        return;
+    }
+    mm_split m = {core, c, ldc, a, b, M, K, accumulate, {0}};
+    for (uint32_t i = 1; i <= parts; i++) {
+        const uint32_t end = panels * i / parts * nr;
+        m.col[i] = end < N ? end : N;
+    }
+    core->parallel.run(core->parallel.opaque, mm_split_part, &m, parts);
+}
+
 void nm_exec_matmul(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
     nm_tap d, s, mv;
     nm_core *core = ex->core;
@@ -41,13 +99,12 @@ void nm_exec_matmul(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
 
     bool acc = in->flags & NEURON_MM_F_ACCUMULATE;
     if (nm_tap_contiguous(&d)) {
-        nm_mm_run(&core->mm, (float *)(void *)d.base, d.pitch / sizeof(float), &s, &mv, M, N, K,
-                  acc);
+        mm_run(core, (float *)(void *)d.base, d.pitch / sizeof(float), &s, &mv, M, N, K, acc);
     } else {
         if (acc)
             for (uint32_t mi = 0; mi < M; mi++)
                 nm_tap_load(&d, mi, core->mm_c + (size_t)mi * N);
-        nm_mm_run(&core->mm, core->mm_c, N, &s, &mv, M, N, K, acc);
+        mm_run(core, core->mm_c, N, &s, &mv, M, N, K, acc);
         for (uint32_t mi = 0; mi < M; mi++)
             nm_tap_store(&d, mi, core->mm_c + (size_t)mi * N);
     }

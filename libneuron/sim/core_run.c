@@ -25,6 +25,13 @@ nsim_core *nsim_core_new(uint32_t sbuf_bytes, uint32_t psum_bytes) {
     return c;
 }
 
+_Static_assert(NM_MAX_PARALLEL == 4, "core_run.h says 1..4");
+
+int nsim_core_set_parallel(nsim_core *c, nsim_run_fn *run, void *opaque, uint32_t width) {
+    const nm_parallel p = {run, opaque, width};
+    return nm_core_set_parallel(c->core, &p) ? 0 : -1;
+}
+
 void nsim_core_free(nsim_core *c) {
     if (!c)
         return;

@@ -51,6 +51,16 @@ struct nsim_result {
 
 /* NULL when the sizes are not valid for the model. */
 nsim_core *nsim_core_new(uint32_t sbuf_bytes, uint32_t psum_bytes);
+
+/*
+ * Split large instructions into @width parts (the model's nm_parallel):
+ * @run calls task(ctx, i) for every i < count and returns when all have
+ * returned. Not while a job runs. 0, or -1 for a width out of 1..4 or no
+ * memory.
+ */
+typedef void nsim_task_fn(void *ctx, uint32_t index);
+typedef void nsim_run_fn(void *opaque, nsim_task_fn *task, void *ctx, uint32_t count);
+int nsim_core_set_parallel(nsim_core *c, nsim_run_fn *run, void *opaque, uint32_t width);
 void nsim_core_free(nsim_core *c);
 /* Loads and checks the binding table, runs the job to completion, fault or
  * abort. Not concurrently for one core. */

@@ -66,10 +66,12 @@ void set(Options &o, std::string_view key, std::string_view v) {
         o.device = parse_u32(key, v, 0, max_devices - 1);
     else if (key == "prime")
         o.prime = parse_u32(key, v, 0, 1) != 0;
+    else if (key == "threads")
+        o.threads = parse_u32(key, v, 1, 4);
     else
         throw std::invalid_argument(
             fmt::format("unknown option '{}' (known: cores, dma, mem, sbuf, psum, clock_mhz, "
-                        "timeout_ms, host_bindings, devices, device, prime)",
+                        "timeout_ms, host_bindings, devices, device, prime, threads)",
                         key));
 }
 

@@ -44,6 +44,7 @@ struct Options {
     uint32_t devices = 1;       ///< simulated devices in the process (read_line("sim_devices"))
     uint32_t device = 0;        ///< which of them this is: its PCI slot
     bool prime = true;          ///< PRIME export/import of buffers between simulated devices
+    uint32_t threads = 0;       ///< host threads per core for large instructions; 0: min(2, CPUs)
 };
 
 /// The PCI address GET_PARAM and the published tree give device @p index:
@@ -241,6 +242,30 @@ class Publisher {
     bool stopping_ = false;
 };
 
+/// Threads that run the parts of a split instruction beside the core's
+/// own (the model's nm_parallel): part 0 on the caller, part i on helper
+/// i - 1. Between instructions a helper spins briefly, then sleeps.
+class Helpers {
+  public:
+    explicit Helpers(uint32_t helpers);
+    ~Helpers();
+    Helpers(const Helpers &) = delete;
+    Helpers &operator=(const Helpers &) = delete;
+    /// nsim_run_fn: @p opaque is the Helpers.
+    static void run(void *opaque, nsim_task_fn *task, void *ctx, uint32_t count);
+
+  private:
+    void loop(uint32_t part);
+    // The round's work, written before round_ moves on, read after.
+    nsim_task_fn *task_ = nullptr;
+    void *ctx_ = nullptr;
+    uint32_t count_ = 0;
+    bool stopping_ = false;
+    std::atomic<uint32_t> round_{0};   ///< moves on once per split instruction
+    std::atomic<uint32_t> pending_{0}; ///< helpers not yet done with the round
+    std::vector<std::thread> threads_;
+};
+
 class Core final : public Unit {
   public:
     Core(Device &dev, uint32_t index);
@@ -253,8 +278,9 @@ class Core final : public Unit {
     Device &dev_;
     uint32_t index_;
     nsim_core *core_ = nullptr;
-    std::mutex run_lock_;    ///< started_ns_, timed_out_
-    int64_t started_ns_ = 0; ///< 0 when idle
+    std::unique_ptr<Helpers> helpers_; ///< none for one thread per core
+    std::mutex run_lock_;              ///< started_ns_, timed_out_
+    int64_t started_ns_ = 0;           ///< 0 when idle
     bool timed_out_ = false;
 };
 

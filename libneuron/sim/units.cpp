@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The simulator's fences, device memory and units (core queues, DMA
 // engines), each with one worker thread.
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -192,6 +193,16 @@ Core::Core(Device &dev, uint32_t index) : dev_(dev), index_(index) {
     core_ = nsim_core_new(dev.options().sbuf, dev.options().psum);
     if (!core_)
         throw std::invalid_argument("the device model refuses these SBUF/PSUM sizes");
+    uint32_t threads = dev.options().threads;
+    if (!threads)
+        threads = std::clamp(std::thread::hardware_concurrency(), 1u, 2u);
+    if (threads > 1) {
+        helpers_ = std::make_unique<Helpers>(threads - 1);
+        if (nsim_core_set_parallel(core_, Helpers::run, helpers_.get(), threads)) {
+            nsim_core_free(core_);
+            throw std::bad_alloc();
+        }
+    }
 }
 
 Core::~Core() {

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The simulator device (libneuron-sim.so): its options, neuron.ko's checks
 // and errno for bad UAPI arguments, host-memory bindings, cores running
-// concurrently, timeouts, counters, and a zero-stride (broadcast) DMA read.
+// concurrently, timeouts, counters, a zero-stride (broadcast) DMA read, and
+// a large MATMUL split over a core's host threads.
 // The library's own device tests run on it too (unit.sim.libneuron.*).
 #include <chrono>
 #include <cmath>
@@ -55,6 +56,70 @@ void run_relu(const Device &d, unsigned core, Region region) {
 }
 
 } // namespace
+
+namespace {
+
+// y[128, 512] = w[128, 128]^T x[128, 512]: one MATMUL of 8 M multiply-adds,
+// large enough for the model to split over a core's threads.
+Program matmul_512() {
+    ProgramBuilder b("matmul512");
+    auto x = b.argument("x", DType::fp32, {128, 512}, Direction::in);
+    auto w = b.argument("w", DType::fp32, {128, 128}, Direction::in);
+    auto y = b.argument("y", DType::fp32, {128, 512}, Direction::out);
+    auto xs = b.sbuf("x_tile", DType::fp32, 512);
+    auto ws = b.sbuf("w_tile", DType::fp32, 128);
+    auto ys = b.sbuf("y_tile", DType::fp32, 512);
+    auto acc = b.psum("acc", DType::fp32, 512);
+    auto loaded = b.semaphore("loaded"), multiplied = b.semaphore("multiplied"),
+         copied = b.semaphore("copied");
+    b.sync()
+        .dma_load(xs.tap(), x.at(0, 512 * 4))
+        .dma_load(ws.tap(), w.at(0, 128 * 4))
+        .signal(loaded, 1)
+        .wait(copied, 1)
+        .dma_store(y.at(0, 512 * 4), ys.tap());
+    b.tensor().wait(loaded, 1).matmul(acc.tap(), ws.tap(), xs.tap()).signal(multiplied, 1);
+    b.vector().wait(multiplied, 1).copy(ys.tap(), acc.tap()).signal(copied, 1);
+    return b.finish();
+}
+
+} // namespace
+
+// The same bits whatever the number of threads per core, and within the
+// ISA's MATMUL tolerance of a double-precision product.
+static void split_matmul(void **) {
+    std::vector<float> x(128 * 512), w(128 * 128);
+    for (size_t i = 0; i < x.size(); i++)
+        x[i] = static_cast<float>(static_cast<int>(i * 7919 % 201) - 100) / 37.0f;
+    for (size_t i = 0; i < w.size(); i++)
+        w[i] = static_cast<float>(static_cast<int>(i * 104729 % 151) - 75) / 53.0f;
+    std::vector<std::vector<float>> results;
+    for (const char *spec : {"sim:threads=1", "sim:threads=2", "sim:threads=4"}) {
+        Device d = Device::open(spec);
+        LoadedProgram lp = d.load(matmul_512());
+        Buffer xb = d.allocate(x.size() * 4), wb = d.allocate(w.size() * 4),
+               yb = d.allocate(x.size() * 4);
+        xb.write(0, std::as_bytes(std::span(x)));
+        wb.write(0, std::as_bytes(std::span(w)));
+        d.queue(0).submit(lp, Arguments().bind("x", xb).bind("w", wb).bind("y", yb)).wait();
+        std::vector<float> y(x.size());
+        yb.read(0, std::as_writable_bytes(std::span(y)));
+        results.push_back(std::move(y));
+    }
+    for (size_t r = 1; r < results.size(); r++)
+        assert_memory_equal(results[r].data(), results[0].data(), results[0].size() * 4);
+    for (size_t m = 0; m < 128; m++)
+        for (size_t n = 0; n < 512; n++) {
+            double want = 0, magnitude = 0;
+            for (size_t k = 0; k < 128; k++) {
+                want += double(w[k * 128 + m]) * x[k * 512 + n];
+                magnitude += std::fabs(double(w[k * 128 + m]) * x[k * 512 + n]);
+            }
+            assert_true(std::fabs(results[0][m * 512 + n] - want) <= 1e-5 * magnitude + 1e-6);
+        }
+    std::string m = expect_error([] { Device::open("sim:threads=5"); }, errc::invalid_argument);
+    assert_non_null(std::strstr(m.c_str(), "option threads=5: must be 1..4"));
+}
 
 static void options(void **) {
     Device d = Device::open("sim:cores=3,dma=1,mem=64M,sbuf=1M,psum=512K");
@@ -420,6 +485,7 @@ static void published_counters(void **) {
 int main() {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(options),
+        cmocka_unit_test(split_matmul),
         cmocka_unit_test(uapi_errnos),
         cmocka_unit_test(check_table),
         cmocka_unit_test(host_bindings),

@@ -6,8 +6,8 @@
  * one multiply-add per k in increasing k order, fused on the FMA paths,
  * product and sum rounded separately on the portable one. Shapes cover the
  * edges of the kernels' tiles (K, M, N of 1, 127, 128; N 1..512), every
- * pair of input dtypes, accumulate on and off, and operands whose rows are
- * not contiguous.
+ * pair of input dtypes, accumulate on and off, operands whose rows are
+ * not contiguous, and a MATMUL split by columns into parts.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -219,6 +219,53 @@ static void test_strided_operands(void **state) {
     on_every_path(*state, cases, sizeof(cases) / sizeof(cases[0]));
 }
 
+/*
+ * A runner of a split MATMUL's parts on this thread, last part first, so
+ * that a part writing outside its columns or reading another's packed
+ * operands shows; it counts the parts run.
+ */
+static void run_backwards(void *opaque, nm_task_fn *task, void *ctx, uint32_t count) {
+    for (uint32_t i = count; i-- > 0;)
+        task(ctx, i);
+    *(uint32_t *)opaque += count;
+}
+
+/*
+ * Split over 2, 3 and 4 parts: the same bits as the reference, on every
+ * path, for every shape above that is large enough to split; smaller
+ * ones, and those whose B rows are not contiguous, are not split.
+ */
+static void test_split(void **state) {
+    fixture *f = *state;
+    static const mm_case cases[] = {
+        {NEURON_DT_FP32, NEURON_DT_FP32, 128, 128, 512, true, 1, false, 1},
+        {NEURON_DT_FP32, NEURON_DT_FP32, 128, 128, 512, false, 1, false, 2},
+        {NEURON_DT_BF16, NEURON_DT_FP32, 128, 127, 258, true, 1, true, 1},
+        {NEURON_DT_FP16, NEURON_DT_BF16, 127, 128, 129, false, 1, false, 1},
+        {NEURON_DT_FP32, NEURON_DT_FP32, 128, 128, 496, true, 1, true, 1},
+    };
+    const size_t n = sizeof(cases) / sizeof(cases[0]);
+    for (uint32_t width = 2; width <= NM_MAX_PARALLEL; width++) {
+        uint32_t parts = 0;
+        const nm_parallel par = {run_backwards, &parts, width};
+        assert_true(nm_core_set_parallel(f->t->core, &par));
+        on_every_path(f, cases, n);
+        assert_true(parts >= 2 * n);
+        /* Too small, and B strided: one part, on the job's thread. */
+        parts = 0;
+        const mm_case small[] = {
+            {NEURON_DT_FP32, NEURON_DT_FP32, 64, 128, 128, true, 1, false, 1},
+            {NEURON_DT_FP32, NEURON_DT_FP32, 128, 128, 512, true, 2, false, 1},
+        };
+        on_every_path(f, small, 2);
+        assert_int_equal(parts, 0);
+    }
+    const nm_parallel none = {NULL, NULL, 1};
+    assert_true(nm_core_set_parallel(f->t->core, &none));
+    const nm_parallel wide = {run_backwards, NULL, NM_MAX_PARALLEL + 1};
+    assert_false(nm_core_set_parallel(f->t->core, &wide));
+}
+
 static void test_paths(void **state) {
     (void)state;
     /* The portable path is always there; the host's choice is supported. */
@@ -236,6 +283,7 @@ int main(void) {
         cmocka_unit_test(test_every_n),
         cmocka_unit_test(test_dtype_pairs),
         cmocka_unit_test(test_strided_operands),
+        cmocka_unit_test(test_split),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
