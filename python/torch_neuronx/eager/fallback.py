@@ -127,10 +127,14 @@ def run_on_cpu(op: torch._ops.OpOverload, args: Tuple[Any, ...], kwargs: Dict[st
             continue
         original = kwargs.get(a.name) if a.kwarg_only or i >= len(args) else args[i]
         changed = cpu_kwargs.get(a.name) if a.kwarg_only or i >= len(args) else cpu_args[i]
-        if isinstance(original, torch.Tensor) and original.device.type == "neuron":
-            if original.shape != changed.shape:
-                original.resize_(changed.shape)
-            original.copy_(changed)
+        # A Tensor(a!)[] (the fused optimizers' lists) is written element by element.
+        pairs = zip(original, changed) if isinstance(original, (list, tuple)) \
+            else [(original, changed)]
+        for dst, src in pairs:
+            if isinstance(dst, torch.Tensor) and dst.device.type == "neuron":
+                if dst.shape != src.shape:
+                    dst.resize_(src.shape)
+                dst.copy_(src)
         for s in a.alias_info.before_set:
             written[s] = original
 
