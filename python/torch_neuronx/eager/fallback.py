@@ -101,6 +101,13 @@ def _cpu_generators(op: torch._ops.OpOverload, args: Tuple[Any, ...], kwargs: Di
     return pairs
 
 
+# Arguments operators write without marking them (a!) in their schemas:
+# native_batch_norm updates its running statistics when training.
+_UNMARKED_WRITES: Dict[str, Tuple[str, ...]] = {
+    "aten::native_batch_norm": ("running_mean", "running_var"),
+}
+
+
 def run_on_cpu(op: torch._ops.OpOverload, args: Tuple[Any, ...], kwargs: Dict[str, Any],
                reason: str) -> Any:
     """@p op on the CPU, its neuron tensors copied over and back."""
@@ -122,8 +129,10 @@ def run_on_cpu(op: torch._ops.OpOverload, args: Tuple[Any, ...], kwargs: Dict[st
     # Inputs the operator writes: their new values go back to the device.
     written: Dict[Any, torch.Tensor] = {}
     schema = op._schema
+    unmarked = _UNMARKED_WRITES.get(schema.name, ())
     for i, a in enumerate(schema.arguments):
-        if a.alias_info is None or not a.alias_info.is_write:
+        marked = a.alias_info is not None and a.alias_info.is_write
+        if not marked and a.name not in unmarked:
             continue
         original = kwargs.get(a.name) if a.kwarg_only or i >= len(args) else args[i]
         changed = cpu_kwargs.get(a.name) if a.kwarg_only or i >= len(args) else cpu_args[i]
@@ -135,7 +144,7 @@ def run_on_cpu(op: torch._ops.OpOverload, args: Tuple[Any, ...], kwargs: Dict[st
                 if dst.shape != src.shape:
                     dst.resize_(src.shape)
                 dst.copy_(src)
-        for s in a.alias_info.before_set:
+        for s in a.alias_info.before_set if marked else ():
             written[s] = original
 
     def back(x: Any, r: Any) -> Any:

@@ -1,10 +1,12 @@
 # SPDX-License-Identifier: MIT
-"""Operators that write lists of tensors, run on the CPU for the device
-(`aten::_fused_sgd_`, `aten::_fused_adagrad_`, GradScaler's
-`aten::_amp_foreach_non_finite_check_and_unscale_`): every tensor of a
-written list gets its new value back on the device, so torch.optim's
+"""Operators run on the CPU for the device that write their inputs: every
+tensor they write gets its new value back on the device. Lists of
+tensors (`aten::_fused_sgd_`, `aten::_fused_adagrad_`, GradScaler's
+`aten::_amp_foreach_non_finite_check_and_unscale_`), so torch.optim's
 fused SGD and Adagrad and `torch.amp.GradScaler("neuron")` train as on
-the CPU."""
+the CPU; and arguments a schema does not mark as written
+(`aten::native_batch_norm`'s running statistics), so batch norm's
+running mean and variance follow training as on the CPU."""
 
 from typing import Callable, List
 
@@ -84,3 +86,32 @@ def test_grad_scaler_unscales_skips_and_rescales_as_on_the_cpu(poison_step: int)
     # the scale grew every 2 clean steps, and halved at an inf
     assert [s.item() for s in got[-4:]] == ([256.0, 512.0, 512.0, 1024.0] if poison_step < 0
                                              else [256.0, 128.0, 128.0, 256.0])
+
+
+def batch_norm_run(device: str, module: torch.nn.Module, shape: tuple) -> List[torch.Tensor]:
+    """Three training steps' outputs, the running statistics after them,
+    and an output in eval mode (which uses those statistics)."""
+    gen = torch.Generator().manual_seed(3)
+    module = module.to(device)
+    outs = [module(torch.randn(shape, generator=gen).to(device)).cpu() for _ in range(3)]
+    module.eval()
+    outs.append(module(torch.randn(shape, generator=gen).to(device)).cpu())
+    return outs + [b.cpu() for b in module.buffers()]
+
+
+NORMS = {
+    "batchnorm1d": (lambda: torch.nn.BatchNorm1d(5), (8, 5)),
+    "batchnorm2d-cumulative": (lambda: torch.nn.BatchNorm2d(3, momentum=None), (4, 3, 5, 5)),
+    "instancenorm1d-tracked": (lambda: torch.nn.InstanceNorm1d(4, track_running_stats=True),
+                               (6, 4, 9)),
+}
+
+
+@pytest.mark.parametrize("name", list(NORMS))
+def test_batch_norm_updates_its_running_statistics_as_on_the_cpu(name: str) -> None:
+    make, shape = NORMS[name]
+    want = batch_norm_run("cpu", make(), shape)
+    got = batch_norm_run("neuron", make(), shape)
+    assert len(got) == len(want)
+    for i, (a, b) in enumerate(zip(got, want)):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5, msg=f"tensor {i}")
