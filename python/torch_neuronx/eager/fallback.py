@@ -108,6 +108,31 @@ _UNMARKED_WRITES: Dict[str, Tuple[str, ...]] = {
 }
 
 
+def _taking_numbers(op: torch._ops.OpOverload, args: Tuple[Any, ...],
+                    kwargs: Dict[str, Any]) -> torch._ops.OpOverload:
+    """@p op, or its overload that takes a Scalar where the call gives a
+    number for a Tensor: C++ hands a number the Python binding wrapped
+    (`x % 4`, remainder.Tensor) to Python as the number, which @p op's
+    own overload refuses; its Scalar overload (remainder.Scalar) computes
+    what the wrapped number would have."""
+    schema = op._schema
+    numbers = set()
+    for i, a in enumerate(schema.arguments):
+        value = kwargs.get(a.name) if a.kwarg_only or i >= len(args) else args[i]
+        if str(a.type) == "Tensor" and isinstance(value, (bool, int, float, complex)):
+            numbers.add(a.name)
+    if not numbers:
+        return op
+    wanted = [(a.name, "number" if a.name in numbers else str(a.type))  # (Scalar)
+              for a in schema.arguments]
+    packet = getattr(torch.ops.aten, schema.name.split("::")[-1])
+    for overload in packet.overloads():
+        candidate = getattr(packet, overload)
+        if [(a.name, str(a.type)) for a in candidate._schema.arguments] == wanted:
+            return candidate
+    return op  # (whose error then names the argument)
+
+
 def run_on_cpu(op: torch._ops.OpOverload, args: Tuple[Any, ...], kwargs: Dict[str, Any],
                reason: str) -> Any:
     """@p op on the CPU, its neuron tensors copied over and back."""
@@ -122,7 +147,7 @@ def run_on_cpu(op: torch._ops.OpOverload, args: Tuple[Any, ...], kwargs: Dict[st
         return x
     cpu_args, cpu_kwargs = tree_map(to_cpu, (args, dict(kwargs)))
     generators = _cpu_generators(op, cpu_args, cpu_kwargs, device)
-    out = op(*cpu_args, **cpu_kwargs)
+    out = _taking_numbers(op, cpu_args, cpu_kwargs)(*cpu_args, **cpu_kwargs)
     for gen, cpu in generators:
         gen.set_state(torch.cat([cpu.get_state(), gen.get_state()[-PHILOX_OFFSET_BYTES:]]))
 

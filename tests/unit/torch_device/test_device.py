@@ -195,6 +195,30 @@ def test_fallback_is_counted_and_can_be_an_error():
     assert "TORCH_NEURONX_FALLBACK=error" in r.stderr
 
 
+NUMBER_OPERATORS = {
+    "remainder": lambda x: x % 3,
+    "remainder-float": lambda x: x.float() % 2.5,
+    "remainder_": lambda x: x.clone().remainder_(4),
+    "bitwise_and": lambda x: x & 6,
+    "bitwise_or_": lambda x: x.clone().bitwise_or_(1),
+    "fmod": lambda x: x.fmod(4),
+    "fmod-float-out": lambda x: torch.fmod(x.float(), 1.5, out=torch.empty(x.shape,
+                                                                          device=x.device)),
+}
+
+
+@pytest.mark.parametrize("name", list(NUMBER_OPERATORS))
+def test_a_python_number_reaches_a_cpu_fallback_as_the_cpu_takes_it(name: str):
+    """`x % 3` reaches the device as remainder.Tensor with the number
+    wrapped; an operator that runs on the CPU then takes it through its
+    Scalar overload, with the CPU's result and dtype."""
+    x = torch.arange(-7, 9)
+    want = NUMBER_OPERATORS[name](x)
+    got = NUMBER_OPERATORS[name](x.to("neuron")).cpu()
+    assert got.dtype == want.dtype
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
+
+
 def test_tensors_of_two_devices_in_one_op_are_refused():
     n = torch.ones(3, device="neuron")
     with pytest.raises(RuntimeError, match="same device"):
