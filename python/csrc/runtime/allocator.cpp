@@ -26,7 +26,7 @@ constexpr uint64_t max_chunk_bytes = 1ull << chunk_shift;
 struct Block {
     Allocation memory;
     c10::DeviceIndex index;
-    c10::StreamId stream;                  ///< allocated for work of this stream
+    c10::StreamId stream;                   ///< allocated for work of this stream
     std::vector<c10::Stream> other_streams; ///< record_stream's
     uint64_t address;
 };
@@ -87,8 +87,8 @@ class Allocator final : public c10::DeviceAllocator {
         TORCH_CHECK(m.chunk_id() < (1ull << (index_shift - chunk_shift)) &&
                         m.offset() + n <= max_chunk_bytes,
                     "neuron: allocation of ", n, " bytes is beyond the allocator's address space");
-        block->address = (uint64_t(index) + 1) << index_shift | m.chunk_id() << chunk_shift |
-                         m.offset();
+        block->address =
+            (uint64_t(index) + 1) << index_shift | m.chunk_id() << chunk_shift | m.offset();
         void *ptr = reinterpret_cast<void *>(block->address);
         {
             std::lock_guard lock(mutex_);
@@ -134,6 +134,18 @@ class Allocator final : public c10::DeviceAllocator {
         }
     }
 
+    /// Releases the staging pools' empty chunks (the host's empty_cache).
+    void trim_staging() {
+        std::vector<IndexState *> all;
+        {
+            std::lock_guard lock(mutex_);
+            for (auto &[i, st] : states_)
+                all.push_back(st.get());
+        }
+        for (IndexState *st : all)
+            st->staging.trim();
+    }
+
     void recordStream(const c10::DataPtr &ptr, c10::Stream stream) override {
         auto *block = static_cast<Block *>(ptr.get_context());
         if (!block || ptr.get_deleter() != &free_block)
@@ -154,9 +166,9 @@ class Allocator final : public c10::DeviceAllocator {
     void resetAccumulatedStats(c10::DeviceIndex index) override {
         IndexState &st = state(index);
         std::lock_guard lock(mutex_);
-        for (auto *a : {&st.stats.allocation, &st.stats.segment, &st.stats.active,
-                        &st.stats.allocated_bytes, &st.stats.reserved_bytes,
-                        &st.stats.active_bytes, &st.stats.requested_bytes})
+        for (auto *a :
+             {&st.stats.allocation, &st.stats.segment, &st.stats.active, &st.stats.allocated_bytes,
+              &st.stats.reserved_bytes, &st.stats.active_bytes, &st.stats.requested_bytes})
             for (auto &s : *a)
                 s.reset_accumulated();
         st.stats.num_alloc_retries = 0;
@@ -166,9 +178,9 @@ class Allocator final : public c10::DeviceAllocator {
     void resetPeakStats(c10::DeviceIndex index) override {
         IndexState &st = state(index);
         std::lock_guard lock(mutex_);
-        for (auto *a : {&st.stats.allocation, &st.stats.segment, &st.stats.active,
-                        &st.stats.allocated_bytes, &st.stats.reserved_bytes,
-                        &st.stats.active_bytes, &st.stats.requested_bytes})
+        for (auto *a :
+             {&st.stats.allocation, &st.stats.segment, &st.stats.active, &st.stats.allocated_bytes,
+              &st.stats.reserved_bytes, &st.stats.active_bytes, &st.stats.requested_bytes})
             for (auto &s : *a)
                 s.reset_peak();
     }
@@ -328,11 +340,11 @@ class Allocator final : public c10::DeviceAllocator {
             std::lock_guard lock(mutex_);
             st.stats.num_ooms++;
             const SubAllocatorStats s = st.memory.stats();
-            TORCH_CHECK_WITH(OutOfMemoryError, false, "neuron: out of device memory on neuron:",
-                             int(index), ": tried to allocate ", n, " bytes; ", s.bytes_in_use,
-                             " bytes are in use by tensors and ", s.chunk_bytes - s.bytes_in_use,
-                             " more are held free by this process's cache after emptying it (",
-                             e.what(), ")");
+            TORCH_CHECK_WITH(
+                OutOfMemoryError, false, "neuron: out of device memory on neuron:", int(index),
+                ": tried to allocate ", n, " bytes; ", s.bytes_in_use,
+                " bytes are in use by tensors and ", s.chunk_bytes - s.bytes_in_use,
+                " more are held free by this process's cache after emptying it (", e.what(), ")");
         }
     }
 
@@ -386,12 +398,16 @@ void grow_storage(c10::StorageImpl &storage, uint64_t bytes) {
     storage.set_nbytes(bytes);
 }
 
+void empty_staging_cache() {
+    the_allocator().trim_staging();
+}
+
 Allocation staging_memory(c10::DeviceIndex index, uint64_t bytes) {
     try {
         return the_allocator().state(index).staging.allocate(bytes);
     } catch (const Error &e) {
-        TORCH_CHECK(false, "neuron: allocating ", bytes, " bytes of host staging memory: ",
-                    e.what());
+        TORCH_CHECK(false, "neuron: allocating ", bytes,
+                    " bytes of host staging memory: ", e.what());
     }
 }
 

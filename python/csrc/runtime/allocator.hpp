@@ -34,5 +34,7 @@ void grow_storage(c10::StorageImpl &storage, uint64_t bytes);
 
 /// Host memory for staging copies (pinned, the device's DMA reaches it).
 Allocation staging_memory(c10::DeviceIndex index, uint64_t bytes);
+/// Releases the empty chunks of every index's staging memory.
+void empty_staging_cache();
 
 } // namespace neuron::torch_bridge

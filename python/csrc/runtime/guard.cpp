@@ -60,11 +60,17 @@ struct GuardImpl final : public c10::impl::DeviceGuardImplInterface {
         }
     }
 
-    c10::Stream getStream(c10::Device d) const override { return current_stream(d.index()); }
-    c10::Stream getDefaultStream(c10::Device d) const override { return default_stream(d.index()); }
-    c10::Stream getNewStream(c10::Device d, int) const override { return new_stream(d.index()); }
+    // A device without an index (torch.Stream("neuron")) is the current one.
+    static c10::DeviceIndex index_of(c10::Device d) {
+        return d.has_index() ? d.index() : current_core_index();
+    }
+    c10::Stream getStream(c10::Device d) const override { return current_stream(index_of(d)); }
+    c10::Stream getDefaultStream(c10::Device d) const override {
+        return default_stream(index_of(d));
+    }
+    c10::Stream getNewStream(c10::Device d, int) const override { return new_stream(index_of(d)); }
     c10::Stream getStreamFromGlobalPool(c10::Device d, bool) const override {
-        return new_stream(d.index());
+        return new_stream(index_of(d));
     }
     c10::Stream exchangeStream(c10::Stream s) const override { return exchange_current_stream(s); }
 

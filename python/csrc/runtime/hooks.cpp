@@ -112,6 +112,7 @@ struct Registration {
     Registration() {
         at::RegisterPrivateUse1HooksInterface(new Hooks);
         c10::SetAllocator(c10::DeviceType::PrivateUse1, &device_allocator());
+        at::setHostAllocator(c10::DeviceType::PrivateUse1, &pinned_host_allocator());
     }
 };
 

@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 
+#include <ATen/core/CachingHostAllocator.h>
 #include <c10/util/Exception.h>
 
 #include "allocator.hpp"
@@ -15,10 +16,12 @@ namespace neuron::torch_bridge {
 
 namespace {
 
-/// The live pinned allocations, by the address of their bytes.
+/// The live pinned allocations, by the address of their bytes, and their
+/// statistics (torch.accelerator's host memory statistics).
 struct Pinned {
-    std::mutex mutex; ///< protects by_address
+    std::mutex mutex; ///< protects by_address and stats
     std::map<const std::byte *, Allocation> by_address;
+    at::HostStats stats;
 };
 
 Pinned &pinned() {
@@ -35,11 +38,19 @@ void free_pinned(void *data) {
         TORCH_INTERNAL_ASSERT(it != p.by_address.end(), "neuron: freeing unknown pinned memory");
         freed = std::move(it->second);
         p.by_address.erase(it);
+        for (c10::CachingAllocator::Stat *s : {&p.stats.active_requests, &p.stats.allocations})
+            s->decrease(1);
+        for (c10::CachingAllocator::Stat *s : {&p.stats.active_bytes, &p.stats.allocated_bytes})
+            s->decrease(freed.size());
+        p.stats.num_host_free++;
     }
     // (returned to its pool here, outside the lock)
 }
 
-class PinnedAllocator final : public c10::Allocator {
+/// Pinned memory is the staging pool's (allocator.cpp), which keeps the
+/// chunks: an allocation freed is back in the pool at once, so every
+/// block this allocator counts is in use (allocations = active requests).
+class PinnedAllocator final : public at::HostAllocator {
   public:
     c10::DataPtr allocate(size_t bytes) override {
         if (bytes == 0)
@@ -50,6 +61,11 @@ class PinnedAllocator final : public c10::Allocator {
             Pinned &p = pinned();
             std::lock_guard lock(p.mutex);
             p.by_address.emplace(data, std::move(a));
+            for (c10::CachingAllocator::Stat *s : {&p.stats.active_requests, &p.stats.allocations})
+                s->increase(1);
+            for (c10::CachingAllocator::Stat *s : {&p.stats.active_bytes, &p.stats.allocated_bytes})
+                s->increase(bytes);
+            p.stats.num_host_alloc++;
         }
         return {data, data, &free_pinned, c10::Device(c10::DeviceType::CPU)};
     }
@@ -58,15 +74,49 @@ class PinnedAllocator final : public c10::Allocator {
         std::memcpy(dest, src, count);
     }
 
+    /// The copies that read or write pinned memory hold its storage until
+    /// their job completes (copy.cpp), so no event is needed.
+    bool record_event(void *, void *, c10::Stream) override { return false; }
+    /// Releases the staging pools' empty chunks.
+    void empty_cache() override { empty_staging_cache(); }
+    at::HostStats get_stats() override {
+        Pinned &p = pinned();
+        std::lock_guard lock(p.mutex);
+        return p.stats;
+    }
+    void reset_accumulated_stats() override {
+        Pinned &p = pinned();
+        std::lock_guard lock(p.mutex);
+        for (c10::CachingAllocator::Stat *s : {&p.stats.active_requests, &p.stats.active_bytes,
+                                               &p.stats.allocations, &p.stats.allocated_bytes})
+            s->reset_accumulated();
+        p.stats.num_host_alloc = p.stats.num_host_free = 0;
+    }
+    void reset_peak_stats() override {
+        Pinned &p = pinned();
+        std::lock_guard lock(p.mutex);
+        for (c10::CachingAllocator::Stat *s : {&p.stats.active_requests, &p.stats.active_bytes,
+                                               &p.stats.allocations, &p.stats.allocated_bytes})
+            s->reset_peak();
+    }
+
   private:
     static void free_nothing(void *) {}
 };
 
+PinnedAllocator &the_pinned_allocator() {
+    static PinnedAllocator a;
+    return a;
+}
+
 } // namespace
 
 c10::Allocator &pinned_allocator() {
-    static PinnedAllocator a;
-    return a;
+    return the_pinned_allocator();
+}
+
+at::HostAllocator &pinned_host_allocator() {
+    return the_pinned_allocator();
 }
 
 std::optional<BufferRange> pinned_range(const void *data, uint64_t size) {

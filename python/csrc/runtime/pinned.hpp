@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 
+#include <ATen/core/CachingHostAllocator.h>
 #include <c10/core/Allocator.h>
 
 #include <neuron/neuron.hpp>
@@ -18,6 +19,9 @@ namespace neuron::torch_bridge {
 
 /// The allocator torch's hooks hand out for pinned memory.
 c10::Allocator &pinned_allocator();
+/// The same, as torch's host allocator of the device
+/// (torch.accelerator.empty_host_cache, host memory statistics).
+at::HostAllocator &pinned_host_allocator();
 
 /// The device's view of pinned bytes [@p data, @p data + @p size), when
 /// they lie in one pinned allocation.

@@ -86,6 +86,35 @@ def test_device_module():
         assert torch.neuron.current_device() == 0
 
 
+def test_accelerator_streams_and_host_cache():
+    """torch.Stream("neuron") is a new stream of the current index, as for
+    CUDA; torch.accelerator.empty_host_cache() releases pinned memory
+    (the device's host allocator), also after the device was used."""
+    r = run_python("""
+        import torch
+        x = torch.ones(3, device="neuron")
+        pinned = torch.ones(1000).pin_memory()
+        print(torch.Stream("neuron").device_index, torch.Stream("neuron:0").device_index)
+        if torch.neuron.device_count() > 1:
+            torch.accelerator.set_device_index(1)
+            s = torch.Stream("neuron")
+            print(s.device_index)
+            with torch.neuron.stream(s):
+                y = torch.ones(3, device="neuron") * 2
+            torch.accelerator.synchronize()
+            print(y.device, y.cpu().tolist())
+        del pinned
+        torch.accelerator.empty_host_cache()
+        print("emptied")
+    """)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.split("\n")
+    assert lines[0] == "0 0", r.stdout
+    if torch.neuron.device_count() > 1:
+        assert lines[1:3] == ["1", "neuron:1 [2.0, 2.0, 2.0]"], r.stdout
+    assert "emptied" in r.stdout
+
+
 def test_generated_methods():
     x = torch.arange(6.0).reshape(2, 3)
     n = x.neuron()
