@@ -19,9 +19,23 @@ namespace {
 /// The live pinned allocations, by the address of their bytes, and their
 /// statistics (torch.accelerator's host memory statistics).
 struct Pinned {
-    std::mutex mutex; ///< protects by_address and stats
+    std::mutex mutex; ///< protects by_address and the statistics
     std::map<const std::byte *, Allocation> by_address;
-    at::HostStats stats;
+    c10::CachingAllocator::Stat requests, bytes; ///< live allocations and their bytes
+    int64_t allocs = 0, frees = 0;
+
+    /// An allocation of @p size bytes made (@p made) or freed. Lock held.
+    void count(bool made, uint64_t size) {
+        if (made) {
+            requests.increase(1);
+            bytes.increase(size);
+            allocs++;
+        } else {
+            requests.decrease(1);
+            bytes.decrease(size);
+            frees++;
+        }
+    }
 };
 
 Pinned &pinned() {
@@ -38,11 +52,7 @@ void free_pinned(void *data) {
         TORCH_INTERNAL_ASSERT(it != p.by_address.end(), "neuron: freeing unknown pinned memory");
         freed = std::move(it->second);
         p.by_address.erase(it);
-        for (c10::CachingAllocator::Stat *s : {&p.stats.active_requests, &p.stats.allocations})
-            s->decrease(1);
-        for (c10::CachingAllocator::Stat *s : {&p.stats.active_bytes, &p.stats.allocated_bytes})
-            s->decrease(freed.size());
-        p.stats.num_host_free++;
+        p.count(false, freed.size());
     }
     // (returned to its pool here, outside the lock)
 }
@@ -61,11 +71,7 @@ class PinnedAllocator final : public at::HostAllocator {
             Pinned &p = pinned();
             std::lock_guard lock(p.mutex);
             p.by_address.emplace(data, std::move(a));
-            for (c10::CachingAllocator::Stat *s : {&p.stats.active_requests, &p.stats.allocations})
-                s->increase(1);
-            for (c10::CachingAllocator::Stat *s : {&p.stats.active_bytes, &p.stats.allocated_bytes})
-                s->increase(bytes);
-            p.stats.num_host_alloc++;
+            p.count(true, bytes);
         }
         return {data, data, &free_pinned, c10::Device(c10::DeviceType::CPU)};
     }
@@ -82,22 +88,25 @@ class PinnedAllocator final : public at::HostAllocator {
     at::HostStats get_stats() override {
         Pinned &p = pinned();
         std::lock_guard lock(p.mutex);
-        return p.stats;
+        at::HostStats stats;
+        stats.active_requests = stats.allocations = p.requests;
+        stats.active_bytes = stats.allocated_bytes = p.bytes;
+        stats.num_host_alloc = p.allocs;
+        stats.num_host_free = p.frees;
+        return stats;
     }
     void reset_accumulated_stats() override {
         Pinned &p = pinned();
         std::lock_guard lock(p.mutex);
-        for (c10::CachingAllocator::Stat *s : {&p.stats.active_requests, &p.stats.active_bytes,
-                                               &p.stats.allocations, &p.stats.allocated_bytes})
-            s->reset_accumulated();
-        p.stats.num_host_alloc = p.stats.num_host_free = 0;
+        p.requests.reset_accumulated();
+        p.bytes.reset_accumulated();
+        p.allocs = p.frees = 0;
     }
     void reset_peak_stats() override {
         Pinned &p = pinned();
         std::lock_guard lock(p.mutex);
-        for (c10::CachingAllocator::Stat *s : {&p.stats.active_requests, &p.stats.active_bytes,
-                                               &p.stats.allocations, &p.stats.allocated_bytes})
-            s->reset_peak();
+        p.requests.reset_peak();
+        p.bytes.reset_peak();
     }
 
   private:
