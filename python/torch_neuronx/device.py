@@ -20,7 +20,8 @@ __all__ = ["is_available", "device_count", "current_device", "set_device", "devi
            "seed_all", "initial_seed", "get_rng_state", "set_rng_state", "get_rng_state_all",
            "set_rng_state_all", "default_generator", "memory_allocated", "max_memory_allocated",
            "memory_reserved", "max_memory_reserved", "memory_stats", "reset_peak_memory_stats",
-           "empty_cache", "is_initialized", "why_unavailable", "get_amp_supported_dtype"]
+           "empty_cache", "mem_get_info", "is_initialized", "init", "why_unavailable",
+           "get_amp_supported_dtype"]
 
 
 def _index(device: DeviceLike) -> int:
@@ -51,6 +52,10 @@ def why_unavailable() -> str:
 
 def is_initialized() -> bool:
     return True
+
+
+def init() -> None:
+    """As torch.cuda.init(): the backend is initialized when it loads."""
 
 
 # What torch.utils.checkpoint reads (as torch.cuda's) to decide whether to
@@ -242,3 +247,8 @@ def reset_peak_memory_stats(device: DeviceLike = None) -> None:
 def empty_cache() -> None:
     """Gives the cached device memory no tensor uses back to the device."""
     torch.accelerator.empty_cache()
+
+
+def mem_get_info(device: DeviceLike = None) -> tuple[int, int]:
+    """(free, total) bytes of the device's memory, as torch.cuda's."""
+    return torch.accelerator.get_memory_info(_device(device))

@@ -79,6 +79,9 @@ def test_device_module():
     assert torch.accelerator.device_count() == n
     assert torch.neuron.current_device() == 0
     assert "core 0 of sim" in torch.neuron.get_device_name(0)
+    torch.neuron.init()
+    free, total = torch.neuron.mem_get_info()
+    assert 0 < free <= total and (free, total) == torch.accelerator.get_memory_info()
     if n > 1:
         with torch.neuron.device(1):
             assert torch.neuron.current_device() == 1
