@@ -15,7 +15,7 @@ static bool mm_dtype(uint32_t dt) {
 /*
  * A MATMUL of at least this many multiply-adds is split over the core's
  * host threads, if it has several: a 128 x 128 x 128 one takes about
- * 25 us on one thread, a few times what handing half of it over costs.
+ * 30 us on one thread, a few times what handing half of it over costs.
  */
 #define NM_MM_SPLIT_MACS (128u * 128u * 128u)
 

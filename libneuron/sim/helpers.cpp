@@ -71,7 +71,9 @@ void Helpers::run(void *opaque, nsim_task_fn *task, void *ctx, uint32_t count) {
 }
 
 void Helpers::loop(uint32_t part) {
-    uint32_t seen = round_.load(std::memory_order_acquire);
+    // round_'s value when the thread was made: reading it here instead
+    // would miss a first round published before this thread ran.
+    uint32_t seen = 0;
     for (;;) {
         seen = wait_change(round_, seen);
         if (stopping_)
