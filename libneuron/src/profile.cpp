@@ -492,6 +492,19 @@ Fence submit_captured(const Queue &q, const LoadedProgram &lp, const Arguments &
                          ntrace::env_file, dev.path().c_str());
         return Fence();
     }
+    // A job that binds every slot leaves none for its trace: it runs
+    // unprofiled rather than failing the program being profiled.
+    const Program &program = lp.program();
+    if (std::max<uint32_t>(program.num_slots(), 1) + 1 > dev.info().max_bindings) {
+        static std::atomic<bool> warned{false};
+        if (!warned.exchange(true))
+            std::fprintf(stderr,
+                         "libneuron: $%s is set, but program '%s' binds all %u binding slots "
+                         "and leaves none for its trace: its jobs, and those of other such "
+                         "programs, run unprofiled\n",
+                         ntrace::env_file, program.name().c_str(), dev.info().max_bindings);
+        return Fence();
+    }
     const DeviceState &ds = *dev.state();
     // A trace buffer of an earlier job, else a new one.
     std::optional<Profile> taken;

@@ -524,6 +524,43 @@ static void env_capture_reuses_its_buffer(void **) {
     fs::remove(f);
 }
 
+// A program that binds every slot the device has leaves none for the
+// trace: under $NEURON_PROFILE its jobs run unprofiled (with a warning),
+// never refused, and the other programs' jobs are profiled as before.
+static void env_capture_runs_a_program_without_a_free_slot(void **) {
+    fs::path f = scratch("full.ntrace");
+    fs::remove(f);
+    setenv(ntrace::env_file, f.c_str(), 1);
+    Device d = Device::open("sim");
+    unsetenv(ntrace::env_file);
+    const uint32_t max = d.info().max_bindings;
+    // relu2x1 and unused inputs up to the device's slots.
+    auto wide = [](uint32_t extra) {
+        ProgramBuilder b("relu2x1_wide");
+        test::add_relu2x1(b, 16);
+        for (uint32_t i = 0; i < extra; i++)
+            b.argument(fmt::format("unused{}", i), DType::fp32, {128, 1}, Direction::in);
+        return b.finish();
+    };
+    const uint32_t base = wide(0).num_slots();
+    Program full = wide(max - base);
+    assert_int_equal(full.num_slots(), max);
+    ProgramBuilder nb("relu2x1");
+    test::add_relu2x1(nb, 16);
+    LoadedProgram lp_full = d.load(full), lp = d.load(nb.finish());
+    Buffer x = d.allocate(128 * 16 * 4), y = d.allocate(128 * 16 * 4), u = d.allocate(128 * 4);
+    Arguments args;
+    args.bind("x", x).bind("y", y);
+    for (uint32_t i = 0; i < max - base; i++)
+        args.bind(fmt::format("unused{}", i), u);
+    d.queue(0).submit(lp_full, args).wait();
+    d.queue(0).submit(lp, Arguments().bind("x", x).bind("y", y)).wait();
+    auto jobs = ntrace::read(f);
+    assert_int_equal(jobs.size(), 1);
+    assert_string_equal(jobs[0].program.name().c_str(), "relu2x1");
+    fs::remove(f);
+}
+
 // append() writes a program once per file, however many of its jobs follow;
 // a version 1.0 file (each job with its program) still reads.
 static void programs_once_per_file(void **) {
@@ -893,6 +930,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(checker_finds_broken_traces),
         cmocka_unit_test(programs_once_per_file),
         cmocka_unit_test(env_capture_reuses_its_buffer),
+        cmocka_unit_test(env_capture_runs_a_program_without_a_free_slot),
         cmocka_unit_test(broken_files),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
