@@ -118,12 +118,7 @@ class Allocator final : public c10::DeviceAllocator {
     bool initialized() override { return true; }
 
     void emptyCache(c10::MempoolId_t) override {
-        std::vector<IndexState *> all;
-        {
-            std::lock_guard lock(mutex_);
-            for (auto &[i, st] : states_)
-                all.push_back(st.get());
-        }
+        const std::vector<IndexState *> all = all_states();
         for (IndexState *st : all)
             release_deferred(*st, true);
         for (IndexState *st : all) {
@@ -136,13 +131,7 @@ class Allocator final : public c10::DeviceAllocator {
 
     /// Releases the staging pools' empty chunks (the host's empty_cache).
     void trim_staging() {
-        std::vector<IndexState *> all;
-        {
-            std::lock_guard lock(mutex_);
-            for (auto &[i, st] : states_)
-                all.push_back(st.get());
-        }
-        for (IndexState *st : all)
+        for (IndexState *st : all_states())
             st->staging.trim();
     }
 
@@ -244,6 +233,15 @@ class Allocator final : public c10::DeviceAllocator {
         TORCH_CHECK(off < b->second->memory.size(), "neuron: 0x", fmt::format("{:x}", address),
                     " is not in a live neuron allocation");
         return {b->second, off};
+    }
+
+    /// Every index's state made so far (they live as long as the allocator).
+    std::vector<IndexState *> all_states() {
+        std::vector<IndexState *> all;
+        std::lock_guard lock(mutex_);
+        for (auto &[i, st] : states_)
+            all.push_back(st.get());
+        return all;
     }
 
     IndexState &state(c10::DeviceIndex index) {

@@ -76,6 +76,11 @@ def _neuron_device(args: Any, kwargs: Dict[str, Any]) -> Optional[torch.device]:
     return found[0] if found else None
 
 
+def _argument(args: Tuple[Any, ...], kwargs: Dict[str, Any], i: int, a: Any) -> Any:
+    """The value a call gives schema argument @p a, the @p i th."""
+    return kwargs.get(a.name) if a.kwarg_only or i >= len(args) else args[i]
+
+
 def _cpu_generators(op: torch._ops.OpOverload, args: Tuple[Any, ...], kwargs: Dict[str, Any],
                     device: Optional[torch.device]) -> List[Tuple[torch.Generator, torch.Generator]]:
     """Replaces the neuron generator of a random operator (its default one
@@ -85,7 +90,7 @@ def _cpu_generators(op: torch._ops.OpOverload, args: Tuple[Any, ...], kwargs: Di
     for i, a in enumerate(op._schema.arguments):
         if "Generator" not in str(a.type):
             continue
-        given = kwargs.get(a.name) if a.kwarg_only or i >= len(args) else args[i]
+        given = _argument(args, kwargs, i, a)
         if given is None and device is None:
             continue
         gen = given if given is not None else torch.neuron.default_generator(device)
@@ -118,7 +123,7 @@ def _taking_numbers(op: torch._ops.OpOverload, args: Tuple[Any, ...],
     schema = op._schema
     numbers = set()
     for i, a in enumerate(schema.arguments):
-        value = kwargs.get(a.name) if a.kwarg_only or i >= len(args) else args[i]
+        value = _argument(args, kwargs, i, a)
         if str(a.type) == "Tensor" and isinstance(value, (bool, int, float, complex)):
             numbers.add(a.name)
     if not numbers:
@@ -159,8 +164,8 @@ def run_on_cpu(op: torch._ops.OpOverload, args: Tuple[Any, ...], kwargs: Dict[st
         marked = a.alias_info is not None and a.alias_info.is_write
         if not marked and a.name not in unmarked:
             continue
-        original = kwargs.get(a.name) if a.kwarg_only or i >= len(args) else args[i]
-        changed = cpu_kwargs.get(a.name) if a.kwarg_only or i >= len(args) else cpu_args[i]
+        original = _argument(args, kwargs, i, a)
+        changed = _argument(cpu_args, cpu_kwargs, i, a)
         # A Tensor(a!)[] (the fused optimizers' lists) is written element by element.
         pairs = zip(original, changed) if isinstance(original, (list, tuple)) \
             else [(original, changed)]
