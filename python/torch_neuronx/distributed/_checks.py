@@ -20,6 +20,8 @@ import torch
 import torch.distributed as dist
 from torch._C._distributed_c10d import AllgatherOptions
 
+from . import _gloo
+
 # The bytes a rank's description takes in the exchange (a fixed size, so
 # that the exchange itself can never mismatch).
 DESCRIPTION_BYTES = 4096
@@ -109,8 +111,10 @@ class Description:
 
 def exchange(gloo: dist.ProcessGroup, mine: Description, size: int) -> List[Description]:
     """Every rank's description (Gloo's allgather over host memory)."""
-    out = [torch.empty(DESCRIPTION_BYTES, dtype=torch.uint8) for _ in range(size)]
-    gloo.allgather([out], [mine.encode()], AllgatherOptions()).wait()
+    outs = [[torch.empty(DESCRIPTION_BYTES, dtype=torch.uint8) for _ in range(size)]]
+    ins = [mine.encode()]
+    _gloo.wait(gloo.allgather(outs, ins, AllgatherOptions()), outs, ins)
+    out = outs[0]
     return [Description.decode(b) for b in out]
 
 

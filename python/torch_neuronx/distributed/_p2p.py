@@ -9,10 +9,12 @@ instead of Gloo terminating the process on a message of the wrong size."""
 from __future__ import annotations
 
 import threading
-from typing import List
+from typing import List, Tuple
 
 import torch
 import torch.distributed as dist
+
+from . import _gloo
 
 _MAGIC = 0x6E657572  # "neur"
 _MAX_DIMS = 16
@@ -64,15 +66,16 @@ def as_bytes(t: torch.Tensor) -> torch.Tensor:
     return t.reshape(-1).view(torch.uint8)
 
 
-def wait_in_thread(name: str, works: List[dist.Work], done: threading.Event,
-                   future: "torch.futures.Future[List[torch.Tensor]]",
+def wait_in_thread(name: str, works: List[dist.Work], held: Tuple[object, ...],
+                   done: threading.Event, future: "torch.futures.Future[List[torch.Tensor]]",
                    result: List[torch.Tensor]) -> None:
-    """Completes @p future when Gloo's @p works completed (a send's Work)."""
+    """Completes @p future when Gloo's @p works, whose tensors are @p held,
+    completed (a send's Work)."""
 
     def run() -> None:
         try:
             for w in works:
-                w.wait()
+                _gloo.wait(w, held)
         except Exception as error:
             future.set_exception(RuntimeError(f"neuron: {name} failed: {error}"))
         else:

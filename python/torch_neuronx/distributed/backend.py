@@ -34,7 +34,7 @@ from torch._C._distributed_c10d import (AllgatherOptions, AllreduceCoalescedOpti
                                         PrefixStore, ProcessGroupGloo, ReduceOp, ReduceOptions,
                                         ReduceScatterOptions, ScatterOptions, Store)
 
-from . import _checks, _p2p
+from . import _checks, _gloo, _p2p
 from ._checks import Description, describe_tensor
 from ._work import AllOf, NeuronWork, Runner
 
@@ -167,7 +167,8 @@ class ProcessGroupNeuron(Backend):
             o.rootRank = root
             for h in hosts:
                 o.rootTensor = 0
-                self._gloo.broadcast([h], o).wait()
+                bufs = [h]
+                _gloo.wait(self._gloo.broadcast(bufs, o), bufs)
             return [] if mine else hosts
 
         return self._collective("broadcast", tensors, f"root {root}", stage=tensors if mine else [],
@@ -185,7 +186,8 @@ class ProcessGroupNeuron(Backend):
             o.reduceOp = _host_op(op)
             for h in hosts:
                 o.rootTensor = 0
-                self._gloo.reduce([h], o).wait()
+                bufs = [h]
+                _gloo.wait(self._gloo.reduce(bufs, o), bufs)
                 if mine and name == "AVG":
                     h.div_(self._size)
             return hosts if mine else []
@@ -231,7 +233,8 @@ class ProcessGroupNeuron(Backend):
             out = torch.empty_like(hosts[0])
             o = ReduceScatterOptions()
             o.reduceOp = _host_op(op)
-            self._gloo.reduce_scatter([out], [hosts], o).wait()
+            outs, ins = [out], [hosts]
+            _gloo.wait(self._gloo.reduce_scatter(outs, ins, o), outs, ins)
             return [self._finish(out, op)]
 
         return self._collective("reduce_scatter", output_tensors + inputs,
@@ -263,8 +266,8 @@ class ProcessGroupNeuron(Backend):
 
         def run(hosts: List[torch.Tensor]) -> List[torch.Tensor]:
             out = torch.empty(output.shape, dtype=output.dtype)
-            self._gloo.alltoall_base(out, hosts[0], out_rows, in_rows,
-                                     AllToAllOptions()).wait()
+            _gloo.wait(self._gloo.alltoall_base(out, hosts[0], out_rows, in_rows,
+                                                AllToAllOptions()), out, hosts)
             return [out]
 
         return self._collective("all_to_all_single", [output, input],
@@ -286,7 +289,7 @@ class ProcessGroupNeuron(Backend):
 
         def run(hosts: List[torch.Tensor]) -> List[torch.Tensor]:
             outs = [torch.empty(t.shape, dtype=t.dtype) for t in output_tensors]
-            self._gloo.alltoall(outs, hosts, AllToAllOptions()).wait()
+            _gloo.wait(self._gloo.alltoall(outs, hosts, AllToAllOptions()), outs, hosts)
             return outs
 
         dtype = str(input_tensors[0].dtype).replace("torch.", "") if input_tensors else "-"
@@ -307,7 +310,8 @@ class ProcessGroupNeuron(Backend):
             got = [torch.empty(t.shape, dtype=t.dtype) for t in outs]
             o = GatherOptions()
             o.rootRank = root
-            self._gloo.gather([got] if mine else [], hosts, o).wait()
+            into = [got] if mine else []
+            _gloo.wait(self._gloo.gather(into, hosts, o), into, hosts)
             return got
 
         return self._collective("gather", list(input_tensors) + list(outs), f"root {root}",
@@ -325,7 +329,8 @@ class ProcessGroupNeuron(Backend):
             out = torch.empty(output_tensors[0].shape, dtype=output_tensors[0].dtype)
             o = ScatterOptions()
             o.rootRank = root
-            self._gloo.scatter([out], [hosts] if mine else [], o).wait()
+            outs, ins = [out], [hosts] if mine else []
+            _gloo.wait(self._gloo.scatter(outs, ins, o), outs, ins)
             return [out]
 
         return self._collective("scatter", list(output_tensors) + list(ins), f"root {root}",
@@ -344,12 +349,12 @@ class ProcessGroupNeuron(Backend):
         t = tensors[0]
         host = torch.empty(t.shape, dtype=t.dtype)
         host.copy_(t)  # waits for the caller's stream's work on it
-        header = _p2p.header_of(host)
-        works = [self._gloo.send([header], dst, _p2p.header_tag(tag)),
-                 self._gloo.send([_p2p.as_bytes(host)], dst, _p2p.data_tag(tag))]
+        header, data = [_p2p.header_of(host)], [_p2p.as_bytes(host)]
+        works = [self._gloo.send(header, dst, _p2p.header_tag(tag)),
+                 self._gloo.send(data, dst, _p2p.data_tag(tag))]
         future: "torch.futures.Future[List[torch.Tensor]]" = torch.futures.Future()
         done = threading.Event()
-        _p2p.wait_in_thread(name, works, done, future, list(tensors))
+        _p2p.wait_in_thread(name, works, (header, data), done, future, list(tensors))
         return self._coalesced(NeuronWork(name, future, done))
 
     def recv(self, tensors: List[torch.Tensor], src: int, tag: int) -> NeuronWork:
@@ -358,26 +363,27 @@ class ProcessGroupNeuron(Backend):
         t = tensors[0]
 
         def job() -> List[torch.Tensor]:
-            header = _p2p.empty_header()
-            self._host_call(name, lambda: self._gloo.recv([header], src,
-                                                          _p2p.header_tag(tag)).wait())
+            header = [_p2p.empty_header()]
+            self._host_call(name, lambda: self._receive(header, src, _p2p.header_tag(tag)))
             expected = _p2p.header_of(torch.empty(t.shape, dtype=t.dtype))
-            if not torch.equal(header, expected):
-                scratch = torch.empty(_p2p.header_bytes(header), dtype=torch.uint8)
-                self._host_call(name, lambda: self._gloo.recv([scratch], src,
-                                                              _p2p.data_tag(tag)).wait())
+            if not torch.equal(header[0], expected):
+                scratch = [torch.empty(_p2p.header_bytes(header[0]), dtype=torch.uint8)]
+                self._host_call(name, lambda: self._receive(scratch, src, _p2p.data_tag(tag)))
                 raise RuntimeError(
-                    f"neuron: {name}: rank {src} sent {_p2p.describe_header(header)}, this "
+                    f"neuron: {name}: rank {src} sent {_p2p.describe_header(header[0])}, this "
                     f"rank receives into {describe_tensor(t)}")
             host = torch.empty(t.shape, dtype=t.dtype)
-            self._host_call(name, lambda: self._gloo.recv([_p2p.as_bytes(host)], src,
-                                                          _p2p.data_tag(tag)).wait())
+            data = [_p2p.as_bytes(host)]
+            self._host_call(name, lambda: self._receive(data, src, _p2p.data_tag(tag)))
             with torch.neuron.stream(self._stream):
                 t.copy_(host)
             self._stream.synchronize()
             return [t]
 
         return self._coalesced(self._receiver.submit(name, job))
+
+    def _receive(self, into: List[torch.Tensor], src: int, tag: int) -> None:
+        _gloo.wait(self._gloo.recv(into, src, tag), into)
 
     def recv_anysource(self, tensors: List[torch.Tensor], tag: int) -> NeuronWork:
         raise RuntimeError("neuron: recv from any source is not supported by the neuron "
@@ -394,7 +400,8 @@ class ProcessGroupNeuron(Backend):
             for group in _by_dtype(hosts):
                 flat = group[0].reshape(-1) if len(group) == 1 else torch.cat(
                     [h.reshape(-1) for h in group])
-                self._gloo.allreduce([flat], o).wait()
+                bufs = [flat]
+                _gloo.wait(self._gloo.allreduce(bufs, o), bufs)
                 self._finish(flat, op)
                 if len(group) > 1:
                     offset = 0
@@ -419,7 +426,8 @@ class ProcessGroupNeuron(Backend):
             got = []
             for h, outs in zip(hosts, output_lists):
                 bufs = [torch.empty(o.shape, dtype=o.dtype) for o in outs]
-                self._gloo.allgather([bufs], [h], AllgatherOptions()).wait()
+                outs, ins = [bufs], [h]
+                _gloo.wait(self._gloo.allgather(outs, ins, AllgatherOptions()), outs, ins)
                 got += bufs
             return got
 
@@ -438,7 +446,7 @@ class ProcessGroupNeuron(Backend):
             got = []
             for h, o in zip(hosts, outputs):
                 buf = torch.empty(o.shape, dtype=o.dtype)
-                self._gloo._allgather_base(buf, h, AllgatherOptions()).wait()
+                _gloo.wait(self._gloo._allgather_base(buf, h, AllgatherOptions()), buf, h)
                 got.append(buf)
             return got
 
@@ -459,7 +467,7 @@ class ProcessGroupNeuron(Backend):
             o.reduceOp = _host_op(op)
             for h, out in zip(hosts, outputs):
                 buf = torch.empty(out.shape, dtype=out.dtype)
-                self._gloo._reduce_scatter_base(buf, h, o).wait()
+                _gloo.wait(self._gloo._reduce_scatter_base(buf, h, o), buf, h)
                 got.append(self._finish(buf, op))
             return got
 
