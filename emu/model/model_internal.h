@@ -162,6 +162,22 @@ static inline bool nm_aborted(const nm_exec *ex) {
     return ex->job->abort && atomic_load_explicit(ex->job->abort, memory_order_relaxed);
 }
 
+/*
+ * An instruction's work on partitions [p0, p1), independent of every
+ * other partition's; returns a NEURON_JOB_STATUS_*.
+ */
+typedef uint32_t nm_rows_fn(void *ctx, uint32_t p0, uint32_t p1);
+
+/*
+ * Runs @fn on partitions [0, @count), split in ranges over the core's host
+ * threads when the instruction moves at least NM_SPLIT_ROWS_BYTES (@bytes,
+ * read and written). Returns the status of the first range that failed.
+ * Ranges run at once: a failure does not stop the others. Below 256 KiB
+ * the hand-over to a helper costs more than it saves (docs/libneuron.md).
+ */
+#define NM_SPLIT_ROWS_BYTES (256u * 1024u)
+uint32_t nm_split_rows(nm_core *core, uint32_t count, uint64_t bytes, nm_rows_fn *fn, void *ctx);
+
 /* Mark bytes [0, end) of each partition of @space as possibly non-zero. */
 void nm_mark_dirty(nm_exec *ex, const nm_tap *t);
 

@@ -92,6 +92,50 @@ static uint32_t scatter_add_row(nm_exec *ex, const nm_tap *t, uint32_t p, uint32
     return NEURON_JOB_STATUS_OK;
 }
 
+/* The partitions of one DMA: where each one's bytes are and how they lie. */
+typedef struct dma_rows {
+    nm_exec *ex;
+    const nm_tap *t;
+    const uint32_t *rows; /* the memory row of each partition; NULL: the partition's own */
+    uint32_t slot;
+    uint64_t off, ps, s1, s0;
+    bool load, scatter, row_contig, part_contig, mem_contig;
+} dma_rows;
+
+static uint32_t dma_rows_run(void *ctx, uint32_t p0, uint32_t p1) {
+    const dma_rows *d = ctx;
+    const nm_tap *t = d->t;
+    const uint32_t es = t->esize;
+    for (uint32_t p = p0; p < p1; p++) {
+        if (nm_aborted(d->ex))
+            return NEURON_JOB_STATUS_ABORTED;
+        uint64_t poff = d->off + (d->rows ? d->rows[p] : p) * d->ps;
+        uint8_t *row = t->base + (size_t)p * t->pitch;
+        uint32_t st = NEURON_JOB_STATUS_OK;
+        if (d->scatter) {
+            st = scatter_add_row(d->ex, t, p, d->slot, poff, d->s1, d->s0, d->mem_contig);
+        } else if (d->part_contig) {
+            st = xfer(d->ex->job, d->load, d->slot, poff, row, (size_t)t->elems * es);
+        } else {
+            for (uint32_t j1 = 0; j1 < t->count[1] && st == NEURON_JOB_STATUS_OK; j1++) {
+                uint64_t roff = poff + j1 * d->s1;
+                uint8_t *srow = row + (size_t)j1 * t->stride[1] * es;
+                if (d->row_contig) {
+                    st = xfer(d->ex->job, d->load, d->slot, roff, srow, (size_t)t->count[0] * es);
+                    continue;
+                }
+                for (uint32_t j0 = 0; j0 < t->count[0] && st == NEURON_JOB_STATUS_OK; j0++)
+                    st = xfer(d->ex->job, d->load, d->slot, roff + j0 * d->s0,
+                              srow + (size_t)j0 * t->stride[0] * es, es);
+            }
+        }
+        /* Only a host access can fail after the extent check. */
+        if (st != NEURON_JOB_STATUS_OK)
+            return st;
+    }
+    return NEURON_JOB_STATUS_OK;
+}
+
 void nm_exec_dma(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
     const struct neuron_dram *d = &in->dma.dram;
     const bool scatter = in->opcode == NEURON_OP_DMA_SCATTER_ADD;
@@ -157,38 +201,20 @@ void nm_exec_dma(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
         (t.count[1] == 1 || (s1 == (uint64_t)t.count[0] * es && t.stride[1] == t.count[0]));
     /* The memory side of a partition is one run of distinct bytes. */
     bool mem_contig = s0 == es && (t.count[1] == 1 || s1 == (uint64_t)t.count[0] * es);
-    for (uint32_t p = 0; p < t.part_count; p++) {
-        if (nm_aborted(ex)) {
-            r->status = NEURON_JOB_STATUS_ABORTED;
-            return;
-        }
-        uint64_t poff = off + (indexed ? rows[p] : p) * ps;
-        uint8_t *row = t.base + (size_t)p * t.pitch;
-        uint32_t st = NEURON_JOB_STATUS_OK;
-        if (scatter) {
-            st = scatter_add_row(ex, &t, p, d->slot, poff, s1, s0, mem_contig);
-        } else if (part_contig) {
-            st = xfer(ex->job, load, d->slot, poff, row, (size_t)t.elems * es);
-        } else {
-            for (uint32_t j1 = 0; j1 < t.count[1] && st == NEURON_JOB_STATUS_OK; j1++) {
-                uint64_t roff = poff + j1 * s1;
-                uint8_t *srow = row + (size_t)j1 * t.stride[1] * es;
-                if (row_contig) {
-                    st = xfer(ex->job, load, d->slot, roff, srow, (size_t)t.count[0] * es);
-                    continue;
-                }
-                for (uint32_t j0 = 0; j0 < t.count[0] && st == NEURON_JOB_STATUS_OK; j0++)
-                    st = xfer(ex->job, load, d->slot, roff + j0 * s0,
-                              srow + (size_t)j0 * t.stride[0] * es, es);
-            }
-        }
-        if (st != NEURON_JOB_STATUS_OK) {
-            /* Only a host access can fail after the extent check. */
-            r->status = st;
-            return;
-        }
-    }
+    dma_rows rows_of = {
+        ex,      &t,         indexed ? rows : NULL, d->slot,   off, ps, s1, s0, load,
+        scatter, row_contig, part_contig,           mem_contig};
     uint64_t bytes = (uint64_t)t.part_count * t.elems * es;
+    /*
+     * Partitions may run at once unless two of them write the same memory:
+     * a scatter's rows may repeat, a store's may overlap.
+     */
+    uint64_t row_span = (uint64_t)(t.count[1] - 1) * s1 + (uint64_t)(t.count[0] - 1) * s0 + es;
+    bool disjoint = load || (!scatter && ps >= row_span);
+    r->status =
+        nm_split_rows(ex->core, t.part_count, disjoint ? 2 * bytes : 0, dma_rows_run, &rows_of);
+    if (r->status != NEURON_JOB_STATUS_OK)
+        return;
     r->dma_bytes = bytes;
     r->cycles = NM_COST_ISSUE + (bytes + NM_DMA_BYTES_PER_CYCLE - 1) / NM_DMA_BYTES_PER_CYCLE;
 }

@@ -416,6 +416,24 @@ void nm_exec_activate(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
     finish_ew(ex, &d, r, 1);
 }
 
+/* TENSOR_TENSOR on fp32 rows in place (contiguous, independent partitions). */
+typedef struct tt_rows {
+    const nm_exec *ex;
+    uint32_t func;
+    const nm_tap *d, *a, *b;
+} tt_rows;
+
+static uint32_t tt_rows_run(void *ctx, uint32_t p0, uint32_t p1) {
+    const tt_rows *t = ctx;
+    for (uint32_t p = p0; p < p1; p++) {
+        if (nm_aborted(t->ex))
+            return NEURON_JOB_STATUS_ABORTED;
+        alu_rows(t->func, nm_tap_row_f32(t->d, p), nm_tap_row_f32(t->a, p), nm_tap_row_f32(t->b, p),
+                 t->d->elems);
+    }
+    return NEURON_JOB_STATUS_OK;
+}
+
 void nm_exec_tensor_tensor(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
     nm_tap d, a, b;
     if (in->func == 0 || in->func >= NEURON_ALU_COUNT) {
@@ -428,18 +446,20 @@ void nm_exec_tensor_tensor(nm_exec *ex, const struct neuron_insn *in, nm_result 
         nm_int_tensor_tensor(ex, in, &d, &a, &b, r);
         return;
     }
-    const bool in_place = in_place_ok(&d, &a) && in_place_ok(&d, &b);
+    if (in_place_ok(&d, &a) && in_place_ok(&d, &b) && nm_tap_row_f32(&a, 0) &&
+        nm_tap_row_f32(&b, 0) && nm_tap_row_f32(&d, 0)) {
+        tt_rows t = {ex, in->func, &d, &a, &b};
+        r->status =
+            nm_split_rows(ex->core, d.part_count, 12ull * d.part_count * d.elems, tt_rows_run, &t);
+        if (r->status == NEURON_JOB_STATUS_OK)
+            finish_ew(ex, &d, r, 1);
+        return;
+    }
     float *x = ex->core->scratch[0], *y = ex->core->scratch[1];
     for (uint32_t p = 0; p < d.part_count; p++) {
         if (nm_aborted(ex)) {
             r->status = NEURON_JOB_STATUS_ABORTED;
             return;
-        }
-        float *ra = in_place ? nm_tap_row_f32(&a, p) : NULL, *rb = nm_tap_row_f32(&b, p),
-              *rd = nm_tap_row_f32(&d, p);
-        if (ra && rb && rd) {
-            alu_rows(in->func, rd, ra, rb, d.elems);
-            continue;
         }
         nm_tap_load(&a, p, x);
         nm_tap_load(&b, p, y);
@@ -447,6 +467,32 @@ void nm_exec_tensor_tensor(nm_exec *ex, const struct neuron_insn *in, nm_result 
         nm_tap_store(&d, p, x);
     }
     finish_ew(ex, &d, r, 1);
+}
+
+/* TENSOR_SCALAR on fp32 rows in place (contiguous, independent partitions). */
+typedef struct ts_rows {
+    const nm_exec *ex;
+    const struct neuron_insn *in;
+    const nm_tap *d, *s, *sc;
+} ts_rows;
+
+static uint32_t ts_rows_run(void *ctx, uint32_t p0, uint32_t p1) {
+    const ts_rows *t = ctx;
+    const struct neuron_insn *in = t->in;
+    const bool rev0 = in->flags & NEURON_TS_F_REVERSE0, rev1 = in->flags & NEURON_TS_F_REVERSE1;
+    const float s2 = nm_f32_from_bits(nm_le32(in->imm[1]));
+    for (uint32_t p = p0; p < p1; p++) {
+        if (nm_aborted(t->ex))
+            return NEURON_JOB_STATUS_ABORTED;
+        float s1 = nm_f32_from_bits(nm_le32(in->imm[0]));
+        if (t->sc->space)
+            nm_tap_load(t->sc, p, &s1);
+        float *dst = nm_tap_row_f32(t->d, p);
+        alu_scalar_rows(in->func, dst, nm_tap_row_f32(t->s, p), s1, rev0, t->d->elems);
+        if (in->func2 != NEURON_ALU_NONE)
+            alu_scalar_rows(in->func2, dst, dst, s2, rev1, t->d->elems);
+    }
+    return NEURON_JOB_STATUS_OK;
 }
 
 void nm_exec_tensor_scalar(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
@@ -466,9 +512,18 @@ void nm_exec_tensor_scalar(nm_exec *ex, const struct neuron_insn *in, nm_result 
         return;
     }
 
+    const uint64_t flops = op1 == NEURON_ALU_NONE ? 1 : 2;
+    if (in_place_ok(&d, &s) && (!sc.space || in_place_ok(&d, &sc)) && nm_tap_row_f32(&s, 0) &&
+        nm_tap_row_f32(&d, 0)) {
+        ts_rows t = {ex, in, &d, &s, &sc};
+        r->status =
+            nm_split_rows(ex->core, d.part_count, 8ull * d.part_count * d.elems, ts_rows_run, &t);
+        if (r->status == NEURON_JOB_STATUS_OK)
+            finish_ew(ex, &d, r, flops);
+        return;
+    }
     const bool rev0 = in->flags & NEURON_TS_F_REVERSE0, rev1 = in->flags & NEURON_TS_F_REVERSE1;
     const float s2 = nm_f32_from_bits(nm_le32(in->imm[1]));
-    const bool in_place = in_place_ok(&d, &s);
     float *x = ex->core->scratch[0];
     for (uint32_t p = 0; p < d.part_count; p++) {
         if (nm_aborted(ex)) {
@@ -478,21 +533,13 @@ void nm_exec_tensor_scalar(nm_exec *ex, const struct neuron_insn *in, nm_result 
         float s1 = nm_f32_from_bits(nm_le32(in->imm[0]));
         if (sc.space)
             nm_tap_load(&sc, p, &s1);
-        const float *src = in_place ? nm_tap_row_f32(&s, p) : NULL;
-        float *dst = nm_tap_row_f32(&d, p);
-        if (src && dst) {
-            alu_scalar_rows(op0, dst, src, s1, rev0, d.elems);
-            if (op1 != NEURON_ALU_NONE)
-                alu_scalar_rows(op1, dst, dst, s2, rev1, d.elems);
-            continue;
-        }
         nm_tap_load(&s, p, x);
         alu_scalar_rows(op0, x, x, s1, rev0, d.elems);
         if (op1 != NEURON_ALU_NONE)
             alu_scalar_rows(op1, x, x, s2, rev1, d.elems);
         nm_tap_store(&d, p, x);
     }
-    finish_ew(ex, &d, r, op1 == NEURON_ALU_NONE ? 1 : 2);
+    finish_ew(ex, &d, r, flops);
 }
 
 /*

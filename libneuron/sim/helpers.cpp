@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The helper threads of a simulated core: the parts of a large MATMUL
-// (emu/model/tensor.c) run on them at once. A round is one instruction;
+// (emu/model/tensor.c) or of a large instruction split by partitions
+// (nm_split_rows, emu/model/core.c) run on them at once. A round is one instruction;
 // the caller publishes it by moving round_ on and waits for pending_ to
 // reach 0, so every helper takes part in every round (an empty part when
 // the instruction has fewer), and the next round cannot begin while a
