@@ -1,11 +1,12 @@
 # SPDX-License-Identifier: MIT
-"""torch.optim's fused Adam and AdamW (`fused=True`: `aten::_fused_adam_`,
-`aten::_fused_adamw_`) on the device: one program per group of
-parameters, which reads each parameter, gradient and moment once and
-writes the parameter and the moments into their tensors (the program
-reads every byte before it writes it, so the job binds them as its
-outputs: libneuron's in_place_slots). The foreach form makes eight
-passes over the data, a job each.
+"""torch.optim's fused Adam, AdamW and SGD (`fused=True`:
+`aten::_fused_adam_`, `aten::_fused_adamw_`, `aten::_fused_sgd_`) on the
+device: one program per group of parameters, which reads each parameter,
+gradient and moment (or momentum buffer) once and writes the parameter
+and the moments into their tensors (the program reads every byte before
+it writes it, so the job binds them as its outputs: libneuron's
+in_place_slots). Adam's foreach form makes eight passes over the data, a
+job each.
 
 The arithmetic is PyTorch's fused kernel's (aten/src/ATen/native/cpu/
 FusedAdamKernel.cpp), per element in float32: the gradient unscaled by
@@ -18,8 +19,9 @@ weight); exp_avg_sq = exp_avg_sq * beta2
 for `amsgrad`. The bias corrections bc = 1 - beta ** step come from the
 step tensors on the device, as -expm1(step * log(beta)) (log(beta) in
 double on the host), which keeps their digits where 1 - beta is small.
-A `found_inf` other than 0 leaves every tensor as it was. The numbers are
-program inputs, so a scheduler's new learning rate compiles nothing.
+SGD's is in _sgd_update. A `found_inf` other than 0 leaves every tensor
+as it was. The numbers are program inputs, so a scheduler's new learning
+rate compiles nothing.
 
 Lists the program does not take (dtypes other than float32, strided
 tensors, steps on the host) run as the same arithmetic in float32
@@ -29,7 +31,7 @@ tensor's dtype, as PyTorch's kernel does."""
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
@@ -37,12 +39,6 @@ from . import kernels
 from .foreach import GROUP_BINDINGS
 
 _aten = torch.library.Library("aten", "IMPL")  # noqa: TOR901
-
-# What the program takes as numbers, each computed in double on the host
-# as PyTorch's kernel computes it (1 - beta2 in float32 would be 1.3e-5 off).
-_NUMBERS = ("lr", "beta1", "one_minus_beta1", "beta2", "one_minus_beta2", "log_beta1",
-            "log_beta2", "weight_decay", "decay", "eps")
-
 
 def _update(p: torch.Tensor, g: torch.Tensor, m: torch.Tensor, v: torch.Tensor,
             max_v: Optional[torch.Tensor], step: torch.Tensor, n: Dict[str, torch.Tensor],
@@ -90,42 +86,32 @@ def _log(beta: float) -> float:
     return math.log(beta) if beta > 0 else -math.inf
 
 
-def _group(args: Dict[str, Any], start: int, stop: int) -> Dict[str, Any]:
-    return {k: v[start:stop] if isinstance(v, list) else v for k, v in args.items()}
+Update = Callable[[List[torch.Tensor], Dict[str, torch.Tensor], Optional[torch.Tensor],
+                   Optional[torch.Tensor]], List[torch.Tensor]]
 
 
-def _run_group(a: Dict[str, Any], adamw: bool) -> None:
-    """Updates one group's tensors in place."""
-    params: List[torch.Tensor] = a["params"]
-    amsgrad, maximize = a["amsgrad"], a["maximize"]
-    scale, found = a["grad_scale"], a["found_inf"]
-    device = params[0].device
-    lr, beta1, beta2, weight_decay = a["lr"], a["beta1"], a["beta2"], a["weight_decay"]
-    numbers = {"lr": lr, "beta1": beta1, "one_minus_beta1": 1 - beta1, "beta2": beta2,
-               "one_minus_beta2": 1 - beta2, "log_beta1": _log(beta1),
-               "log_beta2": _log(beta2), "weight_decay": weight_decay,
-               "decay": 1 - lr * weight_decay, "eps": a["eps"]}
-    per_tensor = [params, a["grads"], a["exp_avgs"], a["exp_avg_sqs"]] + (
-        [a["max_exp_avg_sqs"]] if amsgrad else []) + [a["steps"]]
-    written = [params, a["exp_avgs"], a["exp_avg_sqs"]] + (
-        [a["max_exp_avg_sqs"]] if amsgrad else []) + ([a["grads"]] if scale is not None else [])
-    flags = dict(adamw=adamw, amsgrad=amsgrad, maximize=maximize,
-                 small_weight=abs(1 - a["beta1"]) < 0.5)
-    count = len(params)
-    lists = len(per_tensor)
+def _run_group(op: Any, update: Update, key: Tuple[Any, ...], per_tensor: List[List[Any]],
+               written: List[List[torch.Tensor]], numbers: Dict[str, float],
+               scale: Optional[torch.Tensor], found: Optional[torch.Tensor]) -> None:
+    """Updates one group of parameters in place (the program named
+    @p key[0], counted as a device run of @p op): @p update maps one
+    parameter's tensors (one of each list of @p per_tensor), the @p numbers
+    (each a [1] tensor) and the gradients' scale and inf flag to its new
+    values of the lists of @p written."""
+    device = per_tensor[0][0].device
+    count, lists = len(per_tensor[0]), len(per_tensor)
+    names = list(numbers)
 
     def program(*flat: torch.Tensor) -> List[torch.Tensor]:
         tensors, rest = flat[:count * lists], list(flat[count * lists:])
-        n = {name: rest.pop(0) for name in _NUMBERS}
+        n = {name: rest.pop(0) for name in names}
         grad_scale = rest.pop(0) if scale is not None else None
         found_inf = rest.pop(0) if found is not None else None
         outs: List[List[torch.Tensor]] = [[] for _ in written]
         for i in range(count):
-            t = [tensors[k * count + i] for k in range(lists)]
-            p, g, m, v = t[:4]
-            max_v = t[4] if amsgrad else None
-            for out, r in zip(outs, _update(p, g, m, v, max_v, t[-1], n, grad_scale, found_inf,
-                                            **flags)):
+            results = update([tensors[k * count + i] for k in range(lists)], n, grad_scale,
+                             found_inf)
+            for out, r in zip(outs, results):
                 out.append(r)
         return [r for out in outs for r in out]
 
@@ -133,61 +119,148 @@ def _run_group(a: Dict[str, Any], adamw: bool) -> None:
         return t.reshape(1) if t.dim() == 0 else t
 
     inputs = [as_input(t) for lst in per_tensor for t in lst]
-    inputs += [torch.ops.neuron.number_on_device(float(numbers[k]), device) for k in _NUMBERS]
+    inputs += [torch.ops.neuron.number_on_device(float(numbers[k]), device) for k in names]
     inputs += [as_input(t).to(device, torch.float32) for t in (scale, found) if t is not None]
     entry: Any = None
     if all(t.dtype == torch.float32 and t.is_contiguous() and t.device == device
            for t in inputs):
-        key = ("fused_adam", tuple(sorted(flags.items())), scale is not None,
-               found is not None, tuple(tuple(t.shape) for t in inputs))
-        entry = kernels.kernel_of_function(key, "fused_adamw" if adamw else "fused_adam",
-                                           program, lambda: [torch.zeros(t.shape) for t in inputs])
+        entry = kernels.kernel_of_function(
+            key + (scale is not None, found is not None, tuple(tuple(t.shape) for t in inputs)),
+            key[0], program,
+            lambda: [torch.zeros(t.shape) for t in inputs])
     outputs = [t for lst in written for t in lst]
     if isinstance(entry, kernels.Kernel):
-        kernels.count_device_op(torch.ops.aten._fused_adamw_.default if adamw
-                                else torch.ops.aten._fused_adam_.default)
+        kernels.count_device_op(op)
         if not entry.kernel.run_into(inputs, outputs):
             for dst, src in zip(outputs, entry.kernel.run(inputs)):
                 dst.copy_(src.view(dst.shape))
         return
-    # Operator by operator on the device, in float32 (as PyTorch's kernel
-    # computes other dtypes), each result rounded once to its tensor's dtype.
+    # Operator by operator on the device, in float32 (as PyTorch's kernels
+    # compute other dtypes), each result rounded once to its tensor's dtype.
     n = {k: torch.tensor(float(v), device=device) for k, v in numbers.items()}
     f32 = [None if t is None else t.float() for t in (scale, found)]
     with torch.no_grad():
         for i in range(count):
-            t = [lst[i].float() for lst in per_tensor]
-            max_v = t[4] if amsgrad else None
-            results = _update(t[0], t[1], t[2], t[3], max_v, t[-1], n, f32[0], f32[1], **flags)
+            results = update([lst[i].float() for lst in per_tensor], n, f32[0], f32[1])
             for dst, src in zip([lst[i] for lst in written], results):
                 dst.copy_(src)
 
 
+def _in_groups(per_tensor: List[List[Any]], written: List[List[torch.Tensor]], numbers: int,
+               run: Callable[[List[List[Any]], List[List[torch.Tensor]]], None]) -> None:
+    """Calls @p run on groups of parameters whose program binds at most
+    GROUP_BINDINGS tensors (two for the gradients' scale and inf flag)."""
+    size = max(1, (GROUP_BINDINGS - numbers - 2) // (len(per_tensor) + len(written)))
+    for start in range(0, len(per_tensor[0]), size):
+        run([lst[start:start + size] for lst in per_tensor],
+            [lst[start:start + size] for lst in written])
+
+
+def _check_lengths(name: str, lists: Sequence[Sequence[Any]]) -> None:
+    if any(len(x) != len(lists[0]) for x in lists):
+        raise RuntimeError(f"{name}: its tensor lists must have one length, not "
+                           f"{[len(x) for x in lists]}")
+
+
 def _fused(adamw: bool) -> Any:
+    op = torch.ops.aten._fused_adamw_.default if adamw else torch.ops.aten._fused_adam_.default
+
     def run(params: Sequence[torch.Tensor], grads: Sequence[torch.Tensor],
             exp_avgs: Sequence[torch.Tensor], exp_avg_sqs: Sequence[torch.Tensor],
             max_exp_avg_sqs: Sequence[torch.Tensor], state_steps: Sequence[torch.Tensor], *,
             lr: Any, beta1: float, beta2: float, weight_decay: float, eps: float,
             amsgrad: bool, maximize: bool, grad_scale: Optional[torch.Tensor] = None,
             found_inf: Optional[torch.Tensor] = None) -> None:
-        lists = [params, grads, exp_avgs, exp_avg_sqs, state_steps] + (
-            [max_exp_avg_sqs] if amsgrad else [])
-        if any(len(x) != len(params) for x in lists):
-            raise RuntimeError(f"_fused_adam{'w' if adamw else ''}_: its tensor lists must "
-                               f"have one length, not {[len(x) for x in lists]}")
+        _check_lengths(f"_fused_adam{'w' if adamw else ''}_",
+                       [params, grads, exp_avgs, exp_avg_sqs, state_steps] + (
+                           [max_exp_avg_sqs] if amsgrad else []))
         if not params:
             return
-        args: Dict[str, Any] = dict(
-            params=list(params), grads=list(grads), exp_avgs=list(exp_avgs),
-            exp_avg_sqs=list(exp_avg_sqs), max_exp_avg_sqs=list(max_exp_avg_sqs),
-            steps=list(state_steps), lr=float(lr), beta1=beta1, beta2=beta2,
-            weight_decay=weight_decay, eps=eps, amsgrad=amsgrad, maximize=maximize,
-            grad_scale=grad_scale, found_inf=found_inf)
-        per_tensor = 5 + 3 + (2 if amsgrad else 0) + (1 if grad_scale is not None else 0)
-        size = max(1, (GROUP_BINDINGS - len(_NUMBERS) - 2) // per_tensor)
-        for start in range(0, len(params), size):
-            _run_group(_group(args, start, start + size), adamw)
+        lr = float(lr)
+        # Each computed in double on the host as PyTorch's kernel computes
+        # it (1 - beta2 in float32 would be 1.3e-5 off).
+        numbers = {"lr": lr, "beta1": beta1, "one_minus_beta1": 1 - beta1, "beta2": beta2,
+                   "one_minus_beta2": 1 - beta2, "log_beta1": _log(beta1),
+                   "log_beta2": _log(beta2), "weight_decay": weight_decay,
+                   "decay": 1 - lr * weight_decay, "eps": eps}
+        moments = [list(exp_avgs), list(exp_avg_sqs)] + ([list(max_exp_avg_sqs)] if amsgrad
+                                                         else [])
+        per_tensor = [list(params), list(grads)] + moments + [list(state_steps)]
+        written = [list(params)] + moments + ([list(grads)] if grad_scale is not None else [])
+        flags = dict(adamw=adamw, amsgrad=amsgrad, maximize=maximize,
+                     small_weight=abs(1 - beta1) < 0.5)
+
+        def update(t: List[torch.Tensor], n: Dict[str, torch.Tensor],
+                   scale: Optional[torch.Tensor], found: Optional[torch.Tensor]
+                   ) -> List[torch.Tensor]:
+            return _update(t[0], t[1], t[2], t[3], t[4] if amsgrad else None, t[-1], n, scale,
+                           found, **flags)
+
+        key = ("fused_adamw" if adamw else "fused_adam", tuple(sorted(flags.items())))
+        _in_groups(per_tensor, written, len(numbers),
+                   lambda p, w: _run_group(op, update, key, p, w, numbers, grad_scale,
+                                           found_inf))
     return run
+
+
+def _sgd_update(t: List[torch.Tensor], n: Dict[str, torch.Tensor],
+                grad_scale: Optional[torch.Tensor], found_inf: Optional[torch.Tensor], *,
+                momentum: bool, first: bool, nesterov: bool, maximize: bool,
+                decay: bool) -> List[torch.Tensor]:
+    """One parameter's new parameter (and momentum buffer, and unscaled
+    gradient where they change), as PyTorch's fused SGD computes them
+    (aten/src/ATen/native/cpu/FusedSGDKernel.cpp): the gradient unscaled,
+    negated for `maximize`, plus param * weight_decay; the buffer is the
+    gradient at the first step, else buffer * momentum + (1 - dampening) *
+    gradient; the step is the buffer (or gradient + buffer * momentum,
+    nesterov); param + step * -lr."""
+    p, g = t[0], t[1]
+    grad = g / grad_scale if grad_scale is not None else g
+    unscaled = grad
+    if maximize:
+        grad = -grad
+    if decay:
+        grad = p * n["weight_decay"] + grad
+    results = []
+    if momentum:
+        buf = grad if first else t[2] * n["momentum"] + n["one_minus_dampening"] * grad
+        grad = buf * n["momentum"] + grad if nesterov else buf
+        results.append(buf)
+    results.insert(0, p + grad * n["minus_lr"])
+    if grad_scale is not None:
+        results.append(unscaled)
+    if found_inf is not None:
+        keep = found_inf != 0
+        old = [p] + ([t[2]] if momentum else []) + ([g] if grad_scale is not None else [])
+        results = [torch.where(keep, o, r) for o, r in zip(old, results)]
+    return results
+
+
+def _fused_sgd(params: Sequence[torch.Tensor], grads: Sequence[torch.Tensor],
+               momentum_buffer_list: Sequence[torch.Tensor], *, weight_decay: float,
+               momentum: float, lr: Any, dampening: float, nesterov: bool, maximize: bool,
+               is_first_step: bool, grad_scale: Optional[torch.Tensor] = None,
+               found_inf: Optional[torch.Tensor] = None) -> None:
+    op = torch.ops.aten._fused_sgd_.default
+    lists = [params, grads] + ([momentum_buffer_list] if momentum != 0 else [])
+    _check_lengths("_fused_sgd_", lists)
+    if not params:
+        return
+    numbers = {"minus_lr": -float(lr), "weight_decay": weight_decay, "momentum": momentum,
+               "one_minus_dampening": 1 - dampening}
+    per_tensor = [list(x) for x in lists]
+    written = [list(params)] + ([list(momentum_buffer_list)] if momentum != 0 else []) + (
+        [list(grads)] if grad_scale is not None else [])
+    flags = dict(momentum=momentum != 0, first=is_first_step, nesterov=nesterov,
+                 maximize=maximize, decay=weight_decay != 0)
+
+    def update(t: List[torch.Tensor], n: Dict[str, torch.Tensor],
+               scale: Optional[torch.Tensor], found: Optional[torch.Tensor]) -> List[torch.Tensor]:
+        return _sgd_update(t, n, scale, found, **flags)
+
+    key = ("fused_sgd", tuple(sorted(flags.items())))
+    _in_groups(per_tensor, written, len(numbers),
+               lambda p, w: _run_group(op, update, key, p, w, numbers, grad_scale, found_inf))
 
 
 def install() -> None:
@@ -196,6 +269,8 @@ def install() -> None:
         name = "_fused_adamw_" if adamw else "_fused_adam_"
         _aten.impl(name, _fused(adamw), "PrivateUse1")
         _aten.impl(name + ".tensor_lr", _fused(adamw), "PrivateUse1")
+    _aten.impl("_fused_sgd_", _fused_sgd, "PrivateUse1")
+    _aten.impl("_fused_sgd_.tensor_lr", _fused_sgd, "PrivateUse1")
 
 
 install()

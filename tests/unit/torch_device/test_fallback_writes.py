@@ -1,10 +1,10 @@
 # SPDX-License-Identifier: MIT
 """Operators run on the CPU for the device that write their inputs: every
 tensor they write gets its new value back on the device. Lists of
-tensors (`aten::_fused_sgd_`, `aten::_fused_adagrad_`, GradScaler's
+tensors (`aten::_fused_adagrad_`, GradScaler's
 `aten::_amp_foreach_non_finite_check_and_unscale_`), so torch.optim's
-fused SGD and Adagrad and `torch.amp.GradScaler("neuron")` train as on
-the CPU; and arguments a schema does not mark as written
+fused Adagrad and `torch.amp.GradScaler("neuron")` train as on the CPU
+(fused SGD runs on the device: test_fused_optim.py); and arguments a schema does not mark as written
 (`aten::native_batch_norm`'s running statistics), so batch norm's
 running mean and variance follow training as on the CPU."""
 
@@ -34,11 +34,9 @@ def params_after(device: str, make: Callable[[List[torch.nn.Parameter]], torch.o
 
 
 OPTIMIZERS = {
-    "sgd-momentum": lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9, fused=True),
-    "sgd-nesterov-decay": lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9, nesterov=True,
-                                                    weight_decay=0.01, fused=True),
-    "sgd-plain": lambda p: torch.optim.SGD(p, lr=0.1, fused=True),
     "adagrad": lambda p: torch.optim.Adagrad(p, lr=0.1, fused=True),
+    "adagrad-decay": lambda p: torch.optim.Adagrad(p, lr=0.1, lr_decay=0.01, weight_decay=0.01,
+                                                   fused=True),
 }
 
 
