@@ -33,7 +33,7 @@ from . import casts  # noqa: E402, F401 (conversions between neuron tensors on t
 from . import strided  # noqa: E402, F401 (copies of strided views on the device)
 from .eager import backend_ops  # noqa: E402, F401 (convolution, LSTM and GRU cells)
 from .eager import foreach  # noqa: E402, F401 (the optimizers' multi-tensor updates)
-from .eager import fused_optim  # noqa: E402, F401 (Adam's, AdamW's and SGD's fused forms)
+from .eager import fused_optim  # noqa: E402, F401 (the fused optimizers)
 
 from . import distributed  # noqa: E402
 

@@ -1,14 +1,14 @@
 # SPDX-License-Identifier: MIT
-"""torch.optim's fused Adam, AdamW and SGD (`fused=True`:
-`aten::_fused_adam_`, `aten::_fused_adamw_`, `aten::_fused_sgd_`) on the
-device: one program per group of parameters, which reads each parameter,
-gradient and moment (or momentum buffer) once and writes the parameter
-and the moments into their tensors (the program reads every byte before
-it writes it, so the job binds them as its outputs: libneuron's
-in_place_slots). Adam's foreach form makes eight passes over the data, a
-job each.
+"""torch.optim's fused Adam, AdamW, SGD and Adagrad (`fused=True`:
+`aten::_fused_adam_`, `aten::_fused_adamw_`, `aten::_fused_sgd_`,
+`aten::_fused_adagrad_`) on the device: one program per group of
+parameters, which reads each parameter, gradient and state tensor once
+and writes the parameter and its state into their tensors (the program
+reads every byte before it writes it, so the job binds them as its
+outputs: libneuron's in_place_slots). Adam's foreach form makes eight
+passes over the data, a job each.
 
-The arithmetic is PyTorch's fused kernel's (aten/src/ATen/native/cpu/
+Adam's arithmetic is PyTorch's fused kernel's (aten/src/ATen/native/cpu/
 FusedAdamKernel.cpp), per element in float32: the gradient unscaled by
 `grad_scale` and negated for `maximize`; weight decay added to the
 gradient (Adam) or the parameter scaled by 1 - lr * weight_decay (AdamW);
@@ -19,7 +19,7 @@ weight); exp_avg_sq = exp_avg_sq * beta2
 for `amsgrad`. The bias corrections bc = 1 - beta ** step come from the
 step tensors on the device, as -expm1(step * log(beta)) (log(beta) in
 double on the host), which keeps their digits where 1 - beta is small.
-SGD's is in _sgd_update. A `found_inf` other than 0 leaves every tensor
+SGD's and Adagrad's are in _sgd_update and _adagrad_update. A `found_inf` other than 0 leaves every tensor
 as it was. The numbers are program inputs, so a scheduler's new learning
 rate compiles nothing.
 
@@ -263,14 +263,67 @@ def _fused_sgd(params: Sequence[torch.Tensor], grads: Sequence[torch.Tensor],
                lambda p, w: _run_group(op, update, key, p, w, numbers, grad_scale, found_inf))
 
 
+def _adagrad_update(t: List[torch.Tensor], n: Dict[str, torch.Tensor],
+                    grad_scale: Optional[torch.Tensor], found_inf: Optional[torch.Tensor], *,
+                    maximize: bool, decay: bool) -> List[torch.Tensor]:
+    """One parameter's new parameter and sum (and unscaled gradient), as
+    PyTorch's fused Adagrad computes them (aten/src/ATen/native/cpu/
+    FusedAdagradKernel.cpp): the gradient unscaled, negated for `maximize`,
+    plus param * weight_decay; sum + grad * grad; param - clr * grad /
+    (sqrt(sum) + eps), clr = lr / (1 + (step - 1) * lr_decay) from the
+    step tensor (in float32 here, in double there)."""
+    p, g, state_sum, step = t
+    grad = g / grad_scale if grad_scale is not None else g
+    unscaled = grad
+    if maximize:
+        grad = -grad
+    if decay:
+        grad = grad + p * n["weight_decay"]
+    new_sum = state_sum + grad * grad
+    clr = n["lr"] / ((step - 1) * n["lr_decay"] + 1)
+    results = [p - clr * grad / (new_sum.sqrt() + n["eps"]), new_sum]
+    if grad_scale is not None:
+        results.append(unscaled)
+    if found_inf is not None:
+        keep = found_inf != 0
+        old = [p, state_sum] + ([g] if grad_scale is not None else [])
+        results = [torch.where(keep, o, r) for o, r in zip(old, results)]
+    return results
+
+
+def _fused_adagrad(params: Sequence[torch.Tensor], grads: Sequence[torch.Tensor],
+                   state_sums: Sequence[torch.Tensor], state_steps: Sequence[torch.Tensor], *,
+                   lr: Any, lr_decay: float, weight_decay: float, eps: float, maximize: bool,
+                   grad_scale: Optional[torch.Tensor] = None,
+                   found_inf: Optional[torch.Tensor] = None) -> None:
+    op = torch.ops.aten._fused_adagrad_.default
+    per_tensor = [list(params), list(grads), list(state_sums), list(state_steps)]
+    _check_lengths("_fused_adagrad_", per_tensor)
+    if not params:
+        return
+    numbers = {"lr": float(lr), "lr_decay": lr_decay, "weight_decay": weight_decay, "eps": eps}
+    written = [list(params), list(state_sums)] + ([list(grads)] if grad_scale is not None
+                                                  else [])
+    flags = dict(maximize=maximize, decay=weight_decay != 0)
+
+    def update(t: List[torch.Tensor], n: Dict[str, torch.Tensor],
+               scale: Optional[torch.Tensor], found: Optional[torch.Tensor]) -> List[torch.Tensor]:
+        return _adagrad_update(t, n, scale, found, **flags)
+
+    key = ("fused_adagrad", tuple(sorted(flags.items())))
+    _in_groups(per_tensor, written, len(numbers),
+               lambda p, w: _run_group(op, update, key, p, w, numbers, grad_scale, found_inf))
+
+
 def install() -> None:
     """Registers the kernels at the device's key (once, at import)."""
     for adamw in (False, True):
         name = "_fused_adamw_" if adamw else "_fused_adam_"
         _aten.impl(name, _fused(adamw), "PrivateUse1")
         _aten.impl(name + ".tensor_lr", _fused(adamw), "PrivateUse1")
-    _aten.impl("_fused_sgd_", _fused_sgd, "PrivateUse1")
-    _aten.impl("_fused_sgd_.tensor_lr", _fused_sgd, "PrivateUse1")
+    for name, fn in (("_fused_sgd_", _fused_sgd), ("_fused_adagrad_", _fused_adagrad)):
+        _aten.impl(name, fn, "PrivateUse1")
+        _aten.impl(name + ".tensor_lr", fn, "PrivateUse1")
 
 
 install()

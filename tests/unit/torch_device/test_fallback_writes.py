@@ -1,49 +1,43 @@
 # SPDX-License-Identifier: MIT
 """Operators run on the CPU for the device that write their inputs: every
 tensor they write gets its new value back on the device. Lists of
-tensors (`aten::_fused_adagrad_`, GradScaler's
-`aten::_amp_foreach_non_finite_check_and_unscale_`), so torch.optim's
-fused Adagrad and `torch.amp.GradScaler("neuron")` train as on the CPU
-(fused SGD runs on the device: test_fused_optim.py); and arguments a schema does not mark as written
-(`aten::native_batch_norm`'s running statistics), so batch norm's
-running mean and variance follow training as on the CPU."""
+tensors (GradScaler's `aten::_amp_foreach_non_finite_check_and_unscale_`),
+so `torch.amp.GradScaler("neuron")` trains as on the CPU (the fused
+optimizers run on the device: test_fused_optim.py); and arguments a
+schema does not mark as written (`aten::native_batch_norm`'s running
+statistics), so batch norm's running mean and variance follow training
+as on the CPU."""
 
-from typing import Callable, List
+from typing import List
 
 import pytest
 import torch
 
-import torch_neuronx  # noqa: F401
+import torch_neuronx
 
 SHAPES = [(8, 5), (5,), (3, 4, 2)]
 
 
-def params_after(device: str, make: Callable[[List[torch.nn.Parameter]], torch.optim.Optimizer],
-                 steps: int = 3) -> List[torch.Tensor]:
+def unscaled(device: str, poison: bool) -> List[torch.Tensor]:
+    """GradScaler's check and unscale of a list of gradients (one holding
+    an inf when @p poison): the gradients and the flag it writes."""
     gen = torch.Generator().manual_seed(0)
-    params = [torch.nn.Parameter(torch.randn(s, generator=gen).to(device)) for s in SHAPES]
-    grads = [torch.randn(s, generator=gen) for s in SHAPES]
-    opt = make(params)
-    for step in range(steps):
-        for p, g in zip(params, grads):
-            p.grad = (g * (step + 1)).to(device)
-        opt.step()
-    state = [v for p in params for v in opt.state[p].values()
-             if isinstance(v, torch.Tensor) and v.dim() > 0]
-    return [t.detach().cpu() for t in params + state]
+    grads = [torch.randn(s, generator=gen).to(device) for s in SHAPES]
+    if poison:
+        grads[1][2] = float("inf")
+    found_inf = torch.zeros(1, device=device)
+    torch._amp_foreach_non_finite_check_and_unscale_(grads, found_inf,
+                                                     torch.full((1,), 0.25, device=device))
+    return [t.cpu() for t in grads + [found_inf]]
 
 
-OPTIMIZERS = {
-    "adagrad": lambda p: torch.optim.Adagrad(p, lr=0.1, fused=True),
-    "adagrad-decay": lambda p: torch.optim.Adagrad(p, lr=0.1, lr_decay=0.01, weight_decay=0.01,
-                                                   fused=True),
-}
-
-
-@pytest.mark.parametrize("name", list(OPTIMIZERS))
-def test_fused_optimizers_on_the_cpu_update_the_devices_tensors(name: str) -> None:
-    want = params_after("cpu", OPTIMIZERS[name])
-    got = params_after("neuron", OPTIMIZERS[name])
+@pytest.mark.parametrize("poison", [False, True])
+def test_a_list_written_on_the_cpu_is_written_back_to_the_device(poison: bool) -> None:
+    name = "aten::_amp_foreach_non_finite_check_and_unscale_"
+    before = torch_neuronx.get_fallback_ops().get(name, 0)
+    got = unscaled("neuron", poison)
+    assert torch_neuronx.get_fallback_ops().get(name, 0) == before + 1
+    want = unscaled("cpu", poison)
     assert len(got) == len(want)
     for i, (a, b) in enumerate(zip(got, want)):
         torch.testing.assert_close(a, b, rtol=0, atol=0, msg=f"tensor {i}")

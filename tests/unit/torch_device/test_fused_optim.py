@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: MIT
-"""torch.optim's fused Adam, AdamW and SGD (`fused=True`) on the device: a
-program per group of parameters, updating parameters, moments and
-momentum buffers in their tensors, as PyTorch's own fused kernels on the
-CPU do."""
+"""torch.optim's fused Adam, AdamW, SGD and Adagrad (`fused=True`) on the
+device: a program per group of parameters, updating parameters, moments,
+momentum buffers and sums in their tensors, as PyTorch's own fused
+kernels on the CPU do."""
 
 from typing import Dict, List, Tuple
 
@@ -23,7 +23,8 @@ def train(device: str, optimizer: str, steps: int = 4, **options) -> Tuple[List[
     gen = torch.Generator().manual_seed(0)
     params = [torch.nn.Parameter(torch.randn(s, generator=gen).to(device)) for s in SHAPES]
     grads = [torch.randn(s, generator=gen) for s in SHAPES]
-    make = {"adamw": torch.optim.AdamW, "adam": torch.optim.Adam, "sgd": torch.optim.SGD}
+    make = {"adamw": torch.optim.AdamW, "adam": torch.optim.Adam, "sgd": torch.optim.SGD,
+            "adagrad": torch.optim.Adagrad}
     lr = options.pop("lr", 1e-2)
     if isinstance(lr, torch.Tensor):  # (the scheduler fills it: one per run)
         lr = lr.clone()
@@ -48,7 +49,9 @@ CASES = [("adamw", {}), ("adamw", {"weight_decay": 0.1}), ("adam", {"weight_deca
          ("sgd", {}), ("sgd", {"momentum": 0.9}),
          ("sgd", {"momentum": 0.9, "dampening": 0.3, "weight_decay": 0.01}),
          ("sgd", {"momentum": 0.8, "nesterov": True, "weight_decay": 0.1, "maximize": True}),
-         ("sgd", {"momentum": 0.9, "lr": torch.tensor(0.05)})]  # (the .tensor_lr overload)
+         ("sgd", {"momentum": 0.9, "lr": torch.tensor(0.05)}),  # (the .tensor_lr overload)
+         ("adagrad", {}), ("adagrad", {"lr_decay": 0.1, "weight_decay": 0.01}),
+         ("adagrad", {"maximize": True, "initial_accumulator_value": 0.5, "eps": 1e-4})]
 
 
 @pytest.mark.parametrize("optimizer,options", CASES, ids=[f"{o}-{k}" for o, k in CASES])
@@ -91,7 +94,19 @@ def fused_sgd_call(device: str, grad_scale: float, found_inf: float) -> List[tor
     return [t.cpu() for lst in lists for t in lst]
 
 
-@pytest.mark.parametrize("call", [fused_call, fused_sgd_call], ids=["adamw", "sgd"])
+def fused_adagrad_call(device: str, grad_scale: float, found_inf: float) -> List[torch.Tensor]:
+    gen = torch.Generator().manual_seed(5)
+    lists = [[torch.randn(s, generator=gen).to(device) for s in SHAPES[:5]] for _ in range(3)]
+    lists[2] = [t.abs() for t in lists[2]]  # state_sum
+    steps = [torch.tensor(3.0, device=device) for _ in SHAPES[:5]]
+    torch._fused_adagrad_(*lists, steps, lr=0.1, lr_decay=0.05, weight_decay=0.01, eps=1e-10,
+                          maximize=False, grad_scale=torch.tensor(grad_scale, device=device),
+                          found_inf=torch.tensor(found_inf, device=device))
+    return [t.cpu() for lst in lists for t in lst]
+
+
+@pytest.mark.parametrize("call", [fused_call, fused_sgd_call, fused_adagrad_call],
+                         ids=["adamw", "sgd", "adagrad"])
 @pytest.mark.parametrize("found_inf", [0.0, 1.0])
 def test_a_grad_scale_unscales_and_found_inf_skips_as_on_the_cpu(call, found_inf: float) -> None:
     want = call("cpu", 4.0, found_inf)
@@ -101,8 +116,9 @@ def test_a_grad_scale_unscales_and_found_inf_skips_as_on_the_cpu(call, found_inf
 
 
 @pytest.mark.parametrize("make", [lambda p: torch.optim.AdamW(p, lr=1e-2, fused=True),
-                                  lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9, fused=True)],
-                         ids=["adamw", "sgd"])
+                                  lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9, fused=True),
+                                  lambda p: torch.optim.Adagrad(p, lr=0.1, fused=True)],
+                         ids=["adamw", "sgd", "adagrad"])
 def test_bfloat16_parameters_update_in_float32_as_on_the_cpu(make) -> None:
     def run(device: str) -> List[torch.Tensor]:
         gen = torch.Generator().manual_seed(2)
