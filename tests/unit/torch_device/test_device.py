@@ -191,6 +191,20 @@ def test_eager_ops_match_the_cpu():
     torch.testing.assert_close(na.cpu(), a + b)
 
 
+def test_negating_a_mask_runs_on_the_device():
+    """`~mask` and `logical_not(mask)` (attention masks) of a bool tensor
+    on the device; `~` of an integer tensor on the CPU."""
+    m = torch.tensor([[True, False, True], [False, False, True]])
+    before = dict(torch_neuronx.get_fallback_ops())
+    for got in ((~m.to("neuron")).cpu(), torch.logical_not(m.to("neuron")).cpu()):
+        assert got.dtype == torch.bool and torch.equal(got, ~m)
+    assert torch_neuronx.get_fallback_ops() == before
+    x = torch.arange(-3, 3, dtype=torch.int32)
+    assert torch.equal((~x.to("neuron")).cpu(), ~x)
+    assert torch_neuronx.get_fallback_ops().get("aten::bitwise_not", 0) == \
+        before.get("aten::bitwise_not", 0) + 1
+
+
 def test_a_second_call_compiles_nothing():
     x = torch.randn(33, 17).to("neuron")
     torch.sigmoid(x)

@@ -385,7 +385,18 @@ def nan_to_num(L: Context, node: torch.fx.Node) -> None:
 
 @lowering(aten.logical_not.default)
 def logical_not(L: Context, node: torch.fx.Node) -> None:
-    L.bind(L.emit("eq", [L.tensor(L.arg(0), "self"), 0.0], dtype=torch.bool))
+    # (a bool operand as float32 0 and 1: the device compares numbers)
+    L.bind(L.emit("eq", [Pointwise(L).input(L.arg(0), "self"), 0.0], dtype=torch.bool))
+
+
+@lowering(aten.bitwise_not.default)
+def bitwise_not(L: Context, node: torch.fx.Node) -> None:
+    # of a bool tensor (`~mask`) it is logical_not; an integer's bits are
+    # not what the device computes with
+    if L.value(node).dtype != torch.bool:
+        raise L.unsupported(f"bitwise_not of {L.value(node).dtype} (the device negates bool "
+                            "tensors)")
+    logical_not(L, node)
 
 
 @lowering(aten.logical_and.default, aten.logical_or.default, aten.logical_xor.default)
