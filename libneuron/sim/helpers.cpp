@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
 // The helper threads of a simulated core: the parts of a large MATMUL
 // (emu/model/tensor.c) or of a large instruction split by partitions
-// (nm_split_rows, emu/model/core.c) run on them at once. A round is one instruction;
-// the caller publishes it by moving round_ on and waits for pending_ to
-// reach 0, so every helper takes part in every round (an empty part when
-// the instruction has fewer), and the next round cannot begin while a
-// helper still reads this one's fields.
+// (nm_split_rows, emu/model/core.c) run on them and on the caller at once.
+// A round is one instruction: the caller publishes it in claim_ and
+// round_, claims parts itself until none is left and waits for done_ to
+// count them all. A part is claimed with the round's number, so a helper
+// waking late cannot take a part of a round that ended; the next round
+// cannot begin while a part of this one runs.
 #include "sim.hpp"
 
 namespace neuron::sim {
@@ -46,12 +47,11 @@ uint32_t wait_change(const std::atomic<uint32_t> &a, uint32_t old) {
 Helpers::Helpers(uint32_t helpers) {
     threads_.reserve(helpers);
     for (uint32_t i = 0; i < helpers; i++)
-        threads_.emplace_back([this, i] { loop(i + 1); });
+        threads_.emplace_back([this] { loop(); });
 }
 
 Helpers::~Helpers() {
-    stopping_ = true;
-    pending_.store(static_cast<uint32_t>(threads_.size()), std::memory_order_relaxed);
+    stopping_.store(true, std::memory_order_release);
     round_.fetch_add(1, std::memory_order_release);
     round_.notify_all();
     for (auto &t : threads_)
@@ -60,29 +60,43 @@ Helpers::~Helpers() {
 
 void Helpers::run(void *opaque, nsim_task_fn *task, void *ctx, uint32_t count) {
     auto *h = static_cast<Helpers *>(opaque);
+    const uint32_t round = h->round_.load(std::memory_order_relaxed) + 1;
     h->task_ = task;
     h->ctx_ = ctx;
-    h->count_ = count;
-    h->pending_.store(static_cast<uint32_t>(h->threads_.size()), std::memory_order_relaxed);
-    h->round_.fetch_add(1, std::memory_order_release);
+    h->done_.store(0, std::memory_order_relaxed);
+    h->claim_.store(uint64_t{round} << 32 | uint64_t{count & 0xff} << 8, std::memory_order_release);
+    h->round_.store(round, std::memory_order_release);
     h->round_.notify_all();
-    task(ctx, 0);
-    for (uint32_t left = h->pending_.load(std::memory_order_acquire); left;)
-        left = wait_change(h->pending_, left);
+    while (h->run_one(round)) {
+    }
+    for (uint32_t done = h->done_.load(std::memory_order_acquire); done < count;)
+        done = wait_change(h->done_, done);
 }
 
-void Helpers::loop(uint32_t part) {
+bool Helpers::run_one(uint32_t round) {
+    uint64_t c = claim_.load(std::memory_order_acquire);
+    do {
+        if (c >> 32 != round || (c & 0xff) >= ((c >> 8) & 0xff))
+            return false;
+    } while (!claim_.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel,
+                                           std::memory_order_acquire));
+    const auto count = static_cast<uint32_t>((c >> 8) & 0xff);
+    task_(ctx_, static_cast<uint32_t>(c & 0xff));
+    if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == count)
+        done_.notify_one();
+    return true;
+}
+
+void Helpers::loop() {
     // round_'s value when the thread was made: reading it here instead
     // would miss a first round published before this thread ran.
     uint32_t seen = 0;
     for (;;) {
         seen = wait_change(round_, seen);
-        if (stopping_)
+        if (stopping_.load(std::memory_order_acquire))
             return;
-        if (part < count_)
-            task_(ctx_, part);
-        if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1)
-            pending_.notify_one();
+        while (run_one(seen)) {
+        }
     }
 }
 

@@ -243,8 +243,11 @@ class Publisher {
 };
 
 /// Threads that run the parts of a split instruction beside the core's
-/// own (the model's nm_parallel): part 0 on the caller, part i on helper
-/// i - 1. Between instructions a helper spins briefly, then sleeps.
+/// own (the model's nm_parallel). Each part is claimed by whichever thread
+/// comes first, the caller included: it claims parts until none is left,
+/// then waits only for parts under way, so a helper the host has not
+/// scheduled delays nothing. Between instructions a helper spins briefly,
+/// then sleeps.
 class Helpers {
   public:
     explicit Helpers(uint32_t helpers);
@@ -255,14 +258,19 @@ class Helpers {
     static void run(void *opaque, nsim_task_fn *task, void *ctx, uint32_t count);
 
   private:
-    void loop(uint32_t part);
-    // The round's work, written before round_ moves on, read after.
+    void loop();
+    /// Claims and runs a part of @p round; false if none is left.
+    bool run_one(uint32_t round);
+    // The round's work, written before claim_ is, read by a thread that
+    // claimed one of its parts.
     nsim_task_fn *task_ = nullptr;
     void *ctx_ = nullptr;
-    uint32_t count_ = 0;
-    bool stopping_ = false;
-    std::atomic<uint32_t> round_{0};   ///< moves on once per split instruction
-    std::atomic<uint32_t> pending_{0}; ///< helpers not yet done with the round
+    /// The round (bits 32..63), its count of parts (8..15) and the next
+    /// part to claim (0..7): a claim of a round that ended fails.
+    std::atomic<uint64_t> claim_{0};
+    std::atomic<uint32_t> round_{0}; ///< moves on once per split instruction
+    std::atomic<uint32_t> done_{0};  ///< parts of the round completed
+    std::atomic<bool> stopping_{false};
     std::vector<std::thread> threads_;
 };
 
