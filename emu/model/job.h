@@ -105,11 +105,12 @@ void nm_core_reset(nm_core *core);
 
 /*
  * Host threads for large instructions. A core runs its job on one thread;
- * given a runner, it splits a large MATMUL's columns into @width parts
- * (the results are the same bits: every element takes the same chain of
- * multiply-adds). @run calls task(ctx, i) for every i < count (count <=
- * width), from the thread that runs the job or others, and returns when
- * every call has returned. The simulator gives one; QEMU runs each core
+ * given a runner, it splits a large MATMUL's columns, and the partitions
+ * of a large DMA, TENSOR_TENSOR or TENSOR_SCALAR (nm_split_rows), into
+ * up to @width parts (the results are the same bits: every element takes
+ * the same operations). @run calls task(ctx, i) for every i < count
+ * (count <= width), from the thread that runs the job or others, and
+ * returns when every call has returned. The simulator gives one; QEMU runs each core
  * on its vCPU-independent thread and gives none.
  */
 #define NM_MAX_PARALLEL 4
