@@ -19,9 +19,9 @@ weight); exp_avg_sq = exp_avg_sq * beta2
 for `amsgrad`. The bias corrections bc = 1 - beta ** step come from the
 step tensors on the device, as -expm1(step * log(beta)) (log(beta) in
 double on the host), which keeps their digits where 1 - beta is small.
-SGD's and Adagrad's are in _sgd_update and _adagrad_update. A `found_inf` other than 0 leaves every tensor
-as it was. The numbers are program inputs, so a scheduler's new learning
-rate compiles nothing.
+SGD's and Adagrad's are in _sgd_update and _adagrad_update. A
+`found_inf` other than 0 leaves every tensor as it was. The numbers are
+program inputs, so a scheduler's new learning rate compiles nothing.
 
 Lists the program does not take (dtypes other than float32, strided
 tensors, steps on the host) run as the same arithmetic in float32
@@ -30,6 +30,7 @@ tensor's dtype, as PyTorch's kernel does."""
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -40,12 +41,25 @@ from .foreach import GROUP_BINDINGS
 
 _aten = torch.library.Library("aten", "IMPL")  # noqa: TOR901
 
-def _update(p: torch.Tensor, g: torch.Tensor, m: torch.Tensor, v: torch.Tensor,
-            max_v: Optional[torch.Tensor], step: torch.Tensor, n: Dict[str, torch.Tensor],
-            grad_scale: Optional[torch.Tensor], found_inf: Optional[torch.Tensor], *,
-            adamw: bool, amsgrad: bool, maximize: bool, small_weight: bool) -> List[torch.Tensor]:
+def _kept_if_found(found_inf: Optional[torch.Tensor], old: List[torch.Tensor],
+                   results: List[torch.Tensor]) -> List[torch.Tensor]:
+    """@p results, or the @p old values where `found_inf` is not 0 (a step
+    with an inf or NaN gradient changes nothing)."""
+    if found_inf is None:
+        return results
+    keep = found_inf != 0
+    return [torch.where(keep, o, r) for o, r in zip(old, results)]
+
+
+def _adam_update(t: List[torch.Tensor], n: Dict[str, torch.Tensor],
+                 grad_scale: Optional[torch.Tensor], found_inf: Optional[torch.Tensor], *,
+                 adamw: bool, amsgrad: bool, maximize: bool,
+                 small_weight: bool) -> List[torch.Tensor]:
     """One parameter's new parameter, moments (and maximum, and unscaled
-    gradient where they change); @p n the numbers, each a [1] tensor."""
+    gradient where they change) from its parameter, gradient, moments (and
+    maximum) and step @p t; @p n the numbers, each a [1] tensor."""
+    p, g, m, v = t[:4]
+    max_v, step = (t[4] if amsgrad else None), t[-1]
     grad = g / grad_scale if grad_scale is not None else g
     unscaled = grad
     if maximize:
@@ -73,12 +87,9 @@ def _update(p: torch.Tensor, g: torch.Tensor, m: torch.Tensor, v: torch.Tensor,
     results = [param, exp_avg, exp_avg_sq] + ([new_max] if new_max is not None else [])
     if grad_scale is not None:
         results.append(unscaled)
-    if found_inf is not None:
-        keep = found_inf != 0
-        old = [p, m, v] + ([max_v] if new_max is not None else []) + (
-            [g] if grad_scale is not None else [])
-        results = [torch.where(keep, o, r) for o, r in zip(old, results)]
-    return results
+    old = [p, m, v] + ([max_v] if new_max is not None else []) + (
+        [g] if grad_scale is not None else [])
+    return _kept_if_found(found_inf, old, results)
 
 
 def _log(beta: float) -> float:
@@ -156,6 +167,18 @@ def _in_groups(per_tensor: List[List[Any]], written: List[List[torch.Tensor]], n
             [lst[start:start + size] for lst in written])
 
 
+def _run_fused(op: Any, name: str, update: Callable[..., List[torch.Tensor]],
+               flags: Dict[str, bool], per_tensor: List[List[Any]],
+               written: List[List[torch.Tensor]], numbers: Dict[str, float],
+               grad_scale: Optional[torch.Tensor], found_inf: Optional[torch.Tensor]) -> None:
+    """One fused optimizer call: @p update (with @p flags) over its groups,
+    programs named @p name and kept under its flags."""
+    bound: Update = functools.partial(update, **flags)
+    key = (name, tuple(sorted(flags.items())))
+    _in_groups(per_tensor, written, len(numbers),
+               lambda p, w: _run_group(op, bound, key, p, w, numbers, grad_scale, found_inf))
+
+
 def _check_lengths(name: str, lists: Sequence[Sequence[Any]]) -> None:
     if any(len(x) != len(lists[0]) for x in lists):
         raise RuntimeError(f"{name}: its tensor lists must have one length, not "
@@ -189,17 +212,8 @@ def _fused(adamw: bool) -> Any:
         written = [list(params)] + moments + ([list(grads)] if grad_scale is not None else [])
         flags = dict(adamw=adamw, amsgrad=amsgrad, maximize=maximize,
                      small_weight=abs(1 - beta1) < 0.5)
-
-        def update(t: List[torch.Tensor], n: Dict[str, torch.Tensor],
-                   scale: Optional[torch.Tensor], found: Optional[torch.Tensor]
-                   ) -> List[torch.Tensor]:
-            return _update(t[0], t[1], t[2], t[3], t[4] if amsgrad else None, t[-1], n, scale,
-                           found, **flags)
-
-        key = ("fused_adamw" if adamw else "fused_adam", tuple(sorted(flags.items())))
-        _in_groups(per_tensor, written, len(numbers),
-                   lambda p, w: _run_group(op, update, key, p, w, numbers, grad_scale,
-                                           found_inf))
+        _run_fused(op, "fused_adamw" if adamw else "fused_adam", _adam_update, flags,
+                   per_tensor, written, numbers, grad_scale, found_inf)
     return run
 
 
@@ -229,11 +243,8 @@ def _sgd_update(t: List[torch.Tensor], n: Dict[str, torch.Tensor],
     results.insert(0, p + grad * n["minus_lr"])
     if grad_scale is not None:
         results.append(unscaled)
-    if found_inf is not None:
-        keep = found_inf != 0
-        old = [p] + ([t[2]] if momentum else []) + ([g] if grad_scale is not None else [])
-        results = [torch.where(keep, o, r) for o, r in zip(old, results)]
-    return results
+    old = [p] + ([t[2]] if momentum else []) + ([g] if grad_scale is not None else [])
+    return _kept_if_found(found_inf, old, results)
 
 
 def _fused_sgd(params: Sequence[torch.Tensor], grads: Sequence[torch.Tensor],
@@ -253,14 +264,8 @@ def _fused_sgd(params: Sequence[torch.Tensor], grads: Sequence[torch.Tensor],
         [list(grads)] if grad_scale is not None else [])
     flags = dict(momentum=momentum != 0, first=is_first_step, nesterov=nesterov,
                  maximize=maximize, decay=weight_decay != 0)
-
-    def update(t: List[torch.Tensor], n: Dict[str, torch.Tensor],
-               scale: Optional[torch.Tensor], found: Optional[torch.Tensor]) -> List[torch.Tensor]:
-        return _sgd_update(t, n, scale, found, **flags)
-
-    key = ("fused_sgd", tuple(sorted(flags.items())))
-    _in_groups(per_tensor, written, len(numbers),
-               lambda p, w: _run_group(op, update, key, p, w, numbers, grad_scale, found_inf))
+    _run_fused(op, "fused_sgd", _sgd_update, flags, per_tensor, written, numbers, grad_scale,
+               found_inf)
 
 
 def _adagrad_update(t: List[torch.Tensor], n: Dict[str, torch.Tensor],
@@ -284,11 +289,8 @@ def _adagrad_update(t: List[torch.Tensor], n: Dict[str, torch.Tensor],
     results = [p - clr * grad / (new_sum.sqrt() + n["eps"]), new_sum]
     if grad_scale is not None:
         results.append(unscaled)
-    if found_inf is not None:
-        keep = found_inf != 0
-        old = [p, state_sum] + ([g] if grad_scale is not None else [])
-        results = [torch.where(keep, o, r) for o, r in zip(old, results)]
-    return results
+    old = [p, state_sum] + ([g] if grad_scale is not None else [])
+    return _kept_if_found(found_inf, old, results)
 
 
 def _fused_adagrad(params: Sequence[torch.Tensor], grads: Sequence[torch.Tensor],
@@ -305,14 +307,8 @@ def _fused_adagrad(params: Sequence[torch.Tensor], grads: Sequence[torch.Tensor]
     written = [list(params), list(state_sums)] + ([list(grads)] if grad_scale is not None
                                                   else [])
     flags = dict(maximize=maximize, decay=weight_decay != 0)
-
-    def update(t: List[torch.Tensor], n: Dict[str, torch.Tensor],
-               scale: Optional[torch.Tensor], found: Optional[torch.Tensor]) -> List[torch.Tensor]:
-        return _adagrad_update(t, n, scale, found, **flags)
-
-    key = ("fused_adagrad", tuple(sorted(flags.items())))
-    _in_groups(per_tensor, written, len(numbers),
-               lambda p, w: _run_group(op, update, key, p, w, numbers, grad_scale, found_inf))
+    _run_fused(op, "fused_adagrad", _adagrad_update, flags, per_tensor, written, numbers,
+               grad_scale, found_inf)
 
 
 def install() -> None:
