@@ -11,6 +11,7 @@
 
 #include "allocator.hpp"
 #include "cores.hpp"
+#include "dtypes.hpp"
 #include "streams.hpp"
 
 namespace neuron::torch_bridge {
@@ -75,6 +76,15 @@ struct GuardImpl final : public c10::impl::DeviceGuardImplInterface {
     c10::Stream exchangeStream(c10::Stream s) const override { return exchange_current_stream(s); }
 
     c10::DeviceIndex deviceCount() const noexcept override { return core_count(); }
+    c10::DeviceCapability getDeviceCapability(c10::Device) const override {
+        c10::DeviceCapability capability;
+#define NEURON_HOLDS(_, name)                                                                      \
+    capability.capability_data.supported_scalar_types.has_##name =                                 \
+        device_converts(c10::ScalarType::name);
+        AT_FORALL_SCALAR_TYPES_WITH_COMPLEX_AND_QINTS(NEURON_HOLDS)
+#undef NEURON_HOLDS
+        return capability;
+    }
 
     void destroyEvent(void *event, const c10::DeviceIndex) const noexcept override {
         delete static_cast<Event *>(event);

@@ -16,6 +16,7 @@
 #include "allocator.hpp"
 #include "copy.hpp"
 #include "cores.hpp"
+#include "dtypes.hpp"
 
 namespace neuron::torch_bridge {
 
@@ -36,11 +37,10 @@ void check_options(std::optional<c10::ScalarType> dtype, std::optional<c10::Layo
                 "neuron: only strided tensors are supported, not ", c10::layout_or_default(layout));
     TORCH_CHECK(!c10::pinned_memory_or_default(pin_memory),
                 "neuron: pin_memory applies to CPU tensors only");
-    // Nothing on the device computes in complex numbers, and their lazy
-    // conjugate would be materialised by copies that copy it again.
-    TORCH_CHECK(!c10::isComplexType(c10::dtype_or_default(dtype)),
-                "neuron: ", c10::dtype_or_default(dtype),
-                " tensors are not supported on the device; keep complex tensors on the CPU");
+    const c10::ScalarType type = c10::dtype_or_default(dtype);
+    TORCH_CHECK(device_holds(type), "neuron: ", type, " tensors are not supported on the device; ",
+                "keep ", c10::isComplexType(type) ? "complex" : "quantized",
+                " tensors on the CPU");
 }
 
 at::Tensor empty(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,

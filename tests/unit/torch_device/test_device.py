@@ -89,6 +89,26 @@ def test_device_module():
         assert torch.neuron.current_device() == 0
 
 
+def test_device_capability_lists_the_dtypes_that_convert():
+    """torch.accelerator.get_device_capability(): each dtype it lists
+    makes tensors on the device that convert to each other dtype listed
+    as on the CPU; complex dtypes are not listed and are refused."""
+    supported = torch.accelerator.get_device_capability("neuron:0")["supported_dtypes"]
+    assert {torch.float32, torch.bfloat16, torch.int32, torch.int64, torch.bool} <= supported
+    assert not any(d.is_complex for d in supported)
+    values = torch.tensor([0.0, 1.0, 2.0, 3.0])
+    for source in supported:
+        x = values.to(source)
+        on_device = x.to("neuron")
+        for target in supported:
+            got = on_device.to(target).cpu()
+            assert got.dtype == target and torch.equal(got.view(torch.uint8),
+                                                       x.to(target).view(torch.uint8)), \
+                (source, target)
+    with pytest.raises(RuntimeError, match="ComplexFloat tensors are not supported"):
+        torch.zeros(2, dtype=torch.complex64, device="neuron")
+
+
 def test_accelerator_streams_and_host_cache():
     """torch.Stream("neuron") is a new stream of the current index, as for
     CUDA; torch.accelerator.empty_host_cache() releases pinned memory
