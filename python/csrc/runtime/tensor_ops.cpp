@@ -39,8 +39,7 @@ void check_options(std::optional<c10::ScalarType> dtype, std::optional<c10::Layo
                 "neuron: pin_memory applies to CPU tensors only");
     const c10::ScalarType type = c10::dtype_or_default(dtype);
     TORCH_CHECK(device_holds(type), "neuron: ", type, " tensors are not supported on the device; ",
-                "keep ", c10::isComplexType(type) ? "complex" : "quantized",
-                " tensors on the CPU");
+                "keep ", c10::isComplexType(type) ? "complex" : "quantized", " tensors on the CPU");
 }
 
 at::Tensor empty(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
