@@ -345,9 +345,12 @@ class Context:
         """Binds @p node to its traced value if it does not depend on the
         inputs or the parameters: built from buffers, constants and
         literals (attention masks from torch.ones and torch.triu, slices of
-        a registered buffer, comparisons)."""
+        a registered buffer, comparisons). Random operators (torch.rand,
+        randn_like) are never folded: each call draws anew."""
         value = self.value(node)
         if not isinstance(value, torch.Tensor) or value.dim() == 0 and value.dtype == torch.bool:
+            return False
+        if torch.Tag.nondeterministic_seeded in getattr(node.target, "tags", ()):
             return False
         if node.target in _SHAPE_ONLY:
             self.env[node] = Weight(value, node.name)

@@ -330,6 +330,20 @@ def test_inference_matches_the_cpu() -> None:
     assert list(ran.values()) == [1] and next(iter(ran)).startswith("inference"), ran
 
 
+def test_random_numbers_are_drawn_at_each_call() -> None:
+    """torch.rand in a compiled function draws new numbers at each call
+    (it is never a constant of the program) from the device's generator,
+    which torch.neuron.manual_seed makes reproducible."""
+    noisy = torch.compile(lambda x: x * 2 + torch.rand(64, device="neuron"), backend="neuron")
+    x = torch.ones(64, device="neuron")
+    torch.neuron.manual_seed(5)
+    first, second = noisy(x).cpu(), noisy(x).cpu()
+    assert not torch.equal(first, second)
+    assert bool(((first >= 2) & (first < 3)).all()), first
+    torch.neuron.manual_seed(5)
+    assert torch.equal(noisy(x).cpu(), first)
+
+
 class Broken(torch.nn.Module):
     """An MLP whose forward Dynamo cannot capture whole (a graph break)."""
 
