@@ -25,15 +25,18 @@ log = logging.getLogger("torch_neuronx")
 
 NAME = "neuron"
 
-# Operators kept whole although the device does not run them: their
-# operands include int64 class indices, which the device does not hold, so
-# their decompositions' operators on them (gather, scatter, ne, where,
-# sum) would each fall back to the CPU, with copies both ways; whole, each
-# runs eagerly as one operator (on the CPU: logged, counted).
+# Operators kept whole although the programs do not run them: their
+# operands include int64 indices (class targets, embedding ids), which
+# the programs do not take, so their decompositions' operators on them
+# (gather, scatter, ne, where, sum; embedding's backward: bounds checks,
+# clamp, index_put) would each fall back to the CPU, with copies both
+# ways; whole, each runs eagerly as one operator (embedding's backward on
+# the device, rng.py; the others on the CPU: logged, counted).
 _EAGER_WHOLE = frozenset({torch.ops.aten.nll_loss_forward.default,
                           torch.ops.aten.nll_loss_backward.default,
                           torch.ops.aten.nll_loss2d_forward.default,
-                          torch.ops.aten.nll_loss2d_backward.default})
+                          torch.ops.aten.nll_loss2d_backward.default,
+                          torch.ops.aten.embedding_dense_backward.default})
 
 
 class _PerShape:
