@@ -155,14 +155,30 @@ class Subgraph:
     outputs: List[torch.fx.Node] = field(default_factory=list)
 
 
+def _folded_in_rebuilt_graph(captured: Captured, placement: Placement,
+                             folded: Set[torch.fx.Node]) -> Set[torch.fx.Node]:
+    """The folded operators whose values the rebuilt graph needs: used by
+    an operator the device does not run, by the graph's output, or by
+    another of these. The others are constants of the programs using
+    them only."""
+    needed: Set[torch.fx.Node] = set()
+    for n in reversed(list(captured.gm.graph.nodes)):
+        if n in folded and any(u in needed or u not in folded and placement.get(u) is not None
+                               or not is_operator(u) for u in n.users):
+            needed.add(n)
+    return needed
+
+
 def _subgraphs(captured: Captured, placement: Placement, folded: Set[torch.fx.Node]
                ) -> List[Subgraph]:
     subgraphs: List[Subgraph] = []
     current: List[torch.fx.Node] = []
+    rebuilt = _folded_in_rebuilt_graph(captured, placement, folded)
     for n in captured.gm.graph.nodes:
-        if n in folded and current and any(a in current for a in n.all_input_nodes):
-            # a folded operator of a run's value (zeros_like(softmax)) stays
-            # in the rebuilt graph, after the run that computes its operand
+        if n in rebuilt and current and any(a in current for a in n.all_input_nodes):
+            # a folded operator of a run's value (zeros_like(softmax)) that
+            # the rebuilt graph computes comes after the run computing its
+            # operand
             subgraphs.append(Subgraph(current))
             current = []
         if not is_operator(n) or n in folded:
@@ -180,8 +196,11 @@ def _subgraphs(captured: Captured, placement: Placement, folded: Set[torch.fx.No
             s.closure.update(u for u in m.users
                              if u.op == "call_function" and u.target is operator.getitem)
         for n in captured.gm.graph.nodes:
+            # (a folded operator the rebuilt graph does not compute uses
+            # nothing there)
             if n in s.closure and isinstance(captured.values.get(n), torch.Tensor) and \
-                    any(u not in s.closure for u in n.users):
+                    any(u not in s.closure and (u in rebuilt or u not in folded)
+                        for u in n.users):
                 s.outputs.append(n)
     # A run whose values nothing outside it uses is dead code.
     return [s for s in subgraphs if s.outputs]
@@ -303,14 +322,18 @@ def partitioned_graph(captured: Captured, subgraphs: List[Subgraph],
                       call: Callable[[torch.fx.Graph, int, List[torch.fx.Node]], torch.fx.Node],
                       constant: Callable[[torch.fx.Node, str], str],
                       root: Optional[torch.nn.Module] = None,
-                      scripted: bool = False) -> torch.fx.Graph:
+                      scripted: bool = False,
+                      precomputed: Callable[[torch.fx.Node], Optional[str]] = lambda n: None
+                      ) -> torch.fx.Graph:
     """The captured graph with each subgraph's nodes replaced by
     @p call(graph, i, its inputs), whose result is the tuple of its
     outputs; the parameters, buffers and get_attr nodes are attributes
     named by @p constant(node, name). @p scripted: for TorchScript, which
     resolves an operator by its name and the arguments, not an overload's
     attribute. @p root: the module that will own the graph, for graphs
-    that call its submodules (FX checks their purity by it)."""
+    that call its submodules (FX checks their purity by it).
+    @p precomputed(node): the attribute holding an operator's value,
+    which the graph then reads instead of computing it, or None."""
     graph = torch.fx.Graph(owning_module=root)
     env: Dict[torch.fx.Node, torch.fx.Node] = {}
     last = {s.members[-1]: i for i, s in enumerate(subgraphs)}
@@ -342,7 +365,11 @@ def partitioned_graph(captured: Captured, subgraphs: List[Subgraph],
             # make_fx returns a list of the results: the model's own form
             outs = torch.fx.map_arg(n.args[0], lambda a: env[a])
             graph.output(tuple(outs) if captured.tuple_output else outs[0])
-        elif n not in inside:
+        elif n not in inside and (attr := precomputed(n)) is not None:
+            env[n] = graph.get_attr(attr)
+        elif n not in inside and all(a in env for a in n.all_input_nodes):
+            # (an operand a program does not return: a folded operator
+            # only the programs use, which the rebuilt graph does not need)
             env[n] = graph.node_copy(n, lambda a: env[a])
             if scripted and isinstance(n.target, torch._ops.OpOverload):
                 env[n].target = n.target.overloadpacket

@@ -14,13 +14,13 @@ import logging
 import operator
 import re
 import time
-from typing import Any, Dict, List, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import torch
 from torch.utils._pytree import tree_map
 
 from ..capture import Captured, Recorder
-from ..lowering import classify
+from ..lowering import classify, is_operator
 from ..lowering.registry import operator_name
 from ..partition import analyze_graph, lower_subgraphs, partitioned_graph
 from . import _torch, programs
@@ -128,6 +128,35 @@ def _check_outputs(kernel: Any, expected: List[Any], name: str) -> None:
                                f"the graph's value {e.dtype}{list(e.shape)}")
 
 
+def _precomputed(captured: Captured, analysis: Any, example_inputs: Sequence[Any],
+                 root: torch.nn.Module) -> Callable[[torch.fx.Node], Optional[str]]:
+    """The rebuilt graph's source of the values the graph makes from
+    constants alone (a factory, arithmetic on it: GPT-2's positions,
+    arange(n) + 0) that an operator outside the programs uses: their
+    traced value, a buffer of @p root on the device, instead of eager
+    operators each call (int64 ones on the CPU)."""
+    device = next((x.device for x in example_inputs
+                   if isinstance(x, torch.Tensor) and x.device.type == "neuron"), None)
+    constant: Set[torch.fx.Node] = set()
+    for n in captured.gm.graph.nodes:
+        if n in analysis.folded and all(a in constant or a.op == "get_attr"
+                                        for a in n.all_input_nodes):
+            constant.add(n)
+
+    def used_outside(n: torch.fx.Node) -> bool:
+        return any(u not in analysis.folded and (not is_operator(u)
+                                                 or analysis.placement.get(u) is not None)
+                   for u in n.users)
+
+    def precomputed(n: torch.fx.Node) -> Optional[str]:
+        if device is None or n not in constant or not used_outside(n):
+            return None
+        attr = f"f_{n.name}"
+        root.register_buffer(attr, captured.values[n].to(device))
+        return attr
+    return precomputed
+
+
 def compile_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
                   kind: str) -> torch.fx.GraphModule:
     """@p gm (AOTAutograd's @p kind graph: "forward", "backward",
@@ -171,7 +200,8 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
         else:
             setattr(root, attr, value)
         return attr
-    graph = partitioned_graph(captured, subgraphs, [p[1] for p in parts], call, constant, root)
+    graph = partitioned_graph(captured, subgraphs, [p[1] for p in parts], call, constant, root,
+                              precomputed=_precomputed(captured, analysis, example_inputs, root))
     eager = [n for n, e in analysis.placement.items() if e is not None]
     log.info("neuron: %s: %d operators in %d device programs, %d eagerly%s", name,
              sum(len(s.members) for s in subgraphs), len(subgraphs), len(eager),

@@ -275,12 +275,18 @@ def test_a_transformers_gpt2_trains_compiled(size: str) -> None:
     device.load_state_dict(cpu.state_dict())
     ids = torch.randint(0, vocabulary, (batch, sequence))
     graphs, programs = statistics.graphs, torch_neuronx.get_compiled_programs()
+    ops = torch_neuronx.get_device_ops()
     loss = torch.compile(lambda ids: device(ids, labels=ids).loss, backend="neuron")(
         ids.to("neuron"))
     loss.backward()
     want = cpu(ids, labels=ids).loss
     want.backward()
     assert_loss_and_gradients_match(loss, device, want, cpu)
+    # the scores, their causal mask and the softmax with its test for rows
+    # whose keys are all masked (scaled_dot_product_attention's
+    # decomposition) are in the programs, not operators of their own
+    eager = ran_since(ops, torch_neuronx.get_device_ops())
+    assert not {"aten::add.Tensor", "aten::tril"} & set(eager), eager
     # every graph compiled (none run eagerly as a whole) and ran its programs
     ran = ran_since(programs, torch_neuronx.get_compiled_programs())
     assert {n.split("_")[0] for n in ran} == {f"{kind}{i}" for i, kind in zip(

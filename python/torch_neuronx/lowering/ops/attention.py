@@ -43,6 +43,10 @@ def where(L: Context, node: torch.fx.Node) -> None:
     if is_device_mask(L, cond):
         general_where(L, cond, kept, fill)  # a mask the device holds
         return
+    if isinstance(cond, Weight) and cond.value.dtype == torch.bool \
+            and not causal_keep(shape_of(kept) or (), cond.value) \
+            and _selects_one_side(L, cond.value, kept, fill):
+        return
     if not isinstance(kept, (Tensor, External)):
         raise L.unsupported("a select whose kept value is not a tensor of the device")
     x = L.tensor(kept, "self")
@@ -50,6 +54,29 @@ def where(L: Context, node: torch.fx.Node) -> None:
         raise L.unsupported(f"a condition other than the causal mask ({MASK_HINT})")
     require_causal_fill(L, fill_value(fill), fill)
     L.bind(Masked(x))
+
+
+def _dtype_of(v: Any) -> torch.dtype:
+    return v.dtype if isinstance(v, Tensor) else v.value.dtype
+
+
+def _selects_one_side(L: Context, cond: torch.Tensor, kept: Any, fill: Any) -> bool:
+    """where() with a constant condition that holds everywhere or nowhere
+    (scaled_dot_product_attention's test for rows with every key masked,
+    under a causal mask) is one of its operands, if that is a tensor of
+    the result's shape and dtype: binds it."""
+    if cond.all():
+        chosen = kept
+    elif not cond.any():
+        chosen = fill
+    else:
+        return False
+    out = L.value(L.node)
+    if not isinstance(chosen, (Tensor, External)) or _dtype_of(chosen) != out.dtype \
+            or shape_of(chosen) != tuple(out.shape):
+        return False
+    L.bind(chosen)
+    return True
 
 
 def _attention(L: Context, node: torch.fx.Node, mask: Any, dropout_p: float, is_causal: bool,

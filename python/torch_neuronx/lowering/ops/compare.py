@@ -4,14 +4,16 @@ condition computed on the device."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
 
 from ..context import Context
 from ..registry import CAST_DTYPES, FLOATS_AND_INT32, lowering
-from ..values import Tensor
+from ..values import Masked, Tensor, Weight
 from .broadcast import materialised, one_sided
+from .masks import causal_keep
 
 aten = torch.ops.aten
 
@@ -29,8 +31,29 @@ def _cast(L: Context, t: Tensor, dtype: torch.dtype) -> Tensor:
 _MIRRORED = {"eq": "eq", "ne": "ne", "lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
 
 
+def _masked_positions(L: Context, scores: Masked, other: Any) -> None:
+    """scores == -inf for causally masked scores, which the decomposition
+    of scaled_dot_product_attention computes to find the rows whose keys
+    are all masked (their softmax is then 0, not NaN). For finite scores
+    that is a constant: where the mask's fill is -inf, the masked keys;
+    where it is finite, nowhere. It is taken from the traced run and
+    folds what uses it (every row keeps its key 0, so none is all
+    masked)."""
+    if other != -math.inf:
+        raise L.unsupported(f"a comparison of causally masked scores with {other!r} (the "
+                            "device applies causal masks in softmax only)")
+    traced = L.value(L.node)
+    shape = scores.scores.shape
+    if tuple(traced.shape) != shape or (traced.any() and not causal_keep(shape, ~traced)):
+        raise L.unsupported("causally masked scores that are -inf where the mask keeps them")
+    L.bind(Weight(traced, L.node.name))
+
+
 def _compare(op: str):  # type: ignore[no-untyped-def]
     def lower(L: Context, node: torch.fx.Node) -> None:
+        if op == "eq" and isinstance(L.arg(0), Masked):
+            _masked_positions(L, L.arg(0), L.arg(1))
+            return
         x, y = L.operand(L.arg(0), "self"), L.operand(L.arg(1), "other")
         name = op
         if not isinstance(x, Tensor):
