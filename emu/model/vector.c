@@ -769,8 +769,16 @@ void nm_exec_iota(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
     const int64_t pstep = (int32_t)nm_le32(in->imm[0]);
     const int64_t fstep = (int32_t)nm_le32(in->imm[1]);
     for (uint32_t p = 0; p < d.part_count; p++) {
+        const int64_t start = base + (int64_t)p * pstep;
+        float *row = nm_tap_row_f32(&d, p);
+        if (row) {
+            /* contiguous fp32 (the softmax's masks): the same values */
+            for (uint32_t i = 0; i < d.elems; i++)
+                row[i] = (float)(start + (int64_t)i * fstep);
+            continue;
+        }
         for (uint32_t i = 0; i < d.elems; i++) {
-            int64_t v = base + (int64_t)p * pstep + (int64_t)i * fstep;
+            int64_t v = start + (int64_t)i * fstep;
             uint8_t *e = nm_tap_elem(&d, p, i);
             if (d.dtype == NEURON_DT_INT32) {
                 uint32_t u = nm_le32((uint32_t)v); /* low 32 bits */

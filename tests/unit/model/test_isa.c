@@ -788,13 +788,14 @@ static void test_copy_memset_iota(void **state) {
     float x[P * F];
     fill(x, P * F, 61, 100.0f);
     uint32_t sx = in_buf(t, NEURON_DT_FP32, x, P * F);
-    uint8_t *o_copy, *o_ms[4], *o_iota_i, *o_iota_f;
+    uint8_t *o_copy, *o_ms[4], *o_iota_i, *o_iota_f, *o_iota_f32;
     uint32_t s_copy = out_buf(t, P * (F / 2) * 4, &o_copy);
     const uint8_t dts[] = {NEURON_DT_FP32, NEURON_DT_BF16, NEURON_DT_FP16, NEURON_DT_INT32};
     uint32_t s_ms[4];
     for (int i = 0; i < 4; i++)
         s_ms[i] = out_buf(t, P * F * esz(dts[i]), &o_ms[i]);
     uint32_t s_ii = out_buf(t, P * F * 4, &o_iota_i), s_if = out_buf(t, P * F * 2, &o_iota_f);
+    uint32_t s_if32 = out_buf(t, P * F * 4, &o_iota_f32);
 
     ld(&p, sx, NEURON_DT_FP32, P, F, 0);
     handoff(&p, NEURON_ENGINE_SYNC, NEURON_ENGINE_VECTOR, 0);
@@ -808,6 +809,8 @@ static void test_copy_memset_iota(void **state) {
                   dts[i] == NEURON_DT_INT32 ? (uint32_t)-7 : pb_f32(3.25f));
     pb_iota(&p, pb_sbuf(NEURON_DT_INT32, 0, P, 4096, F), -5, 1000, -3);
     pb_iota(&p, pb_tap2(NEURON_SPACE_SBUF, NEURON_DT_BF16, 0, P, 8192, 4, 1, 6, 4), 7, 2, 1);
+    /* contiguous fp32, beyond 2^24 (rounded to nearest even) */
+    pb_iota(&p, pb_sbuf(NEURON_DT_FP32, 0, P, 10240, F), (1 << 24) - 9, 1 << 21, -1);
     pb_signal(&p, NEURON_ENGINE_VECTOR, 1, 1);
     pb_signal(&p, NEURON_ENGINE_SCALAR, 1, 1);
     pb_wait(&p, NEURON_ENGINE_SYNC, 1, 2, true);
@@ -816,6 +819,7 @@ static void test_copy_memset_iota(void **state) {
         st(&p, s_ms[i], dts[i], P, F, 2048 + 256 * i);
     st(&p, s_ii, NEURON_DT_INT32, P, F, 4096);
     st(&p, s_if, NEURON_DT_BF16, P, F, 8192);
+    st(&p, s_if32, NEURON_DT_FP32, P, F, 10240);
     pb_end_all(&p);
     assert_int_equal(te_run(t, &p), NEURON_JOB_STATUS_OK);
 
@@ -838,6 +842,8 @@ static void test_copy_memset_iota(void **state) {
             float gf;
             tu_unpack(NEURON_DT_BF16, &gf, o_iota_f + 2 * (q * F + j), 1);
             assert_true(gf == tu_round(NEURON_DT_BF16, (float)(7 + 2 * q + j)));
+            memcpy(&gf, o_iota_f32 + 4 * (q * F + j), 4);
+            assert_true(gf == (float)((int64_t)(1 << 24) - 9 + ((int64_t)q << 21) - j));
         }
     }
     pb_free(&p);
