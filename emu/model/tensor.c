@@ -116,25 +116,89 @@ void nm_exec_matmul(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
 }
 
 /*
- * tmp[f][p] = row p of contiguous @s, element f, for P partitions of F
- * elements: blocks of TR_BLOCK partitions, so that each pass reads
- * TR_BLOCK rows in order and writes runs of TR_BLOCK elements of @tmp.
+ * dst[f * ld + p] = row p of contiguous @s, element f, for P partitions
+ * of F elements: blocks of TR_BLOCK partitions, so that each pass reads
+ * TR_BLOCK rows in order and writes runs of TR_BLOCK elements of @dst.
  */
 #define TR_BLOCK 8u
 #define TRANSPOSE_ROWS(name, type)                                                                 \
-    static void name(type *restrict tmp, const nm_tap *s, uint32_t P, uint32_t F) {                \
-        for (uint32_t p0 = 0; p0 < P; p0 += TR_BLOCK) {                                            \
+    static void name(type *restrict dst, size_t ld, const nm_tap *s, uint32_t p0, uint32_t P,      \
+                     uint32_t F) {                                                                 \
+        for (; p0 < P; p0 += TR_BLOCK) {                                                           \
             const uint32_t pn = P - p0 < TR_BLOCK ? P - p0 : TR_BLOCK;                             \
             const type *rows[TR_BLOCK];                                                            \
             for (uint32_t i = 0; i < pn; i++)                                                      \
                 rows[i] = (const type *)(const void *)(s->base + (size_t)(p0 + i) * s->pitch);     \
             for (uint32_t f = 0; f < F; f++)                                                       \
                 for (uint32_t i = 0; i < pn; i++)                                                  \
-                    tmp[(size_t)f * P + p0 + i] = rows[i][f];                                      \
+                    dst[(size_t)f * ld + p0 + i] = rows[i][f];                                     \
         }                                                                                          \
     }
 TRANSPOSE_ROWS(transpose_rows32, uint32_t)
 TRANSPOSE_ROWS(transpose_rows16, uint16_t)
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+/*
+ * transpose_rows32 by 8 x 8 blocks in AVX registers (unpack, shuffle and
+ * lane permutes move bits: NaN payloads and signed zeros are kept), the
+ * partitions beyond the last whole block and the columns beyond the last
+ * whole block of each as transpose_rows32 does.
+ */
+__attribute__((target("avx2"))) static void
+transpose_rows32_avx2(uint32_t *restrict dst, size_t ld, const nm_tap *s, uint32_t P, uint32_t F) {
+    const uint32_t P8 = P & ~7u, F8 = F & ~7u;
+    for (uint32_t p0 = 0; p0 < P8; p0 += 8) {
+        const uint32_t *rows[8];
+        for (uint32_t i = 0; i < 8; i++)
+            rows[i] = (const uint32_t *)(const void *)(s->base + (size_t)(p0 + i) * s->pitch);
+        for (uint32_t f0 = 0; f0 < F8; f0 += 8) {
+            __m256 r[8], t[8], u[8];
+            for (int i = 0; i < 8; i++)
+                r[i] = _mm256_castsi256_ps(_mm256_loadu_si256((const __m256i *)(rows[i] + f0)));
+            for (int i = 0; i < 8; i += 2) {
+                t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+                t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+            }
+            for (int i = 0; i < 8; i += 4) {
+                u[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+                u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+                u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+                u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+            }
+            for (int j = 0; j < 4; j++) {
+                __m256 lo = _mm256_permute2f128_ps(u[j], u[j + 4], 0x20);
+                __m256 hi = _mm256_permute2f128_ps(u[j], u[j + 4], 0x31);
+                _mm256_storeu_si256((__m256i *)(dst + (size_t)(f0 + j) * ld + p0),
+                                    _mm256_castps_si256(lo));
+                _mm256_storeu_si256((__m256i *)(dst + (size_t)(f0 + j + 4) * ld + p0),
+                                    _mm256_castps_si256(hi));
+            }
+        }
+        for (uint32_t f = F8; f < F; f++)
+            for (uint32_t i = 0; i < 8; i++)
+                dst[(size_t)f * ld + p0 + i] = rows[i][f];
+    }
+    transpose_rows32(dst, ld, s, P8, P, F);
+}
+
+static bool have_avx2(void) {
+    return __builtin_cpu_supports("avx2");
+}
+#else
+static bool have_avx2(void) {
+    return false;
+}
+#define transpose_rows32_avx2(dst, ld, s, P, F) transpose_rows32(dst, ld, s, 0, P, F)
+#endif
+
+/* Whether partitions [p, p + n) x bytes [o, o + b) of two taps of one space meet. */
+static bool taps_meet(const nm_tap *x, const nm_tap *y) {
+    return x->space == y->space && x->part_start < y->part_start + y->part_count &&
+           y->part_start < x->part_start + x->part_count && x->offset < y->offset + y->extent &&
+           y->offset < x->offset + x->extent;
+}
 
 void nm_exec_transpose(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
     nm_tap d, s;
@@ -150,14 +214,21 @@ void nm_exec_transpose(nm_exec *ex, const struct neuron_insn *in, nm_result *r) 
     }
     if (s.dtype == d.dtype && nm_tap_contiguous(&s) && nm_tap_contiguous(&d) &&
         (s.esize == 4 || s.esize == 2)) {
-        /* Raw elements through a buffer (operands may overlap), blocked. */
-        if (s.esize == 4)
-            transpose_rows32((uint32_t *)(void *)core->mm_c, &s, P, F);
+        /* Raw elements, blocked: straight into @d, or through a buffer
+         * when the operands overlap. */
+        const bool direct = !taps_meet(&s, &d);
+        uint8_t *out = direct ? d.base : (uint8_t *)core->mm_c;
+        const size_t ld = direct ? d.pitch / s.esize : P;
+        if (s.esize == 4 && have_avx2())
+            transpose_rows32_avx2((uint32_t *)(void *)out, ld, &s, P, F);
+        else if (s.esize == 4)
+            transpose_rows32((uint32_t *)(void *)out, ld, &s, 0, P, F);
         else
-            transpose_rows16((uint16_t *)(void *)core->mm_c, &s, P, F);
-        for (uint32_t f = 0; f < F; f++)
-            memcpy(d.base + (size_t)f * d.pitch, (uint8_t *)core->mm_c + (size_t)f * P * s.esize,
-                   (size_t)P * s.esize);
+            transpose_rows16((uint16_t *)(void *)out, ld, &s, 0, P, F);
+        if (!direct)
+            for (uint32_t f = 0; f < F; f++)
+                memcpy(d.base + (size_t)f * d.pitch, out + (size_t)f * P * s.esize,
+                       (size_t)P * s.esize);
     } else if (s.dtype == d.dtype) {
         /* Bit-exact: gather raw elements first, so operands may overlap. */
         uint8_t *tmp = (uint8_t *)core->mm_c;

@@ -770,11 +770,18 @@ void nm_exec_iota(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
     const int64_t fstep = (int32_t)nm_le32(in->imm[1]);
     for (uint32_t p = 0; p < d.part_count; p++) {
         const int64_t start = base + (int64_t)p * pstep;
+        /* contiguous fp32 and int32 rows (the softmax's masks): the
+         * same values, without an address and a conversion each */
         float *row = nm_tap_row_f32(&d, p);
         if (row) {
-            /* contiguous fp32 (the softmax's masks): the same values */
             for (uint32_t i = 0; i < d.elems; i++)
                 row[i] = (float)(start + (int64_t)i * fstep);
+            continue;
+        }
+        if (d.dtype == NEURON_DT_INT32 && nm_tap_contiguous(&d)) {
+            uint32_t *words = (uint32_t *)(void *)(d.base + (size_t)p * d.pitch);
+            for (uint32_t i = 0; i < d.elems; i++)
+                words[i] = nm_le32((uint32_t)(start + (int64_t)i * fstep)); /* low 32 bits */
             continue;
         }
         for (uint32_t i = 0; i < d.elems; i++) {
