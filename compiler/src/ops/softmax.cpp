@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // softmax over the last axis, causal or not: per row tile, REDUCE max, exp
 // with the negated max as ACTIVATE's bias, REDUCE sum, divide; the causal
-// mask built per row tile (IOTA q - k, TENSOR_SCALAR is_ge 0, SELECT with
-// -inf).
+// mask (IOTA q - k, TENSOR_SCALAR is_ge 0) built once when every row tile
+// has the same, else per row tile, and applied by SELECT with -inf.
 #include "../op_record.hpp"
 
 #include <algorithm>
@@ -61,22 +61,31 @@ void emit(Emitter &e, const Group &group) {
     const auto C = static_cast<uint32_t>(n.type.shape.back());
     const Buf &in = e.buf(n.operands[0]), &out = e.buf(i);
     const uint32_t Q = n.causal ? static_cast<uint32_t>(n.type.shape[n.type.shape.size() - 2]) : 1;
+    // q - k for every element of a tile: one IOTA per run of partitions
+    // whose query index q = row % Q does not wrap, then the mask k <= q.
+    // When Q divides the partitions, every tile starts at q = 0 and has
+    // the same mask: it is made once, for the first (largest) tile.
+    const bool one_mask = n.causal && P % Q == 0;
+    const auto make_mask = [&](uint32_t t, uint32_t rt) {
+        for (uint32_t p0 = 0; p0 < rt;) {
+            const uint32_t q0 = (t * P + p0) % Q, len = std::min(rt - p0, Q - q0);
+            k.iota(e.rows(*b.diff, p0, len, 0, C), static_cast<int32_t>(q0), 1, -1);
+            p0 += len;
+        }
+        k.tensor_scalar(Engine::vector, e.rows(*b.mask, 0, rt, 0, C), e.rows(*b.diff, 0, rt, 0, C),
+                        AluOp::is_ge, 0.0f);
+    };
+    if (one_mask)
+        make_mask(0, e.tile_rows(out, 0));
     for (uint32_t t = 0; t < out.tiles(); t++) {
         const uint32_t rt = e.tile_rows(out, t);
         Tap m = e.rows(*b.max, 0, rt, 0, 1), ex = e.rows(*b.exp, 0, rt, 0, C),
             s = e.rows(*b.sum, 0, rt, 0, 1);
         Tap x = e.tile(in, t);
         if (n.causal) {
-            // q - k for every element: one IOTA per run of partitions whose
-            // query index q = row % Q does not wrap, then the mask k <= q,
-            // and the masked scores (-inf where k > q) in place of x.
-            for (uint32_t p0 = 0; p0 < rt;) {
-                const uint32_t q0 = (t * P + p0) % Q, len = std::min(rt - p0, Q - q0);
-                k.iota(e.rows(*b.diff, p0, len, 0, C), static_cast<int32_t>(q0), 1, -1);
-                p0 += len;
-            }
-            k.tensor_scalar(Engine::vector, e.rows(*b.mask, 0, rt, 0, C),
-                            e.rows(*b.diff, 0, rt, 0, C), AluOp::is_ge, 0.0f);
+            // the masked scores (-inf where k > q) in place of x
+            if (!one_mask)
+                make_mask(t, rt);
             k.select(ex, e.rows(*b.mask, 0, rt, 0, C), x, -INFINITY);
             x = ex;
         }

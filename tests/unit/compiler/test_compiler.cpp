@@ -1048,14 +1048,16 @@ void compile_errors(void **) {
 // softmax(x, causal=true) over [.., Q, K]: row q sees keys k <= q only. Q
 // below, at and above 128 (rows of one query index in several partitions
 // runs of a tile), K below and above Q, fp32 and bf16; the mask is built on
-// the device (IOTA, TENSOR_SCALAR is_ge, SELECT).
+// the device (IOTA, TENSOR_SCALAR is_ge, SELECT), once for all tiles when Q
+// divides 128 (several tiles, the last one partial: [3, 64, 70], [3, 128, 40]).
 void causal_softmax(void **) {
     const struct {
         DType dt;
         Shape shape;
     } cases[] = {{DType::fp32, {77, 129}},   {DType::fp32, {2, 200, 200}},
                  {DType::fp32, {3, 50, 60}}, {DType::bf16, {2, 129, 77}},
-                 {DType::fp32, {1, 1}},      {DType::fp32, {300, 2}}};
+                 {DType::fp32, {1, 1}},      {DType::fp32, {300, 2}},
+                 {DType::fp32, {3, 64, 70}}, {DType::bf16, {3, 128, 40}}};
     uint64_t seed = 900;
     for (const auto &c : cases) {
         Graph g("causal");
