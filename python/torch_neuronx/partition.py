@@ -333,7 +333,7 @@ def partitioned_graph(captured: Captured, subgraphs: List[Subgraph],
     attribute. @p root: the module that will own the graph, for graphs
     that call its submodules (FX checks their purity by it).
     @p precomputed(node): the attribute holding an operator's value,
-    which the graph then reads instead of computing it, or None."""
+    which the graph then copies instead of computing it, or None."""
     graph = torch.fx.Graph(owning_module=root)
     env: Dict[torch.fx.Node, torch.fx.Node] = {}
     last = {s.members[-1]: i for i, s in enumerate(subgraphs)}
@@ -366,7 +366,8 @@ def partitioned_graph(captured: Captured, subgraphs: List[Subgraph],
             outs = torch.fx.map_arg(n.args[0], lambda a: env[a])
             graph.output(tuple(outs) if captured.tuple_output else outs[0])
         elif n not in inside and (attr := precomputed(n)) is not None:
-            env[n] = graph.get_attr(attr)
+            # a copy: nothing the graph returns aliases the attribute
+            env[n] = graph.call_function(torch.ops.aten.clone.default, (graph.get_attr(attr),))
         elif n not in inside and all(a in env for a in n.all_input_nodes):
             # (an operand a program does not return: a folded operator
             # only the programs use, which the rebuilt graph does not need)

@@ -133,8 +133,8 @@ def _precomputed(captured: Captured, analysis: Any, example_inputs: Sequence[Any
     """The rebuilt graph's source of the values the graph makes from
     constants alone (a factory, arithmetic on it: GPT-2's positions,
     arange(n) + 0) that an operator outside the programs uses: their
-    traced value, a buffer of @p root on the device, instead of eager
-    operators each call (int64 ones on the CPU)."""
+    traced value, a buffer of @p root on the device copied at each call,
+    instead of eager operators (int64 ones on the CPU)."""
     device = next((x.device for x in example_inputs
                    if isinstance(x, torch.Tensor) and x.device.type == "neuron"), None)
     constant: Set[torch.fx.Node] = set()

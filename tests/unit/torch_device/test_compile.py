@@ -350,6 +350,24 @@ def test_random_numbers_are_drawn_at_each_call() -> None:
     assert torch.equal(noisy(x).cpu(), first)
 
 
+def test_a_constant_result_is_a_new_tensor_at_each_call() -> None:
+    """Positions made from constants alone (arange(n) + 1, int64) come
+    from a buffer of the compiled graph, copied: a result changed in place
+    does not change the next call's."""
+    fallback = fallback_calls_by_reason()
+    positions = torch.compile(lambda x: (x * 2, torch.arange(4, device="neuron") + 1),
+                              backend="neuron")
+    x = torch.ones(4, device="neuron")
+    first = positions(x)[1]
+    # the positions are no int64 operators of their own on the CPU
+    fell_back = {op for (op, why), n in fallback_calls_by_reason().items()
+                 if n > fallback.get((op, why), 0)}
+    assert "aten::add.Tensor" not in fell_back, fell_back
+    first.add_(100)
+    assert positions(x)[1].cpu().tolist() == [1, 2, 3, 4]
+    assert first.cpu().tolist() == [101, 102, 103, 104]
+
+
 class Broken(torch.nn.Module):
     """An MLP whose forward Dynamo cannot capture whole (a graph break)."""
 
