@@ -3,6 +3,9 @@
 // (saved and loaded with the module by its pickle state) and the ops
 // torch.ops.neuron.forward_v2 and torch.ops.neuron.compile_graph, and the
 // IR graph torch.classes.neuron.Graph that the lowering builds.
+#include <cstdint>
+#include <vector>
+
 #include <ATen/Context.h>
 #include <torch/custom_class.h>
 #include <torch/library.h>
@@ -55,6 +58,19 @@ void set_device(int64_t index) {
 std::string device_name(int64_t index) {
     const auto &core = neuron::torch_bridge::core_at(static_cast<c10::DeviceIndex>(index));
     return "core " + std::to_string(core.core) + " of " + core.device.path();
+}
+
+// What torch.neuron.get_device_properties() reports beyond the name:
+// [ISA major, ISA minor, SBUF bytes, PSUM bytes, clock MHz, partitions].
+std::vector<int64_t> device_properties(int64_t index) {
+    const auto &info =
+        neuron::torch_bridge::core_at(static_cast<c10::DeviceIndex>(index)).device.info();
+    return {info.isa_version >> 16,
+            info.isa_version & 0xffff,
+            static_cast<int64_t>(info.sbuf_size),
+            static_cast<int64_t>(info.psum_size),
+            info.core_clock_mhz,
+            info.partitions};
 }
 
 at::Generator default_generator(int64_t index) {
@@ -115,5 +131,6 @@ TORCH_LIBRARY(neuron, m) {
     m.def("current_device() -> int", current_device);
     m.def("set_device(int index) -> ()", set_device);
     m.def("device_name(int index) -> str", device_name);
+    m.def("device_properties(int index) -> int[]", device_properties);
     m.def("default_generator(int index) -> Generator?", default_generator);
 }

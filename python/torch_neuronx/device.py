@@ -8,9 +8,11 @@ over the backend's runtime (python/csrc/runtime)."""
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Dict, Iterator, List, Optional, Union
+from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
 import torch
+
+from . import device_info
 
 DeviceLike = Union[torch.device, str, int, None]
 
@@ -21,7 +23,8 @@ __all__ = ["is_available", "device_count", "current_device", "set_device", "devi
            "set_rng_state_all", "default_generator", "memory_allocated", "max_memory_allocated",
            "memory_reserved", "max_memory_reserved", "memory_stats", "reset_peak_memory_stats",
            "empty_cache", "mem_get_info", "is_initialized", "init", "why_unavailable",
-           "get_amp_supported_dtype"]
+           "get_amp_supported_dtype", "is_bf16_supported", "get_device_properties",
+           "get_device_capability", "device_of", "memory_summary", "reset_max_memory_allocated"]
 
 
 def _index(device: DeviceLike) -> int:
@@ -97,9 +100,41 @@ class device:
         set_device(self.previous)
 
 
+class device_of(device):
+    """Context manager that makes the device of @p obj (a tensor or a
+    storage) current; nothing for one of another device type."""
+
+    def __init__(self, obj: Any) -> None:
+        super().__init__(obj.get_device() if obj.device.type == "neuron" else -1)
+
+    def __enter__(self) -> None:
+        if self.index >= 0:
+            super().__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.index >= 0:
+            super().__exit__(*exc)
+
+
 def get_device_name(device: DeviceLike = None) -> str:
     """"core 2 of /dev/accel/accel0" (or of the simulator)."""
     return torch.ops.neuron.device_name(_index(device))
+
+
+def get_device_properties(device: DeviceLike = None) -> device_info.NeuronDeviceProperties:
+    """The core's name, memory, instruction set and on-core memories."""
+    return device_info.properties(_index(device))
+
+
+def get_device_capability(device: DeviceLike = None) -> Tuple[int, int]:
+    """(major, minor) of the cores' instruction set, where torch.cuda
+    gives the compute capability."""
+    return get_device_properties(device).isa_version
+
+
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    """The cores compute in bfloat16 natively."""
+    return is_available()
 
 
 def synchronize(device: DeviceLike = None) -> None:
@@ -242,6 +277,18 @@ def memory_stats(device: DeviceLike = None) -> Dict[str, Any]:
 
 def reset_peak_memory_stats(device: DeviceLike = None) -> None:
     torch.accelerator.reset_peak_memory_stats(_device(device))
+
+
+def reset_max_memory_allocated(device: DeviceLike = None) -> None:
+    """As torch.cuda's: resets every peak (reset_peak_memory_stats)."""
+    reset_peak_memory_stats(device)
+
+
+def memory_summary(device: DeviceLike = None, abbreviated: bool = False) -> str:
+    """The caching allocator's statistics of @p device as a table (the
+    same with @p abbreviated: it keeps none per pool to leave out)."""
+    d = _device(device)
+    return device_info.summary(memory_stats(d), f"memory of {d} ({get_device_name(d)})")
 
 
 def empty_cache() -> None:

@@ -89,6 +89,47 @@ def test_device_module():
         assert torch.neuron.current_device() == 0
 
 
+def test_device_properties_and_capability():
+    """torch.neuron.get_device_properties/get_device_capability, as
+    torch.cuda's: the core's name and memory as the other functions give
+    them, the instruction set the device reports (ISA 1.2 here), its
+    on-core memories; an index beyond the cores is refused."""
+    p = torch.neuron.get_device_properties(0)
+    assert p.name == torch.neuron.get_device_name(0)
+    assert p.total_memory == torch.neuron.mem_get_info(0)[1]
+    assert p.isa_version == (1, 2) == torch.neuron.get_device_capability("neuron:0")
+    assert p.partitions == 128 and p.sbuf_bytes > 0 and p.psum_bytes > 0 and p.clock_mhz > 0
+    assert torch.neuron.is_bf16_supported()
+    with pytest.raises(RuntimeError, match="out of range"):
+        torch.neuron.get_device_properties(torch.neuron.device_count())
+
+
+def test_memory_summary_shows_the_statistics():
+    """torch.neuron.memory_summary(): memory_stats' current, peak and
+    total values as a table."""
+    x = torch.empty(3 << 20, dtype=torch.uint8, device="neuron")
+    torch.neuron.synchronize()
+    stats = torch.neuron.memory_stats()
+    rows = {line[:24].strip(): line[24:].split() for line in
+            torch.neuron.memory_summary(abbreviated=True).splitlines()[2:-1]}
+    mib = stats["allocated_bytes.all.current"] / (1 << 20)
+    assert rows["Allocated memory"][:2] == [f"{mib:.1f}", "MiB"], rows
+    assert rows["Allocations"][0] == str(stats["allocation.all.current"]), rows
+    assert rows["Reserved segments"][1] == str(stats["segment.all.peak"]), rows
+    del x
+
+
+def test_device_of_makes_a_tensors_core_current():
+    if torch.neuron.device_count() < 2:
+        pytest.skip("one core")
+    y = torch.ones(2, device="neuron:1")
+    with torch.neuron.device_of(y):
+        assert torch.neuron.current_device() == 1
+    with torch.neuron.device_of(torch.ones(2)):
+        assert torch.neuron.current_device() == 0
+    assert torch.neuron.current_device() == 0
+
+
 def test_device_capability_lists_the_dtypes_that_convert():
     """torch.accelerator.get_device_capability(): each dtype it lists
     makes tensors on the device that convert to each other dtype listed
