@@ -12,6 +12,7 @@
 
 #include "graph.hpp"
 #include "model.hpp"
+#include "runtime/allocator.hpp"
 #include "runtime/cores.hpp"
 #include "runtime/eager.hpp"
 #include "runtime/fast_path.hpp"
@@ -132,5 +133,9 @@ TORCH_LIBRARY(neuron, m) {
     m.def("set_device(int index) -> ()", set_device);
     m.def("device_name(int index) -> str", device_name);
     m.def("device_properties(int index) -> int[]", device_properties);
+    m.def("set_memory_limit(int index, int bytes) -> ()", [](int64_t index, int64_t bytes) {
+        neuron::torch_bridge::set_memory_limit(static_cast<c10::DeviceIndex>(index),
+                                               static_cast<uint64_t>(bytes));
+    });
     m.def("default_generator(int index) -> Generator?", default_generator);
 }

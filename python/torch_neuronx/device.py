@@ -24,7 +24,8 @@ __all__ = ["is_available", "device_count", "current_device", "set_device", "devi
            "memory_reserved", "max_memory_reserved", "memory_stats", "reset_peak_memory_stats",
            "empty_cache", "mem_get_info", "is_initialized", "init", "why_unavailable",
            "get_amp_supported_dtype", "is_bf16_supported", "get_device_properties",
-           "get_device_capability", "device_of", "memory_summary", "reset_max_memory_allocated"]
+           "get_device_capability", "device_of", "memory_summary", "reset_max_memory_allocated",
+           "set_per_process_memory_fraction", "get_per_process_memory_fraction"]
 
 
 def _index(device: DeviceLike) -> int:
@@ -294,6 +295,29 @@ def memory_summary(device: DeviceLike = None, abbreviated: bool = False) -> str:
 def empty_cache() -> None:
     """Gives the cached device memory no tensor uses back to the device."""
     torch.accelerator.empty_cache()
+
+
+_fractions: Dict[int, float] = {}  # set_per_process_memory_fraction's, by index
+
+
+def set_per_process_memory_fraction(fraction: float, device: DeviceLike = None) -> None:
+    """Caps the device memory this process's cache reserves on @p device
+    at @p fraction (0 to 1) of its total (mem_get_info's). An allocation
+    beyond it empties the cache and retries, then raises
+    torch.OutOfMemoryError naming the cap; 1 lifts it."""
+    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) \
+            or not 0 <= fraction <= 1:
+        raise ValueError(f"torch.neuron.set_per_process_memory_fraction: {fraction!r} is not "
+                         "a fraction in [0, 1]")
+    index = _index(device)
+    _, total = mem_get_info(index)
+    torch.ops.neuron.set_memory_limit(index, 0 if fraction == 1 else max(1, int(fraction * total)))
+    _fractions[index] = float(fraction)
+
+
+def get_per_process_memory_fraction(device: DeviceLike = None) -> float:
+    """The fraction set_per_process_memory_fraction set (1.0 if none)."""
+    return _fractions.get(_index(device), 1.0)
 
 
 def mem_get_info(device: DeviceLike = None) -> tuple[int, int]:

@@ -2,9 +2,11 @@
 #include "allocator.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include <c10/util/Exception.h>
@@ -62,6 +64,9 @@ struct IndexState {
     std::map<uint64_t, Block *> live; ///< by address
     std::vector<Deferred> deferred;
     cda::DeviceStats stats;
+    /// Bytes the cache may reserve (0: all of the device's), set by
+    /// torch.neuron.set_per_process_memory_fraction.
+    std::atomic<uint64_t> limit{0};
 };
 
 void free_block(void *ctx);
@@ -315,10 +320,23 @@ class Allocator final : public c10::DeviceAllocator {
                 (void)f.try_wait(std::chrono::seconds(120));
     }
 
+    /// @p n bytes of device memory, or none (an empty Allocation) where
+    /// taking them would reserve more than the index's limit.
+    static Allocation allocate_within(IndexState &st, size_t n) {
+        Allocation a = st.memory.allocate(n);
+        const uint64_t limit = st.limit.load(std::memory_order_relaxed);
+        if (limit && st.memory.stats().chunk_bytes > limit) {
+            a.reset();
+            st.memory.trim();
+        }
+        return a;
+    }
+
     Allocation allocate_memory(IndexState &st, c10::DeviceIndex index, size_t n) {
         release_deferred(st, false);
         try {
-            return st.memory.allocate(n);
+            if (Allocation a = allocate_within(st, n))
+                return a;
         } catch (const Error &e) {
             if (e.code() != errc::out_of_device_memory)
                 TORCH_CHECK(false, "neuron: allocating ", n, " bytes on neuron:", int(index), ": ",
@@ -332,18 +350,24 @@ class Allocator final : public c10::DeviceAllocator {
         synchronize_device(index);
         release_deferred(st, true);
         st.memory.trim();
+        std::string why;
         try {
-            return st.memory.allocate(n);
+            if (Allocation a = allocate_within(st, n))
+                return a;
+            why = fmt::format("torch.neuron.set_per_process_memory_fraction caps this "
+                              "process's cache at {} bytes",
+                              st.limit.load(std::memory_order_relaxed));
         } catch (const Error &e) {
-            std::lock_guard lock(mutex_);
-            st.stats.num_ooms++;
-            const SubAllocatorStats s = st.memory.stats();
-            TORCH_CHECK_WITH(
-                OutOfMemoryError, false, "neuron: out of device memory on neuron:", int(index),
-                ": tried to allocate ", n, " bytes; ", s.bytes_in_use,
-                " bytes are in use by tensors and ", s.chunk_bytes - s.bytes_in_use,
-                " more are held free by this process's cache after emptying it (", e.what(), ")");
+            why = e.what();
         }
+        std::lock_guard lock(mutex_);
+        st.stats.num_ooms++;
+        const SubAllocatorStats s = st.memory.stats();
+        TORCH_CHECK_WITH(
+            OutOfMemoryError, false, "neuron: out of device memory on neuron:", int(index),
+            ": tried to allocate ", n, " bytes; ", s.bytes_in_use,
+            " bytes are in use by tensors and ", s.chunk_bytes - s.bytes_in_use,
+            " more are held free by this process's cache after emptying it (", why, ")");
     }
 
     mutable std::mutex mutex_; ///< protects states_ and each IndexState's live, deferred, stats
@@ -394,6 +418,10 @@ void grow_storage(c10::StorageImpl &storage, uint64_t bytes) {
         the_allocator().copy_data(fresh.get(), storage.data(), storage.nbytes());
     storage.set_data_ptr_noswap(std::move(fresh));
     storage.set_nbytes(bytes);
+}
+
+void set_memory_limit(c10::DeviceIndex index, uint64_t bytes) {
+    the_allocator().state(index).limit.store(bytes, std::memory_order_relaxed);
 }
 
 void empty_staging_cache() {

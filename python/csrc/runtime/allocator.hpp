@@ -32,6 +32,11 @@ BufferRange tensor_range(const at::Tensor &t);
 /// Gives @p storage at least @p bytes, keeping its contents (resize_).
 void grow_storage(c10::StorageImpl &storage, uint64_t bytes);
 
+/// At most @p bytes of device memory reserved by the cache of @p index
+/// (0: no limit but the device's); an allocation beyond it empties the
+/// cache, retries, then raises torch.OutOfMemoryError.
+void set_memory_limit(c10::DeviceIndex index, uint64_t bytes);
+
 /// Host memory for staging copies (pinned, the device's DMA reaches it).
 Allocation staging_memory(c10::DeviceIndex index, uint64_t bytes);
 /// Releases the empty chunks of every index's staging memory.

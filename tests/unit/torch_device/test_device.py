@@ -119,6 +119,32 @@ def test_memory_summary_shows_the_statistics():
     del x
 
 
+def test_a_memory_fraction_caps_the_cache():
+    """torch.neuron.set_per_process_memory_fraction: an allocation that
+    would reserve more than the fraction of the core's memory raises
+    torch.OutOfMemoryError naming the cap (after emptying the cache); 1
+    lifts the cap; a fraction outside [0, 1] is refused."""
+    torch.neuron.synchronize()
+    torch.neuron.empty_cache()
+    total = torch.neuron.mem_get_info()[1]
+    chunk = total // 8
+    torch.neuron.set_per_process_memory_fraction(0.25)
+    try:
+        assert torch.neuron.get_per_process_memory_fraction() == 0.25
+        kept = torch.empty(chunk, dtype=torch.uint8, device="neuron")
+        with pytest.raises(torch.OutOfMemoryError, match="set_per_process_memory_fraction caps "
+                           f"this process's cache at {total // 4} bytes"):
+            torch.empty(2 * chunk, dtype=torch.uint8, device="neuron")
+        assert torch.neuron.memory_reserved() <= total // 4
+    finally:
+        torch.neuron.set_per_process_memory_fraction(1.0)
+    more = torch.empty(2 * chunk, dtype=torch.uint8, device="neuron")
+    assert torch.neuron.get_per_process_memory_fraction() == 1.0
+    with pytest.raises(ValueError, match="not a fraction"):
+        torch.neuron.set_per_process_memory_fraction(1.5)
+    del kept, more
+
+
 def test_device_of_makes_a_tensors_core_current():
     if torch.neuron.device_count() < 2:
         pytest.skip("one core")
