@@ -201,6 +201,13 @@ static inline bool nm_tap_contiguous(const nm_tap *t) {
     return t->stride[0] == 1 && (t->count[1] == 1 || t->stride[1] == t->count[0]);
 }
 
+/* Whether @x and @y share no byte: other spaces, partitions or bytes. */
+static inline bool nm_taps_disjoint(const nm_tap *x, const nm_tap *y) {
+    return x->space != y->space || x->part_start + x->part_count <= y->part_start ||
+           y->part_start + y->part_count <= x->part_start || x->offset + x->extent <= y->offset ||
+           y->offset + y->extent <= x->offset;
+}
+
 /* Partition @p of @t as fp32 in place, when it is contiguous fp32; else NULL. */
 static inline float *nm_tap_row_f32(const nm_tap *t, uint32_t p) {
     if (t->dtype != NEURON_DT_FP32 || !nm_tap_contiguous(t))

@@ -193,13 +193,6 @@ static bool have_avx2(void) {
 #define transpose_rows32_avx2(dst, ld, s, P, F) transpose_rows32(dst, ld, s, 0, P, F)
 #endif
 
-/* Whether partitions [p, p + n) x bytes [o, o + b) of two taps of one space meet. */
-static bool taps_meet(const nm_tap *x, const nm_tap *y) {
-    return x->space == y->space && x->part_start < y->part_start + y->part_count &&
-           y->part_start < x->part_start + x->part_count && x->offset < y->offset + y->extent &&
-           y->offset < x->offset + x->extent;
-}
-
 void nm_exec_transpose(nm_exec *ex, const struct neuron_insn *in, nm_result *r) {
     nm_tap d, s;
     nm_core *core = ex->core;
@@ -216,7 +209,7 @@ void nm_exec_transpose(nm_exec *ex, const struct neuron_insn *in, nm_result *r) 
         (s.esize == 4 || s.esize == 2)) {
         /* Raw elements, blocked: straight into @d, or through a buffer
          * when the operands overlap. */
-        const bool direct = !taps_meet(&s, &d);
+        const bool direct = nm_taps_disjoint(&s, &d);
         uint8_t *out = direct ? d.base : (uint8_t *)core->mm_c;
         const size_t ld = direct ? d.pitch / s.esize : P;
         if (s.esize == 4 && have_avx2())

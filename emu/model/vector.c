@@ -331,15 +331,11 @@ static void act_rows(uint32_t f, float *y, const float *x, uint32_t n, float sca
  * Otherwise the rows are staged in scratch buffers.
  */
 static bool in_place_ok(const nm_tap *d, const nm_tap *s) {
-    if (d->space != s->space)
-        return true;
-    if (d->base == s->base && d->dtype == s->dtype &&
+    if (d->space == s->space && d->base == s->base && d->dtype == s->dtype &&
         !memcmp(d->count, s->count, sizeof(d->count)) &&
         !memcmp(d->stride, s->stride, sizeof(d->stride)))
         return true;
-    return d->part_start + d->part_count <= s->part_start ||
-           s->part_start + s->part_count <= d->part_start || d->offset + d->extent <= s->offset ||
-           s->offset + s->extent <= d->offset;
+    return nm_taps_disjoint(d, s);
 }
 
 /*

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The helper threads of a simulated core: the parts of a large MATMUL
 // (emu/model/tensor.c) or of a large instruction split by partitions
-// (nm_split_rows, emu/model/core.c) run on them and on the caller at once.
+// (nm_split_rows, emu/model/split.c) run on them and on the caller at once.
 // A round is one instruction: the caller publishes it in claim_ and
 // round_, claims parts itself until none is left and waits for done_ to
 // count them all. A part is claimed with the round's number, so a helper
