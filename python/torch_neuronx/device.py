@@ -124,7 +124,10 @@ def get_device_name(device: DeviceLike = None) -> str:
 
 def get_device_properties(device: DeviceLike = None) -> device_info.NeuronDeviceProperties:
     """The core's name, memory, instruction set and on-core memories."""
-    return device_info.properties(_index(device))
+    index = _index(device)
+    major, minor, sbuf, psum, clock, partitions = torch.ops.neuron.device_properties(index)
+    return device_info.NeuronDeviceProperties(get_device_name(index), mem_get_info(index)[1],
+                                              (major, minor), sbuf, psum, clock, partitions)
 
 
 def get_device_capability(device: DeviceLike = None) -> Tuple[int, int]:

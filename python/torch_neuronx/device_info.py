@@ -1,14 +1,12 @@
 # SPDX-License-Identifier: MIT
 """What torch.neuron tells about a core and its memory beyond the counters:
-its properties (get_device_properties, as torch.cuda's) and the caching
-allocator's statistics as a table (memory_summary)."""
+its properties (get_device_properties's record, as torch.cuda's) and the
+caching allocator's statistics as a table (memory_summary)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Dict, List, Tuple
-
-import torch
 
 
 @dataclass(frozen=True)
@@ -23,13 +21,6 @@ class NeuronDeviceProperties:
     psum_bytes: int  # on-core matmul accumulators
     clock_mhz: int
     partitions: int
-
-
-def properties(index: int) -> NeuronDeviceProperties:
-    major, minor, sbuf, psum, clock, partitions = torch.ops.neuron.device_properties(index)
-    _, total = torch.accelerator.get_memory_info(torch.device("neuron", index))
-    return NeuronDeviceProperties(torch.ops.neuron.device_name(index), total, (major, minor),
-                                  sbuf, psum, clock, partitions)
 
 
 # The table's rows: (title, statistic, whether it counts bytes).

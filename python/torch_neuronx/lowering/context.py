@@ -327,7 +327,7 @@ class Context:
         if record is None:
             raise self.unsupported()
         for a in node.all_input_nodes:
-            d = _dtype_of(self.env.get(a))
+            d = dtype_of(self.env.get(a))
             if d is not None and d != torch.bool and d not in record.dtypes:
                 if d == torch.int32:
                     raise self.unsupported("an int32 operand (the device computes int32 in add, "
@@ -386,7 +386,7 @@ class Context:
         return t
 
 
-def _dtype_of(v: Any) -> Optional[torch.dtype]:
+def dtype_of(v: Any) -> Optional[torch.dtype]:
     if isinstance(v, (Tensor,)):
         return v.dtype
     if isinstance(v, (Weight, External)):
@@ -397,7 +397,7 @@ def _dtype_of(v: Any) -> Optional[torch.dtype]:
         return v.scores.dtype
     if isinstance(v, (list, tuple)):
         for item in v:
-            d = _dtype_of(item)
+            d = dtype_of(item)
             if d is not None:
                 return d
     return None

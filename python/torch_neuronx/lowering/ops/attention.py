@@ -9,7 +9,7 @@ from typing import Any, List, Optional
 
 import torch
 
-from ..context import Context
+from ..context import Context, dtype_of
 from ..registry import lowering
 from ..values import Expanded, External, Masked, Tensor, Weight
 from .compare import general_where, is_device_mask
@@ -56,10 +56,6 @@ def where(L: Context, node: torch.fx.Node) -> None:
     L.bind(Masked(x))
 
 
-def _dtype_of(v: Any) -> torch.dtype:
-    return v.dtype if isinstance(v, Tensor) else v.value.dtype
-
-
 def _selects_one_side(L: Context, cond: torch.Tensor, kept: Any, fill: Any) -> bool:
     """where() with a constant condition that holds everywhere or nowhere
     (scaled_dot_product_attention's test for rows with every key masked,
@@ -72,7 +68,7 @@ def _selects_one_side(L: Context, cond: torch.Tensor, kept: Any, fill: Any) -> b
     else:
         return False
     out = L.value(L.node)
-    if not isinstance(chosen, (Tensor, External)) or _dtype_of(chosen) != out.dtype \
+    if not isinstance(chosen, (Tensor, External)) or dtype_of(chosen) != out.dtype \
             or shape_of(chosen) != tuple(out.shape):
         return False
     L.bind(chosen)
